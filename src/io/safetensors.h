@@ -1,0 +1,94 @@
+// safetensors reading (mmap, fully validated header) and writing.
+// A file is mapped read-only once; float32 tensors are borrowed in place
+// (zero copy) when aligned, F16/BF16 are converted to float32 on load.
+// Every offset, size, dtype and shape in the header is checked against the
+// file size before anything is read, so hostile files fail with ModelError
+// naming the file and tensor, never a crash or an overread.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ditgen::io {
+
+enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool, kF8E4M3, kF8E5M2 };
+const char* dtype_name(DType d);  // "F32", ...
+size_t dtype_size(DType d);
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin = 0;  // byte offsets relative to the start of the data section
+  uint64_t end = 0;
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and validates; throws ModelError("<path>: ...") on any problem.
+  static std::shared_ptr<SafetensorsFile> open(const std::string& path);
+  ~SafetensorsFile();
+
+  const std::string& path() const { return path_; }
+  bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
+  const TensorInfo& info(const std::string& name) const;  // ModelError if absent
+  std::vector<std::string> names() const;                 // sorted
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  // The whole tensor as float32 (F32 borrowed in place when 4-byte aligned,
+  // F16/BF16/F32-unaligned converted into owned storage). Other dtypes:
+  // ModelError naming the tensor and its dtype.
+  Tensor load(const std::string& name) const;
+  // Rows [row_begin, row_end) of the leading dimension, reading only those
+  // bytes (tensor parallelism loads its own slices).
+  Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
+
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+ private:
+  SafetensorsFile() = default;
+  std::string path_;
+  const uint8_t* map_ = nullptr;  // whole file
+  size_t map_size_ = 0;
+  size_t data_offset_ = 0;        // 8 + header length
+  std::map<std::string, TensorInfo> tensors_;
+  std::map<std::string, std::string> metadata_;
+  std::weak_ptr<const SafetensorsFile> self_;  // lets borrowed tensors keep the map alive
+};
+
+// Writes float32 tensors to `path` atomically (temporary name, then rename).
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// The weights of one model part directory (e.g. <model>/transformer):
+// a single `*.safetensors` file, or shards listed by `*.safetensors.index.json`
+// (its weight_map validated: every shard exists and holds the tensors named).
+class WeightStore {
+ public:
+  static WeightStore open_dir(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  bool contains(const std::string& name) const { return where_.count(name) != 0; }
+  const TensorInfo& info(const std::string& name) const;  // ModelError if absent
+  const std::string& file_of(const std::string& name) const;
+  std::vector<std::string> names() const;
+  Tensor load(const std::string& name) const;
+  Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
+
+  // Checks that `name` exists with exactly `shape` (ModelError naming the
+  // file, the tensor, and expected vs found shape or dtype otherwise).
+  void expect(const std::string& name, const Shape& shape) const;
+
+ private:
+  std::string dir_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, size_t> where_;  // tensor name -> index into files_
+};
+
+}  // namespace ditgen::io
