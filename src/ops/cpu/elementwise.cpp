@@ -1,0 +1,65 @@
+// Elementwise ops on the CPU: one OpenMP-parallel, vectorised pass each, using
+// the per-element formulas of kernels/math/activations.h.
+#include <stdexcept>
+
+#include "kernels/math/activations.h"
+#include "ops/ops.h"
+
+namespace ditgen::ops {
+
+namespace {
+constexpr int64_t kParallelMin = 1 << 14;  // below this a parallel region costs more than it saves
+}
+
+void silu_(Tensor& x) {
+  float* p = x.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) p[i] = math::silu(p[i]);
+}
+
+Tensor silu(const Tensor& x) {
+  Tensor y = Tensor::empty(x.shape());
+  const float* s = x.data();
+  float* d = y.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) d[i] = math::silu(s[i]);
+  return y;
+}
+
+void gelu_tanh_(Tensor& x) {
+  float* p = x.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) p[i] = math::gelu_tanh(p[i]);
+}
+
+void add_(Tensor& x, const Tensor& y) {
+  if (x.shape() != y.shape())
+    throw std::invalid_argument("add_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+  float* p = x.data();
+  const float* q = y.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) p[i] += q[i];
+}
+
+void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate_stride) {
+  if (x.shape() != y.shape() || x.ndim() != 3)
+    throw std::invalid_argument("gated_residual_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+  const int64_t b = x.dim(0), n = x.dim(1), c = x.dim(2);
+  float* xd = x.data();
+  const float* yd = y.data();
+#pragma omp parallel for collapse(2) if (x.numel() > kParallelMin)
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t t = 0; t < n; ++t) {
+      const float* g = gate + i * gate_stride;
+      float* xr = xd + (i * n + t) * c;
+      const float* yr = yd + (i * n + t) * c;
+#pragma omp simd
+      for (int64_t j = 0; j < c; ++j) xr[j] += g[j] * yr[j];
+    }
+}
+
+}  // namespace ditgen::ops

@@ -1,0 +1,61 @@
+// DiT forward against diffusers' DiTTransformer2DModel on the committed
+// fixtures (float32 weights; bf16 sharded weights upcast by both sides).
+#include <doctest/doctest.h>
+
+#include "fixture.h"
+#include "io/model_dir.h"
+#include "models/dit.h"
+#include "../ops/test_helpers.h"
+#include "util/error.h"
+
+using namespace ditgen;
+
+static void check_forward(const std::string& name) {
+  auto dir = io::ModelDir::open(testing::fixture_dir(name));
+  auto cfg = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
+  auto dit = models::DitTransformer::load(io::WeightStore::open_dir(dir.part_dir("transformer")), cfg);
+  Tensor x = testing::fixture_tensor(name, "expected.safetensors", "forward_input");
+  Tensor t = testing::fixture_tensor(name, "expected.safetensors", "forward_timestep");
+  Tensor l = testing::fixture_tensor(name, "expected.safetensors", "forward_labels");
+  Tensor ref = testing::fixture_tensor(name, "expected.safetensors", "forward_output");
+  std::vector<float> ts(t.data(), t.data() + t.numel());
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < l.numel(); ++i) labels.push_back(static_cast<int64_t>(l[i]));
+  Tensor y = dit.forward(x, ts, labels);
+  REQUIRE(y.shape() == ref.shape());
+  const double err = testing::rel_l2(y, ref);
+  MESSAGE(name << ": forward relative L2 error " << err);
+  CHECK(err < 1e-5);
+  CHECK(testing::max_rel(y, ref) < 1e-4);
+}
+
+TEST_CASE("DiT forward matches diffusers: odd 5x5 grid, 12 heads, learned sigma") { check_forward("dit_odd"); }
+TEST_CASE("DiT forward matches diffusers: sharded bf16 weights, no learned sigma") {
+  check_forward("dit_small_bf16");
+}
+
+TEST_CASE("DiT config errors name the file and key") {
+  nlohmann::json cfg = io::read_json_file(testing::fixture_dir("dit_odd") + "/transformer/config.json");
+  cfg["num_layers"] = "two";
+  CHECK_THROWS_WITH_AS(models::DitConfig::from_json(cfg, "x/config.json"),
+                       doctest::Contains("x/config.json: num_layers"), ModelError);
+  cfg = io::read_json_file(testing::fixture_dir("dit_odd") + "/transformer/config.json");
+  cfg["_class_name"] = "UNet2DConditionModel";
+  CHECK_THROWS_WITH_AS(models::DitConfig::from_json(cfg, "x/config.json"), doctest::Contains("_class_name"),
+                       ModelError);
+  cfg = io::read_json_file(testing::fixture_dir("dit_odd") + "/transformer/config.json");
+  cfg["_class_name"] = "Transformer2DModel";  // legacy name of the published checkpoints
+  CHECK(models::DitConfig::from_json(cfg, "x/config.json").num_heads == 12);
+}
+
+TEST_CASE("DiT weights are validated against config.json before loading") {
+  auto dir = io::ModelDir::open(testing::fixture_dir("dit_odd"));
+  auto cfg = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
+  auto weights = io::WeightStore::open_dir(dir.part_dir("transformer"));
+  cfg.num_layers = 3;  // the file holds 2 blocks
+  CHECK_THROWS_WITH_AS(models::DitTransformer::load(weights, cfg),
+                       doctest::Contains("transformer_blocks.2."), ModelError);
+  cfg.num_layers = 2;
+  cfg.head_dim = 16;  // wrong shapes everywhere
+  CHECK_THROWS_WITH_AS(models::DitTransformer::load(weights, cfg), doctest::Contains("shape"), ModelError);
+}
