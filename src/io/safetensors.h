@@ -16,7 +16,9 @@
 
 namespace ditgen::io {
 
-enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool, kF8E4M3, kF8E5M2 };
+// Every dtype of the safetensors format: a file holding any of them opens;
+// only load() insists on F32, F16 or BF16.
+enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool, kF8E4M3, kF8E5M2, kU64, kU32, kU16 };
 const char* dtype_name(DType d);  // "F32", ...
 size_t dtype_size(DType d);
 
@@ -53,6 +55,8 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile() = default;
+  // Rows [row_begin, row_end) of `ti` (a scalar counts as one row) as float32.
+  Tensor load_rows_of(const TensorInfo& ti, int64_t row_begin, int64_t row_end, const Shape& out_shape) const;
   std::string path_;
   const uint8_t* map_ = nullptr;  // whole file
   size_t map_size_ = 0;
@@ -86,9 +90,12 @@ class WeightStore {
   void expect(const std::string& name, const Shape& shape) const;
 
  private:
+  size_t where_index(const std::string& name) const;  // ModelError if absent
+
   std::string dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, size_t> where_;  // tensor name -> index into files_
+  std::string source_;                   // the single weights file or the index, for messages
 };
 
 }  // namespace ditgen::io

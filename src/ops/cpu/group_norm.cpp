@@ -8,42 +8,18 @@
 // followed by SiLU when asked (the VAE always pairs them, and fusing saves a
 // full read+write of the feature map).
 //
-// SiLU uses a branch-free exp (Cephes polynomial, ~1 ulp) so the loop
-// vectorises; glibc's expf is scalar without -ffast-math and would dominate
-// this memory-bound pass.
+// SiLU is math::silu (kernels/math/activations.h): a branch-free exp, so the
+// loop vectorises; glibc's expf is scalar without -ffast-math and would
+// dominate this memory-bound pass.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
+#include "kernels/math/activations.h"
 #include "ops/ops.h"
 
 namespace ditgen::ops {
-namespace {
-
-// exp(x), relative error ~1e-7 over the float range; inputs are clamped so
-// the result stays finite and normal (silu only needs that much).
-inline float exp_vec(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  const float n = std::nearbyint(x * 1.44269504088896341f);  // round(x / ln 2)
-  // Cody-Waite: r = x - n ln2 in two parts, exact to float precision.
-  float r = x - n * 0.693359375f;
-  r = r + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
-}
-
-}  // namespace
 
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
                   bool fuse_silu) {
@@ -55,7 +31,7 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
   if (weight.numel() != C || bias.numel() != C)
     throw std::invalid_argument("group_norm: weight " + shape_str(weight.shape()) + " / bias " +
                                 shape_str(bias.shape()) + " for " + std::to_string(C) + " channels");
-  const int64_t S = C ? x.numel() / (B * C) : 0;  // spatial size per channel
+  const int64_t S = B > 0 && C > 0 ? x.numel() / (B * C) : 0;  // spatial size per channel
   const int64_t cpg = C / groups;
   const int64_t block = cpg * S;
 
@@ -97,7 +73,7 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
 #pragma omp simd
         for (int64_t i = 0; i < S; ++i) {
           const float y = ((xc[i] - mean_hi) - mean_lo) * a + s;
-          oc[i] = y / (1.0f + exp_vec(-y));
+          oc[i] = math::silu(y);
         }
       } else {
 #pragma omp simd

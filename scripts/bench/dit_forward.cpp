@@ -1,0 +1,182 @@
+// bench_dit_forward: times ditgen's DiT transformer forward, or a large square
+// sgemm (this machine's float32 GEMM peak). A benchmark, not a test; driven by
+// scripts/bench_dit_forward.py, which compares it with PyTorch.
+//
+//   bench_dit_forward --model DIR [--batch 2] [--repeat 5] [--warmup 1] [--threads 2] [--profile]
+//   bench_dit_forward --sgemm [N] [--repeat 5] [--warmup 1] [--threads 2]
+//
+// DIR is a diffusers model root (model_index.json + transformer/) or the
+// transformer directory itself. The input is a deterministic random latent
+// (B, C, S, S) ~ N(0, 1), timesteps 500 and labels alternating class 207 and
+// the null class (a CFG batch). Output is one `key value` line per figure:
+//
+//   forward_seconds <median>   forward_all <t1,t2,...>   peak_rss_bytes <n>
+//   sgemm_gflops <median>      sgemm_all <g1,g2,...>
+//
+// With --profile the per-op table of util/profile.h (summed over the timed
+// repeats, not the warmup) follows a `profile_begin` line up to `profile_end`.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "io/model_dir.h"
+#include "io/safetensors.h"
+#include "models/dit.h"
+#include "ops/ops.h"
+#include "util/error.h"
+#include "util/profile.h"
+
+extern "C" char* openblas_get_corename(void);  // the kernel set OpenBLAS picked (DYNAMIC_ARCH)
+
+using namespace ditgen;
+
+namespace {
+
+struct Args {
+  std::string model;
+  int64_t sgemm_n = 0;  // > 0: sgemm mode
+  int64_t batch = 2;
+  int repeat = 5, warmup = 1, threads = 2;
+  bool profile = false;
+};
+
+[[noreturn]] void usage(int code) {
+  std::fprintf(code ? stderr : stdout,
+               "usage: bench_dit_forward --model DIR [--batch 2] [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
+               "       bench_dit_forward --sgemm [N=4096] [--repeat 5] [--warmup 1] [--threads 2]\n");
+  std::exit(code);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(2);
+      return argv[++i];
+    };
+    if (k == "--model") a.model = value();
+    else if (k == "--sgemm") a.sgemm_n = (i + 1 < argc && argv[i + 1][0] != '-') ? std::stoll(value()) : 4096;
+    else if (k == "--batch") a.batch = std::stoll(value());
+    else if (k == "--repeat") a.repeat = std::stoi(value());
+    else if (k == "--warmup") a.warmup = std::stoi(value());
+    else if (k == "--threads") a.threads = std::stoi(value());
+    else if (k == "--profile") a.profile = true;
+    else if (k == "--help" || k == "-h") usage(0);
+    else usage(2);
+  }
+  if ((a.model.empty() == (a.sgemm_n <= 0)) || a.batch < 1 || a.repeat < 1 || a.warmup < 0 || a.threads < 1) usage(2);
+  return a;
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void print_list(const char* key, const std::vector<double>& v) {
+  std::printf("%s ", key);
+  for (size_t i = 0; i < v.size(); ++i) std::printf("%s%.4f", i ? "," : "", v[i]);
+  std::printf("\n");
+}
+
+void fill_normal(float* p, int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
+}
+
+int run_sgemm(const Args& a) {
+  const int64_t n = a.sgemm_n;
+  std::vector<float> A(n * n), B(n * n), C(n * n);
+  fill_normal(A.data(), n * n, 1);
+  fill_normal(B.data(), n * n, 2);
+  std::vector<double> gflops;
+  for (int r = 0; r < a.warmup + a.repeat; ++r) {
+    const double t0 = now();
+    ops::gemm(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+    const double dt = now() - t0;
+    if (r >= a.warmup) gflops.push_back(2.0 * n * n * n / dt * 1e-9);
+  }
+  std::printf("sgemm_n %lld\n", static_cast<long long>(n));
+  std::printf("sgemm_gflops %.2f\n", median(gflops));
+  print_list("sgemm_all", gflops);
+  return 0;
+}
+
+int run_forward(const Args& a) {
+  namespace fs = std::filesystem;
+  std::string dir = a.model, cfg_path;
+  nlohmann::json cfg_json;
+  if (fs::exists(fs::path(dir) / "model_index.json")) {
+    const io::ModelDir md = io::ModelDir::open(dir);
+    cfg_json = md.part_config("transformer");
+    cfg_path = md.part_config_path("transformer");
+    dir = md.part_dir("transformer");
+  } else {
+    cfg_path = (fs::path(dir) / "config.json").string();
+    cfg_json = io::read_json_file(cfg_path);
+  }
+  const models::DitConfig cfg = models::DitConfig::from_json(cfg_json, cfg_path);
+  const double t_load = now();
+  const models::DitTransformer model = models::DitTransformer::load(io::WeightStore::open_dir(dir), cfg);
+  std::printf("load_seconds %.3f\n", now() - t_load);
+
+  const int64_t b = a.batch;
+  Tensor x = Tensor::empty({b, cfg.in_channels, cfg.sample_size, cfg.sample_size});
+  fill_normal(x.data(), x.numel(), 0);
+  std::vector<float> timesteps(b, 500.0f);
+  std::vector<int64_t> labels(b);
+  for (int64_t i = 0; i < b; ++i) labels[i] = i % 2 ? cfg.num_classes : 207 % cfg.num_classes;
+
+  std::vector<double> times;
+  double checksum = 0;
+  for (int r = 0; r < a.warmup + a.repeat; ++r) {
+    if (r == a.warmup && a.profile) profile::reset();
+    const double t0 = now();
+    const Tensor y = model.forward(x, timesteps, labels);
+    const double dt = now() - t0;
+    if (r >= a.warmup) times.push_back(dt);
+    if (r == 0)
+      for (int64_t i = 0; i < y.numel(); ++i) checksum += y[i];
+  }
+  struct rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("output_sum %.6g\n", checksum);
+  std::printf("forward_seconds %.4f\n", median(times));
+  print_list("forward_all", times);
+  std::printf("peak_rss_bytes %lld\n", static_cast<long long>(ru.ru_maxrss) * 1024);
+  if (a.profile) {
+    std::printf("profile_begin (summed over %d forwards)\n%sprofile_end\n", a.repeat, profile::report().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  ops::set_num_threads(a.threads);
+  profile::enable(a.profile);
+  std::printf("threads %d\nblas_threading %s\nblas_core %s\n", a.threads, ops::blas_threading(),
+              openblas_get_corename());
+  try {
+    return a.sgemm_n > 0 ? run_sgemm(a) : run_forward(a);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_dit_forward: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_dit_forward: %s\n", e.what());
+    return 1;
+  }
+}

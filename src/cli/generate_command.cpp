@@ -1,0 +1,143 @@
+// The generate job, in the order of DESIGN.md §3: everything that can be
+// checked without weights (arguments, config, unsupported features, output
+// paths) is checked first so a bad run fails in milliseconds; then the model
+// is loaded and validated, labels resolved, the denoising loop run, and each
+// output written atomically with webui-style PNG metadata.
+#include "cli/generate_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "config/config.h"
+#include "io/png.h"
+#include "io/safetensors.h"
+#include "ops/ops.h"
+#include "pipeline/dit_pipeline.h"
+#include "util/error.h"
+#include "util/profile.h"
+#include "util/progress.h"
+
+namespace ditgen::cli {
+
+namespace {
+
+int ranks_on_this_node() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(var)) {
+      int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  return 1;
+}
+
+void reject_unsupported_options(const CliOptions& o) {
+  if (o.device == "cuda") not_supported("--device cuda (the CUDA backend is a later issue); use --device cpu");
+  if (o.attention != "auto")
+    not_supported("--attention " + o.attention + " (a CUDA backend choice; the CPU always uses tiled attention)");
+  if (!o.pab_stats.empty()) not_supported("--pab-stats (Pyramid Attention Broadcast is a later issue)");
+  if (!o.pab_analyze.empty()) not_supported("--pab-analyze (Pyramid Attention Broadcast is a later issue)");
+}
+
+std::string format_number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// webui "parameters": the class (or prompt) on the first line, then settings.
+std::string png_parameters(const std::string& label, const RunConfig& cfg, const std::string& sampler,
+                           uint64_t seed, int width, int height) {
+  std::string model = std::filesystem::path(cfg.model.path).lexically_normal().filename().string();
+  if (model.empty()) model = std::filesystem::path(cfg.model.path).lexically_normal().parent_path().filename();
+  return label + "\nSteps: " + std::to_string(cfg.generate.steps) + ", Sampler: " + sampler +
+         ", CFG scale: " + format_number(cfg.generate.guidance_scale) + ", Seed: " + std::to_string(seed) +
+         ", Size: " + std::to_string(width) + "x" + std::to_string(height) + ", Model: " + model;
+}
+
+}  // namespace
+
+void run_generate(const CliOptions& opts) {
+  const auto start = std::chrono::steady_clock::now();
+  reject_unsupported_options(opts);
+  RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
+  reject_unsupported(cfg, opts.config_path);
+  if (cfg.output.grid) not_supported("output.grid (the contact sheet comes with the trained default model)");
+  if (cfg.generate.class_labels.empty())
+    throw ConfigError(opts.config_path + ": generate.class_labels: a DiT model needs class labels");
+
+  const int threads = opts.threads > 0 ? opts.threads : default_threads(ranks_on_this_node());
+  ops::set_num_threads(threads);
+  if (std::string(ops::blas_threading()) != "openmp" && !opts.quiet)
+    std::fprintf(stderr, "ditgen: warning: OpenBLAS uses %s threading, not OpenMP; expect contention "
+                         "(install libopenblas0-openmp)\n", ops::blas_threading());
+
+  // --init-noise is read before the model so a bad file fails fast.
+  std::optional<Tensor> init_noise;
+  if (!opts.init_noise.empty()) {
+    auto f = io::SafetensorsFile::open(opts.init_noise);
+    if (!f->contains("noise"))
+      throw ConfigError(opts.init_noise + ": --init-noise file has no tensor named 'noise'");
+    init_noise = f->load("noise").clone();
+  }
+
+  const auto pipe = pipeline::DitPipeline::load(cfg.model.path);
+  const auto& tcfg = pipe.transformer().config();
+  const int vae_factor = 1 << (static_cast<int>(pipe.vae().config().block_out_channels.size()) - 1);
+  const int size = static_cast<int>(tcfg.sample_size) * vae_factor;
+  if ((cfg.generate.height && cfg.generate.height != size) || (cfg.generate.width && cfg.generate.width != size))
+    throw ConfigError(opts.config_path + ": generate.height/width: this DiT model generates " + std::to_string(size) +
+                      "x" + std::to_string(size) + " only (sample_size " + std::to_string(tcfg.sample_size) +
+                      " x VAE factor " + std::to_string(vae_factor) + ")");
+
+  pipeline::DitRequest req;
+  for (size_t i = 0; i < cfg.generate.class_labels.size(); ++i) {
+    const auto& l = cfg.generate.class_labels[i];
+    std::variant<int64_t, std::string> label;
+    if (const int* id = std::get_if<int>(&l)) label = static_cast<int64_t>(*id);
+    else label = std::get<std::string>(l);
+    req.labels.push_back(
+        pipe.label_id(label, opts.config_path + ": generate.class_labels[" + std::to_string(i) + "]"));
+  }
+  req.seed = cfg.generate.seed;
+  req.steps = cfg.generate.steps;
+  req.guidance_scale = static_cast<float>(cfg.generate.guidance_scale);
+  req.scheduler = cfg.generate.scheduler;
+  req.batch_size = cfg.generate.batch_size;
+  req.init_noise = init_noise;
+
+  const int outputs = static_cast<int>(req.labels.size());
+  const int batches = (outputs + req.batch_size - 1) / req.batch_size;
+  Progress progress(req.steps * batches, !opts.quiet, "denoise");
+  auto on_step = [&](int step, int steps, int batch, int) { progress.step_done(batch * steps + step); };
+  pipeline::DitResult result = pipe.generate(req, on_step);
+  progress.finish();
+
+  if (!opts.save_latents.empty()) io::write_safetensors(opts.save_latents, {{"latents", result.latents}});
+
+  const nlohmann::json effective = to_json(cfg);
+  std::vector<std::string> written;
+  for (int i = 0; i < outputs; ++i) {
+    const Tensor img = result.images.slice0(i, i + 1).reshape(
+        {result.images.dim(1), result.images.dim(2), result.images.dim(3)});
+    const int h = static_cast<int>(img.dim(1)), w = static_cast<int>(img.dim(2));
+    const auto rgb = io::float_image_to_rgb8(img);
+    const std::string path = output_path_for(cfg.output.path, i, outputs);
+    io::write_png(path, rgb.data(), w, h, 3,
+                  {{"parameters", png_parameters(pipe.label_name(req.labels[i]), cfg, result.scheduler,
+                                                 req.seed + static_cast<uint64_t>(i), w, h)},
+                   {"ditgen_config", effective.dump()}});
+    written.push_back(path);
+  }
+
+  if (!opts.quiet) {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "ditgen: wrote %d image%s (%s%s) in %.1f s\n", outputs, outputs == 1 ? "" : "s",
+                 written.front().c_str(), outputs > 1 ? ", ..." : "", secs);
+  }
+  if (profile::enabled()) std::fprintf(stderr, "ditgen: time per op\n%s", profile::report().c_str());
+}
+
+}  // namespace ditgen::cli

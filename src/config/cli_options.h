@@ -1,0 +1,47 @@
+// The command line of DESIGN.md §1, parsed with CLI11 into plain options.
+// It lives in the config layer (not src/cli/) so it is unit-tested with the
+// config it feeds. Parsing only checks the form of arguments; what the run
+// cannot do yet (--device cuda, --attention flash, plan, PAB analysis) parses
+// fine and is rejected by main, which knows the milestone.
+//
+// --output/--seed/--steps become --set entries appended after the user's own
+// --set list, so one precedence rule holds for every field:
+// config file < --set < dedicated flag.
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace ditgen {
+
+struct CliOptions {
+  enum class Command { generate, plan };
+  Command command = Command::generate;
+
+  // --help or --version was printed: main exits 0 without running.
+  bool exit_now = false;
+
+  std::string config_path;
+  std::vector<std::string> set_overrides;  // "key.path=value", in application order
+  std::string device = "auto";             // auto | cpu | cuda
+  int threads = 0;                         // 0 = default_threads(ranks on this node)
+  std::string attention = "auto";          // auto | flash | math
+  std::string init_noise;                  // "" = draw the noise
+  std::string save_latents;                // "" = do not save
+  std::string pab_stats;                   // "" = no JSON summary
+  std::string pab_analyze;                 // "" = no analysis directory
+  bool quiet = false;
+  int world_size = 0;                      // plan: 0 = only the config's own layout
+};
+
+// Throws ConfigError (exit 2) with CLI11's message on a bad command line.
+// Help and version text go to `out`.
+CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out);
+CliOptions parse_cli(int argc, char** argv);
+
+// CPU threads per process when --threads is not given: the cores this process
+// may run on (its affinity mask, which respects taskset and cgroup cpusets)
+// divided among the ranks on this node, at least 1.
+int default_threads(int ranks_on_node);
+
+}  // namespace ditgen

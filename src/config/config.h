@@ -1,0 +1,134 @@
+// The run configuration of DESIGN.md §2 as plain structs, and the functions
+// that load, check and write it back.
+//
+// Loading is one pipeline over the JSON document, so every check sees the
+// same data the run will use:
+//   read file (duplicate keys rejected) -> apply --set overrides in order
+//   -> reject unknown keys (with a did-you-mean) -> typed reads with range
+//   checks and defaults -> cross-field rules.
+// Every error is a ConfigError (exit 2) whose message starts with the config
+// file and the dotted path at fault, and says which --set produced the value
+// when one did.
+//
+// Enumerated settings stay strings (already validated here): the layers that
+// use them compare against the documented names, and error messages and PNG
+// metadata need those names anyway.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ditgen {
+
+// A class id, or a class name looked up in model_index.json's id2label.
+using ClassLabel = std::variant<int, std::string>;
+
+struct ModelConfig {
+  std::string path;            // diffusers-layout directory, as written
+  std::string dtype = "auto";  // auto | float32 | bfloat16 | float16
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct GenerateConfig {
+  std::vector<ClassLabel> class_labels;  // class-conditional models
+  std::vector<std::string> prompts;      // text-conditional models
+  std::string negative_prompt;
+  std::uint64_t seed = 0;        // output i uses seed + i
+  int steps = 50;
+  double guidance_scale = 4.0;   // CFG is on when > 1 (as diffusers)
+  std::string scheduler;         // "" = the model's scheduler config; ddim | dpmpp_2m
+  int batch_size = 4;            // outputs per forward pass
+  int frames = 0;                // 0 = the model's default
+  int height = 0;                // 0 = sample_size x VAE factor
+  int width = 0;
+
+  // One output per class label or prompt.
+  int num_outputs() const {
+    return static_cast<int>(class_labels.empty() ? prompts.size() : class_labels.size());
+  }
+  bool operator==(const GenerateConfig&) const = default;
+};
+
+struct ParallelConfig {
+  int sp = 1;
+  int cp = 1;
+  int tp = 1;
+  std::string sp_mode = "ulysses";  // ulysses | ring
+
+  int world_size() const { return sp * cp * tp; }
+  bool operator==(const ParallelConfig&) const = default;
+};
+
+// One PAB attention kind (§5): recomputed every `range` steps while
+// threshold[0] < t < threshold[1].
+struct PabKindConfig {
+  int range = 0;
+  std::array<double, 2> threshold{};
+  std::vector<int> blocks;  // mlp only: the blocks whose MLP output is broadcast
+  bool operator==(const PabKindConfig&) const = default;
+};
+
+// Absent kinds are off; everything absent means PAB off.
+struct PabConfig {
+  std::optional<PabKindConfig> spatial;
+  std::optional<PabKindConfig> temporal;
+  std::optional<PabKindConfig> cross;
+  std::optional<PabKindConfig> mlp;
+
+  bool enabled() const { return spatial || temporal || cross || mlp; }
+  bool operator==(const PabConfig&) const = default;
+};
+
+struct OutputConfig {
+  std::string path;             // pattern: see output_path_for
+  std::string format = "png";   // png | mp4
+  double fps = 8.0;             // mp4 only
+  bool grid = false;            // also write a labelled contact sheet
+  bool operator==(const OutputConfig&) const = default;
+};
+
+struct RunConfig {
+  ModelConfig model;
+  GenerateConfig generate;
+  ParallelConfig parallel;
+  PabConfig pab;
+  OutputConfig output;
+
+  // Where the settings came from, for messages and PNG metadata.
+  std::string source_file;              // the config path as given
+  nlohmann::json source_json;           // the file as read, before overrides
+  std::vector<std::string> overrides;   // the --set entries applied, in order
+};
+
+// Reads, overrides, validates. set_overrides are "key.path=value" strings,
+// applied in order (later wins); a value is parsed as JSON when it parses
+// (numbers, true/false, arrays, "quoted"), else taken as a plain string.
+// Throws ConfigError.
+RunConfig load_config(const std::string& path, const std::vector<std::string>& set_overrides);
+
+// The effective config (after overrides and defaults) as JSON, loadable again
+// by load_config. Settings left at "unset" (no prompts, frames 0, scheduler "",
+// PAB kinds off) are omitted.
+nlohmann::json to_json(const RunConfig& config);
+
+// Throws not_supported for the parts of the contract this milestone does not
+// build yet. Kept apart from validation so later work deletes lines here.
+// `path` is the config file, for the message.
+void reject_unsupported(const RunConfig& config, const std::string& path);
+
+// The file of output `index` of `count`: "{i}" in the pattern is replaced by
+// the index zero-padded to 4 digits; otherwise, with several outputs,
+// "_0000", "_0001", ... goes before the extension ("out/dit.png" ->
+// "out/dit_0003.png"; no extension: appended); one output keeps the path.
+std::string output_path_for(const std::string& pattern, int index, int count);
+
+// The contact sheet's file: "out/dit.png" -> "out/dit_grid.png" (always .png;
+// "{i}" in the pattern becomes "grid").
+std::string grid_path_for(const std::string& pattern);
+
+}  // namespace ditgen

@@ -1,0 +1,60 @@
+// output_path_for / grid_path_for: file names of a run's outputs. Plain string
+// work on the last path component rather than std::filesystem, so the
+// directory part is returned exactly as the user wrote it.
+#include <cstdio>
+
+#include "config/config.h"
+
+namespace ditgen {
+namespace {
+
+constexpr const char* kIndexPlaceholder = "{i}";
+
+std::string zero_padded(int index) {
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%04d", index);
+  return digits;
+}
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
+    text.replace(pos, from.size(), to);
+  return text;
+}
+
+// Position of the extension's '.' in the file name, or npos. A leading dot
+// (".hidden") starts a name, not an extension.
+std::size_t extension_start(const std::string& path) {
+  const auto slash = path.rfind('/');
+  const std::size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos || dot <= name_start) return std::string::npos;
+  return dot;
+}
+
+// "dir/name.ext" -> "dir/name" + suffix + ".ext" (no extension: appended).
+std::string with_suffix(const std::string& path, const std::string& suffix, const std::string& new_extension) {
+  const auto dot = extension_start(path);
+  const std::string stem = dot == std::string::npos ? path : path.substr(0, dot);
+  const std::string extension = dot == std::string::npos ? "" : path.substr(dot);
+  return stem + suffix + (new_extension.empty() ? extension : new_extension);
+}
+
+}  // namespace
+
+std::string output_path_for(const std::string& pattern, int index, int count) {
+  if (pattern.find(kIndexPlaceholder) != std::string::npos)
+    return replace_all(pattern, kIndexPlaceholder, zero_padded(index));
+  if (count <= 1) return pattern;
+  std::string suffix = "_";
+  suffix += zero_padded(index);
+  return with_suffix(pattern, suffix, "");
+}
+
+std::string grid_path_for(const std::string& pattern) {
+  if (pattern.find(kIndexPlaceholder) != std::string::npos)
+    return with_suffix(replace_all(pattern, kIndexPlaceholder, "grid"), "", ".png");
+  return with_suffix(pattern, "_grid", ".png");
+}
+
+}  // namespace ditgen

@@ -1,0 +1,60 @@
+// See overrides.h.
+#include "config/overrides.h"
+
+#include "config/schema.h"
+#include "util/error.h"
+
+namespace ditgen::config {
+namespace {
+
+using nlohmann::json;
+
+// Numbers, booleans, null, arrays, objects and "quoted strings" as JSON;
+// anything else (out/dit.png, ddim) as the literal string, so common values
+// need no shell quoting of JSON quotes.
+json parse_override_value(const std::string& text) {
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return json(text);
+  return value;
+}
+
+}  // namespace
+
+SetOverride parse_set_override(const std::string& text, const ConfigContext& context) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0)
+    throw ConfigError(context.file() + ": --set " + text +
+                      ": expected key.path=value (e.g. --set generate.steps=20)");
+  SetOverride entry;
+  entry.path = text.substr(0, equals);
+  entry.value = parse_override_value(text.substr(equals + 1));
+  entry.text = text;
+  if (!is_schema_path(entry.path))
+    throw ConfigError(context.file() + ": " + entry.path + ": " + unknown_key_message(entry.path) +
+                      " (from --set " + text + ")");
+  return entry;
+}
+
+void apply_set_override(json& document, const SetOverride& entry, const ConfigContext& context) {
+  json* node = &document;
+  std::string walked;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = entry.path.find('.', start);
+    const std::string key = entry.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (dot == std::string::npos) {
+      (*node)[key] = entry.value;
+      return;
+    }
+    walked = join_path(walked, key);
+    json& section = (*node)[key];  // creates null when absent
+    if (section.is_null()) section = json::object();
+    if (!section.is_object())
+      throw ConfigError(context.file() + ": " + walked + ": expected an object, got " +
+                        describe_value(section) + " (cannot apply --set " + entry.text + ")");
+    node = &section;
+    start = dot + 1;
+  }
+}
+
+}  // namespace ditgen::config

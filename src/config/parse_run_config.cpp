@@ -1,0 +1,166 @@
+// See parse_run_config.h. One function per section, in schema order; the
+// cross-field rules come last so each field's own type error is reported
+// first.
+#include "config/parse_run_config.h"
+
+#include "config/object_reader.h"
+
+namespace ditgen::config {
+namespace {
+
+using nlohmann::json;
+
+ModelConfig parse_model(const ObjectReader& model) {
+  ModelConfig c;
+  c.path = model.required_string("path", "the diffusers-layout model directory");
+  c.dtype = model.choice("dtype", c.dtype, {"auto", "float32", "bfloat16", "float16"});
+  return c;
+}
+
+std::vector<ClassLabel> parse_class_labels(const json& value, const std::string& path,
+                                           const ConfigContext& context) {
+  std::vector<ClassLabel> labels;
+  const json& list = read_array(value, path, context);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& item = list[i];
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    if (item.is_string()) {
+      if (item.get<std::string>().empty()) context.fail(item_path, "expected a class name, got \"\"");
+      labels.emplace_back(item.get<std::string>());
+    } else if (item.is_number_integer()) {
+      labels.emplace_back(read_integer(item, item_path, 0, context));
+    } else {
+      context.fail(item_path, "expected a class id (non-negative integer) or class name (string), got " +
+                                  describe_value(item));
+    }
+  }
+  return labels;
+}
+
+std::vector<std::string> parse_prompts(const json& value, const std::string& path,
+                                       const ConfigContext& context) {
+  std::vector<std::string> prompts;
+  const json& list = read_array(value, path, context);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (!list[i].is_string())
+      context.fail(path + "[" + std::to_string(i) + "]", "expected a prompt string, got " + describe_value(list[i]));
+    prompts.push_back(list[i].get<std::string>());
+  }
+  return prompts;
+}
+
+GenerateConfig parse_generate(const ObjectReader& generate) {
+  const ConfigContext& context = generate.context();
+  GenerateConfig c;
+  if (const json* labels = generate.find("class_labels"))
+    c.class_labels = parse_class_labels(*labels, generate.path_of("class_labels"), context);
+  if (const json* prompts = generate.find("prompts"))
+    c.prompts = parse_prompts(*prompts, generate.path_of("prompts"), context);
+  c.negative_prompt = generate.string("negative_prompt", c.negative_prompt);
+  c.seed = generate.unsigned64("seed", c.seed);
+  c.steps = generate.integer("steps", c.steps, 1);
+  c.guidance_scale = generate.number("guidance_scale", c.guidance_scale, 0, /*min_exclusive=*/false);
+  // "" keeps the model's own scheduler config, and lets --set undo a choice.
+  c.scheduler = generate.choice("scheduler", c.scheduler, {"", "ddim", "dpmpp_2m"});
+  c.batch_size = generate.integer("batch_size", c.batch_size, 1);
+  c.frames = generate.integer("frames", c.frames, 0);
+  c.height = generate.integer("height", c.height, 0);
+  c.width = generate.integer("width", c.width, 0);
+
+  if (c.class_labels.empty() && c.prompts.empty())
+    context.fail(generate.path_of("class_labels"),
+                 "required: a non-empty list of class ids or names (or generate.prompts for a "
+                 "text-conditional model)");
+  if (!c.class_labels.empty() && !c.prompts.empty())
+    context.fail(generate.path_of("prompts"),
+                 "give generate.class_labels or generate.prompts, not both (one output per label or prompt)");
+  return c;
+}
+
+ParallelConfig parse_parallel(const ObjectReader& parallel) {
+  ParallelConfig c;
+  c.sp = parallel.integer("sp", c.sp, 1);
+  c.cp = parallel.integer("cp", c.cp, 1);
+  c.tp = parallel.integer("tp", c.tp, 1);
+  c.sp_mode = parallel.choice("sp_mode", c.sp_mode, {"ulysses", "ring"});
+  if (c.cp > 2)
+    parallel.context().fail(parallel.path_of("cp"),
+                            "expected 1 or 2 (the two halves of classifier-free guidance), got " +
+                                std::to_string(c.cp));
+  return c;
+}
+
+std::optional<PabKindConfig> parse_pab_kind(const ObjectReader& pab, const std::string& kind) {
+  if (!pab.find(kind)) return std::nullopt;
+  const ObjectReader section = pab.section(kind);
+  const ConfigContext& context = section.context();
+  PabKindConfig c;
+
+  // No hidden defaults: a configured kind states its schedule.
+  if (!section.find("range")) context.fail(section.path_of("range"), "required (recompute every `range` steps)");
+  c.range = section.integer("range", 0, 1);
+
+  const std::string threshold_path = section.path_of("threshold");
+  const json* threshold = section.find("threshold");
+  if (!threshold) context.fail(threshold_path, "required ([low, high] timestep window)");
+  const json& window = read_array(*threshold, threshold_path, context);
+  if (window.size() != 2)
+    context.fail(threshold_path, "expected [low, high] (two numbers), got " + describe_value(window));
+  c.threshold = {read_number(window[0], threshold_path + "[0]", context),
+                 read_number(window[1], threshold_path + "[1]", context)};
+  if (!(c.threshold[0] < c.threshold[1]))
+    context.fail(threshold_path, "expected low < high, got " + describe_value(window));
+
+  if (kind == "mlp") {
+    const std::string blocks_path = section.path_of("blocks");
+    const json* blocks = section.find("blocks");
+    if (!blocks) context.fail(blocks_path, "required (the block indices whose MLP output is broadcast)");
+    const json& list = read_array(*blocks, blocks_path, context);
+    if (list.empty()) context.fail(blocks_path, "expected at least one block index, got []");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      c.blocks.push_back(read_integer(list[i], blocks_path + "[" + std::to_string(i) + "]", 0, context));
+  }
+  return c;
+}
+
+PabConfig parse_pab(const ObjectReader& pab) {
+  PabConfig c;
+  c.spatial = parse_pab_kind(pab, "spatial");
+  c.temporal = parse_pab_kind(pab, "temporal");
+  c.cross = parse_pab_kind(pab, "cross");
+  c.mlp = parse_pab_kind(pab, "mlp");
+  return c;
+}
+
+OutputConfig parse_output(const ObjectReader& output) {
+  OutputConfig c;
+  c.path = output.required_string("path", "the output file, e.g. out/dit.png");
+  c.format = output.choice("format", c.format, {"png", "mp4"});
+  c.fps = output.number("fps", c.fps, 0, /*min_exclusive=*/true);
+  c.grid = output.boolean("grid", c.grid);
+  return c;
+}
+
+}  // namespace
+
+RunConfig parse_run_config(const json& document, const ConfigContext& context) {
+  if (!document.is_object())
+    context.fail("", "expected a JSON object at the top level, got " + describe_value(document));
+  const ObjectReader root(document, "", context);
+  RunConfig c;
+  c.model = parse_model(root.section("model"));
+  c.generate = parse_generate(root.section("generate"));
+  c.parallel = parse_parallel(root.section("parallel"));
+  c.pab = parse_pab(root.section("pab"));
+  c.output = parse_output(root.section("output"));
+
+  // diffusers runs CFG only when guidance_scale > 1; without it there is no
+  // second half for the other cp rank.
+  if (c.parallel.cp == 2 && !(c.generate.guidance_scale > 1))
+    context.fail("parallel.cp", "cp=2 splits the two halves of classifier-free guidance and needs "
+                                "generate.guidance_scale > 1, got " +
+                                    json(c.generate.guidance_scale).dump());
+  return c;
+}
+
+}  // namespace ditgen::config

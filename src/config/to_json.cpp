@@ -1,0 +1,57 @@
+// to_json: RunConfig -> the effective config document. Written so that
+// load_config reads it back to the same settings (tested), which makes the
+// PNG metadata a config that regenerates the image.
+#include "config/config.h"
+
+namespace ditgen {
+namespace {
+
+using nlohmann::json;
+
+json pab_kind_json(const PabKindConfig& kind, bool with_blocks) {
+  json j = {{"range", kind.range}, {"threshold", {kind.threshold[0], kind.threshold[1]}}};
+  if (with_blocks) j["blocks"] = kind.blocks;
+  return j;
+}
+
+json generate_json(const GenerateConfig& g) {
+  json j = json::object();
+  if (!g.class_labels.empty()) {
+    json labels = json::array();
+    for (const auto& label : g.class_labels)
+      std::visit([&](const auto& value) { labels.push_back(value); }, label);
+    j["class_labels"] = labels;
+  }
+  if (!g.prompts.empty()) j["prompts"] = g.prompts;
+  if (!g.negative_prompt.empty()) j["negative_prompt"] = g.negative_prompt;
+  j["seed"] = g.seed;
+  j["steps"] = g.steps;
+  j["guidance_scale"] = g.guidance_scale;
+  if (!g.scheduler.empty()) j["scheduler"] = g.scheduler;
+  j["batch_size"] = g.batch_size;
+  if (g.frames != 0) j["frames"] = g.frames;
+  if (g.height != 0) j["height"] = g.height;
+  if (g.width != 0) j["width"] = g.width;
+  return j;
+}
+
+}  // namespace
+
+json to_json(const RunConfig& c) {
+  json pab = json::object();
+  if (c.pab.spatial) pab["spatial"] = pab_kind_json(*c.pab.spatial, false);
+  if (c.pab.temporal) pab["temporal"] = pab_kind_json(*c.pab.temporal, false);
+  if (c.pab.cross) pab["cross"] = pab_kind_json(*c.pab.cross, false);
+  if (c.pab.mlp) pab["mlp"] = pab_kind_json(*c.pab.mlp, true);
+  return {
+      {"model", {{"path", c.model.path}, {"dtype", c.model.dtype}}},
+      {"generate", generate_json(c.generate)},
+      {"parallel", {{"sp", c.parallel.sp}, {"cp", c.parallel.cp}, {"tp", c.parallel.tp},
+                    {"sp_mode", c.parallel.sp_mode}}},
+      {"pab", pab},
+      {"output", {{"path", c.output.path}, {"format", c.output.format}, {"fps", c.output.fps},
+                  {"grid", c.output.grid}}},
+  };
+}
+
+}  // namespace ditgen

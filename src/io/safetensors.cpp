@@ -1,0 +1,505 @@
+// safetensors: reading (mmap + a header validated field by field), writing
+// (float32, atomic) and the per-directory WeightStore (single file or shards).
+//
+// Format: u64 little-endian header length N, N bytes of JSON, then the data
+// section. The JSON maps tensor names to {"dtype", "shape", "data_offsets"}
+// (offsets relative to the data section) plus an optional "__metadata__"
+// object of strings. Everything a hostile file could lie about (lengths,
+// offsets, shapes, dtypes, types of JSON values) is checked against the file
+// size before a single tensor byte is touched; tensors may not overlap.
+//
+// The mapping lives as long as the SafetensorsFile; borrowed float32 tensors
+// hold a shared_ptr to it (via self_), so dropping the file handle early is
+// safe. The mapping is PROT_READ: borrowed tensors must never be written.
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include <nlohmann/json.hpp>
+
+#include "io/model_dir.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+static_assert(std::endian::native == std::endian::little, "safetensors data is little endian; so must the host be");
+
+namespace ditgen::io {
+namespace {
+
+using nlohmann::json;
+
+// A header larger than this is hostile or broken (real ones are < 1 MB).
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+
+struct DTypeEntry {
+  DType dtype;
+  const char* name;
+  size_t size;
+};
+constexpr DTypeEntry kDTypes[] = {
+    {DType::kF64, "F64", 8},         {DType::kF32, "F32", 4},        {DType::kF16, "F16", 2},
+    {DType::kBF16, "BF16", 2},       {DType::kI64, "I64", 8},        {DType::kI32, "I32", 4},
+    {DType::kI16, "I16", 2},         {DType::kI8, "I8", 1},          {DType::kU8, "U8", 1},
+    {DType::kBool, "BOOL", 1},       {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
+    {DType::kU64, "U64", 8},         {DType::kU32, "U32", 4},        {DType::kU16, "U16", 2},
+};
+
+const DTypeEntry* find_dtype(const std::string& name) {
+  for (const DTypeEntry& e : kDTypes)
+    if (name == e.name) return &e;
+  return nullptr;
+}
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+// IEEE half -> float, exact for every input (subnormals, +-0, inf, NaN payloads).
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0) {
+    // Zero or subnormal: mantissa * 2^-24, exact in float (both factors are).
+    bits = sign | std::bit_cast<uint32_t>(static_cast<float>(mantissa) * 0x1p-24f);
+  } else if (exponent == 31) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else {
+    bits = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+// bfloat16 is the upper half of a float32.
+inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+
+// A JSON non-negative integer (nlohmann stores "5" as unsigned, "-0" as signed).
+bool as_u64(const json& j, uint64_t& out) {
+  if (j.is_number_unsigned()) {
+    out = j.get<uint64_t>();
+    return true;
+  }
+  if (j.is_number_integer() && j.get<int64_t>() >= 0) {
+    out = static_cast<uint64_t>(j.get<int64_t>());
+    return true;
+  }
+  return false;
+}
+
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t& out) { return __builtin_mul_overflow(a, b, &out); }
+
+std::string json_type(const json& j) { return j.type_name(); }
+
+struct ParsedHeader {
+  size_t data_offset = 0;
+  std::map<std::string, TensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+std::map<std::string, std::string> parse_metadata(const std::string& path, const json& meta) {
+  if (!meta.is_object())
+    throw ModelError(path + ": \"__metadata__\" must be an object of strings, got " + json_type(meta));
+  std::map<std::string, std::string> out;
+  for (auto it = meta.begin(); it != meta.end(); ++it) {
+    if (!it.value().is_string())
+      throw ModelError(path + ": \"__metadata__\" entry '" + it.key() + "' must be a string, got " +
+                       json_type(it.value()));
+    out[it.key()] = it.value().get<std::string>();
+  }
+  return out;
+}
+
+TensorInfo parse_tensor_entry(const std::string& path, const std::string& name, const json& entry,
+                              uint64_t data_size) {
+  const std::string where = path + ": tensor '" + name + "': ";
+  if (!entry.is_object()) throw ModelError(where + "header entry must be an object, got " + json_type(entry));
+  TensorInfo info;
+  info.name = name;
+
+  auto dtype_it = entry.find("dtype");
+  if (dtype_it == entry.end()) throw ModelError(where + "missing \"dtype\"");
+  if (!dtype_it->is_string()) throw ModelError(where + "\"dtype\" must be a string, got " + json_type(*dtype_it));
+  const DTypeEntry* dtype = find_dtype(dtype_it->get<std::string>());
+  if (!dtype) throw ModelError(where + "unknown dtype '" + dtype_it->get<std::string>() + "'");
+  info.dtype = dtype->dtype;
+
+  auto shape_it = entry.find("shape");
+  if (shape_it == entry.end()) throw ModelError(where + "missing \"shape\"");
+  if (!shape_it->is_array()) throw ModelError(where + "\"shape\" must be an array, got " + json_type(*shape_it));
+  uint64_t numel = 1;
+  for (const json& d : *shape_it) {
+    uint64_t dim = 0;
+    if (!as_u64(d, dim) || dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw ModelError(where + "\"shape\" entries must be non-negative integers, got " + d.dump());
+    info.shape.push_back(static_cast<int64_t>(dim));
+    if (mul_overflows(numel, dim, numel))
+      throw ModelError(where + "the element count of shape " + shape_str(info.shape) + " overflows 64 bits");
+  }
+
+  auto offsets_it = entry.find("data_offsets");
+  if (offsets_it == entry.end()) throw ModelError(where + "missing \"data_offsets\"");
+  if (!offsets_it->is_array() || offsets_it->size() != 2 || !as_u64((*offsets_it)[0], info.begin) ||
+      !as_u64((*offsets_it)[1], info.end))
+    throw ModelError(where + "\"data_offsets\" must be two non-negative integers, got " +
+                     (offsets_it->is_array() && offsets_it->size() <= 2 ? offsets_it->dump() : json_type(*offsets_it)));
+  // (built by appending: GCC 12 warns falsely on "[" + std::to_string(...))
+  std::string offsets = "[";
+  offsets.append(std::to_string(info.begin)).append(", ").append(std::to_string(info.end)).append("]");
+  if (info.begin > info.end) throw ModelError(where + "data_offsets " + offsets + " begin after end");
+  if (info.end > data_size)
+    throw ModelError(where + "data_offsets " + offsets + " end beyond the data section (" +
+                     std::to_string(data_size) + " bytes)");
+  uint64_t nbytes = 0;
+  if (mul_overflows(numel, dtype->size, nbytes))
+    throw ModelError(where + "the byte size of shape " + shape_str(info.shape) + " overflows 64 bits");
+  if (info.end - info.begin != nbytes)
+    throw ModelError(where + "data_offsets " + offsets + " span " + std::to_string(info.end - info.begin) +
+                     " bytes, but shape " + shape_str(info.shape) + " of " + dtype->name + " needs " +
+                     std::to_string(nbytes));
+  return info;
+}
+
+// The format says tensors do not overlap; a file where they do is corrupt.
+void check_no_overlap(const std::string& path, const std::map<std::string, TensorInfo>& tensors) {
+  std::vector<const TensorInfo*> by_offset;
+  for (const auto& [name, info] : tensors)
+    if (info.end > info.begin) by_offset.push_back(&info);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const TensorInfo* a, const TensorInfo* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i]->begin < by_offset[i - 1]->end)
+      throw ModelError(path + ": tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
+                       "' overlap in the data section");
+}
+
+ParsedHeader parse_header(const std::string& path, const uint8_t* map, uint64_t file_size) {
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, map, 8);
+  if (header_len > kMaxHeaderBytes)
+    throw ModelError(path + ": header length " + std::to_string(header_len) + " exceeds the " +
+                     std::to_string(kMaxHeaderBytes >> 20) + " MB limit (not a safetensors file?)");
+  if (header_len > file_size - 8)
+    throw ModelError(path + ": header length " + std::to_string(header_len) + " exceeds the file size (" +
+                     std::to_string(file_size) + " bytes; truncated file?)");
+  json header;
+  try {
+    // nlohmann rejects ill-formed UTF-8 inside strings, and parses iteratively
+    // (deep nesting cannot overflow the stack).
+    header = json::parse(map + 8, map + 8 + header_len);
+  } catch (const json::exception& e) {
+    throw ModelError(path + ": header is not valid JSON: " + e.what());
+  }
+  if (!header.is_object()) throw ModelError(path + ": header must be a JSON object, got " + json_type(header));
+
+  ParsedHeader parsed;
+  parsed.data_offset = 8 + header_len;
+  const uint64_t data_size = file_size - parsed.data_offset;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__")
+      parsed.metadata = parse_metadata(path, it.value());
+    else
+      parsed.tensors.emplace(it.key(), parse_tensor_entry(path, it.key(), it.value(), data_size));
+  }
+  check_no_overlap(path, parsed.tensors);
+  return parsed;
+}
+
+void check_loadable(const std::string& path, const TensorInfo& info) {
+  if (info.dtype != DType::kF32 && info.dtype != DType::kF16 && info.dtype != DType::kBF16)
+    throw ModelError(path + ": tensor '" + info.name + "' has dtype " + dtype_name(info.dtype) +
+                     ", expected F32, F16 or BF16");
+}
+
+template <float (*Convert)(uint16_t)>
+void convert_halves(const uint8_t* src, float* dst, int64_t count) {
+#pragma omp parallel for schedule(static) if (count > (1 << 20))
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);  // src may be unaligned
+    dst[i] = Convert(h);
+  }
+}
+
+}  // namespace
+
+const char* dtype_name(DType d) {
+  for (const DTypeEntry& e : kDTypes)
+    if (e.dtype == d) return e.name;
+  return "?";
+}
+
+size_t dtype_size(DType d) {
+  for (const DTypeEntry& e : kDTypes)
+    if (e.dtype == d) return e.size;
+  return 0;
+}
+
+// ---------------------------------------------------------------- SafetensorsFile
+
+std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+  std::shared_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->self_ = file;
+  file->path_ = path;
+
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ModelError(path + ": cannot open: " + errno_text(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const int err = errno;
+    ::close(fd);
+    throw ModelError(path + ": not a regular file" + (err ? ": " + errno_text(err) : std::string()));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size < 8) {
+    ::close(fd);
+    throw ModelError(path + ": file is " + std::to_string(size) + " bytes, too short for a safetensors header");
+  }
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);  // the mapping keeps the file open
+  if (map == MAP_FAILED) throw ModelError(path + ": cannot map " + std::to_string(size) + " bytes: " +
+                                          errno_text(map_errno));
+  file->map_ = static_cast<const uint8_t*>(map);
+  file->map_size_ = size;
+
+  ParsedHeader parsed = parse_header(path, file->map_, size);  // the destructor unmaps if this throws
+  file->data_offset_ = parsed.data_offset;
+  file->tensors_ = std::move(parsed.tensors);
+  file->metadata_ = std::move(parsed.metadata);
+  return file;
+}
+
+SafetensorsFile::~SafetensorsFile() {
+  if (map_) munmap(const_cast<uint8_t*>(map_), map_size_);
+}
+
+const TensorInfo& SafetensorsFile::info(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw ModelError(path_ + ": missing tensor '" + name + "'");
+  return it->second;
+}
+
+std::vector<std::string> SafetensorsFile::names() const {
+  std::vector<std::string> out;
+  out.reserve(tensors_.size());
+  for (const auto& [name, info] : tensors_) out.push_back(name);
+  return out;
+}
+
+Tensor SafetensorsFile::load(const std::string& name) const {
+  const TensorInfo& ti = info(name);
+  if (ti.shape.empty()) return load_rows_of(ti, 0, 1, ti.shape);  // a scalar: one "row"
+  return load_rows_of(ti, 0, ti.shape[0], ti.shape);
+}
+
+Tensor SafetensorsFile::load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const {
+  const TensorInfo& ti = info(name);
+  if (ti.shape.empty() || row_begin < 0 || row_end < row_begin || row_end > ti.shape[0])
+    throw ModelError(path_ + ": tensor '" + name + "': rows [" + std::to_string(row_begin) + ", " +
+                     std::to_string(row_end) + ") out of range for shape " + shape_str(ti.shape));
+  Shape out_shape = ti.shape;
+  out_shape[0] = row_end - row_begin;
+  return load_rows_of(ti, row_begin, row_end, out_shape);
+}
+
+Tensor SafetensorsFile::load_rows_of(const TensorInfo& ti, int64_t row_begin, int64_t row_end,
+                                     const Shape& out_shape) const {
+  check_loadable(path_, ti);
+  const int64_t rows = ti.shape.empty() ? 1 : ti.shape[0];
+  const int64_t row_elems = rows ? shape_numel(ti.shape) / rows : 0;
+  const int64_t count = (row_end - row_begin) * row_elems;
+  const size_t elem_size = dtype_size(ti.dtype);
+  const uint8_t* src = map_ + data_offset_ + ti.begin + static_cast<uint64_t>(row_begin * row_elems) * elem_size;
+
+  if (ti.dtype == DType::kF32 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0)
+    return Tensor::borrow(reinterpret_cast<float*>(const_cast<uint8_t*>(src)), out_shape, self_.lock());
+
+  Tensor out = Tensor::empty(out_shape);
+  if (ti.dtype == DType::kF32)
+    std::memcpy(out.data(), src, static_cast<size_t>(count) * sizeof(float));
+  else if (ti.dtype == DType::kF16)
+    convert_halves<f16_to_f32>(src, out.data(), count);
+  else
+    convert_halves<bf16_to_f32>(src, out.data(), count);
+  return out;
+}
+
+// ---------------------------------------------------------------- writing
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  json header = json::object();
+  std::set<std::string> seen;
+  uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    if (name == "__metadata__" || !seen.insert(name).second)
+      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': duplicate or reserved name");
+    if (!tensor.defined() && tensor.numel() != 0)
+      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': it holds no data");
+    header[name] = {{"dtype", "F32"}, {"shape", tensor.shape()}, {"data_offsets", {offset, offset + tensor.nbytes()}}};
+    offset += tensor.nbytes();
+  }
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+
+  // Pad with spaces (valid JSON whitespace) so the data section starts 8-byte
+  // aligned, which keeps every float32 tensor 4-byte aligned for zero copy.
+  std::string text = header.dump();
+  text.append((8 - (8 + text.size()) % 8) % 8, ' ');
+  const uint64_t header_len = text.size();
+
+  write_file_atomic(path, [&](std::FILE* f) {
+    std::fwrite(&header_len, 8, 1, f);
+    std::fwrite(text.data(), 1, text.size(), f);
+    for (const auto& [name, tensor] : tensors)
+      if (tensor.nbytes()) std::fwrite(tensor.data(), 1, tensor.nbytes(), f);
+  });
+}
+
+// ---------------------------------------------------------------- WeightStore
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+// One of several candidate files: the diffusers name, then the transformers
+// name; anything else is ambiguous.
+std::string pick_one(const std::string& dir, const std::vector<std::string>& candidates, const std::string& suffix) {
+  if (candidates.size() == 1) return candidates[0];
+  for (const char* preferred : {"diffusion_pytorch_model", "model"})
+    if (std::find(candidates.begin(), candidates.end(), preferred + suffix) != candidates.end())
+      return preferred + suffix;
+  throw ModelError(dir + ": several *" + suffix + " files (" + join(candidates) +
+                   "); expected one, or one named diffusion_pytorch_model" + suffix + " or model" + suffix);
+}
+
+}  // namespace
+
+WeightStore WeightStore::open_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const std::string index_suffix = ".safetensors.index.json", weights_suffix = ".safetensors";
+  std::vector<std::string> indexes, weights;
+  try {
+    if (!fs::is_directory(dir)) throw ModelError(dir + ": not a directory (expected model weights)");
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      if (ends_with(name, index_suffix))
+        indexes.push_back(name);
+      else if (ends_with(name, weights_suffix))
+        weights.push_back(name);
+    }
+  } catch (const fs::filesystem_error& e) {
+    throw ModelError(dir + ": cannot list directory: " + e.code().message());
+  }
+  std::sort(indexes.begin(), indexes.end());
+  std::sort(weights.begin(), weights.end());
+
+  WeightStore store;
+  store.dir_ = dir;
+  if (indexes.empty()) {
+    if (weights.empty())
+      throw ModelError(dir + ": no *.safetensors weights (a .bin/.pt checkpoint must be converted: see scripts/)");
+    const std::string file = (fs::path(dir) / pick_one(dir, weights, weights_suffix)).string();
+    store.source_ = file;
+    store.files_.push_back(SafetensorsFile::open(file));
+    for (const std::string& name : store.files_[0]->names()) store.where_[name] = 0;
+    return store;
+  }
+
+  const std::string index_path = (fs::path(dir) / pick_one(dir, indexes, index_suffix)).string();
+  store.source_ = index_path;
+  const json index = read_json_file(index_path);
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    throw ModelError(index_path + ": weight_map: expected an object mapping tensor names to shard files");
+  const json& weight_map = index["weight_map"];
+  if (weight_map.empty()) throw ModelError(index_path + ": weight_map is empty");
+
+  std::map<std::string, size_t> shard_index;  // shard file name -> index into files_
+  for (auto it = weight_map.begin(); it != weight_map.end(); ++it) {
+    const std::string& tensor = it.key();
+    if (!it.value().is_string())
+      throw ModelError(index_path + ": weight_map." + tensor + ": expected a shard file name, got " +
+                       json_type(it.value()));
+    const std::string shard = it.value().get<std::string>();
+    // Shards live beside the index; a path could point anywhere.
+    if (shard.empty() || shard == "." || shard == ".." || shard.find('/') != std::string::npos)
+      throw ModelError(index_path + ": weight_map." + tensor + ": '" + shard +
+                       "' is not a file name in the same directory");
+    auto found = shard_index.find(shard);
+    if (found == shard_index.end()) {
+      const fs::path shard_path = fs::path(dir) / shard;
+      std::error_code ec;
+      if (!fs::is_regular_file(shard_path, ec))
+        throw ModelError(index_path + ": shard '" + shard + "' (holding tensor '" + tensor + "') not found in " + dir);
+      found = shard_index.emplace(shard, store.files_.size()).first;
+      store.files_.push_back(SafetensorsFile::open(shard_path.string()));
+    }
+    if (!store.files_[found->second]->contains(tensor))
+      throw ModelError(index_path + ": tensor '" + tensor + "' is mapped to shard '" + shard +
+                       "', which does not contain it");
+    store.where_[tensor] = found->second;
+  }
+  return store;
+}
+
+const TensorInfo& WeightStore::info(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
+  return files_[it->second]->info(name);
+}
+
+const std::string& WeightStore::file_of(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
+  return files_[it->second]->path();
+}
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  out.reserve(where_.size());
+  for (const auto& [name, file] : where_) out.push_back(name);
+  return out;
+}
+
+Tensor WeightStore::load(const std::string& name) const { return files_[where_index(name)]->load(name); }
+
+Tensor WeightStore::load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const {
+  return files_[where_index(name)]->load_rows(name, row_begin, row_end);
+}
+
+size_t WeightStore::where_index(const std::string& name) const {
+  auto it = where_.find(name);
+  if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
+  return it->second;
+}
+
+void WeightStore::expect(const std::string& name, const Shape& shape) const {
+  const TensorInfo& ti = info(name);
+  const std::string& file = file_of(name);
+  check_loadable(file, ti);
+  if (ti.shape != shape)
+    throw ModelError(file + ": tensor '" + name + "' has shape " + shape_str(ti.shape) + ", expected " +
+                     shape_str(shape) + " (from config.json)");
+}
+
+}  // namespace ditgen::io

@@ -1,0 +1,379 @@
+// AutoencoderKL decoder forward, following diffusers' Decoder / UNetMidBlock2D
+// / UpDecoderBlock2D / ResnetBlock2D / Upsample2D / Attention (the
+// _from_deprecated_attn_block variant: GroupNorm, one head of size C,
+// residual connection, rescale_output_factor 1).
+//
+// The work is 3x3 convolutions (ops::conv2d: im2col + GEMM); GroupNorm is
+// always fused with the SiLU that follows it. Intermediates are released as
+// soon as they are consumed, and images are decoded one at a time, so the
+// peak is a few feature maps of one image (at 256x256 with 128 channels,
+// 32 MB each).
+//
+// The attention works on the NCHW map without transposes: the fused q/k/v
+// projection is one GEMM with a transposed A (tokens = columns of the normed
+// [C, HW] map) giving token rows [HW, 3C], ops::attention reads q/k/v out of
+// those rows, and to_out is a GEMM with a transposed B that writes [C, HW]
+// straight onto the residual.
+#include "models/vae.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "io/model_dir.h"
+#include "ops/ops.h"
+#include "util/error.h"
+#include "util/profile.h"
+
+namespace ditgen::models {
+
+namespace {
+
+constexpr float kNormEps = 1e-6f;  // resnet_eps of every decoder GroupNorm (and the attention's)
+
+void require(bool ok, const std::string& path, const std::string& msg) {
+  if (!ok) throw ModelError(path + ": " + msg);
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+// The first of `names` present in the store (new name first, then legacy);
+// ModelError listing all of them when none is.
+std::string resolve(const io::WeightStore& w, const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    if (w.contains(n)) return n;
+  throw ModelError(w.dir() + ": missing tensor '" + names[0] + "'" +
+                   (names.size() > 1 ? " (or legacy " + join({names.begin() + 1, names.end()}) + ")" : ""));
+}
+
+// A projection stored as a linear [C, C] or a 1x1 conv [C, C, 1, 1].
+void expect_projection(const io::WeightStore& w, const std::string& name, int64_t c) {
+  const Shape& s = w.info(name).shape;
+  if (s == Shape{c, c} || s == Shape{c, c, 1, 1}) {
+    w.expect(name, s);  // dtype / loadability checks
+    return;
+  }
+  throw ModelError(w.file_of(name) + ": tensor '" + name + "' has shape " + shape_str(s) + ", expected " +
+                   shape_str({c, c}) + " or " + shape_str({c, c, 1, 1}) + " (from config.json)");
+}
+
+// Names of one resnet's tensors under `prefix` ("decoder.mid_block.resnets.0.").
+std::vector<std::pair<std::string, Shape>> resnet_tensors(const std::string& p, int64_t cin, int64_t cout) {
+  std::vector<std::pair<std::string, Shape>> t = {
+      {p + "norm1.weight", {cin}},   {p + "norm1.bias", {cin}},
+      {p + "conv1.weight", {cout, cin, 3, 3}}, {p + "conv1.bias", {cout}},
+      {p + "norm2.weight", {cout}},  {p + "norm2.bias", {cout}},
+      {p + "conv2.weight", {cout, cout, 3, 3}}, {p + "conv2.bias", {cout}}};
+  if (cin != cout) {
+    t.push_back({p + "conv_shortcut.weight", {cout, cin, 1, 1}});
+    t.push_back({p + "conv_shortcut.bias", {cout}});
+  }
+  return t;
+}
+
+VaeResnet load_resnet(const io::WeightStore& w, const std::string& p, int64_t cin, int64_t cout) {
+  VaeResnet r;
+  r.norm1_w = w.load(p + "norm1.weight");
+  r.norm1_b = w.load(p + "norm1.bias");
+  r.conv1_w = w.load(p + "conv1.weight");
+  r.conv1_b = w.load(p + "conv1.bias");
+  r.norm2_w = w.load(p + "norm2.weight");
+  r.norm2_b = w.load(p + "norm2.bias");
+  r.conv2_w = w.load(p + "conv2.weight");
+  r.conv2_b = w.load(p + "conv2.bias");
+  if (cin != cout) {
+    r.shortcut_w = w.load(p + "conv_shortcut.weight");
+    r.shortcut_b = w.load(p + "conv_shortcut.bias");
+  }
+  return r;
+}
+
+// Channels in and out of resnet j of up block i (diffusers: the first resnet
+// takes the previous block's channels).
+std::pair<int64_t, int64_t> up_resnet_channels(const VaeConfig& c, size_t i, int64_t j) {
+  const auto& ch = c.block_out_channels;
+  const size_t n = ch.size();
+  const int64_t out = ch[n - 1 - i];
+  const int64_t prev = i == 0 ? ch[n - 1] : ch[n - i];
+  return {j == 0 ? prev : out, out};
+}
+
+}  // namespace
+
+VaeConfig VaeConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
+  using io::get_int_or;
+  const std::string cls = io::get_string_or(cfg, "_class_name", "", path);
+  require(cls == "AutoencoderKL", path, "_class_name: not an AutoencoderKL (got '" + cls + "')");
+  VaeConfig c;
+  c.in_channels = get_int_or(cfg, "in_channels", c.in_channels, path);
+  c.out_channels = get_int_or(cfg, "out_channels", c.out_channels, path);
+  c.latent_channels = get_int_or(cfg, "latent_channels", c.latent_channels, path);
+  c.layers_per_block = get_int_or(cfg, "layers_per_block", c.layers_per_block, path);
+  c.norm_num_groups = get_int_or(cfg, "norm_num_groups", c.norm_num_groups, path);
+  c.scaling_factor = static_cast<float>(io::get_number_or(cfg, "scaling_factor", c.scaling_factor, path));
+  if (cfg.contains("shift_factor") && !cfg["shift_factor"].is_null())
+    c.shift_factor = static_cast<float>(io::get_number_or(cfg, "shift_factor", 0.0, path));
+  c.use_post_quant_conv = io::get_bool_or(cfg, "use_post_quant_conv", true, path);
+  c.mid_block_add_attention = io::get_bool_or(cfg, "mid_block_add_attention", true, path);
+
+  if (cfg.contains("block_out_channels") && !cfg["block_out_channels"].is_null()) {
+    const auto& b = cfg["block_out_channels"];
+    require(b.is_array() && !b.empty(), path, "block_out_channels: expected a non-empty array of integers, got " +
+                                                  b.dump());
+    c.block_out_channels.clear();
+    for (size_t i = 0; i < b.size(); ++i) {
+      require(b[i].is_number_integer(), path,
+              "block_out_channels[" + std::to_string(i) + "]: expected an integer, got " + b[i].dump());
+      c.block_out_channels.push_back(b[i].get<int64_t>());
+    }
+  }
+  for (auto [key, v] : {std::pair{"out_channels", c.out_channels}, {"latent_channels", c.latent_channels},
+                        {"norm_num_groups", c.norm_num_groups}})
+    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
+  require(c.layers_per_block >= 0, path,
+          "layers_per_block: expected a non-negative integer, got " + std::to_string(c.layers_per_block));
+  require(c.block_out_channels.size() <= 16, path, "block_out_channels: more than 16 blocks");
+  for (size_t i = 0; i < c.block_out_channels.size(); ++i) {
+    const int64_t ch = c.block_out_channels[i];
+    require(ch > 0 && ch % c.norm_num_groups == 0, path,
+            "block_out_channels[" + std::to_string(i) + "] = " + std::to_string(ch) +
+                " is not a positive multiple of norm_num_groups = " + std::to_string(c.norm_num_groups));
+  }
+  require(std::isfinite(c.scaling_factor) && c.scaling_factor != 0.0f, path,
+          "scaling_factor: expected a finite non-zero number");
+
+  const std::string act = io::get_string_or(cfg, "act_fn", "silu", path);
+  if (act != "silu" && act != "swish") throw ModelError(path + ": act_fn: not supported yet: '" + act + "'");
+  if (cfg.contains("up_block_types") && !cfg["up_block_types"].is_null()) {
+    const auto& u = cfg["up_block_types"];
+    require(u.is_array() && u.size() == c.block_out_channels.size(), path,
+            "up_block_types: expected " + std::to_string(c.block_out_channels.size()) +
+                " entries (one per block_out_channels), got " + u.dump());
+    for (const auto& t : u)
+      if (!t.is_string() || t.get<std::string>() != "UpDecoderBlock2D")
+        throw ModelError(path + ": up_block_types: not supported yet: " + t.dump() + " (only UpDecoderBlock2D)");
+  }
+  return c;
+}
+
+VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c) {
+  if (c.block_out_channels.empty()) throw ModelError(w.dir() + ": VAE config has no block_out_channels");
+  const int64_t L = c.latent_channels, n = static_cast<int64_t>(c.block_out_channels.size());
+  const int64_t c_last = c.block_out_channels.back(), c0 = c.block_out_channels.front();
+  const std::string mid = "decoder.mid_block.", att = mid + "attentions.0.";
+
+  // Validate every name and shape before loading anything.
+  std::vector<std::pair<std::string, Shape>> expected = {
+      {"decoder.conv_in.weight", {c_last, L, 3, 3}},  {"decoder.conv_in.bias", {c_last}},
+      {"decoder.conv_norm_out.weight", {c0}},         {"decoder.conv_norm_out.bias", {c0}},
+      {"decoder.conv_out.weight", {c.out_channels, c0, 3, 3}}, {"decoder.conv_out.bias", {c.out_channels}}};
+  if (c.use_post_quant_conv) {
+    expected.push_back({"post_quant_conv.weight", {L, L, 1, 1}});
+    expected.push_back({"post_quant_conv.bias", {L}});
+  }
+  for (int r = 0; r < 2; ++r)
+    for (auto& e : resnet_tensors(mid + "resnets." + std::to_string(r) + ".", c_last, c_last))
+      expected.push_back(std::move(e));
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
+    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
+      auto [cin, cout] = up_resnet_channels(c, i, j);
+      for (auto& e : resnet_tensors(ub + "resnets." + std::to_string(j) + ".", cin, cout))
+        expected.push_back(std::move(e));
+    }
+    if (i + 1 < n) {
+      const int64_t ch = c.block_out_channels[n - 1 - i];
+      expected.push_back({ub + "upsamplers.0.conv.weight", {ch, ch, 3, 3}});
+      expected.push_back({ub + "upsamplers.0.conv.bias", {ch}});
+    }
+  }
+  for (auto& [name, shape] : expected) w.expect(name, shape);
+
+  // Tensors the config does not account for mean config and weights disagree.
+  const std::string extra[] = {
+      "decoder.up_blocks." + std::to_string(n) + ".resnets.0.conv1.weight",
+      "decoder.up_blocks.0.resnets." + std::to_string(c.layers_per_block + 1) + ".conv1.weight",
+      "decoder.up_blocks." + std::to_string(n - 1) + ".upsamplers.0.conv.weight"};
+  for (const auto& e : extra)
+    if (w.contains(e))
+      throw ModelError(w.dir() + ": holds '" + e + "', which config.json (block_out_channels, layers_per_block) "
+                       "does not account for");
+
+  // The mid-block attention: current names, or the pre-0.14 ones.
+  struct Proj {
+    std::string w, b;
+  };
+  Proj proj[4];  // q, k, v, out
+  if (c.mid_block_add_attention) {
+    w.expect(att + "group_norm.weight", {c_last});
+    w.expect(att + "group_norm.bias", {c_last});
+    const char* now[4] = {"to_q", "to_k", "to_v", "to_out.0"};
+    const char* legacy[4] = {"query", "key", "value", "proj_attn"};
+    for (int i = 0; i < 4; ++i) {
+      proj[i].w = resolve(w, {att + now[i] + ".weight", att + legacy[i] + ".weight"});
+      proj[i].b = resolve(w, {att + now[i] + ".bias", att + legacy[i] + ".bias"});
+      expect_projection(w, proj[i].w, c_last);
+      w.expect(proj[i].b, {c_last});
+    }
+  } else if (w.contains(att + "group_norm.weight")) {
+    throw ModelError(w.dir() + ": holds a mid-block attention but config.json has mid_block_add_attention false");
+  }
+
+  VaeDecoder m;
+  m.cfg_ = c;
+  if (c.use_post_quant_conv) {
+    m.post_quant_w = w.load("post_quant_conv.weight");
+    m.post_quant_b = w.load("post_quant_conv.bias");
+  }
+  m.conv_in_w = w.load("decoder.conv_in.weight");
+  m.conv_in_b = w.load("decoder.conv_in.bias");
+  m.mid_resnet0 = load_resnet(w, mid + "resnets.0.", c_last, c_last);
+  m.mid_resnet1 = load_resnet(w, mid + "resnets.1.", c_last, c_last);
+  if (c.mid_block_add_attention) {
+    VaeAttention a;
+    a.norm_w = w.load(att + "group_norm.weight");
+    a.norm_b = w.load(att + "group_norm.bias");
+    a.qkv_w = Tensor::empty({3 * c_last, c_last});
+    a.qkv_b = Tensor::empty({3 * c_last});
+    for (int i = 0; i < 3; ++i) {
+      Tensor pw = w.load(proj[i].w), pb = w.load(proj[i].b);
+      std::copy(pw.data(), pw.data() + c_last * c_last, a.qkv_w.data() + i * c_last * c_last);
+      std::copy(pb.data(), pb.data() + c_last, a.qkv_b.data() + i * c_last);
+    }
+    a.out_w = w.load(proj[3].w).reshape({c_last, c_last});
+    a.out_b = w.load(proj[3].b);
+    m.mid_attn = std::move(a);
+  }
+  m.up_blocks.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
+    VaeUpBlock& blk = m.up_blocks[i];
+    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
+      auto [cin, cout] = up_resnet_channels(c, i, j);
+      blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout));
+    }
+    if (i + 1 < n) {
+      blk.up_w = w.load(ub + "upsamplers.0.conv.weight");
+      blk.up_b = w.load(ub + "upsamplers.0.conv.bias");
+    }
+  }
+  m.norm_out_w = w.load("decoder.conv_norm_out.weight");
+  m.norm_out_b = w.load("decoder.conv_norm_out.bias");
+  m.conv_out_w = w.load("decoder.conv_out.weight");
+  m.conv_out_b = w.load("decoder.conv_out.bias");
+  return m;
+}
+
+Tensor VaeDecoder::resnet(const Tensor& x, const VaeResnet& r) const {
+  const int64_t g = cfg_.norm_num_groups;
+  Tensor h;
+  {
+    profile::ScopedTimer t("vae.group_norm");
+    h = ops::group_norm(x, g, r.norm1_w, r.norm1_b, kNormEps, true);
+  }
+  {
+    profile::ScopedTimer t("vae.conv3x3");
+    h = ops::conv2d(h, r.conv1_w, &r.conv1_b, 1, 1);
+  }
+  {
+    profile::ScopedTimer t("vae.group_norm");
+    h = ops::group_norm(h, g, r.norm2_w, r.norm2_b, kNormEps, true);
+  }
+  {
+    profile::ScopedTimer t("vae.conv3x3");
+    h = ops::conv2d(h, r.conv2_w, &r.conv2_b, 1, 1);
+  }
+  profile::ScopedTimer t("vae.residual");
+  if (r.shortcut_w.defined()) {
+    ops::add_(h, ops::conv2d(x, r.shortcut_w, &r.shortcut_b, 1, 0));
+  } else {
+    ops::add_(h, x);
+  }
+  return h;  // output_scale_factor is 1 in the decoder
+}
+
+Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
+  profile::ScopedTimer t("vae.attention");
+  const int64_t c = x.dim(1), n = x.dim(2) * x.dim(3);
+  Tensor normed = ops::group_norm(x, cfg_.norm_num_groups, a.norm_w, a.norm_b, kNormEps, false);  // (1, C, HW)
+
+  // qkv[t, :] = normed[:, t]^T · qkv_w^T + qkv_b: rows start as the bias, beta = 1.
+  Tensor qkv = Tensor::empty({n, 3 * c});  // (HW, 3C) token rows: q | k | v
+  const float* qb = a.qkv_b.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) std::copy(qb, qb + 3 * c, qkv.data() + i * 3 * c);
+  ops::gemm(true, true, n, 3 * c, c, 1.0f, normed.data(), n, a.qkv_w.data(), c, 1.0f, qkv.data(), 3 * c);
+  normed = Tensor();
+
+  Tensor attn = Tensor::empty({n, c});  // (HW, C) attention output, token rows
+  ops::AttentionArgs args;
+  args.q = qkv.data(), args.k = qkv.data() + c, args.v = qkv.data() + 2 * c, args.out = attn.data();
+  args.batch = 1, args.heads = 1, args.q_len = n, args.kv_len = n, args.head_dim = c;
+  args.q_row_stride = args.k_row_stride = args.v_row_stride = 3 * c;
+  args.out_row_stride = c;
+  args.q_batch_stride = args.k_batch_stride = args.v_batch_stride = n * 3 * c;
+  args.out_batch_stride = n * c;
+  args.scale = 1.0f / std::sqrt(static_cast<float>(c));
+  ops::attention(args);
+  qkv = Tensor();
+
+  // out[C, HW] = x + to_out.bias + out_w · attn^T (residual_connection, rescale 1).
+  Tensor out = x.clone();  // (1, C, H, W)
+  const float* ob = a.out_b.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t ch = 0; ch < c; ++ch) {
+    float* row = out.data() + ch * n;
+    for (int64_t i = 0; i < n; ++i) row[i] += ob[ch];
+  }
+  ops::gemm(false, true, c, n, c, 1.0f, a.out_w.data(), c, attn.data(), c, 1.0f, out.data(), n);
+  return out;
+}
+
+Tensor VaeDecoder::decode_one(const Tensor& z) const {
+  Tensor h;
+  {
+    profile::ScopedTimer t("vae.conv_in");
+    h = cfg_.use_post_quant_conv ? ops::conv2d(z, post_quant_w, &post_quant_b, 1, 0) : z;
+    h = ops::conv2d(h, conv_in_w, &conv_in_b, 1, 1);
+  }
+  h = resnet(h, mid_resnet0);
+  if (mid_attn) h = attention(h, *mid_attn);
+  h = resnet(h, mid_resnet1);
+  for (const VaeUpBlock& blk : up_blocks) {
+    for (const VaeResnet& r : blk.resnets) h = resnet(h, r);
+    if (blk.up_w.defined()) {
+      {
+        profile::ScopedTimer t("vae.upsample");
+        h = ops::upsample_nearest(h, 2);
+      }
+      profile::ScopedTimer t("vae.conv3x3");
+      h = ops::conv2d(h, blk.up_w, &blk.up_b, 1, 1);
+    }
+  }
+  {
+    profile::ScopedTimer t("vae.group_norm");
+    h = ops::group_norm(h, cfg_.norm_num_groups, norm_out_w, norm_out_b, kNormEps, true);
+  }
+  profile::ScopedTimer t("vae.conv_out");
+  return ops::conv2d(h, conv_out_w, &conv_out_b, 1, 1);
+}
+
+Tensor VaeDecoder::decode(const Tensor& latents) const {
+  if (latents.ndim() != 4 || latents.dim(1) != cfg_.latent_channels || latents.dim(2) < 1 || latents.dim(3) < 1)
+    throw RuntimeFailure("VAE decode: latents " + shape_str(latents.shape()) + " do not match [B, " +
+                         std::to_string(cfg_.latent_channels) + ", h, w]");
+  const int64_t b = latents.dim(0), f = cfg_.scale_factor();
+  Tensor out = Tensor::empty({b, cfg_.out_channels, latents.dim(2) * f, latents.dim(3) * f});  // (B, out, H, W)
+  const int64_t per_image = out.numel() / (b ? b : 1);
+  for (int64_t i = 0; i < b; ++i) {
+    Tensor img = decode_one(latents.slice0(i, i + 1));
+    std::copy(img.data(), img.data() + per_image, out.data() + i * per_image);
+  }
+  return out;
+}
+
+}  // namespace ditgen::models

@@ -1,0 +1,99 @@
+// VAE: the decoder half of diffusers' AutoencoderKL, float32 on the CPU.
+// Structure (diffusers Decoder): post_quant_conv (1x1), conv_in (3x3), a mid
+// block (resnet, single-head self-attention over the H*W pixels, resnet),
+// one UpDecoderBlock2D per entry of reversed(block_out_channels) with
+// layers_per_block + 1 resnets and a nearest-x2 + 3x3 conv upsampler (all but
+// the last), then GroupNorm + SiLU and conv_out. Every GroupNorm uses
+// norm_num_groups and eps 1e-6.
+// Sizes come from vae/config.json; every tensor is checked by name and shape
+// before any is loaded. The mid-block attention also accepts the names of
+// checkpoints saved before diffusers 0.14 (query/key/value/proj_attn, as
+// diffusers' _fix_state_dict_keys_on_load renames them), stored as linears
+// [C, C] or 1x1 convs [C, C, 1, 1].
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+struct VaeConfig {
+  int64_t in_channels = 3;       // image channels the encoder takes (unused by the decoder)
+  int64_t out_channels = 3;      // image channels decoded
+  int64_t latent_channels = 4;
+  int64_t layers_per_block = 1;  // the decoder's up blocks hold layers_per_block + 1 resnets
+  int64_t norm_num_groups = 32;
+  std::vector<int64_t> block_out_channels = {64};  // encoder order; the decoder walks it reversed
+  float scaling_factor = 0.18215f;
+  std::optional<float> shift_factor;  // null in config.json: none
+  bool use_post_quant_conv = true;
+  bool mid_block_add_attention = true;
+
+  // Spatial upsampling factor of the decoder: 2^(len(block_out_channels) - 1).
+  int64_t scale_factor() const { return int64_t{1} << (block_out_channels.size() - 1); }
+
+  // Reads vae/config.json (_class_name AutoencoderKL; absent keys take
+  // diffusers' defaults, as from_config does). ModelError naming `path` and
+  // the key for anything mistyped or unsupported.
+  static VaeConfig from_json(const nlohmann::json& cfg, const std::string& path);
+};
+
+// ResnetBlock2D without time embedding: GN+SiLU, conv, GN+SiLU, conv, plus
+// the input (through a 1x1 conv when the channel count changes).
+struct VaeResnet {
+  Tensor norm1_w, norm1_b;        // (Cin), (Cin)
+  Tensor conv1_w, conv1_b;        // (Cout, Cin, 3, 3), (Cout)
+  Tensor norm2_w, norm2_b;        // (Cout), (Cout)
+  Tensor conv2_w, conv2_b;        // (Cout, Cout, 3, 3), (Cout)
+  Tensor shortcut_w, shortcut_b;  // (Cout, Cin, 1, 1), (Cout); undefined when Cin == Cout
+};
+
+// Single-head self-attention of the mid block, with q/k/v fused into one
+// projection so one GEMM reads the normed feature map once.
+struct VaeAttention {
+  Tensor norm_w, norm_b;  // (C), (C)
+  Tensor qkv_w, qkv_b;    // (3C, C), (3C)   rows: to_q, to_k, to_v
+  Tensor out_w, out_b;    // (C, C), (C)     to_out.0
+};
+
+struct VaeUpBlock {
+  std::vector<VaeResnet> resnets;  // layers_per_block + 1
+  Tensor up_w, up_b;               // (C, C, 3, 3), (C); undefined for the last block
+};
+
+class VaeDecoder {
+ public:
+  // Validates every tensor name and shape against `cfg`, then loads
+  // (F32 borrowed from the mmap, F16/BF16 converted to float32).
+  static VaeDecoder load(const io::WeightStore& weights, const VaeConfig& cfg);
+
+  // latents (B, latent_channels, h, w), ALREADY divided by scaling_factor
+  // (and shift_factor added back, if any) -> (B, out_channels, h*f, w*f)
+  // with f = scale_factor(), raw (not clamped). Images are decoded one at a
+  // time, so peak memory does not grow with the batch.
+  Tensor decode(const Tensor& latents) const;
+
+  const VaeConfig& config() const { return cfg_; }
+
+ private:
+  Tensor decode_one(const Tensor& z) const;  // (1, latent_channels, h, w)
+  Tensor resnet(const Tensor& x, const VaeResnet& r) const;
+  Tensor attention(const Tensor& x, const VaeAttention& a) const;
+
+  VaeConfig cfg_;
+  Tensor post_quant_w, post_quant_b;  // (L, L, 1, 1), (L); undefined without post_quant_conv
+  Tensor conv_in_w, conv_in_b;        // (C_last, L, 3, 3), (C_last)
+  VaeResnet mid_resnet0, mid_resnet1;
+  std::optional<VaeAttention> mid_attn;  // absent when mid_block_add_attention is false
+  std::vector<VaeUpBlock> up_blocks;     // channels reversed(block_out_channels)
+  Tensor norm_out_w, norm_out_b;         // (C_0), (C_0)
+  Tensor conv_out_w, conv_out_b;         // (out_channels, C_0, 3, 3), (out_channels)
+};
+
+}  // namespace ditgen::models

@@ -1,0 +1,167 @@
+#include "pipeline/dit_pipeline.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "sched/noise.h"
+#include "sched/scheduler.h"
+#include "sched/scheduler_config.h"
+#include "util/error.h"
+#include "util/profile.h"
+
+namespace ditgen::pipeline {
+
+DitPipeline DitPipeline::load(const std::string& model_dir) {
+  DitPipeline p;
+  p.dir_ = io::ModelDir::open(model_dir);
+  const std::string t_cfg_path = p.dir_.part_config_path("transformer");
+  const auto t_cfg = models::DitConfig::from_json(p.dir_.part_config("transformer"), t_cfg_path);
+  const std::string v_cfg_path = p.dir_.part_config_path("vae");
+  const auto v_cfg = models::VaeConfig::from_json(p.dir_.part_config("vae"), v_cfg_path);
+  if (v_cfg.latent_channels != t_cfg.in_channels)
+    throw ModelError(v_cfg_path + ": latent_channels " + std::to_string(v_cfg.latent_channels) +
+                     " does not match the transformer's in_channels " + std::to_string(t_cfg.in_channels));
+  // diffusers writes -Infinity into some scheduler configs: its own parser.
+  p.scheduler_config_ = sched::load_scheduler_config(p.dir_.part_config_path("scheduler"));
+  p.id2label_ = p.dir_.id2label();
+  // Check the scheduler config now rather than after the weights are loaded.
+  sched::make_scheduler("", p.scheduler_config_, p.dir_.part_config_path("scheduler"));
+  p.transformer_ = std::make_shared<models::DitTransformer>(
+      models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg));
+  p.vae_ = std::make_shared<models::VaeDecoder>(
+      models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg));
+  return p;
+}
+
+int64_t DitPipeline::label_id(const std::variant<int64_t, std::string>& label, const std::string& field) const {
+  const int64_t classes = transformer_->config().num_classes;
+  if (const auto* id = std::get_if<int64_t>(&label)) {
+    if (*id < 0 || *id >= classes)
+      throw ConfigError(field + ": class " + std::to_string(*id) + " is outside [0, " + std::to_string(classes - 1) +
+                        "] for this model");
+    return *id;
+  }
+  const std::string& name = std::get<std::string>(label);
+  // As DiTPipeline.get_label_ids: each id2label value may list several
+  // comma-separated names ("tench, Tinca tinca"); any of them matches.
+  for (const auto& [id, names] : id2label_) {
+    size_t start = 0;
+    while (start <= names.size()) {
+      size_t comma = names.find(',', start);
+      std::string part = names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      part.erase(0, part.find_first_not_of(' '));
+      part.erase(part.find_last_not_of(' ') + 1);
+      if (part == name) return id;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  std::string hint = id2label_.empty() ? " (the model's model_index.json has no id2label; use class numbers)"
+                                       : " (not in the model's id2label; e.g. '" + id2label_.front().second + "')";
+  throw ConfigError(field + ": unknown class name '" + name + "'" + hint);
+}
+
+std::string DitPipeline::label_name(int64_t id) const {
+  for (const auto& [i, names] : id2label_)
+    if (i == id) return names;
+  return std::to_string(id);
+}
+
+Shape DitPipeline::latent_shape() const {
+  const auto& c = transformer_->config();
+  return {c.in_channels, c.sample_size, c.sample_size};
+}
+
+std::string DitPipeline::default_scheduler() const {
+  return sched::make_scheduler("", scheduler_config_, dir_.part_config_path("scheduler"))->name();
+}
+
+Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step) const {
+  const auto& cfg = transformer_->config();
+  const Shape one = latent_shape();
+  const int64_t per_image = shape_numel(one);
+  const int64_t outputs = static_cast<int64_t>(req.labels.size());
+  const int64_t channels = cfg.in_channels;
+  if (req.init_noise) {
+    Shape want = {outputs, one[0], one[1], one[2]};
+    if (req.init_noise->shape() != want)
+      throw ConfigError("--init-noise: tensor 'noise' has shape " + shape_str(req.init_noise->shape()) +
+                        ", expected " + shape_str(want) + " (outputs, C, h, w)");
+  }
+  const bool cfg_guidance = req.guidance_scale > 1.0f;
+  const int64_t batch_size = std::max(1, req.batch_size);
+  const int batches = static_cast<int>((outputs + batch_size - 1) / batch_size);
+
+  Tensor result = Tensor::empty({outputs, one[0], one[1], one[2]});
+  for (int bi = 0; bi < batches; ++bi) {
+    const int64_t first = bi * batch_size, count = std::min(batch_size, outputs - first);
+    // This batch's starting noise: drawn per output with seed + index.
+    Tensor latents = req.init_noise ? req.init_noise->slice0(first, first + count).clone()
+                                    : sched::gaussian_noise(one, count, req.seed + static_cast<uint64_t>(first));
+    auto scheduler = sched::make_scheduler(req.scheduler, scheduler_config_, dir_.part_config_path("scheduler"));
+    scheduler->set_timesteps(req.steps);
+    const auto& timesteps = scheduler->timesteps();
+
+    // Model batch: [cond; uncond] with the null class when guided.
+    const int64_t model_batch = cfg_guidance ? 2 * count : count;
+    std::vector<int64_t> labels(req.labels.begin() + first, req.labels.begin() + first + count);
+    if (cfg_guidance) labels.insert(labels.end(), count, cfg.num_classes);
+    Tensor model_in = Tensor::empty({model_batch, one[0], one[1], one[2]});
+    Tensor eps = Tensor::empty({count, one[0], one[1], one[2]});
+    const int64_t hw = one[1] * one[2];
+    const int64_t out_stride = cfg.out_channels * hw;  // per-sample stride of the model output
+
+    for (size_t s = 0; s < timesteps.size(); ++s) {
+      std::memcpy(model_in.data(), latents.data(), latents.nbytes());
+      if (cfg_guidance) std::memcpy(model_in.data() + count * per_image, latents.data(), latents.nbytes());
+      std::vector<float> t(model_batch, static_cast<float>(timesteps[s]));
+      Tensor out = transformer_->forward(model_in, t, labels);  // (model_batch, out_C, h, w)
+      profile::ScopedTimer timer("guidance+scheduler");
+      // eps = the first in_channels channels (learned sigma dropped); CFG:
+      // uncond + g * (cond - uncond).
+      const float g = req.guidance_scale;
+      for (int64_t i = 0; i < count; ++i) {
+        const float* cond = out.data() + i * out_stride;
+        const float* uncond = cfg_guidance ? out.data() + (count + i) * out_stride : nullptr;
+        float* e = eps.data() + i * per_image;
+        const int64_t n = channels * hw;
+        if (cfg_guidance)
+          for (int64_t j = 0; j < n; ++j) e[j] = uncond[j] + g * (cond[j] - uncond[j]);
+        else
+          std::memcpy(e, cond, n * sizeof(float));
+      }
+      scheduler->step(eps, static_cast<int>(s), latents);
+      if (on_step) on_step(static_cast<int>(s), static_cast<int>(timesteps.size()), bi, batches);
+    }
+    std::memcpy(result.data() + first * per_image, latents.data(), latents.nbytes());
+  }
+  return result;
+}
+
+Tensor DitPipeline::decode(const Tensor& latents) const {
+  profile::ScopedTimer timer("vae_decode");
+  const float sf = vae_->config().scaling_factor;
+  const int64_t n = latents.dim(0);
+  Tensor images;
+  for (int64_t i = 0; i < n; ++i) {  // one at a time: the decoder's activations dominate memory
+    Tensor z = latents.slice0(i, i + 1).clone();
+    // DiTPipeline multiplies by 1/scaling_factor (not a division: differs in the last bit).
+    const float inv_sf = 1.0f / sf;
+    for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
+    Tensor img = vae_->decode(z);  // (1, 3, H, W) in about [-1, 1]
+    if (!images.defined()) images = Tensor::empty({n, img.dim(1), img.dim(2), img.dim(3)});
+    float* dst = images.data() + i * img.numel();
+    for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
+  }
+  return images;
+}
+
+DitResult DitPipeline::generate(const DitRequest& req, const StepCallback& on_step) const {
+  DitResult r;
+  r.latents = sample(req, on_step);
+  r.images = decode(r.latents);
+  r.scheduler = req.scheduler.empty() ? default_scheduler() : req.scheduler;
+  return r;
+}
+
+}  // namespace ditgen::pipeline

@@ -1,0 +1,74 @@
+// Class-conditional image generation with a DiT model directory, as
+// diffusers' DiTPipeline does it: Philox noise per output (seed + i), the
+// denoising loop with classifier-free guidance on the eps channels (learned
+// sigma dropped), the scheduler step, then VAE decoding to [0, 1] images.
+// Outputs are generated batch_size at a time (twice that with CFG); each
+// output's result does not depend on the batch it falls into.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "io/model_dir.h"
+#include "models/dit.h"
+#include "models/vae.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::pipeline {
+
+struct DitRequest {
+  std::vector<int64_t> labels;    // one output per label
+  uint64_t seed = 0;              // output i uses seed + i
+  int steps = 50;
+  float guidance_scale = 4.0f;
+  std::string scheduler;          // "" = the model's scheduler_config.json
+  int batch_size = 4;
+  std::optional<Tensor> init_noise;  // (outputs, C, h, w) instead of drawn noise
+};
+
+struct DitResult {
+  Tensor latents;  // (outputs, C, h, w) final latents, before 1/scaling_factor
+  Tensor images;   // (outputs, 3, H, W) in [0, 1]
+  std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m")
+};
+
+// Called after each denoising step: (step index 0-based, steps, batch index, batches).
+using StepCallback = std::function<void(int, int, int, int)>;
+
+class DitPipeline {
+ public:
+  // Reads model_index.json and the transformer/vae/scheduler parts;
+  // validates every weight before any compute.
+  static DitPipeline load(const std::string& model_dir);
+
+  // Class names or integer ids -> ids (names via model_index.json's id2label,
+  // as DiTPipeline.get_label_ids; ids checked against num_classes).
+  // ConfigError naming `config_field` for an unknown name or out-of-range id.
+  int64_t label_id(const std::variant<int64_t, std::string>& label, const std::string& config_field) const;
+  std::string label_name(int64_t id) const;  // id2label name, or the number
+
+  // The denoising loop alone: final latents (outputs, C, h, w).
+  Tensor sample(const DitRequest& req, const StepCallback& on_step = {}) const;
+  // Latents (before 1/scaling_factor) -> images in [0, 1].
+  Tensor decode(const Tensor& latents) const;
+  DitResult generate(const DitRequest& req, const StepCallback& on_step = {}) const;
+
+  const models::DitTransformer& transformer() const { return *transformer_; }
+  const models::VaeDecoder& vae() const { return *vae_; }
+  const io::ModelDir& model_dir() const { return dir_; }
+  Shape latent_shape() const;  // (C, h, w) of one output
+  std::string default_scheduler() const;
+
+ private:
+  io::ModelDir dir_;
+  std::shared_ptr<models::DitTransformer> transformer_;
+  std::shared_ptr<models::VaeDecoder> vae_;
+  nlohmann::json scheduler_config_;
+  std::vector<std::pair<int, std::string>> id2label_;
+};
+
+}  // namespace ditgen::pipeline

@@ -1,0 +1,111 @@
+// DDIM set_timesteps and step (see ddim.h for the diffusers behaviour kept).
+#include "sched/ddim.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sched/numpy_compat.h"
+#include "util/error.h"
+
+namespace ditgen::sched {
+
+Prediction read_prediction_type(const SchedulerConfig& config) {
+  const std::string p = config.get_string("prediction_type", "epsilon");
+  if (p == "epsilon") return Prediction::kEpsilon;
+  if (p == "sample") return Prediction::kSample;
+  if (p == "v_prediction") return Prediction::kV;
+  if (p == "flow_prediction") config.unsupported("prediction_type", "prediction_type flow_prediction");
+  config.bad_value("prediction_type", "expected epsilon, sample or v_prediction");
+}
+
+DdimScheduler::DdimScheduler(const SchedulerConfig& config)
+    : path_(config.path()), train_(make_train_schedule(config)) {
+  final_alpha_cumprod_ =
+      config.get_bool("set_alpha_to_one", true) ? 1.0f : train_.alphas_cumprod[0];
+  steps_offset_ = config.get_int("steps_offset", 0);
+  spacing_ = config.get_string("timestep_spacing", "leading");
+  if (spacing_ != "leading" && spacing_ != "trailing" && spacing_ != "linspace") {
+    config.bad_value("timestep_spacing", "expected leading, trailing or linspace");
+  }
+  prediction_ = read_prediction_type(config);
+  clip_sample_ = config.get_bool("clip_sample", true);
+  clip_range_ = static_cast<float>(config.get_number("clip_sample_range", 1.0));
+  if (config.get_bool("thresholding", false)) {
+    config.unsupported("thresholding", "thresholding = true");
+  }
+}
+
+void DdimScheduler::set_timesteps(int n) {
+  const int64_t T = train_.num_train_timesteps;
+  if (n < 1 || n > T) {
+    throw ConfigError(path_ + ": " + std::to_string(n) + " inference steps: must be 1.." +
+                      std::to_string(T) + " (num_train_timesteps)");
+  }
+  std::vector<int64_t> ts;
+  if (spacing_ == "linspace") {
+    ts = np::round_to_int(np::linspace(0.0, static_cast<double>(T - 1), n));
+    std::reverse(ts.begin(), ts.end());
+  } else if (spacing_ == "leading") {
+    const int64_t ratio = T / n;
+    for (int64_t i = n - 1; i >= 0; --i) ts.push_back(i * ratio + steps_offset_);
+  } else {  // trailing
+    const double ratio = static_cast<double>(T) / n;
+    ts = np::round_to_int(np::arange(static_cast<double>(T), 0.0, -ratio));
+    for (int64_t& t : ts) t -= 1;
+  }
+
+  const auto& ac = train_.alphas_cumprod;
+  const int64_t table = static_cast<int64_t>(ac.size());
+  coef_.clear();
+  for (const int64_t t : ts) {
+    if (t < 0 || t >= table) {
+      throw ConfigError(path_ + ": timestep " + std::to_string(t) + " (steps_offset " +
+                        std::to_string(steps_offset_) + ", " + std::to_string(n) +
+                        " steps) is outside the " + std::to_string(table) + " train timesteps");
+    }
+    const int64_t prev = t - T / n;  // diffusers uses T // n for every spacing
+    const float a = ac[t];
+    const float a_prev = prev >= 0 ? ac[std::min(prev, table - 1)] : final_alpha_cumprod_;
+    coef_.push_back(Coef{std::sqrt(a), std::sqrt(1.0f - a), std::sqrt(a_prev),
+                         // (1 - a_prev - std_dev_t**2) ** 0.5 with eta = 0
+                         std::sqrt(1.0f - a_prev - 0.0f)});
+  }
+  timesteps_ = std::move(ts);
+}
+
+void DdimScheduler::step(const Tensor& model_output, int step_index, Tensor& sample) {
+  if (step_index < 0 || step_index >= static_cast<int>(coef_.size())) {
+    throw std::logic_error("ddim step " + std::to_string(step_index) + " of " +
+                           std::to_string(coef_.size()) + " (set_timesteps first)");
+  }
+  if (model_output.shape() != sample.shape()) {
+    throw std::logic_error("ddim step: model_output " + shape_str(model_output.shape()) +
+                           " vs sample " + shape_str(sample.shape()));
+  }
+  const Coef c = coef_[step_index];
+  const float* m = model_output.data();
+  float* s = sample.data();
+  const int64_t n = sample.numel();
+  const Prediction pred = prediction_;
+  const bool clip = clip_sample_;
+  const float lo = -clip_range_, hi = clip_range_;
+#pragma omp parallel for simd schedule(static) if (n > 32768)
+  for (int64_t i = 0; i < n; ++i) {
+    float x0, eps;
+    if (pred == Prediction::kEpsilon) {
+      x0 = (s[i] - c.sqrt_beta * m[i]) / c.sqrt_alpha;
+      eps = m[i];
+    } else if (pred == Prediction::kSample) {
+      x0 = m[i];
+      eps = (s[i] - c.sqrt_alpha * x0) / c.sqrt_beta;
+    } else {
+      x0 = c.sqrt_alpha * s[i] - c.sqrt_beta * m[i];
+      eps = c.sqrt_alpha * m[i] + c.sqrt_beta * s[i];
+    }
+    if (clip) x0 = std::min(std::max(x0, lo), hi);
+    s[i] = c.sqrt_alpha_prev * x0 + c.direction * eps;
+  }
+}
+
+}  // namespace ditgen::sched

@@ -1,0 +1,54 @@
+// DDIM (Song et al. 2020) with eta = 0, exactly as diffusers' DDIMScheduler
+// (scheduling_ddim.py) as DiTPipeline drives it: no variance noise, no
+// use_clipped_model_output.
+//
+// Subtleties kept from diffusers:
+//  - the previous timestep is always t - T // n (T = num_train_timesteps),
+//    whatever the timestep_spacing, and below 0 it is final_alpha_cumprod
+//    (1 with set_alpha_to_one, else alphas_cumprod[0]);
+//  - clip_sample clamps only the predicted x0; epsilon is not re-derived;
+//  - coefficients are float32 scalars (torch 0-dim tensors), applied with
+//    one rounding per torch op.
+#pragma once
+#include <vector>
+
+#include "sched/noise_schedule.h"
+#include "sched/scheduler.h"
+#include "sched/scheduler_config.h"
+
+namespace ditgen::sched {
+
+enum class Prediction { kEpsilon, kSample, kV };
+// prediction_type -> Prediction (ConfigError / not supported for others).
+Prediction read_prediction_type(const SchedulerConfig& config);
+
+class DdimScheduler final : public Scheduler {
+ public:
+  explicit DdimScheduler(const SchedulerConfig& config);
+
+  void set_timesteps(int num_inference_steps) override;
+  void step(const Tensor& model_output, int step_index, Tensor& sample) override;
+  std::string name() const override { return "ddim"; }
+
+  const std::vector<float>& alphas_cumprod() const { return train_.alphas_cumprod; }
+
+ private:
+  struct Coef {  // float32, as torch computes them
+    float sqrt_alpha;       // alpha_prod_t ** 0.5
+    float sqrt_beta;        // (1 - alpha_prod_t) ** 0.5
+    float sqrt_alpha_prev;  // alpha_prod_t_prev ** 0.5
+    float direction;        // (1 - alpha_prod_t_prev) ** 0.5
+  };
+
+  std::string path_;
+  TrainSchedule train_;
+  float final_alpha_cumprod_;
+  int64_t steps_offset_;
+  std::string spacing_;
+  Prediction prediction_;
+  bool clip_sample_;
+  float clip_range_;
+  std::vector<Coef> coef_;  // one per step
+};
+
+}  // namespace ditgen::sched

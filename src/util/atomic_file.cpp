@@ -1,0 +1,134 @@
+// Atomic output files: temporary name + rename, with a signal-safe registry of
+// the temporary paths in flight.
+//
+// The registry is a fixed array of slots, each a state word and a char buffer.
+// A writer claims a free slot (CAS free -> filling), copies the path, and
+// publishes it (-> active); a signal handler only reads active slots and calls
+// unlink(), which is async-signal-safe. No allocation or lock is involved, so
+// the handler may interrupt a writer at any point. If every slot is taken the
+// write still happens, only without signal cleanup (64 concurrent outputs is
+// far more than ditgen ever writes).
+#include "util/atomic_file.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "util/error.h"
+
+namespace ditgen {
+namespace {
+
+constexpr int kSlotFree = 0, kSlotFilling = 1, kSlotActive = 2;
+constexpr size_t kMaxTempFiles = 64;
+constexpr size_t kMaxTempPath = 4096;
+
+struct TempSlot {
+  std::atomic<int> state{kSlotFree};
+  char path[kMaxTempPath];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
+
+TempSlot g_temp_slots[kMaxTempFiles];
+std::atomic<unsigned long> g_temp_counter{0};
+
+// Holds one registry slot for the lifetime of a temporary file.
+class TempRegistration {
+ public:
+  explicit TempRegistration(const std::string& temp_path) {
+    if (temp_path.size() >= kMaxTempPath) return;
+    for (TempSlot& s : g_temp_slots) {
+      int expected = kSlotFree;
+      if (s.state.compare_exchange_strong(expected, kSlotFilling, std::memory_order_acquire)) {
+        std::memcpy(s.path, temp_path.c_str(), temp_path.size() + 1);
+        s.state.store(kSlotActive, std::memory_order_release);
+        slot_ = &s;
+        return;
+      }
+    }
+  }
+  ~TempRegistration() {
+    if (slot_) slot_->state.store(kSlotFree, std::memory_order_release);
+  }
+  TempRegistration(const TempRegistration&) = delete;
+  TempRegistration& operator=(const TempRegistration&) = delete;
+
+ private:
+  TempSlot* slot_ = nullptr;
+};
+
+std::string errno_text(int err) { return std::generic_category().message(err); }
+
+void cleanup_and_exit_on_signal(int sig) {
+  cleanup_temp_files_now();
+  _exit(sig == SIGINT ? kExitSigint : kExitSigterm);
+}
+
+}  // namespace
+
+void cleanup_temp_files_now() {
+  for (TempSlot& s : g_temp_slots)
+    if (s.state.load(std::memory_order_acquire) == kSlotActive) unlink(s.path);
+}
+
+void install_signal_cleanup() {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = cleanup_and_exit_on_signal;
+  sigemptyset(&action.sa_mask);
+  // Block the other signal while handling one, so the handler runs once.
+  sigaddset(&action.sa_mask, SIGINT);
+  sigaddset(&action.sa_mask, SIGTERM);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& writer) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    fs::create_directories(parent, ec);
+    if (ec) throw RuntimeFailure(path + ": cannot create directory " + parent.string() + ": " + ec.message());
+  }
+
+  const std::string temp = path + ".tmp." + std::to_string(getpid()) + "." +
+                           std::to_string(g_temp_counter.fetch_add(1));
+  TempRegistration registration(temp);  // before the file exists: a signal can never orphan it
+
+  // "x": fail rather than clobber a file that happens to have the name.
+  std::FILE* f = std::fopen(temp.c_str(), "wbx");
+  if (!f) throw RuntimeFailure(path + ": cannot create temporary file " + temp + ": " + errno_text(errno));
+
+  auto fail = [&](const std::string& what, int err) {
+    unlink(temp.c_str());
+    throw RuntimeFailure(path + ": " + what + ": " + errno_text(err));
+  };
+  try {
+    writer(f);
+  } catch (...) {
+    std::fclose(f);
+    unlink(temp.c_str());
+    throw;
+  }
+  const bool write_failed = std::fflush(f) != 0 || std::ferror(f);
+  const int write_errno = errno;
+  const bool close_failed = std::fclose(f) != 0;
+  if (write_failed) fail("write failed", write_errno ? write_errno : EIO);
+  if (close_failed) fail("close failed", errno);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename " + temp + " onto it", errno);
+}
+
+void write_file_atomic(const std::string& path, const void* bytes, size_t size) {
+  write_file_atomic(path, [&](std::FILE* f) {
+    if (size) std::fwrite(bytes, 1, size, f);
+  });
+}
+
+}  // namespace ditgen

@@ -1,0 +1,36 @@
+// Atomic output files (DESIGN.md §1): every output is written to a temporary
+// name in the same directory ("<path>.tmp.<pid>.<n>") and renamed onto the
+// final path, so a reader never sees a half-written file.
+//
+// Temporary paths being written are kept in a fixed-size, lock-free registry
+// of char buffers (no allocation, no locks), which a signal handler can walk
+// async-signal-safely: install_signal_cleanup() makes SIGINT / SIGTERM unlink
+// every registered temporary file and _exit(130) / _exit(143), so an
+// interrupted run leaves no temporary file behind either.
+#pragma once
+#include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+namespace ditgen {
+
+// Creates the parent directories of `path` if needed, opens a fresh temporary
+// file beside it, lets `writer` fill it, then renames it onto `path`.
+// On any failure (directory, open, write, close, rename, or an exception from
+// `writer`) the temporary file is removed and nothing appears at `path`.
+// I/O failures throw RuntimeFailure("<path>: <what>: <errno text>"); an
+// exception thrown by `writer` is rethrown unchanged. `writer` need not check
+// fwrite's results: the stream's error flag is checked afterwards.
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& writer);
+void write_file_atomic(const std::string& path, const void* bytes, size_t size);
+
+// Installs SIGINT / SIGTERM handlers that unlink the registered temporary
+// files and _exit(130) / _exit(143). Idempotent.
+void install_signal_cleanup();
+
+// Unlinks every temporary file currently being written (for fatal paths such
+// as an MPI abort, where no destructor or catch will run). Async-signal-safe.
+void cleanup_temp_files_now();
+
+}  // namespace ditgen

@@ -1,0 +1,79 @@
+// See progress.h.
+#include "util/progress.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace ditgen {
+namespace {
+
+constexpr int kBarWidth = 20;
+
+std::string fixed(double value, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+// "46.7 s" below a minute, "12m05s" above: long runs read better in minutes.
+std::string duration(double seconds) {
+  if (seconds < 60) return fixed(seconds, 1) + " s";
+  const long total = static_cast<long>(seconds + 0.5);
+  char text[32];
+  std::snprintf(text, sizeof text, "%ldm%02lds", total / 60, total % 60);
+  return text;
+}
+
+}  // namespace
+
+Progress::Progress(int total_steps, bool enabled, const std::string& label)
+    : Progress(total_steps, enabled, label, isatty(STDERR_FILENO) ? Style::bar : Style::lines, std::cerr) {}
+
+Progress::Progress(int total_steps, bool enabled, const std::string& label, Style style, std::ostream& out)
+    : total_steps_(total_steps),
+      enabled_(enabled),
+      label_(label),
+      style_(style),
+      out_(out),
+      start_(std::chrono::steady_clock::now()) {}
+
+Progress::~Progress() { finish(); }
+
+std::string Progress::bar_line(int done, double seconds_per_step) const {
+  const int filled = total_steps_ > 0 ? done * kBarWidth / total_steps_ : kBarWidth;
+  std::string line = label_.empty() ? "" : label_ + " ";
+  line += '[';
+  line.append(filled, '#').append(kBarWidth - filled, '-');
+  line += "] ";
+  line += std::to_string(done) + "/" + std::to_string(total_steps_);
+  line += "  " + fixed(seconds_per_step, 2) + " s/it";
+  line += "  ETA " + duration(seconds_per_step * (total_steps_ - done));
+  return line;
+}
+
+void Progress::step_done(int i) {
+  if (!enabled_) return;
+  const int done = i + 1;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double seconds_per_step = elapsed / done;
+  if (style_ == Style::bar) {
+    // \r returns to the line start; \x1b[K clears what a longer previous
+    // line left behind.
+    out_ << '\r' << bar_line(done, seconds_per_step) << "\x1b[K" << std::flush;
+    line_open_ = true;
+  } else {
+    out_ << (label_.empty() ? "" : label_ + ": ") << "step " << done << "/" << total_steps_ << " "
+         << fixed(seconds_per_step, 2) << " s/it\n"
+         << std::flush;
+  }
+}
+
+void Progress::finish() {
+  if (!line_open_) return;
+  out_ << '\n' << std::flush;
+  line_open_ = false;
+}
+
+}  // namespace ditgen

@@ -1,0 +1,193 @@
+// The ditgen executable as users run it: exit codes, error messages that
+// name the file and field at fault, no output (and no temporary file) left
+// by a failed or interrupted run, and a successful run's PNG metadata and
+// saved latents (checked against diffusers' reference).
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "../models/fixture.h"
+#include "../ops/test_helpers.h"
+#include "io/safetensors.h"
+
+namespace fs = std::filesystem;
+using namespace ditgen;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+Run run_ditgen(const std::string& args) {
+  const std::string cmd = std::string(DITGEN_EXE) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+// A scratch directory per test, removed afterwards.
+struct Scratch {
+  fs::path dir;
+  explicit Scratch(const std::string& name) {
+    dir = fs::temp_directory_path() / ("ditgen_cli_" + name + "_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() { fs::remove_all(dir); }
+  std::string write(const std::string& file, const std::string& text) const {
+    std::ofstream(dir / file) << text;
+    return (dir / file).string();
+  }
+  bool empty_of_outputs() const {
+    for (auto& e : fs::recursive_directory_iterator(dir)) {
+      const std::string n = e.path().filename().string();
+      if (n.find(".png") != std::string::npos || n.find(".tmp") != std::string::npos) return false;
+    }
+    return true;
+  }
+};
+
+std::string fixture_config(const Scratch& s, const std::string& extra_generate = "") {
+  return s.write("run.json", R"({
+  "model": {"path": ")" + testing::fixture_dir("dit_odd") + R"("},
+  "generate": {"class_labels": [1, "white heart"], "steps": 6, "guidance_scale": 4.0,
+               "scheduler": "ddim", "batch_size": 2)" + extra_generate + R"(},
+  "output": {"path": ")" + (s.dir / "out" / "img.png").string() + R"("}
+})");
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("a run writes PNGs with webui metadata and latents matching diffusers") {
+  Scratch s("ok");
+  const std::string cfg = fixture_config(s);
+  const std::string noise = testing::fixture_dir("dit_odd") + "/reference/noise.safetensors";
+  const std::string latents = (s.dir / "latents.safetensors").string();
+  Run r = run_ditgen("--config " + cfg + " --init-noise " + noise + " --save-latents " + latents + " --quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.empty());  // --quiet
+  const Tensor got = io::SafetensorsFile::open(latents)->load("latents");
+  const Tensor ref = testing::fixture_tensor("dit_odd", "expected.safetensors", "ddim_latents");
+  CHECK(testing::rel_l2(got, ref) < 1e-4);
+  for (const char* name : {"img_0000.png", "img_0001.png"}) {
+    const std::string png = read_file(s.dir / "out" / name);
+    REQUIRE(png.size() > 100);
+    CHECK(png.compare(1, 3, "PNG") == 0);
+    CHECK(png.find("tEXtparameters") != std::string::npos);
+    CHECK(png.find("Steps: 6, Sampler: ddim, CFG scale: 4, Seed:") != std::string::npos);
+    CHECK(png.find("Size: 20x20, Model: dit_odd") != std::string::npos);
+    CHECK(png.find("ditgen_config") != std::string::npos);
+  }
+  CHECK(read_file(s.dir / "out" / "img_0001.png").find("white heart, pale heart\nSteps") != std::string::npos);
+  for (auto& e : fs::directory_iterator(s.dir / "out"))
+    CHECK_MESSAGE(e.path().filename().string().find(".tmp") == std::string::npos, e.path());
+}
+
+TEST_CASE("bad arguments and configs exit 2 naming the file and field, writing nothing") {
+  Scratch s("cfg");
+  CHECK(run_ditgen("").code == 2);
+  CHECK(run_ditgen("--config").code == 2);
+  CHECK(run_ditgen("--config x.json --no-such-flag").code == 2);
+  Run r = run_ditgen("--config " + (s.dir / "missing.json").string());
+  CHECK(r.code == 2);
+  CHECK(r.output.find("missing.json") != std::string::npos);
+
+  const std::string cfg = fixture_config(s);
+  r = run_ditgen("--config " + cfg + " --set generate.stpes=3");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("generate.stpes") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --set generate.steps=\\\"many\\\"");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("generate.steps") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --set 'generate.class_labels=[\"purple cow\"]'");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("generate.class_labels[0]") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --set generate.height=64");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("generate.height") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --set parallel.sp=2");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("not supported yet") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --device cuda");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("not supported yet") != std::string::npos);
+  CHECK(s.empty_of_outputs());
+}
+
+TEST_CASE("bad model files exit 3 naming the file and tensor, writing nothing") {
+  Scratch s("model");
+  // A copy of the fixture model whose transformer weights are truncated.
+  const fs::path model = s.dir / "model";
+  fs::copy(testing::fixture_dir("dit_odd"), model, fs::copy_options::recursive);
+  const fs::path weights = model / "transformer" / "diffusion_pytorch_model.safetensors";
+  fs::resize_file(weights, fs::file_size(weights) - 1000);
+  const std::string cfg = fixture_config(s);
+  Run r = run_ditgen("--config " + cfg + " --set model.path=" + model.string());
+  CHECK(r.code == 3);
+  CHECK(r.output.find("diffusion_pytorch_model.safetensors") != std::string::npos);
+
+  r = run_ditgen("--config " + cfg + " --set model.path=" + (s.dir / "nowhere").string());
+  CHECK(r.code == 3);
+  CHECK(r.output.find("nowhere") != std::string::npos);
+
+  // A model whose VAE lacks a tensor.
+  fs::remove_all(model);
+  fs::copy(testing::fixture_dir("dit_odd"), model, fs::copy_options::recursive);
+  {
+    auto vae = io::SafetensorsFile::open((model / "vae" / "diffusion_pytorch_model.safetensors").string());
+    std::vector<std::pair<std::string, Tensor>> kept;
+    for (const auto& n : vae->names())
+      if (n != "decoder.conv_out.weight") kept.emplace_back(n, vae->load(n).clone());
+    io::write_safetensors((s.dir / "vae.safetensors").string(), kept);
+  }
+  fs::rename(s.dir / "vae.safetensors", model / "vae" / "diffusion_pytorch_model.safetensors");
+  r = run_ditgen("--config " + cfg + " --set model.path=" + model.string());
+  CHECK(r.code == 3);
+  CHECK(r.output.find("decoder.conv_out.weight") != std::string::npos);
+  CHECK(s.empty_of_outputs());
+}
+
+TEST_CASE("SIGTERM stops a run with exit code 143 and leaves no output") {
+  Scratch s("sig");
+  const std::string cfg = fixture_config(s);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // 64 outputs one at a time, 1000 steps each: minutes of work.
+    std::string labels = "generate.class_labels=[1";
+    for (int i = 1; i < 64; ++i) labels += ",1";
+    labels += "]";
+    execl(DITGEN_EXE, DITGEN_EXE, "--config", cfg.c_str(), "--steps", "1000", "--set", labels.c_str(), "--set",
+          "generate.batch_size=1", "--quiet", (char*)nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 143);
+  CHECK(s.empty_of_outputs());
+}

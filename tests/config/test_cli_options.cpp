@@ -1,0 +1,163 @@
+// parse_cli on sample command lines: defaults, every option, the plan
+// subcommand, help/version, errors as ConfigError (exit 2), and the
+// precedence config < --set < dedicated flags.
+#include <sstream>
+
+#include "config/cli_options.h"
+#include "config_test_support.h"
+
+namespace ditgen::test {
+
+namespace {
+
+CliOptions parse(std::vector<std::string> args, std::ostream& out) {
+  args.insert(args.begin(), "ditgen");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return parse_cli(static_cast<int>(argv.size()), argv.data(), out);
+}
+
+CliOptions parse(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  return parse(args, out);
+}
+
+// The message of the ConfigError that parsing throws.
+std::string parse_error(const std::vector<std::string>& args) {
+  try {
+    parse(args);
+  } catch (const ConfigError& e) {
+    CHECK(e.exit_code() == 2);
+    return e.what();
+  }
+  FAIL_CHECK("expected a ConfigError");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("--config alone gives the defaults") {
+  const CliOptions o = parse({"--config", "run.json"});
+  CHECK(o.command == CliOptions::Command::generate);
+  CHECK_FALSE(o.exit_now);
+  CHECK(o.config_path == "run.json");
+  CHECK(o.set_overrides.empty());
+  CHECK(o.device == "auto");
+  CHECK(o.threads == 0);
+  CHECK(o.attention == "auto");
+  CHECK(o.init_noise.empty());
+  CHECK(o.save_latents.empty());
+  CHECK(o.pab_stats.empty());
+  CHECK(o.pab_analyze.empty());
+  CHECK_FALSE(o.quiet);
+}
+
+TEST_CASE("every option parses") {
+  const std::string noise = write_file("x", "noise.safetensors");
+  const CliOptions o = parse({"--config", "run.json", "--device", "cpu", "--threads", "3", "--attention", "math",
+                              "--init-noise", noise, "--save-latents", "lat.safetensors", "--pab-stats",
+                              "pab.json", "--pab-analyze", "pabdir", "--quiet"});
+  CHECK(o.device == "cpu");
+  CHECK(o.threads == 3);
+  CHECK(o.attention == "math");
+  CHECK(o.init_noise == noise);
+  CHECK(o.save_latents == "lat.safetensors");
+  CHECK(o.pab_stats == "pab.json");
+  CHECK(o.pab_analyze == "pabdir");
+  CHECK(o.quiet);
+}
+
+TEST_CASE("options main rejects later still parse") {
+  const CliOptions o = parse({"--config", "run.json", "--device", "cuda", "--attention", "flash"});
+  CHECK(o.device == "cuda");
+  CHECK(o.attention == "flash");
+  CHECK(parse({"--config=run.json"}).config_path == "run.json");
+}
+
+TEST_CASE("repeated --set accumulate in order; --set=k=v works") {
+  const CliOptions o = parse({"--set", "generate.steps=5", "--config", "run.json", "--set=parallel.sp=2"});
+  CHECK(o.set_overrides == std::vector<std::string>{"generate.steps=5", "parallel.sp=2"});
+}
+
+TEST_CASE("dedicated flags become --set entries after the user's") {
+  const CliOptions o = parse({"--config", "run.json", "--steps", "10", "--set", "generate.steps=5", "--seed", "7",
+                              "--output", "true"});
+  CHECK(o.set_overrides == std::vector<std::string>{"generate.steps=5", "output.path=\"true\"",
+                                                     "generate.seed=7", "generate.steps=10"});
+}
+
+TEST_CASE("precedence: config file < --set < --steps") {
+  const std::string config = write_config(with(minimal_config(), "generate.steps", 50));
+  const RunConfig from_set = load_config(config, parse({"--config", config, "--set", "generate.steps=5"}).set_overrides);
+  CHECK(from_set.generate.steps == 5);
+  const CliOptions both = parse({"--config", config, "--steps", "10", "--set", "generate.steps=5", "--seed", "3",
+                                 "--output", "out/x_{i}.png"});
+  const RunConfig c = load_config(both.config_path, both.set_overrides);
+  CHECK(c.generate.steps == 10);
+  CHECK(c.generate.seed == 3);
+  CHECK(c.output.path == "out/x_{i}.png");
+}
+
+TEST_CASE("--seed and --steps take decimal integers only") {
+  CHECK(parse({"--config", "r.json", "--seed", "18446744073709551615"}).set_overrides ==
+        std::vector<std::string>{"generate.seed=18446744073709551615"});
+  CHECK(parse({"--config", "r.json", "--seed", "010"}).set_overrides ==
+        std::vector<std::string>{"generate.seed=10"});  // not octal
+  CHECK(contains(parse_error({"--config", "r.json", "--seed", "-1"}), "--seed"));
+  CHECK(contains(parse_error({"--config", "r.json", "--seed", "18446744073709551616"}), "--seed"));
+  CHECK(contains(parse_error({"--config", "r.json", "--seed", "0x10"}), "--seed"));
+  CHECK(contains(parse_error({"--config", "r.json", "--steps", "0"}), "--steps"));
+  CHECK(contains(parse_error({"--config", "r.json", "--steps", "fifty"}), "--steps: expected a positive integer"));
+}
+
+TEST_CASE("command line errors are ConfigErrors with CLI11's message") {
+  CHECK(contains(parse_error({}), "--config is required"));
+  CHECK(contains(parse_error({"--quiet"}), "--config"));
+  CHECK(contains(parse_error({"--config", "r.json", "--bogus"}), "--bogus"));
+  CHECK(contains(parse_error({"--config"}), "--config"));
+  CHECK(contains(parse_error({"--config", "r.json", "--device", "tpu"}), "--device"));
+  CHECK(contains(parse_error({"--config", "r.json", "--attention", "fast"}), "--attention"));
+  CHECK(contains(parse_error({"--config", "r.json", "--threads", "-2"}), "--threads"));
+  CHECK(contains(parse_error({"--config", "r.json", "--threads", "many"}), "--threads"));
+  CHECK(contains(parse_error({"--config", "r.json", "--init-noise", "/no/such/noise.safetensors"}), "--init-noise"));
+}
+
+TEST_CASE("--help prints usage and asks main to exit 0") {
+  std::ostringstream out;
+  const CliOptions o = parse({"--help"}, out);
+  CHECK(o.exit_now);
+  CHECK(contains(out.str(), "--config"));
+  CHECK(contains(out.str(), "--set"));
+  CHECK(contains(out.str(), "plan"));
+}
+
+TEST_CASE("--version prints the version") {
+  std::ostringstream out;
+  const CliOptions o = parse({"--version"}, out);
+  CHECK(o.exit_now);
+  CHECK(contains(out.str(), "ditgen 0.1.0"));
+}
+
+TEST_CASE("plan subcommand") {
+  const CliOptions o = parse({"plan", "--config", "run.json", "--world-size", "8", "--set", "parallel.sp=2"});
+  CHECK(o.command == CliOptions::Command::plan);
+  CHECK(o.config_path == "run.json");
+  CHECK(o.world_size == 8);
+  CHECK(o.set_overrides == std::vector<std::string>{"parallel.sp=2"});
+  CHECK(parse({"plan", "--config", "run.json"}).world_size == 0);
+  CHECK(contains(parse_error({"plan"}), "--config"));
+  CHECK(contains(parse_error({"plan", "--config", "r.json", "--world-size", "0"}), "--world-size"));
+  std::ostringstream out;
+  CHECK(parse({"plan", "--help"}, out).exit_now);
+  CHECK(contains(out.str(), "--world-size"));
+}
+
+TEST_CASE("default_threads divides the cores among the ranks, at least 1") {
+  const int all = default_threads(1);
+  CHECK(all >= 1);
+  CHECK(default_threads(0) == all);
+  CHECK(default_threads(2) == std::max(1, all / 2));
+  CHECK(default_threads(1 << 20) == 1);
+}
+
+}  // namespace ditgen::test

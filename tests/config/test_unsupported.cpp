@@ -1,0 +1,68 @@
+// reject_unsupported: each part of the contract not built in this milestone
+// fails with "not supported yet", exit 2, naming the file and the setting.
+#include "config_test_support.h"
+
+namespace ditgen::test {
+
+namespace {
+
+std::string unsupported_message(const json& document) {
+  const std::string path = write_config(document);
+  const RunConfig c = load_config(path, {});
+  try {
+    reject_unsupported(c, path);
+  } catch (const ConfigError& e) {
+    CHECK(e.exit_code() == 2);
+    return e.what();
+  }
+  FAIL_CHECK("expected not supported");
+  return "";
+}
+
+void check_unsupported(const json& document, const std::string& setting) {
+  const std::string message = unsupported_message(document);
+  INFO(message);
+  CHECK(message.rfind("not supported yet: ", 0) == 0);
+  CHECK(contains(message, "run.json: " + setting));
+}
+
+}  // namespace
+
+TEST_CASE("a class-conditional PNG config on one process is supported") {
+  const std::string path = write_config(with(minimal_config(), "pab", json::object()));
+  CHECK_NOTHROW(reject_unsupported(load_config(path, {"model.dtype=float32", "output.grid=true"}), path));
+}
+
+TEST_CASE("text-to-video settings are not supported yet") {
+  const json prompts = with(without(minimal_config(), "generate.class_labels"), "generate.prompts", {"a cat"});
+  check_unsupported(prompts, "generate.prompts");
+  check_unsupported(with(minimal_config(), "generate.negative_prompt", "blurry"), "generate.negative_prompt");
+  check_unsupported(with(minimal_config(), "generate.frames", 16), "generate.frames=16");
+  check_unsupported(with(minimal_config(), "output.format", "mp4"), "output.format=\"mp4\"");
+}
+
+TEST_CASE("parallel layouts are not supported yet") {
+  check_unsupported(with(minimal_config(), "parallel.sp", 2), "parallel.sp=2");
+  check_unsupported(with(minimal_config(), "parallel.tp", 4), "parallel.tp=4");
+  check_unsupported(with(minimal_config(), "parallel.cp", 2), "parallel.cp=2");
+  CHECK(contains(unsupported_message(with(minimal_config(), "parallel.sp", 2)),
+                 "parallel layouts (" ));
+  CHECK(contains(unsupported_message(with(minimal_config(), "parallel.sp", 2)),
+                 "one process only in this version"));
+}
+
+TEST_CASE("every configured PAB kind is not supported yet") {
+  const json kind = {{"range", 2}, {"threshold", {100, 800}}};
+  for (const char* name : {"spatial", "temporal", "cross"})
+    check_unsupported(with(minimal_config(), std::string("pab.") + name, kind), std::string("pab.") + name);
+  json mlp = kind;
+  mlp["blocks"] = {0};
+  check_unsupported(with(minimal_config(), "pab.mlp", mlp), "pab.mlp");
+}
+
+TEST_CASE("half-precision dtypes on CPU are not supported yet") {
+  check_unsupported(with(minimal_config(), "model.dtype", "bfloat16"), "model.dtype=\"bfloat16\"");
+  check_unsupported(with(minimal_config(), "model.dtype", "float16"), "model.dtype=\"float16\"");
+}
+
+}  // namespace ditgen::test

@@ -1,0 +1,181 @@
+// Every validation rule of config.h: each bad value gives a ConfigError whose
+// message names the file and the dotted path. Table-driven: one row per rule.
+#include "config_test_support.h"
+
+namespace ditgen::test {
+
+namespace {
+
+struct BadValue {
+  const char* path;       // dotted path to set
+  json value;             // the bad value
+  const char* expected;   // a fragment the message must contain (beyond file and path)
+};
+
+void check_rejected(const json& document, const std::string& reported_path, const std::string& expected) {
+  const std::string message = load_error(document);
+  INFO("message: " << message);
+  CHECK(contains(message, "run.json: " + reported_path + ": "));
+  CHECK(contains(message, expected));
+}
+
+}  // namespace
+
+TEST_CASE("type and range checks name the file and the dotted path") {
+  const std::vector<BadValue> rows = {
+      {"generate.steps", 0, "expected a positive integer, got 0"},
+      {"generate.steps", -3, "expected a positive integer, got -3"},
+      {"generate.steps", "fifty", "expected a positive integer, got \"fifty\""},
+      {"generate.steps", 50.0, "expected a positive integer"},
+      {"generate.steps", 1e12, "expected a positive integer"},
+      {"generate.steps", 10000000000, "up to 2147483647"},
+      {"generate.batch_size", 0, "expected a positive integer"},
+      {"generate.guidance_scale", -0.5, "expected a non-negative number, got -0.5"},
+      {"generate.guidance_scale", "4", "expected a number, got \"4\""},
+      {"generate.seed", -1, "expected a non-negative integer, got -1"},
+      {"generate.seed", 1.5, "expected a non-negative integer"},
+      {"generate.seed", "0", "expected a non-negative integer"},
+      {"generate.seed", 1e30, "expected a non-negative integer"},
+      {"generate.frames", -1, "expected a non-negative integer"},
+      {"generate.height", -8, "expected a non-negative integer"},
+      {"generate.width", "256", "expected a non-negative integer"},
+      {"generate.scheduler", "euler", "expected one of \"\", \"ddim\", \"dpmpp_2m\", got \"euler\""},
+      {"generate.scheduler", "dpmpp2m", "did you mean \"dpmpp_2m\"?"},
+      {"generate.negative_prompt", 3, "expected a string"},
+      {"parallel.sp", 0, "expected a positive integer"},
+      {"parallel.cp", 0, "expected a positive integer"},
+      {"parallel.tp", 0, "expected a positive integer"},
+      {"parallel.cp", 3, "expected 1 or 2"},
+      {"parallel.sp_mode", "tree", "expected one of \"ulysses\", \"ring\""},
+      {"model.dtype", "fp32", "expected one of \"auto\", \"float32\", \"bfloat16\", \"float16\""},
+      {"model.path", "", "expected a non-empty string"},
+      {"model.path", 5, "expected a string"},
+      {"output.format", "gif", "expected one of \"png\", \"mp4\""},
+      {"output.fps", 0, "expected a positive number, got 0"},
+      {"output.fps", -8, "expected a positive number"},
+      {"output.grid", "yes", "expected true or false"},
+      {"output.path", json::array(), "expected a string"},
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.path);
+    CAPTURE(row.value.dump());
+    check_rejected(with(minimal_config(), row.path, row.value), row.path, row.expected);
+  }
+}
+
+TEST_CASE("accepted edge values") {
+  const std::vector<std::pair<const char*, json>> rows = {
+      {"generate.steps", 1},          {"generate.guidance_scale", 0},
+      {"generate.guidance_scale", 7}, {"generate.seed", 0},
+      {"generate.scheduler", ""},     {"generate.scheduler", "ddim"},
+      {"parallel.cp", 2},             {"parallel.sp", 3},
+      {"model.dtype", "bfloat16"},    {"output.fps", 0.5},
+      {"pab", json::object()},
+  };
+  for (const auto& [path, value] : rows) {
+    CAPTURE(path);
+    CHECK_NOTHROW(load_config(write_config(with(minimal_config(), path, value)), {}));
+  }
+}
+
+TEST_CASE("cp=2 needs guidance_scale > 1") {
+  json document = with(minimal_config(), "parallel.cp", 2);
+  check_rejected(with(document, "generate.guidance_scale", 1.0), "parallel.cp", "guidance_scale > 1");
+  check_rejected(with(document, "generate.guidance_scale", 0), "parallel.cp", "guidance_scale > 1");
+  CHECK_NOTHROW(load_config(write_config(with(document, "generate.guidance_scale", 1.01)), {}));
+}
+
+TEST_CASE("wrong JSON types: null, object for list, list for object") {
+  check_rejected(with(minimal_config(), "generate.steps", nullptr), "generate.steps", "got null");
+  check_rejected(with(minimal_config(), "generate.class_labels", json::object()), "generate.class_labels",
+                 "expected a list (JSON array), got {}");
+  check_rejected(with(minimal_config(), "generate.prompts", "a cat"), "generate.prompts",
+                 "expected a list");
+  check_rejected(with(minimal_config(), "model", "models/dit"), "model", "expected an object, got \"models/dit\"");
+  check_rejected(with(minimal_config(), "parallel", json::array({1, 2})), "parallel", "expected an object");
+  check_rejected(with(minimal_config(), "pab", nullptr), "pab", "expected an object, got null");
+}
+
+TEST_CASE("list elements are checked with their index") {
+  check_rejected(with(minimal_config(), "generate.class_labels", {207, 1.5}), "generate.class_labels[1]",
+                 "expected a class id (non-negative integer) or class name (string), got 1.5");
+  check_rejected(with(minimal_config(), "generate.class_labels", {-1}), "generate.class_labels[0]",
+                 "non-negative integer");
+  check_rejected(with(minimal_config(), "generate.class_labels", {""}), "generate.class_labels[0]",
+                 "class name");
+  json prompts = without(minimal_config(), "generate.class_labels");
+  check_rejected(with(prompts, "generate.prompts", {"a cat", 3}), "generate.prompts[1]", "expected a prompt string");
+}
+
+TEST_CASE("required fields") {
+  check_rejected(without(minimal_config(), "model.path"), "model.path", "required");
+  check_rejected(without(minimal_config(), "model"), "model.path", "required");
+  check_rejected(without(minimal_config(), "output.path"), "output.path", "required");
+  check_rejected(without(minimal_config(), "output"), "output.path", "required");
+  check_rejected(without(minimal_config(), "generate.class_labels"), "generate.class_labels", "required");
+  check_rejected(with(minimal_config(), "generate.class_labels", json::array()), "generate.class_labels",
+                 "required");
+  json prompts_only = with(without(minimal_config(), "generate.class_labels"), "generate.prompts", {"a cat"});
+  CHECK_NOTHROW(load_config(write_config(prompts_only), {}));
+  check_rejected(with(prompts_only, "generate.prompts", json::array()), "generate.class_labels", "required");
+}
+
+TEST_CASE("class_labels and prompts together are ambiguous") {
+  check_rejected(with(minimal_config(), "generate.prompts", {"a cat"}), "generate.prompts", "not both");
+}
+
+TEST_CASE("pab kinds: range, threshold window and mlp blocks") {
+  const json kind = {{"range", 2}, {"threshold", {100, 800}}};
+  const json mlp = {{"range", 2}, {"threshold", {100, 800}}, {"blocks", {0, 1}}};
+  for (const char* name : {"spatial", "temporal", "cross", "mlp"}) {
+    CAPTURE(name);
+    const std::string section = std::string("pab.") + name;
+    const json base = with(minimal_config(), section, std::string(name) == "mlp" ? mlp : kind);
+    CHECK_NOTHROW(load_config(write_config(base), {}));
+    check_rejected(with(base, section + ".range", 0), section + ".range", "expected a positive integer");
+    check_rejected(without(base, section + ".range"), section + ".range", "required");
+    check_rejected(without(base, section + ".threshold"), section + ".threshold", "required");
+    check_rejected(with(base, section + ".threshold", {800, 100}), section + ".threshold", "low < high");
+    check_rejected(with(base, section + ".threshold", {100, 100}), section + ".threshold", "low < high");
+    check_rejected(with(base, section + ".threshold", {100}), section + ".threshold", "two numbers");
+    check_rejected(with(base, section + ".threshold", "100-800"), section + ".threshold", "expected a list");
+    check_rejected(with(base, section + ".threshold", {"a", 800}), section + ".threshold[0]", "expected a number");
+    check_rejected(with(base, section, 2), section, "expected an object");
+  }
+  const json base = with(minimal_config(), "pab.mlp", mlp);
+  check_rejected(with(base, "pab.mlp.blocks", {0, -1}), "pab.mlp.blocks[1]", "non-negative integer");
+  check_rejected(with(base, "pab.mlp.blocks", {0, 1.5}), "pab.mlp.blocks[1]", "non-negative integer");
+  check_rejected(with(base, "pab.mlp.blocks", json::array()), "pab.mlp.blocks", "at least one block");
+  check_rejected(without(base, "pab.mlp.blocks"), "pab.mlp.blocks", "required");
+  check_rejected(with(base, "pab.mlp.blocks", 3), "pab.mlp.blocks", "expected a list");
+}
+
+TEST_CASE("unknown keys are rejected with a did-you-mean") {
+  SUBCASE("typo of a sibling") {
+    const std::string message = load_error(with(minimal_config(), "generate.stpes", 20));
+    CHECK(contains(message, "run.json: generate.stpes: unknown key (did you mean generate.steps?)"));
+  }
+  SUBCASE("typo of a section") {
+    json document = minimal_config();
+    document["paralel"] = {{"sp", 1}};
+    CHECK(contains(load_error(document), "run.json: paralel: unknown key (did you mean parallel?)"));
+  }
+  SUBCASE("a key in the wrong section") {
+    CHECK(contains(load_error(with(minimal_config(), "generate.fps", 8)),
+                   "generate.fps: unknown key (did you mean output.fps?)"));
+    CHECK(contains(load_error(with(minimal_config(), "pab.spatial",
+                                   {{"range", 2}, {"threshold", {1, 2}}, {"blocks", {0}}})),
+                   "pab.spatial.blocks: unknown key (did you mean pab.mlp.blocks?)"));
+  }
+  SUBCASE("nothing close") {
+    const std::string message = load_error(with(minimal_config(), "output.zzzzzz", 1));
+    CHECK(contains(message, "run.json: output.zzzzzz: unknown key"));
+    CHECK_FALSE(contains(message, "did you mean"));
+  }
+  SUBCASE("unknown keys win over type errors elsewhere") {
+    json document = with(minimal_config(), "generate.steps", "fifty");
+    CHECK(contains(load_error(with(document, "model.pth", "x")), "model.pth: unknown key"));
+  }
+}
+
+}  // namespace ditgen::test
