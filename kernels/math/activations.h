@@ -1,10 +1,11 @@
 // Per-element math shared by CPU loops and CUDA kernels (DITGEN_HD).
-// fast_exp is a Cephes-style expf (range reduction to [-ln2/2, ln2/2], degree-5
+// fast_exp is a Cephes-style expf (range reduction to [-ln2/2, ln2/2], Cephes
 // polynomial, 2^n by exponent bits): branch-free so CPU loops vectorise under
 // `omp simd` without libmvec, and within ~2 ulp of expf over the float range.
 // GELU(tanh) is written as x * sigmoid(2u), identical to 0.5x(1 + tanh(u)) but
 // with one exp and no cancellation.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -16,9 +17,9 @@ DITGEN_HD float fast_exp(float x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n ln2.
   x = x < 88.3762626647949f ? x : 88.3762626647949f;
   x = x > -87.3365478515625f ? x : -87.3365478515625f;  // keep 2^n normal
-  float fx = x * 1.44269504088896341f + 0.5f;
-  float fl = static_cast<float>(static_cast<int32_t>(fx));
-  fl = fl > fx ? fl - 1.0f : fl;  // floor for negative fx
+  // Round to nearest (not floor): branch-free, so the loop vectorises, and
+  // |r| <= ln2/2 keeps the polynomial in its accurate range.
+  const float fl = nearbyintf(x * 1.44269504088896341f);
   float r = x - fl * 0.693359375f;
   r = r - fl * -2.12194440e-4f;
   float r2 = r * r;

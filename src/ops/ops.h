@@ -15,6 +15,8 @@ void set_num_threads(int n);
 int num_threads();
 // "openmp" / "pthread" / "serial": OpenBLAS's threading build, for diagnostics.
 const char* blas_threading();
+// OpenBLAS's kernel family in use ("SkylakeX", "Haswell", ...).
+const char* blas_core();
 
 // ---- GEMM ---------------------------------------------------------------
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major, leading dimensions

@@ -2,24 +2,65 @@
 // ditgen's own loops share one thread pool and never oversubscribe cores).
 // Called from inside an OpenMP parallel region (attention tiles), the OpenMP
 // OpenBLAS runs single-threaded, which is what the tiled kernels want.
+//
+// Debian's OpenBLAS (0.3.21, DYNAMIC_ARCH) does not recognise recent Xeons
+// (Sapphire/Emerald Rapids) and falls back to its "Prescott" SSE3 kernels,
+// 4x slower. Before main, if the user has not chosen OPENBLAS_CORETYPE and
+// the CPU has AVX-512 (AVX2) but OpenBLAS picked an older core, it is
+// re-initialised with the SkylakeX (Haswell) kernels, which these CPUs run.
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "ops/ops.h"
 
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_parallel(void);
+char* openblas_get_corename(void);
+void gotoblas_dynamic_init(void);
+void gotoblas_dynamic_quit(void);
 }
 
 namespace ditgen::ops {
 
 namespace {
 int g_threads = 1;
+
+// The OpenBLAS core this CPU should use when detection fell short, or null.
+const char* better_blas_core(const std::string& detected) {
+#if defined(__x86_64__)
+  const bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool detected_avx512 = detected == "SkylakeX" || detected == "Cooperlake" || detected == "SapphireRapids";
+  const bool detected_avx2 = detected_avx512 || detected == "Haswell" || detected == "Zen";
+  if (has_avx512 && !detected_avx512) return "SkylakeX";
+  if (has_avx2 && !detected_avx2) return "Haswell";
+#else
+  (void)detected;
+#endif
+  return nullptr;
 }
+
+const bool g_blas_core_checked = [] {
+  if (std::getenv("OPENBLAS_CORETYPE")) return true;  // the user's choice stands
+  const char* core = better_blas_core(openblas_get_corename());
+  if (core) {
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+  }
+  return true;
+}();
+}  // namespace
+
+const char* blas_core() { return openblas_get_corename(); }
 
 void set_num_threads(int n) {
   g_threads = std::max(1, n);
