@@ -33,8 +33,6 @@
 #include "util/error.h"
 #include "util/profile.h"
 
-extern "C" char* openblas_get_corename(void);  // the kernel set OpenBLAS picked (DYNAMIC_ARCH)
-
 using namespace ditgen;
 
 namespace {
@@ -169,7 +167,7 @@ int main(int argc, char** argv) {
   ops::set_num_threads(a.threads);
   profile::enable(a.profile);
   std::printf("threads %d\nblas_threading %s\nblas_core %s\n", a.threads, ops::blas_threading(),
-              openblas_get_corename());
+              ops::blas_core());
   try {
     return a.sgemm_n > 0 ? run_sgemm(a) : run_forward(a);
   } catch (const Error& e) {
