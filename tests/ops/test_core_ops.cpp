@@ -116,9 +116,11 @@ static std::vector<double> naive_attention(const ops::AttentionArgs& a) {
 }
 
 TEST_CASE("attention reads packed QKV rows and matches naive softmax attention") {
-  // Odd sizes crossing the query tile (64) and key tile (256) boundaries.
+  // Odd sizes crossing the query tile (64), key chunk (256) and key micro-tile
+  // (8) boundaries, head sizes that are not whole vectors, and VAE-sized heads.
   struct Case { int64_t batch, heads, q_len, kv_len, head_dim; };
-  for (Case c : {Case{2, 3, 37, 300, 72}, Case{1, 1, 130, 5, 16}, Case{3, 12, 25, 25, 8}}) {
+  for (Case c : {Case{2, 3, 37, 300, 72}, Case{1, 1, 130, 5, 16}, Case{3, 12, 25, 25, 8}, Case{1, 2, 70, 13, 136},
+                 Case{1, 1, 9, 600, 512}}) {
     const int64_t inner = c.heads * c.head_dim;
     Tensor q = random_tensor({c.batch, c.q_len, inner}, 12, -2, 2);
     Tensor kv = random_tensor({c.batch, c.kv_len, 2 * inner}, 13, -2, 2);  // [K | V] per token row
