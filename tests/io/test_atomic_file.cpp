@@ -15,29 +15,18 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
 using namespace ditgen;
 
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ditgen_test_atomic_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("ditgen_test_atomic") {}
 };
+
+namespace {
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "temp_dir.h"
 #include "io/model_dir.h"
 #include "util/error.h"
 
@@ -17,27 +18,11 @@ using namespace ditgen;
 using namespace ditgen::io;
 using nlohmann::json;
 
-namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ditgen_test_model_dir_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  void write(const std::string& name, const std::string& text) const {
-    fs::create_directories((path / name).parent_path());
-    std::ofstream(path / name) << text;
-  }
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("ditgen_test_model_dir") {}
 };
+
+namespace {
 
 std::string model_error_of(const std::function<void()>& f) {
   try {
