@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "cli/layout_setup.h"
 #include "config/config.h"
+#include "dist/mpi_runtime.h"
 #include "io/png.h"
 #include "io/safetensors.h"
 #include "ops/ops.h"
@@ -23,15 +25,6 @@
 namespace ditgen::cli {
 
 namespace {
-
-int ranks_on_this_node() {
-  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
-    if (const char* v = std::getenv(var)) {
-      int n = std::atoi(v);
-      if (n > 0) return n;
-    }
-  return 1;
-}
 
 void reject_unsupported_options(const CliOptions& o) {
   if (o.device == "cuda") not_supported("--device cuda (the CUDA backend is a later issue); use --device cpu");
@@ -68,9 +61,15 @@ void run_generate(const CliOptions& opts) {
   if (cfg.generate.class_labels.empty())
     throw ConfigError(opts.config_path + ": generate.class_labels: a DiT model needs class labels");
 
-  const int threads = opts.threads > 0 ? opts.threads : default_threads(ranks_on_this_node());
+  // The layout is checked against the model's config.json and the world
+  // size before any weight is read; then this rank's groups are formed.
+  const RankLayout layout = setup_layout(cfg, opts.config_path);
+  const bool rank0 = layout.world_rank == 0;
+  const bool quiet = opts.quiet || !rank0;
+
+  const int threads = opts.threads > 0 ? opts.threads : default_threads(dist::MpiRuntime::local_size());
   ops::set_num_threads(threads);
-  if (std::string(ops::blas_threading()) != "openmp" && !opts.quiet)
+  if (std::string(ops::blas_threading()) != "openmp" && !quiet)
     std::fprintf(stderr, "ditgen: warning: OpenBLAS uses %s threading, not OpenMP; expect contention "
                          "(install libopenblas0-openmp)\n", ops::blas_threading());
 
@@ -83,9 +82,10 @@ void run_generate(const CliOptions& opts) {
     init_noise = f->load("noise").clone();
   }
 
-  const auto pipe = pipeline::DitPipeline::load(cfg.model.path);
+  const auto pipe = pipeline::DitPipeline::load(cfg.model.path, layout.run);
+  inject_test_failure(layout.world_rank);
   const auto& tcfg = pipe.transformer().config();
-  const int vae_factor = 1 << (static_cast<int>(pipe.vae().config().block_out_channels.size()) - 1);
+  const int vae_factor = 1 << (static_cast<int>(pipe.vae_config().block_out_channels.size()) - 1);
   const int size = static_cast<int>(tcfg.sample_size) * vae_factor;
   if ((cfg.generate.height && cfg.generate.height != size) || (cfg.generate.width && cfg.generate.width != size))
     throw ConfigError(opts.config_path + ": generate.height/width: this DiT model generates " + std::to_string(size) +
@@ -110,10 +110,11 @@ void run_generate(const CliOptions& opts) {
 
   const int outputs = static_cast<int>(req.labels.size());
   const int batches = (outputs + req.batch_size - 1) / req.batch_size;
-  Progress progress(req.steps * batches, !opts.quiet, "denoise");
+  Progress progress(req.steps * batches, !quiet, "denoise");
   auto on_step = [&](int step, int steps, int batch, int) { progress.step_done(batch * steps + step); };
   pipeline::DitResult result = pipe.generate(req, on_step);
   progress.finish();
+  if (!rank0) return;  // the output rank decodes and writes
 
   if (!opts.save_latents.empty()) io::write_safetensors(opts.save_latents, {{"latents", result.latents}});
 
@@ -132,7 +133,7 @@ void run_generate(const CliOptions& opts) {
     written.push_back(path);
   }
 
-  if (!opts.quiet) {
+  if (!quiet) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "ditgen: wrote %d image%s (%s%s) in %.1f s\n", outputs, outputs == 1 ? "" : "s",
                  written.front().c_str(), outputs > 1 ? ", ..." : "", secs);

@@ -1,37 +1,56 @@
 // ditgen entry point: parse the command line, run the job, and map every
 // failure to its exit code (DESIGN.md §1) with one message naming the file
 // and field at fault. Temporary output files are removed on any failure and
-// on SIGINT/SIGTERM.
+// on SIGINT/SIGTERM. Under mpirun a failing rank aborts the whole job
+// (MPI_Abort with the same exit code), so no rank waits forever in a
+// collective.
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "cli/generate_command.h"
+#include "cli/plan_command.h"
 #include "config/cli_options.h"
+#include "dist/mpi_runtime.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+
+namespace {
+
+[[noreturn]] void fail(int code, const std::string& message) {
+  using namespace ditgen;
+  cleanup_temp_files_now();
+  const auto& world = dist::MpiRuntime::world();
+  if (world.size() > 1) {
+    std::fprintf(stderr, "ditgen[rank %d]: error: %s\n", world.rank(), message.c_str());
+    dist::MpiRuntime::abort(code);  // ends every rank
+  }
+  std::fprintf(stderr, "ditgen: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::exit(code);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ditgen;
   install_signal_cleanup();
   try {
+    dist::MpiRuntime::init(&argc, &argv);
     const CliOptions opts = parse_cli(argc, argv);
     if (opts.exit_now) return kExitOk;
     if (opts.command == CliOptions::Command::plan)
-      not_supported("ditgen plan (it comes with the parallel layouts)");
-    cli::run_generate(opts);
+      cli::run_plan(opts);
+    else
+      cli::run_generate(opts);
+    dist::MpiRuntime::finalize();
     return kExitOk;
   } catch (const Error& e) {
-    cleanup_temp_files_now();
-    std::fprintf(stderr, "ditgen: error: %s\n", e.what());
-    return e.exit_code();
+    fail(e.exit_code(), e.what());
   } catch (const std::bad_alloc&) {
-    cleanup_temp_files_now();
-    std::fprintf(stderr, "ditgen: error: out of memory\n");
-    return kExitRuntime;
+    fail(kExitRuntime, "out of memory");
   } catch (const std::exception& e) {
-    cleanup_temp_files_now();
-    std::fprintf(stderr, "ditgen: error: %s\n", e.what());
-    return kExitOther;
+    fail(kExitOther, e.what());
   }
 }

@@ -29,13 +29,6 @@ void reject_unsupported(const RunConfig& c, const std::string& path) {
   if (c.output.format == "mp4")
     not_supported("MP4 output " + at(path, "output.format=\"mp4\"") + " — use \"png\"");
 
-  const std::pair<const char*, int> parallel_sizes[] = {
-      {"parallel.sp", c.parallel.sp}, {"parallel.cp", c.parallel.cp}, {"parallel.tp", c.parallel.tp}};
-  for (const auto& [name, size] : parallel_sizes)
-    if (size != 1)
-      not_supported("parallel layouts " + at(path, std::string(name) + "=" + std::to_string(size)) +
-                    " — one process only in this version");
-
   const std::pair<const char*, bool> pab_kinds[] = {{"pab.spatial", c.pab.spatial.has_value()},
                                                     {"pab.temporal", c.pab.temporal.has_value()},
                                                     {"pab.cross", c.pab.cross.has_value()},

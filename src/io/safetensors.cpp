@@ -337,6 +337,35 @@ Tensor SafetensorsFile::load_rows_of(const TensorInfo& ti, int64_t row_begin, in
   return out;
 }
 
+Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const {
+  const TensorInfo& ti = info(name);
+  if (ti.shape.size() != 2 || col_begin < 0 || col_end < col_begin || col_end > ti.shape[1])
+    throw ModelError(path_ + ": tensor '" + name + "': columns [" + std::to_string(col_begin) + ", " +
+                     std::to_string(col_end) + ") out of range for shape " + shape_str(ti.shape));
+  check_loadable(path_, ti);
+  const int64_t rows = ti.shape[0], cols = ti.shape[1], width = col_end - col_begin;
+  const size_t elem_size = dtype_size(ti.dtype);
+  const uint8_t* base = map_ + data_offset_ + ti.begin;
+  Tensor out = Tensor::empty({rows, width});
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* src = base + static_cast<uint64_t>(r * cols + col_begin) * elem_size;
+    float* dst = out.data() + r * width;
+    if (ti.dtype == DType::kF32)
+      std::memcpy(dst, src, static_cast<size_t>(width) * sizeof(float));
+    else if (ti.dtype == DType::kF16)
+      convert_halves<f16_to_f32>(src, dst, width);
+    else
+      convert_halves<bf16_to_f32>(src, dst, width);
+  }
+  // Every page of the tensor was touched; drop them from this process (they
+  // stay in the page cache, shared with the other ranks reading this file).
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(base) / page * page;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(base + ti.end - ti.begin);
+  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return out;
+}
+
 // ---------------------------------------------------------------- writing
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
@@ -485,6 +514,10 @@ Tensor WeightStore::load(const std::string& name) const { return files_[where_in
 
 Tensor WeightStore::load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const {
   return files_[where_index(name)]->load_rows(name, row_begin, row_end);
+}
+
+Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const {
+  return files_[where_index(name)]->load_cols(name, col_begin, col_end);
 }
 
 size_t WeightStore::where_index(const std::string& name) const {

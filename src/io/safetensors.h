@@ -49,6 +49,11 @@ class SafetensorsFile {
   // Rows [row_begin, row_end) of the leading dimension, reading only those
   // bytes (tensor parallelism loads its own slices).
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
+  // Columns [col_begin, col_end) of a 2-D tensor, copied into owned storage
+  // (tensor parallelism's row-split layers). The file pages it read are
+  // released from this process afterwards, so its resident memory holds only
+  // the slice.
+  Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -84,6 +89,7 @@ class WeightStore {
   std::vector<std::string> names() const;
   Tensor load(const std::string& name) const;
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
+  Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
 
   // Checks that `name` exists with exactly `shape` (ModelError naming the
   // file, the tensor, and expected vs found shape or dtype otherwise).

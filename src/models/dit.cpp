@@ -7,7 +7,9 @@
 #include "models/dit.h"
 
 #include <cmath>
+#include <cstring>
 
+#include "dist/shard.h"
 #include "io/model_dir.h"
 #include "ops/ops.h"
 #include "util/error.h"
@@ -67,8 +69,20 @@ DitConfig DitConfig::from_json(const nlohmann::json& cfg, const std::string& pat
   return c;
 }
 
-DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c) {
+DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c, const DitShard& shard) {
   const int64_t d = c.inner_dim(), f = c.ff_inner_dim, p = c.patch_size;
+  const int tp = shard.tp_size(), tr = shard.tp_rank(), sp = shard.sp_size();
+  // The layout was validated against the config before loading; these
+  // guard the slicing arithmetic below.
+  if (c.num_heads % tp || f % tp)
+    throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
+                      std::to_string(c.num_heads) + " and the MLP width " + std::to_string(f));
+  if (!shard.ring && (c.num_heads / tp) % sp)
+    throw ConfigError("ulysses: sp * tp = " + std::to_string(sp * tp) + " must divide num_attention_heads " +
+                      std::to_string(c.num_heads));
+  if (c.grid() * c.grid() < sp)
+    throw ConfigError("sp = " + std::to_string(sp) + " exceeds the " + std::to_string(c.grid() * c.grid()) +
+                      " tokens of this model");
   // Validate every name and shape before loading anything.
   std::vector<std::pair<std::string, Shape>> expected = {
       {"pos_embed.proj.weight", {d, c.in_channels, p, p}}, {"pos_embed.proj.bias", {d}},
@@ -106,6 +120,7 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
 
   DitTransformer m;
   m.cfg_ = c;
+  m.shard_ = shard;
   m.patch_w = w.load("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
   m.patch_b = w.load("pos_embed.proj.bias");
   m.pos_embed = ops::sincos_pos_embed_2d(d, c.grid(), c.grid(), static_cast<double>(c.grid()), 1.0);
@@ -113,6 +128,13 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   m.final_ada_b = w.load("proj_out_1.bias");
   m.final_w = w.load("proj_out_2.weight");
   m.final_b = w.load("proj_out_2.bias");
+  // This rank's rows [r0, r0 + n) of a column-split layer (borrowed from the
+  // file, zero copy), and its input columns of a row-split one.
+  const int64_t dl = d / tp, fl = f / tp;
+  auto rows = [&](const std::string& name, int64_t r0, int64_t n) { return w.load_rows(name, r0, r0 + n); };
+  auto cols = [&](const std::string& name, int64_t c0, int64_t n) {
+    return tp == 1 ? w.load(name) : w.load_cols(name, c0, c0 + n);
+  };
   m.blocks.resize(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
@@ -122,19 +144,21 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
     k.t_linear2_w = w.load(b + "norm1.emb.timestep_embedder.linear_2.weight");
     k.t_linear2_b = w.load(b + "norm1.emb.timestep_embedder.linear_2.bias");
     k.class_table = w.load(b + "norm1.emb.class_embedder.embedding_table.weight");
-    k.ada_w = w.load(b + "norm1.linear.weight");
-    k.ada_b = w.load(b + "norm1.linear.bias");
-    k.q_w = w.load(b + "attn1.to_q.weight");
-    k.q_b = w.load(b + "attn1.to_q.bias");
-    k.k_w = w.load(b + "attn1.to_k.weight");
-    k.k_b = w.load(b + "attn1.to_k.bias");
-    k.v_w = w.load(b + "attn1.to_v.weight");
-    k.v_b = w.load(b + "attn1.to_v.bias");
-    k.out_w = w.load(b + "attn1.to_out.0.weight");
+    for (int chunk = 0; chunk < 6; ++chunk) {
+      k.ada_w[chunk] = rows(b + "norm1.linear.weight", chunk * d + tr * dl, dl);
+      k.ada_b[chunk] = rows(b + "norm1.linear.bias", chunk * d + tr * dl, dl);
+    }
+    k.q_w = rows(b + "attn1.to_q.weight", tr * dl, dl);
+    k.q_b = rows(b + "attn1.to_q.bias", tr * dl, dl);
+    k.k_w = rows(b + "attn1.to_k.weight", tr * dl, dl);
+    k.k_b = rows(b + "attn1.to_k.bias", tr * dl, dl);
+    k.v_w = rows(b + "attn1.to_v.weight", tr * dl, dl);
+    k.v_b = rows(b + "attn1.to_v.bias", tr * dl, dl);
+    k.out_w = cols(b + "attn1.to_out.0.weight", tr * dl, dl);
     k.out_b = w.load(b + "attn1.to_out.0.bias");
-    k.ff1_w = w.load(b + "ff.net.0.proj.weight");
-    k.ff1_b = w.load(b + "ff.net.0.proj.bias");
-    k.ff2_w = w.load(b + "ff.net.2.weight");
+    k.ff1_w = rows(b + "ff.net.0.proj.weight", tr * fl, fl);
+    k.ff1_b = rows(b + "ff.net.0.proj.bias", tr * fl, fl);
+    k.ff2_w = cols(b + "ff.net.2.weight", tr * fl, fl);
     k.ff2_b = w.load(b + "ff.net.2.bias");
   }
   return m;
@@ -156,7 +180,174 @@ Tensor block_conditioning(const DitBlock& k, const Tensor& t_emb, const std::vec
   return cond;
 }
 
+void add_bias_rows(Tensor& y, const Tensor& bias) {
+  const int64_t n = bias.numel(), rows = y.numel() / n;
+  float* p = y.data();
+  const float* b = bias.data();
+#pragma omp parallel for if (rows * n > 32768)
+  for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) p[r * n + j] += b[j];
+}
+
+// Rows [begin, end) of every sample of a (B, N, C) tensor, as (B, end-begin, C).
+Tensor token_rows(const Tensor& x, dist::Range r) {
+  const int64_t bsz = x.dim(0), n = x.dim(1), c = x.dim(2);
+  if (r.begin == 0 && r.end == n) return x;
+  Tensor y = Tensor::empty({bsz, r.size(), c});
+  for (int64_t b = 0; b < bsz; ++b)
+    std::memcpy(y.data() + b * r.size() * c, x.data() + (b * n + r.begin) * c, r.size() * c * sizeof(float));
+  return y;
+}
+
+ops::AttentionArgs attention_args(const float* q, const float* k, const float* v, float* out, int64_t bsz,
+                                  int64_t heads, int64_t head_dim, int64_t q_len, int64_t kv_len, int64_t q_stride,
+                                  int64_t kv_stride) {
+  ops::AttentionArgs a;
+  a.q = q, a.k = k, a.v = v, a.out = out;
+  a.batch = bsz, a.heads = heads, a.q_len = q_len, a.kv_len = kv_len, a.head_dim = head_dim;
+  a.q_row_stride = a.out_row_stride = q_stride;
+  a.k_row_stride = a.v_row_stride = kv_stride;
+  a.q_batch_stride = a.out_batch_stride = q_len * q_stride;
+  a.k_batch_stride = a.v_batch_stride = kv_len * kv_stride;
+  a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return a;
+}
+
 }  // namespace
+
+Tensor DitTransformer::modulation(const DitBlock& blk, const Tensor& cond) const {
+  const int64_t bsz = cond.dim(0), d = cfg_.inner_dim(), tp = shard_.tp_size(), dl = d / tp;
+  const Tensor act = ops::silu(cond);
+  Tensor local = Tensor::empty({bsz, 6 * dl});  // this rank's columns of each chunk
+  for (int chunk = 0; chunk < 6; ++chunk)
+    ops::linear_into(act, blk.ada_w[chunk], &blk.ada_b[chunk], local.data() + chunk * dl, 6 * dl);
+  if (tp == 1) return local;
+  // All-gather the (B, 6D/tp) pieces, then put each rank's columns of each
+  // chunk in place: mod[b][chunk*D + r*Dl + j] = piece_r[b][chunk*Dl + j].
+  Tensor pieces = Tensor::empty({tp, bsz, 6 * dl});
+  shard_.tp->all_gather(local.data(), local.numel(), pieces.data());
+  Tensor mod = Tensor::empty({bsz, 6 * d});
+  for (int64_t r = 0; r < tp; ++r)
+    for (int64_t b = 0; b < bsz; ++b)
+      for (int chunk = 0; chunk < 6; ++chunk)
+        std::memcpy(mod.data() + b * 6 * d + chunk * d + r * dl, pieces.data() + (r * bsz + b) * 6 * dl + chunk * dl,
+                    dl * sizeof(float));
+  return mod;
+}
+
+Tensor DitTransformer::row_parallel_linear(const Tensor& x, const Tensor& w, const Tensor& bias) const {
+  Tensor y = ops::linear(x, w, nullptr);
+  if (shard_.tp_size() > 1) shard_.tp->all_reduce_sum(y.data(), y.numel());
+  add_bias_rows(y, bias);
+  return y;
+}
+
+void DitTransformer::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
+  if (shard_.sp_size() == 1) {
+    const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2);
+    ops::attention(attention_args(q.data(), k.data(), v.data(), out.data(), bsz, dl / cfg_.head_dim, cfg_.head_dim,
+                                  p, p, dl, dl));
+  } else if (shard_.ring) {
+    attention_ring(q, k, v, out);
+  } else {
+    attention_ulysses(q, k, v, out);
+  }
+}
+
+// Ulysses: all-to-all from (B, P_me, Dl) token shards of q, k, v to head
+// shards (B, N, Dl/sp) of the whole sequence, attention there, and the
+// reverse all-to-all of the output.
+void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
+  dist::Communicator& comm = *shard_.sp;
+  const int sp = comm.size(), me = comm.rank();
+  const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim;
+  const int64_t n = cfg_.grid() * cfg_.grid(), w = dl / sp;  // w: this rank's head columns after the switch
+  std::vector<int64_t> send(sp), recv(sp);
+  for (int j = 0; j < sp; ++j) {
+    send[j] = 3 * bsz * p * w;
+    recv[j] = 3 * bsz * dist::even_shard(n, sp, j).size() * w;
+  }
+  // Send buffer: for each destination j, [q|k|v][b][token][its w columns].
+  std::vector<float> sendbuf(3 * bsz * p * dl), recvbuf(3 * bsz * n * w);
+  const Tensor* qkv[3] = {&q, &k, &v};
+  for (int j = 0; j < sp; ++j)
+    for (int t = 0; t < 3; ++t)
+      for (int64_t b = 0; b < bsz; ++b)
+        for (int64_t i = 0; i < p; ++i)
+          std::memcpy(sendbuf.data() + (((j * 3 + t) * bsz + b) * p + i) * w,
+                      qkv[t]->data() + (b * p + i) * dl + j * w, w * sizeof(float));
+  comm.all_to_all_v(sendbuf.data(), send, recvbuf.data(), recv);
+  // Reassemble (3, B, N, w) in global token order.
+  Tensor full = Tensor::empty({3, bsz, n, w});
+  int64_t offset = 0;
+  for (int j = 0; j < sp; ++j) {
+    const dist::Range r = dist::even_shard(n, sp, j);
+    for (int t = 0; t < 3; ++t)
+      for (int64_t b = 0; b < bsz; ++b) {
+        std::memcpy(full.data() + ((t * bsz + b) * n + r.begin) * w, recvbuf.data() + offset,
+                    r.size() * w * sizeof(float));
+        offset += r.size() * w;
+      }
+  }
+  Tensor o = Tensor::empty({bsz, n, w});
+  const float* base = full.data();
+  ops::attention(attention_args(base, base + bsz * n * w, base + 2 * bsz * n * w, o.data(), bsz, w / hd, hd, n, n,
+                                w, w));
+  // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
+  for (int j = 0; j < sp; ++j) {
+    send[j] = bsz * dist::even_shard(n, sp, j).size() * w;
+    recv[j] = bsz * p * w;
+  }
+  offset = 0;
+  for (int j = 0; j < sp; ++j) {
+    const dist::Range r = dist::even_shard(n, sp, j);
+    for (int64_t b = 0; b < bsz; ++b) {
+      std::memcpy(sendbuf.data() + offset, o.data() + (b * n + r.begin) * w, r.size() * w * sizeof(float));
+      offset += r.size() * w;
+    }
+  }
+  comm.all_to_all_v(sendbuf.data(), send, recvbuf.data(), recv);
+  for (int j = 0; j < sp; ++j)
+    for (int64_t b = 0; b < bsz; ++b)
+      for (int64_t i = 0; i < p; ++i)
+        std::memcpy(out.data() + (b * p + i) * dl + j * w, recvbuf.data() + ((j * bsz + b) * p + i) * w,
+                    w * sizeof(float));
+  (void)me;
+}
+
+// Ring: this rank's queries meet every K/V shard as the shards travel
+// around the ring; partial outputs merge by log-sum-exp.
+void DitTransformer::attention_ring(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
+  dist::Communicator& comm = *shard_.sp;
+  const int sp = comm.size(), me = comm.rank();
+  const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim, heads = dl / hd;
+  const int64_t n = cfg_.grid() * cfg_.grid(), p_max = dist::even_shard(n, sp, 0).size();
+  // K and V travel together as (B, P_src, 2*Dl) rows [k | v].
+  std::vector<float> cur(bsz * p_max * 2 * dl), next(bsz * p_max * 2 * dl);
+  for (int64_t r = 0; r < bsz * p; ++r) {
+    std::memcpy(cur.data() + r * 2 * dl, k.data() + r * dl, dl * sizeof(float));
+    std::memcpy(cur.data() + r * 2 * dl + dl, v.data() + r * dl, dl * sizeof(float));
+  }
+  Tensor lse = Tensor::empty({bsz, heads, p}), part = Tensor::empty({bsz, p, dl}),
+         part_lse = Tensor::empty({bsz, heads, p});
+  for (int s = 0; s < sp; ++s) {
+    const int src = (me - s + sp) % sp;  // whose K/V we hold now
+    const int64_t p_src = dist::even_shard(n, sp, src).size();
+    ops::AttentionArgs a = attention_args(q.data(), cur.data(), cur.data() + dl, s == 0 ? out.data() : part.data(),
+                                          bsz, heads, hd, p, p_src, dl, 2 * dl);
+    a.lse = s == 0 ? lse.data() : part_lse.data();
+    ops::attention(a);
+    if (s > 0)
+      ops::attention_merge_(out.data(), lse.data(), part.data(), part_lse.data(), bsz, heads, p, hd, dl, p * dl);
+    if (s + 1 < sp) {
+      const int64_t p_next = dist::even_shard(n, sp, (me - s - 1 + sp) % sp).size();
+      comm.send_recv(cur.data(), bsz * p_src * 2 * dl, (me + 1) % sp, next.data(), bsz * p_next * 2 * dl,
+                     (me - 1 + sp) % sp);
+      std::swap(cur, next);
+    }
+  }
+}
 
 Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
                                const std::vector<int64_t>& labels) const {
@@ -174,27 +365,25 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     if (l < 0 || l > c.num_classes)
       throw RuntimeFailure("DiT forward: class label " + std::to_string(l) + " outside [0, " +
                            std::to_string(c.num_classes) + "]");
+  const int sp = shard_.sp_size();
+  const dist::Range mine = dist::even_shard(n, sp, shard_.sp_rank());  // this rank's tokens
+  const int64_t p = mine.size(), dl = d / shard_.tp_size();
 
   // Patch embedding (a stride-p conv as patchify + linear) plus positions.
-  Tensor hidden;  // (B, N, D) residual stream
+  Tensor hidden;  // (B, P, D) residual stream of this rank's tokens
   {
     profile::ScopedTimer t("patch_embed");
-    hidden = ops::linear(ops::patchify(x, c.patch_size), patch_w, &patch_b);
+    hidden = ops::linear(token_rows(ops::patchify(x, c.patch_size), mine), patch_w, &patch_b);
+    const float* pos = pos_embed.data() + mine.begin * d;
     for (int64_t b = 0; b < bsz; ++b)
-      for (int64_t i = 0; i < n * d; ++i) hidden.data()[b * n * d + i] += pos_embed.data()[i];
+      for (int64_t i = 0; i < p * d; ++i) hidden.data()[b * p * d + i] += pos[i];
   }
   const Tensor t_emb = ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f);  // (B, 256)
 
-  Tensor normed = Tensor::empty({bsz, n, d});                 // (B, N, D) modulated LayerNorm output
-  Tensor q = Tensor::empty({bsz, n, d}), k = Tensor::empty({bsz, n, d}), v = Tensor::empty({bsz, n, d});
-  Tensor attn = Tensor::empty({bsz, n, d});                   // (B, N, D) attention before to_out
-  Tensor block0_cond;                                         // (B, D) for the final layer
-  ops::AttentionArgs args;
-  args.q = q.data(), args.k = k.data(), args.v = v.data(), args.out = attn.data();
-  args.batch = bsz, args.heads = c.num_heads, args.q_len = n, args.kv_len = n, args.head_dim = c.head_dim;
-  args.q_row_stride = args.k_row_stride = args.v_row_stride = args.out_row_stride = d;
-  args.q_batch_stride = args.k_batch_stride = args.v_batch_stride = args.out_batch_stride = n * d;
-  args.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  Tensor normed = Tensor::empty({bsz, p, d});  // (B, P, D) modulated LayerNorm output
+  Tensor q = Tensor::empty({bsz, p, dl}), k = Tensor::empty({bsz, p, dl}), v = Tensor::empty({bsz, p, dl});
+  Tensor attn = Tensor::empty({bsz, p, dl});  // (B, P, Dl) attention of this rank's heads
+  Tensor block0_cond;                         // (B, D) for the final layer
 
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const DitBlock& blk = blocks[bi];
@@ -203,7 +392,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       profile::ScopedTimer t("adaln");
       Tensor cond = block_conditioning(blk, t_emb, labels);
       if (bi == 0) block0_cond = cond;
-      mod = ops::linear(ops::silu(cond), blk.ada_w, &blk.ada_b);
+      mod = modulation(blk, cond);
     }
     const float* m = mod.data();
     const int64_t ms = 6 * d;
@@ -213,18 +402,18 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     }
     {
       profile::ScopedTimer t("qkv_proj");
-      ops::linear_into(normed, blk.q_w, &blk.q_b, q.data(), d);
-      ops::linear_into(normed, blk.k_w, &blk.k_b, k.data(), d);
-      ops::linear_into(normed, blk.v_w, &blk.v_b, v.data(), d);
+      ops::linear_into(normed, blk.q_w, &blk.q_b, q.data(), dl);
+      ops::linear_into(normed, blk.k_w, &blk.k_b, k.data(), dl);
+      ops::linear_into(normed, blk.v_w, &blk.v_b, v.data(), dl);
     }
     {
       profile::ScopedTimer t("attention");
-      ops::attention(args);
+      attention(q, k, v, attn);
     }
     Tensor attn_out;
     {
       profile::ScopedTimer t("out_proj");
-      attn_out = ops::linear(attn, blk.out_w, &blk.out_b);
+      attn_out = row_parallel_linear(attn, blk.out_w, blk.out_b);
     }
     {
       profile::ScopedTimer t("residual");
@@ -246,7 +435,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     Tensor ff_out;
     {
       profile::ScopedTimer t("mlp_out");
-      ff_out = ops::linear(ff, blk.ff2_w, &blk.ff2_b);
+      ff_out = row_parallel_linear(ff, blk.ff2_w, blk.ff2_b);
     }
     {
       profile::ScopedTimer t("residual");
@@ -257,7 +446,25 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   profile::ScopedTimer t("final_layer");
   Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
   ops::layer_norm_modulate(hidden, final_mod.data(), final_mod.data() + d, 2 * d, kAdaNormEps, normed);
-  Tensor out = ops::linear(normed, final_w, &final_b);  // (B, N, p*p*out)
+  Tensor out = ops::linear(normed, final_w, &final_b);  // (B, P, p*p*out)
+  if (sp > 1) {
+    // Every rank needs the whole prediction: gather the token shards.
+    const int64_t row = out.dim(2);
+    std::vector<int64_t> counts(sp);
+    for (int j = 0; j < sp; ++j) counts[j] = bsz * dist::even_shard(n, sp, j).size() * row;
+    std::vector<float> gathered(bsz * n * row);
+    shard_.sp->all_gather_v(out.data(), out.numel(), gathered.data(), counts);
+    Tensor whole = Tensor::empty({bsz, n, row});
+    int64_t offset = 0;
+    for (int j = 0; j < sp; ++j) {
+      const dist::Range r = dist::even_shard(n, sp, j);
+      for (int64_t b = 0; b < bsz; ++b) {
+        std::memcpy(whole.data() + (b * n + r.begin) * row, gathered.data() + offset, r.size() * row * sizeof(float));
+        offset += r.size() * row;
+      }
+    }
+    out = whole;
+  }
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels);
 }
 

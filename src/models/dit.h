@@ -2,8 +2,18 @@
 // float32 on the CPU. Weights are borrowed from the mmapped safetensors when
 // stored as F32 (F16/BF16 converted once at load). Every size comes from the
 // part's config.json; every tensor is checked by name and shape before any is
-// loaded. The forward is written as explicit block stages so that PAB and the
-// parallel layouts (later issues) can hook attention and MLP outputs.
+// loaded. The forward is written as explicit block stages so that PAB (a
+// later issue) can hook attention and MLP outputs.
+//
+// Parallel layouts (DESIGN.md §4) live here too, described by a DitShard:
+// tp splits QKV, the MLP input and each adaLN chunk by output rows (heads /
+// features) and the attention output and MLP output projections by input
+// columns, followed by one all-reduce with the bias added once after it; each
+// rank loads only its own slices, so its weight memory falls as 1/tp. sp
+// splits the tokens (uneven shards allowed); attention then runs either
+// Ulysses-style (an all-to-all turns the token shard into a head shard and
+// one turns it back) or as ring attention (K/V blocks travel around the ring,
+// partial results merged by log-sum-exp). Every rank returns the full output.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dist/communicator.h"
 #include "io/safetensors.h"
 #include "tensor/tensor.h"
 
@@ -37,30 +48,56 @@ struct DitConfig {
   static DitConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
+// This rank's part of the model. Null communicators mean size 1.
+struct DitShard {
+  dist::Communicator* tp = nullptr;
+  dist::Communicator* sp = nullptr;
+  bool ring = false;  // sp_mode "ring" (default "ulysses")
+  int tp_size() const { return tp ? tp->size() : 1; }
+  int tp_rank() const { return tp ? tp->rank() : 0; }
+  int sp_size() const { return sp ? sp->size() : 1; }
+  int sp_rank() const { return sp ? sp->rank() : 0; }
+};
+
+// One transformer block's weights as held by this rank (Dl = D/tp,
+// Fl = F/tp; with tp = 1 these are the whole tensors, borrowed from the file).
 struct DitBlock {
   Tensor t_linear1_w, t_linear1_b;  // (D, 256), (D)   timestep embedder
   Tensor t_linear2_w, t_linear2_b;  // (D, D), (D)
   Tensor class_table;               // (num_classes + 1, D)
-  Tensor ada_w, ada_b;              // (6D, D), (6D)   adaLN-Zero modulation
-  Tensor q_w, q_b, k_w, k_b, v_w, v_b;  // (D, D), (D) each
-  Tensor out_w, out_b;              // (D, D), (D)
-  Tensor ff1_w, ff1_b;              // (F, D), (F)     F = ff_inner_dim
-  Tensor ff2_w, ff2_b;              // (D, F), (D)
+  Tensor ada_w[6], ada_b[6];        // (Dl, D), (Dl) each: this rank's rows of each adaLN-Zero chunk
+  Tensor q_w, q_b, k_w, k_b, v_w, v_b;  // (Dl, D), (Dl) each: this rank's heads
+  Tensor out_w, out_b;              // (D, Dl), (D): input columns of this rank's heads; bias whole
+  Tensor ff1_w, ff1_b;              // (Fl, D), (Fl)   F = ff_inner_dim
+  Tensor ff2_w, ff2_b;              // (D, Fl), (D)
 };
 
 class DitTransformer {
  public:
-  static DitTransformer load(const io::WeightStore& weights, const DitConfig& cfg);
+  // Validates names and shapes of every tensor, then loads this rank's part.
+  // The shard's communicators must outlive the model.
+  static DitTransformer load(const io::WeightStore& weights, const DitConfig& cfg, const DitShard& shard = {});
 
   // x: (B, in_channels, S, S) latents; timesteps: B values; labels: B class
   // indices in [0, num_classes] (num_classes = null class).
-  // Returns (B, out_channels, S, S).
+  // Returns (B, out_channels, S, S), on every rank of the shard.
   Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels) const;
 
   const DitConfig& config() const { return cfg_; }
+  const DitShard& shard() const { return shard_; }
 
  private:
+  // (B, 6D) adaLN modulation of one block from its conditioning.
+  Tensor modulation(const DitBlock& blk, const Tensor& cond) const;
+  // This rank's attention output (B, P, Dl) from its q, k, v (B, P, Dl).
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
+  void attention_ulysses(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
+  void attention_ring(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
+  // y (B, P, D) = x W^T summed over the tp ranks, plus the bias once.
+  Tensor row_parallel_linear(const Tensor& x, const Tensor& w, const Tensor& bias) const;
+
   DitConfig cfg_;
+  DitShard shard_;
   Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
   Tensor pos_embed;                 // (N, D)            2-D sin-cos, N = grid^2
   std::vector<DitBlock> blocks;

@@ -68,8 +68,19 @@ struct AttentionArgs {
   int64_t q_row_stride = 0, k_row_stride = 0, v_row_stride = 0, out_row_stride = 0;
   int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, out_batch_stride = 0;
   float scale = 0;  // usually 1/sqrt(head_dim)
+  // Optional (batch, heads, q_len) output: each row's log-sum-exp of the
+  // scaled scores, so partial results over key blocks can be merged (ring
+  // attention). Null: not written.
+  float* lse = nullptr;
 };
 void attention(const AttentionArgs& args);
+
+// Merges a partial attention result (out2, lse2) over another key block into
+// the running one (out, lse), in place: the softmax over the union of keys.
+// out rows as AttentionArgs (row_stride between tokens, heads*head_dim wide,
+// batch_stride between samples); lse (batch, heads, q_len).
+void attention_merge_(float* out, float* lse, const float* out2, const float* lse2, int64_t batch, int64_t heads,
+                      int64_t q_len, int64_t head_dim, int64_t row_stride, int64_t batch_stride);
 
 // ---- Convolution and resampling (VAE) --------------------------------------------
 // 2-D convolution, NCHW: x [B, Cin, H, W], w [Cout, Cin, kh, kw], bias [Cout];

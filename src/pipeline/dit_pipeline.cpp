@@ -11,13 +11,15 @@
 
 namespace ditgen::pipeline {
 
-DitPipeline DitPipeline::load(const std::string& model_dir) {
+DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& par) {
   DitPipeline p;
+  p.par_ = par;
   p.dir_ = io::ModelDir::open(model_dir);
   const std::string t_cfg_path = p.dir_.part_config_path("transformer");
   const auto t_cfg = models::DitConfig::from_json(p.dir_.part_config("transformer"), t_cfg_path);
   const std::string v_cfg_path = p.dir_.part_config_path("vae");
   const auto v_cfg = models::VaeConfig::from_json(p.dir_.part_config("vae"), v_cfg_path);
+  p.vae_config_ = v_cfg;
   if (v_cfg.latent_channels != t_cfg.in_channels)
     throw ModelError(v_cfg_path + ": latent_channels " + std::to_string(v_cfg.latent_channels) +
                      " does not match the transformer's in_channels " + std::to_string(t_cfg.in_channels));
@@ -27,9 +29,10 @@ DitPipeline DitPipeline::load(const std::string& model_dir) {
   // Check the scheduler config now rather than after the weights are loaded.
   sched::make_scheduler("", p.scheduler_config_, p.dir_.part_config_path("scheduler"));
   p.transformer_ = std::make_shared<models::DitTransformer>(
-      models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg));
-  p.vae_ = std::make_shared<models::VaeDecoder>(
-      models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg));
+      models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg, par.shard));
+  if (par.output_rank)
+    p.vae_ = std::make_shared<models::VaeDecoder>(
+        models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg));
   return p;
 }
 
@@ -89,6 +92,10 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step) c
                         ", expected " + shape_str(want) + " (outputs, C, h, w)");
   }
   const bool cfg_guidance = req.guidance_scale > 1.0f;
+  const bool cfg_split = par_.cp && par_.cp->size() == 2;  // each cp rank runs one CFG half
+  if (cfg_split && !cfg_guidance)
+    throw ConfigError("parallel.cp = 2 needs guidance_scale > 1 (got " + std::to_string(req.guidance_scale) + ")");
+  const bool uncond_half = cfg_split && par_.cp->rank() == 1;
   const int64_t batch_size = std::max(1, req.batch_size);
   const int batches = static_cast<int>((outputs + batch_size - 1) / batch_size);
 
@@ -102,33 +109,49 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step) c
     scheduler->set_timesteps(req.steps);
     const auto& timesteps = scheduler->timesteps();
 
-    // Model batch: [cond; uncond] with the null class when guided.
-    const int64_t model_batch = cfg_guidance ? 2 * count : count;
+    // Model batch: [cond; uncond] with the null class when guided, or this
+    // rank's half of it under cp.
     std::vector<int64_t> labels(req.labels.begin() + first, req.labels.begin() + first + count);
-    if (cfg_guidance) labels.insert(labels.end(), count, cfg.num_classes);
+    if (uncond_half) labels.assign(count, cfg.num_classes);
+    if (cfg_guidance && !cfg_split) labels.insert(labels.end(), count, cfg.num_classes);
+    const int64_t model_batch = static_cast<int64_t>(labels.size());
+    const int64_t copies = model_batch / count;
     Tensor model_in = Tensor::empty({model_batch, one[0], one[1], one[2]});
     Tensor eps = Tensor::empty({count, one[0], one[1], one[2]});
     const int64_t hw = one[1] * one[2];
+    const int64_t n = channels * hw;                    // eps values per sample
     const int64_t out_stride = cfg.out_channels * hw;  // per-sample stride of the model output
+    Tensor halves = Tensor::empty({2, count, n});       // cp: [cond, uncond] eps
 
     for (size_t s = 0; s < timesteps.size(); ++s) {
-      std::memcpy(model_in.data(), latents.data(), latents.nbytes());
-      if (cfg_guidance) std::memcpy(model_in.data() + count * per_image, latents.data(), latents.nbytes());
+      for (int64_t c = 0; c < copies; ++c)
+        std::memcpy(model_in.data() + c * count * per_image, latents.data(), latents.nbytes());
       std::vector<float> t(model_batch, static_cast<float>(timesteps[s]));
       Tensor out = transformer_->forward(model_in, t, labels);  // (model_batch, out_C, h, w)
       profile::ScopedTimer timer("guidance+scheduler");
-      // eps = the first in_channels channels (learned sigma dropped); CFG:
-      // uncond + g * (cond - uncond).
+      // eps = the first in_channels channels (learned sigma dropped).
+      const float* cond_eps = out.data();
+      const float* uncond_eps = cfg_guidance ? out.data() + count * out_stride : nullptr;
+      int64_t stride = out_stride;
+      if (cfg_split) {  // exchange halves with the cp peer
+        Tensor mine = Tensor::empty({count, n});
+        for (int64_t i = 0; i < count; ++i)
+          std::memcpy(mine.data() + i * n, out.data() + i * out_stride, n * sizeof(float));
+        par_.cp->all_gather(mine.data(), mine.numel(), halves.data());
+        cond_eps = halves.data();
+        uncond_eps = halves.data() + count * n;
+        stride = n;
+      }
       const float g = req.guidance_scale;
       for (int64_t i = 0; i < count; ++i) {
-        const float* cond = out.data() + i * out_stride;
-        const float* uncond = cfg_guidance ? out.data() + (count + i) * out_stride : nullptr;
+        const float* cond = cond_eps + i * stride;
         float* e = eps.data() + i * per_image;
-        const int64_t n = channels * hw;
-        if (cfg_guidance)
+        if (cfg_guidance) {
+          const float* uncond = uncond_eps + i * stride;
           for (int64_t j = 0; j < n; ++j) e[j] = uncond[j] + g * (cond[j] - uncond[j]);
-        else
+        } else {
           std::memcpy(e, cond, n * sizeof(float));
+        }
       }
       scheduler->step(eps, static_cast<int>(s), latents);
       if (on_step) on_step(static_cast<int>(s), static_cast<int>(timesteps.size()), bi, batches);
@@ -139,6 +162,7 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step) c
 }
 
 Tensor DitPipeline::decode(const Tensor& latents) const {
+  if (!vae_) throw std::logic_error("DitPipeline::decode on a rank that is not the output rank");
   profile::ScopedTimer timer("vae_decode");
   const float sf = vae_->config().scaling_factor;
   const int64_t n = latents.dim(0);
@@ -159,7 +183,7 @@ Tensor DitPipeline::decode(const Tensor& latents) const {
 DitResult DitPipeline::generate(const DitRequest& req, const StepCallback& on_step) const {
   DitResult r;
   r.latents = sample(req, on_step);
-  r.images = decode(r.latents);
+  if (par_.output_rank) r.images = decode(r.latents);
   r.scheduler = req.scheduler.empty() ? default_scheduler() : req.scheduler;
   return r;
 }

@@ -4,6 +4,13 @@
 // sigma dropped), the scheduler step, then VAE decoding to [0, 1] images.
 // Outputs are generated batch_size at a time (twice that with CFG); each
 // output's result does not depend on the batch it falls into.
+//
+// Under a parallel layout every rank runs this loop in lockstep: with cp = 2
+// each rank of a CFG pair runs one half of the guidance batch (cond on cp
+// rank 0, the null class on cp rank 1) and the two exchange their eps, so
+// both apply guidance and the scheduler step identically; tp and sp work
+// inside the transformer (models::DitShard). Only the output rank loads the
+// VAE and decodes.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -36,6 +43,14 @@ struct DitResult {
   std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m")
 };
 
+// This rank's place in a parallel layout (DESIGN.md §4); the default is a
+// single process. Communicators must outlive the pipeline.
+struct ParallelRun {
+  models::DitShard shard;            // tp and sp groups
+  dist::Communicator* cp = nullptr;  // the CFG pair (size 2), or null
+  bool output_rank = true;           // loads the VAE, decodes and writes
+};
+
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).
 using StepCallback = std::function<void(int, int, int, int)>;
 
@@ -43,7 +58,7 @@ class DitPipeline {
  public:
   // Reads model_index.json and the transformer/vae/scheduler parts;
   // validates every weight before any compute.
-  static DitPipeline load(const std::string& model_dir);
+  static DitPipeline load(const std::string& model_dir, const ParallelRun& par = {});
 
   // Class names or integer ids -> ids (names via model_index.json's id2label,
   // as DiTPipeline.get_label_ids; ids checked against num_classes).
@@ -53,12 +68,13 @@ class DitPipeline {
 
   // The denoising loop alone: final latents (outputs, C, h, w).
   Tensor sample(const DitRequest& req, const StepCallback& on_step = {}) const;
-  // Latents (before 1/scaling_factor) -> images in [0, 1].
+  // Latents (before 1/scaling_factor) -> images in [0, 1]; output rank only.
   Tensor decode(const Tensor& latents) const;
   DitResult generate(const DitRequest& req, const StepCallback& on_step = {}) const;
 
   const models::DitTransformer& transformer() const { return *transformer_; }
-  const models::VaeDecoder& vae() const { return *vae_; }
+  const models::VaeDecoder& vae() const { return *vae_; }  // output rank only
+  const models::VaeConfig& vae_config() const { return vae_config_; }
   const io::ModelDir& model_dir() const { return dir_; }
   Shape latent_shape() const;  // (C, h, w) of one output
   std::string default_scheduler() const;
@@ -67,6 +83,8 @@ class DitPipeline {
   io::ModelDir dir_;
   std::shared_ptr<models::DitTransformer> transformer_;
   std::shared_ptr<models::VaeDecoder> vae_;
+  models::VaeConfig vae_config_;
+  ParallelRun par_;
   nlohmann::json scheduler_config_;
   std::vector<std::pair<int, std::string>> id2label_;
 };

@@ -127,9 +127,9 @@ TEST_CASE("bad arguments and configs exit 2 naming the file and field, writing n
   r = run_ditgen("--config " + cfg + " --set generate.height=64");
   CHECK(r.code == 2);
   CHECK(r.output.find("generate.height") != std::string::npos);
-  r = run_ditgen("--config " + cfg + " --set parallel.sp=2");
+  r = run_ditgen("--config " + cfg + " --set parallel.sp=2");  // one process, layout of two
   CHECK(r.code == 2);
-  CHECK(r.output.find("not supported yet") != std::string::npos);
+  CHECK(r.output.find("world size 1") != std::string::npos);
   r = run_ditgen("--config " + cfg + " --device cuda");
   CHECK(r.code == 2);
   CHECK(r.output.find("not supported yet") != std::string::npos);

@@ -41,14 +41,10 @@ TEST_CASE("text-to-video settings are not supported yet") {
   check_unsupported(with(minimal_config(), "output.format", "mp4"), "output.format=\"mp4\"");
 }
 
-TEST_CASE("parallel layouts are not supported yet") {
-  check_unsupported(with(minimal_config(), "parallel.sp", 2), "parallel.sp=2");
-  check_unsupported(with(minimal_config(), "parallel.tp", 4), "parallel.tp=4");
-  check_unsupported(with(minimal_config(), "parallel.cp", 2), "parallel.cp=2");
-  CHECK(contains(unsupported_message(with(minimal_config(), "parallel.sp", 2)),
-                 "parallel layouts (" ));
-  CHECK(contains(unsupported_message(with(minimal_config(), "parallel.sp", 2)),
-                 "one process only in this version"));
+TEST_CASE("parallel layouts pass: they are checked against the model and world size at run time") {
+  auto c = with(with(with(minimal_config(), "parallel.sp", 2), "parallel.tp", 2), "parallel.cp", 2);
+  const std::string path = write_config(c);
+  CHECK_NOTHROW(reject_unsupported(load_config(path, {}), path));
 }
 
 TEST_CASE("every configured PAB kind is not supported yet") {

@@ -137,6 +137,46 @@ TEST_CASE("attention reads packed QKV rows and matches naive softmax attention")
   }
 }
 
+TEST_CASE("attention over key blocks merged by log-sum-exp equals attention over all keys") {
+  // Ring attention's building block: split the keys in three uneven blocks.
+  const int64_t batch = 2, heads = 3, q_len = 11, kv_len = 29, d = 8, inner = heads * d;
+  Tensor q = random_tensor({batch, q_len, inner}, 21, -2, 2), k = random_tensor({batch, kv_len, inner}, 22, -2, 2),
+         v = random_tensor({batch, kv_len, inner}, 23, -2, 2);
+  auto run = [&](int64_t k0, int64_t k1, Tensor& out, Tensor& lse) {
+    ops::AttentionArgs a;
+    a.q = q.data(), a.k = k.data() + k0 * inner, a.v = v.data() + k0 * inner, a.out = out.data(), a.lse = lse.data();
+    a.batch = batch, a.heads = heads, a.q_len = q_len, a.kv_len = k1 - k0, a.head_dim = d;
+    a.q_row_stride = a.k_row_stride = a.v_row_stride = a.out_row_stride = inner;
+    a.q_batch_stride = a.out_batch_stride = q_len * inner;
+    a.k_batch_stride = a.v_batch_stride = kv_len * inner;
+    a.scale = 0.35f;
+    ops::attention(a);
+  };
+  Tensor full = Tensor::empty({batch, q_len, inner}), full_lse = Tensor::empty({batch, heads, q_len});
+  run(0, kv_len, full, full_lse);
+  Tensor acc = Tensor::empty(full.shape()), acc_lse = Tensor::empty(full_lse.shape());
+  Tensor part = Tensor::empty(full.shape()), part_lse = Tensor::empty(full_lse.shape());
+  run(0, 10, acc, acc_lse);
+  for (auto [k0, k1] : {std::pair<int64_t, int64_t>{10, 13}, {13, kv_len}}) {
+    run(k0, k1, part, part_lse);
+    ops::attention_merge_(acc.data(), acc_lse.data(), part.data(), part_lse.data(), batch, heads, q_len, d, inner,
+                          q_len * inner);
+  }
+  CHECK(rel_l2(acc, full) < 1e-6);
+  CHECK(rel_l2(acc_lse, full_lse) < 1e-6);
+  // lse itself against a plain loop for one row.
+  double m = -1e300, sum = 0;
+  std::vector<double> s(kv_len);
+  for (int64_t j = 0; j < kv_len; ++j) {
+    double dot = 0;
+    for (int64_t e = 0; e < d; ++e) dot += double(q[e]) * k[j * inner + e];
+    s[j] = 0.35 * dot;
+    m = std::max(m, s[j]);
+  }
+  for (double x : s) sum += std::exp(x - m);
+  CHECK(full_lse[0] == doctest::Approx(m + std::log(sum)).epsilon(1e-5));
+}
+
 TEST_CASE("timestep_embedding follows diffusers get_timestep_embedding") {
   std::vector<float> t = {0.0f, 1.0f, 500.0f, 999.0f};
   const int64_t dim = 256, half = 128;

@@ -212,6 +212,10 @@ void attention(const AttentionArgs& a) {
       }
 
       float* out = a.out + b * a.out_batch_stride + q0 * a.out_row_stride + h * d;
+      if (a.lse) {
+        float* lse = a.lse + (b * a.heads + h) * a.q_len + q0;
+        for (int64_t i = 0; i < bq; ++i) lse[i] = row_max[i] + std::log(row_sum[i]);
+      }
       for (int64_t i = 0; i < bq; ++i) {
         const float inv = 1.0f / row_sum[i];
         const float* o = acc.data() + i * d_pad;
@@ -221,6 +225,25 @@ void attention(const AttentionArgs& a) {
       }
     }
   }
+}
+
+void attention_merge_(float* out, float* lse, const float* out2, const float* lse2, int64_t batch, int64_t heads,
+                      int64_t q_len, int64_t head_dim, int64_t row_stride, int64_t batch_stride) {
+#pragma omp parallel for collapse(2) if (batch * heads * q_len * head_dim > 65536)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < q_len; ++i) {
+        float& l1 = lse[(b * heads + h) * q_len + i];
+        const float l2 = lse2[(b * heads + h) * q_len + i];
+        const float m = std::max(l1, l2);
+        const float w1 = std::exp(l1 - m), w2 = std::exp(l2 - m);
+        const float inv = 1.0f / (w1 + w2);
+        float* o = out + b * batch_stride + i * row_stride + h * head_dim;
+        const float* o2 = out2 + b * batch_stride + i * row_stride + h * head_dim;
+#pragma omp simd
+        for (int64_t e = 0; e < head_dim; ++e) o[e] = (o[e] * w1 + o2[e] * w2) * inv;
+        l1 = m + std::log(w1 + w2);
+      }
 }
 
 }  // namespace ditgen::ops

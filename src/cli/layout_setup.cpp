@@ -1,0 +1,55 @@
+#include "cli/layout_setup.h"
+
+#include <cstdlib>
+
+#include "dist/mpi_runtime.h"
+#include "io/model_dir.h"
+#include "models/dit.h"
+#include "util/error.h"
+
+namespace ditgen::cli {
+
+dist::ModelDims model_dims(const std::string& model_path) {
+  const io::ModelDir dir = io::ModelDir::open(model_path);
+  const auto c = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
+  dist::ModelDims d;
+  d.heads = c.num_heads;
+  d.head_dim = c.head_dim;
+  d.layers = c.num_layers;
+  d.tokens = c.grid() * c.grid();
+  d.ff_inner = c.ff_inner_dim;
+  d.latent_channels = c.in_channels;
+  d.latent_h = d.latent_w = c.sample_size;
+  d.out_channels = c.out_channels;
+  d.num_classes = c.num_classes;
+  return d;
+}
+
+RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path) {
+  RankLayout r;
+  r.layout = {cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, cfg.parallel.sp_mode};
+  dist::Communicator& world = dist::MpiRuntime::world();
+  r.world_rank = world.rank();
+  dist::validate_layout(r.layout, world.size(), model_dims(cfg.model.path), cfg.generate.guidance_scale,
+                        config_path);
+  const auto tp = dist::tp_split(r.layout, r.world_rank);
+  const auto sp = dist::sp_split(r.layout, r.world_rank);
+  const auto cp = dist::cp_split(r.layout, r.world_rank);
+  r.tp = dist::MpiRuntime::split(world, tp.color, tp.key);
+  r.sp = dist::MpiRuntime::split(world, sp.color, sp.key);
+  r.cp = dist::MpiRuntime::split(world, cp.color, cp.key);
+  r.run.shard.tp = r.tp.get();
+  r.run.shard.sp = r.sp.get();
+  r.run.shard.ring = cfg.parallel.sp_mode == "ring";
+  r.run.cp = r.cp.get();
+  r.run.output_rank = r.world_rank == 0;
+  return r;
+}
+
+void inject_test_failure(int world_rank) {
+  const char* v = std::getenv("DITGEN_TEST_FAIL_RANK");
+  if (v && *v && std::atoi(v) == world_rank)
+    throw RuntimeFailure("injected failure on rank " + std::to_string(world_rank) + " (DITGEN_TEST_FAIL_RANK)");
+}
+
+}  // namespace ditgen::cli

@@ -1,0 +1,34 @@
+// From the config's `parallel` section to this rank's groups: validation of
+// the layout against the model (config.json only, no weights) and the world
+// size, then the tp / sp / cp communicators split from the world in the rank
+// order of DESIGN.md §4.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "dist/communicator.h"
+#include "dist/layout.h"
+#include "pipeline/dit_pipeline.h"
+
+namespace ditgen::cli {
+
+struct RankLayout {
+  dist::Layout layout;
+  int world_rank = 0;
+  std::unique_ptr<dist::Communicator> tp, sp, cp;  // owned; run points at them
+  pipeline::ParallelRun run;
+};
+
+// The model's sizes that layouts depend on, from <model>/transformer/config.json.
+dist::ModelDims model_dims(const std::string& model_path);
+
+// ConfigError (exit 2) naming the failing product or divisibility and the
+// layouts that would work, before any weight is loaded.
+RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path);
+
+// Test hook: DITGEN_TEST_FAIL_RANK=r makes rank r fail after loading, while
+// the others wait in a collective (the whole job must still end promptly).
+void inject_test_failure(int world_rank);
+
+}  // namespace ditgen::cli

@@ -1,0 +1,194 @@
+// Layout arithmetic and checks. The rules live in one function
+// (layout_problems) so that validate_layout's message and the list of valid
+// layouts can never disagree: a layout is listed iff it has no problem.
+#include "dist/layout.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "dist/shard.h"
+#include "util/error.h"
+
+namespace ditgen::dist {
+
+namespace {
+
+void check_rank(const Layout& l, int rank) {
+  if (l.sp < 1 || l.cp < 1 || l.tp < 1 || rank < 0 || rank >= l.world_size())
+    throw std::invalid_argument("rank " + std::to_string(rank) + " is outside layout " + l.str());
+}
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;  // "1", "4", "7.5": as a user wrote it
+  return s.str();
+}
+
+}  // namespace
+
+std::string Layout::str() const {
+  return "sp" + std::to_string(sp) + " x cp" + std::to_string(cp) + " x tp" + std::to_string(tp) + " (" +
+         sp_mode + ")";
+}
+
+std::string Layout::short_str() const {
+  std::string s;
+  auto add = [&](const char* name, int n) {
+    if (n == 1) return;
+    if (!s.empty()) s += " x ";
+    s += name + std::to_string(n);
+  };
+  add("sp", sp);
+  add("cp", cp);
+  add("tp", tp);
+  if (s.empty()) return "single process";
+  if (sp > 1) s += " " + sp_mode;
+  return s;
+}
+
+Coords coords_of(const Layout& l, int rank) {
+  check_rank(l, rank);
+  Coords c;
+  c.tp = rank % l.tp;
+  c.sp = (rank / l.tp) % l.sp;
+  c.cp = rank / (l.tp * l.sp);
+  return c;
+}
+
+int rank_of(const Layout& l, Coords c) {
+  if (c.cp < 0 || c.cp >= l.cp || c.sp < 0 || c.sp >= l.sp || c.tp < 0 || c.tp >= l.tp)
+    throw std::invalid_argument("coordinates outside layout " + l.str());
+  return (c.cp * l.sp + c.sp) * l.tp + c.tp;
+}
+
+std::vector<int> tp_group_ranks(const Layout& l, int rank) {
+  Coords c = coords_of(l, rank);
+  std::vector<int> r;
+  for (c.tp = 0; c.tp < l.tp; ++c.tp) r.push_back(rank_of(l, c));
+  return r;
+}
+
+std::vector<int> sp_group_ranks(const Layout& l, int rank) {
+  Coords c = coords_of(l, rank);
+  std::vector<int> r;
+  for (c.sp = 0; c.sp < l.sp; ++c.sp) r.push_back(rank_of(l, c));
+  return r;
+}
+
+std::vector<int> cp_group_ranks(const Layout& l, int rank) {
+  Coords c = coords_of(l, rank);
+  std::vector<int> r;
+  for (c.cp = 0; c.cp < l.cp; ++c.cp) r.push_back(rank_of(l, c));
+  return r;
+}
+
+// Color: the two other coordinates flattened (unique per group); key: the
+// coordinate along the axis, so group rank = coordinate.
+GroupSplit tp_split(const Layout& l, int rank) {
+  const Coords c = coords_of(l, rank);
+  return {c.cp * l.sp + c.sp, c.tp};
+}
+
+GroupSplit sp_split(const Layout& l, int rank) {
+  const Coords c = coords_of(l, rank);
+  return {c.cp * l.tp + c.tp, c.sp};
+}
+
+GroupSplit cp_split(const Layout& l, int rank) {
+  const Coords c = coords_of(l, rank);
+  return {c.sp * l.tp + c.tp, c.cp};
+}
+
+std::vector<int64_t> shard_sizes(int64_t n, int parts) {
+  if (parts < 1 || n < 0) throw std::invalid_argument("shard_sizes: bad arguments");
+  std::vector<int64_t> s(parts);
+  for (int i = 0; i < parts; ++i) s[i] = even_shard(n, parts, i).size();
+  return s;
+}
+
+int64_t ModelDims::patch_area() const {
+  if (tokens <= 0 || (latent_h * latent_w) % tokens != 0)
+    throw std::invalid_argument("ModelDims: latent " + std::to_string(latent_h) + "x" + std::to_string(latent_w) +
+                                " is not a whole number of patches for " + std::to_string(tokens) + " tokens");
+  return latent_h * latent_w / tokens;
+}
+
+std::vector<std::string> layout_problems(const Layout& l, int world_size, const ModelDims& d,
+                                         double guidance_scale) {
+  std::vector<std::string> p;
+  bool sizes_ok = true;
+  for (auto [name, v] : {std::pair{"sp", l.sp}, {"cp", l.cp}, {"tp", l.tp}}) {
+    if (v < 1) {
+      p.push_back("parallel." + std::string(name) + " = " + std::to_string(v) + ": must be >= 1");
+      sizes_ok = false;
+    }
+  }
+  const bool ulysses = l.sp_mode == "ulysses";
+  if (!ulysses && l.sp_mode != "ring")
+    p.push_back("parallel.sp_mode = \"" + l.sp_mode + "\": must be \"ulysses\" or \"ring\"");
+  if (l.cp > 2) p.push_back("parallel.cp = " + std::to_string(l.cp) + ": cp must be 1 or 2");
+  // cp splits the two CFG halves; without guidance there is only one.
+  if (l.cp == 2 && !(guidance_scale > 1.0))
+    p.push_back("parallel.cp = 2 needs guidance_scale > 1 (got " + num(guidance_scale) + ")");
+  if (!sizes_ok) return p;
+
+  if (world_size != l.world_size())
+    p.push_back("world size " + std::to_string(world_size) + " != sp*cp*tp = " + std::to_string(l.sp) + "*" +
+                std::to_string(l.cp) + "*" + std::to_string(l.tp) + " = " + std::to_string(l.world_size()));
+  const std::string heads = "num_attention_heads " + std::to_string(d.heads) + " is not divisible by ";
+  if (ulysses && l.sp > 1) {
+    // The all-to-all turns a token shard into a shard of heads/(sp*tp) heads.
+    if (d.heads % (int64_t{l.sp} * l.tp) != 0)
+      p.push_back(heads + "sp*tp = " + std::to_string(l.sp * l.tp) + " (ulysses)");
+  } else if (d.heads % l.tp != 0) {
+    // QKV is column-split by whole heads.
+    p.push_back(heads + "tp = " + std::to_string(l.tp));
+  }
+  if (d.ff_inner % l.tp != 0)
+    p.push_back("MLP inner size (ff_inner_dim) " + std::to_string(d.ff_inner) + " is not divisible by tp = " +
+                std::to_string(l.tp));
+  // Uneven shards are fine; an empty one is not.
+  if (l.sp > d.tokens)
+    p.push_back("parallel.sp = " + std::to_string(l.sp) + " exceeds the " + std::to_string(d.tokens) +
+                " tokens per image (every sp rank needs at least one)");
+  return p;
+}
+
+std::vector<Layout> valid_layouts(int world_size, const ModelDims& d, double guidance_scale) {
+  std::vector<Layout> out;
+  if (world_size < 1) return out;
+  for (int tp = 1; tp <= world_size; ++tp) {
+    if (world_size % tp != 0) continue;
+    for (int cp = 1; cp <= 2; ++cp) {
+      if ((world_size / tp) % cp != 0) continue;
+      const int sp = world_size / tp / cp;
+      for (const char* mode : {"ulysses", "ring"}) {
+        Layout l{sp, cp, tp, mode};
+        if (layout_problems(l, world_size, d, guidance_scale).empty()) out.push_back(l);
+        if (sp == 1) break;  // the mode means nothing without sp
+      }
+    }
+  }
+  return out;
+}
+
+void validate_layout(const Layout& l, int world_size, const ModelDims& d, double guidance_scale,
+                     const std::string& where) {
+  const auto problems = layout_problems(l, world_size, d, guidance_scale);
+  if (problems.empty()) return;
+  std::string msg = where + ": parallel layout " + l.str() + " cannot run: ";
+  for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
+  const std::string model = " of this model (" + std::to_string(d.heads) + " heads, MLP " +
+                            std::to_string(d.ff_inner) + ", " + std::to_string(d.tokens) +
+                            " tokens, guidance_scale " + num(guidance_scale) + ")";
+  const auto valid = valid_layouts(world_size, d, guidance_scale);
+  if (valid.empty()) {
+    msg += ". No layout works for " + std::to_string(world_size) + " ranks" + model;
+  } else {
+    msg += ". Valid layouts for " + std::to_string(world_size) + " ranks" + model + ": ";
+    for (size_t i = 0; i < valid.size(); ++i) msg += (i ? ", " : "") + valid[i].short_str();
+  }
+  throw ConfigError(msg);
+}
+
+}  // namespace ditgen::dist

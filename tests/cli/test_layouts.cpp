@@ -1,0 +1,118 @@
+// Parallel layouts under mpirun (DESIGN.md §4): every layout reproduces the
+// single-process latents of the 5x5-token, 12-head fixture (uneven token
+// shards for sp 2, 3, 4), an impossible layout fails fast with exit code 2
+// and lists the layouts that would work, and a rank that fails ends the
+// whole job promptly.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "../models/fixture.h"
+#include "../ops/test_helpers.h"
+#include "io/safetensors.h"
+#include "temp_dir.h"
+
+using namespace ditgen;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string output;
+  double seconds;
+};
+
+Run run_command(const std::string& cmd) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const auto start = std::chrono::steady_clock::now();
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out, secs};
+}
+
+std::string mpirun(int ranks) {
+  return std::string(DITGEN_MPIEXEC) + " --oversubscribe -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
+}
+
+// The fixture's DDIM run (6 steps, CFG 4) from diffusers' noise; returns the saved latents.
+Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ranks, const std::string& sets) {
+  const std::string latents = dir.file(name + ".safetensors");
+  const std::string cmd = (ranks > 1 ? mpirun(ranks) : std::string()) + DITGEN_EXE + " --config " +
+                          testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
+                          testing::fixture_dir("dit_odd") + " --init-noise " + testing::fixture_dir("dit_odd") +
+                          "/reference/noise.safetensors --save-latents " + latents + " --output " +
+                          dir.file(name + "/img.png") + " --quiet --threads 1 " + sets;
+  const Run r = run_command(cmd);
+  REQUIRE_MESSAGE(r.code == 0, cmd << "\n" << r.output);
+  return io::SafetensorsFile::open(latents)->load("latents").clone();
+}
+
+void check_layout(int ranks, const std::string& sets) {
+  testing::TempDir dir("ditgen_layout");
+  const Tensor single = run_fixture(dir, "single", 1, "");
+  const Tensor parallel = run_fixture(dir, "parallel", ranks, sets);
+  const Tensor ref = testing::fixture_tensor("dit_odd", "expected.safetensors", "ddim_latents");
+  const double err = testing::rel_l2(parallel, single);
+  MESSAGE(sets << ": relative L2 vs single process " << err << ", vs diffusers " << testing::rel_l2(parallel, ref));
+  CHECK(err < 1e-5);
+  CHECK(testing::rel_l2(parallel, ref) < 1e-4);
+}
+
+}  // namespace
+
+TEST_CASE("layout cp2") { check_layout(2, "--set parallel.cp=2"); }
+TEST_CASE("layout sp2 ulysses") { check_layout(2, "--set parallel.sp=2"); }
+TEST_CASE("layout sp2 ring") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring"); }
+TEST_CASE("layout sp3 ulysses (25 tokens: shards 9, 8, 8)") { check_layout(3, "--set parallel.sp=3"); }
+TEST_CASE("layout sp4 ulysses (uneven shards)") { check_layout(4, "--set parallel.sp=4"); }
+TEST_CASE("layout sp4 ring (uneven shards)") { check_layout(4, "--set parallel.sp=4 --set parallel.sp_mode=ring"); }
+TEST_CASE("layout tp2") { check_layout(2, "--set parallel.tp=2"); }
+TEST_CASE("layout tp3") { check_layout(3, "--set parallel.tp=3"); }
+TEST_CASE("layout sp2 x cp2") { check_layout(4, "--set parallel.sp=2 --set parallel.cp=2"); }
+TEST_CASE("layout tp2 x sp2") { check_layout(4, "--set parallel.tp=2 --set parallel.sp=2"); }
+TEST_CASE("layout sp2 x cp2 x tp2") {
+  check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring");
+}
+
+TEST_CASE("an impossible layout fails fast with exit 2 and lists the layouts that work") {
+  const std::string base = std::string(DITGEN_EXE) + " --config " + testing::fixture_dir("dit_odd") +
+                           "/reference/run_ddim.json --set model.path=" + testing::fixture_dir("dit_odd") + " ";
+  Run r = run_command(mpirun(3) + base + "--set parallel.sp=2");  // world 3 != 2
+  CHECK(r.code == 2);
+  CHECK(r.output.find("world size 3") != std::string::npos);
+  CHECK(r.output.find("sp3") != std::string::npos);  // a layout that would work
+  r = run_command(mpirun(4) + base + "--set parallel.sp=4 --set parallel.tp=1 --set parallel.cp=1 "
+                                     "--set generate.guidance_scale=1");
+  CHECK(r.code == 0);  // sanity: ulysses sp4 on 12 heads is fine without CFG
+  r = run_command(mpirun(2) + base + "--set parallel.cp=2 --set generate.guidance_scale=1");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("guidance_scale") != std::string::npos);
+  r = run_command(base + "--set parallel.tp=5");  // 12 heads, one process
+  CHECK(r.code == 2);
+  CHECK(r.output.find("divisible") != std::string::npos);
+}
+
+TEST_CASE("a failing rank ends the whole job promptly with its exit code") {
+  testing::TempDir dir("ditgen_layout_fail");
+  setenv("DITGEN_TEST_FAIL_RANK", "1", 1);
+  const std::string cmd = mpirun(3) + "-x DITGEN_TEST_FAIL_RANK " + DITGEN_EXE + " --config " +
+                          testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
+                          testing::fixture_dir("dit_odd") + " --set parallel.sp=3 --steps 1000 --output " +
+                          dir.file("img.png") + " --quiet";
+  const Run r = run_command("timeout 60 " + cmd);
+  unsetenv("DITGEN_TEST_FAIL_RANK");
+  MESSAGE("exit " << r.code << " after " << r.seconds << " s");
+  CHECK(r.code == 4);
+  CHECK(r.seconds < 30);
+  CHECK(r.output.find("injected failure on rank 1") != std::string::npos);
+}

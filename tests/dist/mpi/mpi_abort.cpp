@@ -1,0 +1,35 @@
+// The failure rule of DESIGN.md §1 under mpirun: rank 1 fails early while the
+// other ranks are blocked in a collective that can never complete; the
+// runtime's abort must end the whole job promptly with the rank's exit code.
+// tests/CMakeLists.txt runs it with -np 3 and requires exit code 4 within a
+// few seconds (a hang is killed by mpirun --timeout and reads as failure).
+// The try/catch/abort is the shape main() of ditgen has.
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "dist/mpi_runtime.h"
+#include "util/error.h"
+
+using ditgen::dist::MpiRuntime;
+
+int main(int argc, char** argv) {
+  try {
+    MpiRuntime::init(&argc, &argv);
+    auto& world = MpiRuntime::world();
+    if (world.rank() == 1) {
+      // Let the others enter the collective first.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      throw ditgen::RuntimeFailure("rank 1 fails on purpose");
+    }
+    std::vector<float> data(1000, 1.f);
+    world.all_reduce_sum(data.data(), static_cast<int64_t>(data.size()));
+    std::fprintf(stderr, "rank %d: the all-reduce completed without rank 1\n", world.rank());
+    MpiRuntime::finalize();
+    return 0;
+  } catch (const ditgen::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    MpiRuntime::abort(e.exit_code());
+  }
+}

@@ -1,0 +1,214 @@
+// Layout arithmetic (rank order, groups, MPI split arguments, shards) and
+// the layout checks: one case per rule, with the list of valid layouts
+// worked out by hand. No MPI needed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "dist/layout.h"
+#include "dist/shard.h"
+#include "util/error.h"
+
+using namespace ditgen;
+using namespace ditgen::dist;
+
+namespace {
+
+// 16 heads, MLP 64, 256 tokens: enough to exercise every divisibility rule.
+ModelDims dims16() {
+  ModelDims m;
+  m.heads = 16;
+  m.head_dim = 4;
+  m.layers = 2;
+  m.tokens = 256;
+  m.ff_inner = 64;
+  m.latent_channels = 4;
+  m.latent_h = m.latent_w = 32;
+  m.out_channels = 8;
+  m.num_classes = 10;
+  return m;
+}
+
+// The ConfigError message of validate_layout, or "" if it passes.
+std::string error_of(const Layout& l, int world, const ModelDims& m, double guidance) {
+  try {
+    validate_layout(l, world, m, guidance, "run.json");
+  } catch (const ConfigError& e) {
+    CHECK(e.exit_code() == 2);
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& s, const std::string& frag) { return s.find(frag) != std::string::npos; }
+
+std::string names(const std::vector<Layout>& ls) {
+  std::string s;
+  for (const auto& l : ls) s += (s.empty() ? "" : ", ") + l.short_str();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("layout strings") {
+  CHECK(Layout{2, 2, 1, "ulysses"}.str() == "sp2 x cp2 x tp1 (ulysses)");
+  CHECK(Layout{4, 2, 1, "ring"}.short_str() == "sp4 x cp2 ring");
+  CHECK(Layout{1, 2, 4, "ulysses"}.short_str() == "cp2 x tp4");
+  CHECK(Layout{}.short_str() == "single process");
+  CHECK(Layout{2, 2, 2}.world_size() == 8);
+}
+
+TEST_CASE("coords and rank round trip for every rank") {
+  for (const Layout& l : {Layout{1, 1, 1}, Layout{2, 2, 2}, Layout{3, 1, 2}, Layout{1, 2, 4}, Layout{4, 2, 1},
+                          Layout{5, 1, 3}, Layout{3, 2, 3}}) {
+    CAPTURE(l.str());
+    std::set<std::tuple<int, int, int>> seen;
+    for (int r = 0; r < l.world_size(); ++r) {
+      const Coords c = coords_of(l, r);
+      CHECK(c.cp >= 0);
+      CHECK(c.cp < l.cp);
+      CHECK(c.sp < l.sp);
+      CHECK(c.tp < l.tp);
+      CHECK(rank_of(l, c) == r);
+      // tp fastest, then sp, then cp (DESIGN.md §4).
+      CHECK(r == (c.cp * l.sp + c.sp) * l.tp + c.tp);
+      seen.insert({c.cp, c.sp, c.tp});
+      // Each group has the axis size, contains the rank at its coordinate.
+      CHECK(tp_group_ranks(l, r).size() == size_t(l.tp));
+      CHECK(tp_group_ranks(l, r)[c.tp] == r);
+      CHECK(sp_group_ranks(l, r)[c.sp] == r);
+      CHECK(cp_group_ranks(l, r)[c.cp] == r);
+    }
+    CHECK(seen.size() == size_t(l.world_size()));
+  }
+  CHECK_THROWS(coords_of(Layout{2, 1, 1}, 2));
+  CHECK_THROWS(rank_of(Layout{2, 1, 1}, Coords{0, 2, 0}));
+}
+
+TEST_CASE("groups of a 2x2x2 layout, by hand") {
+  const Layout l{2, 2, 2};
+  // rank 5 = (1*2 + 0)*2 + 1: cp 1, sp 0, tp 1.
+  CHECK(coords_of(l, 5) == Coords{1, 0, 1});
+  CHECK(tp_group_ranks(l, 5) == std::vector<int>{4, 5});
+  CHECK(sp_group_ranks(l, 5) == std::vector<int>{5, 7});  // sp 0: 5, sp 1: (1*2+1)*2+1
+  CHECK(cp_group_ranks(l, 5) == std::vector<int>{1, 5});  // cp 0: (0*2+0)*2+1
+  // rank 2 = (0*2 + 1)*2 + 0: cp 0, sp 1, tp 0.
+  CHECK(coords_of(l, 2) == Coords{0, 1, 0});
+  CHECK(tp_group_ranks(l, 2) == std::vector<int>{2, 3});
+  CHECK(sp_group_ranks(l, 2) == std::vector<int>{0, 2});
+  CHECK(cp_group_ranks(l, 2) == std::vector<int>{2, 6});
+
+  // MPI_Comm_split arguments: equal color <=> same group, key = group rank.
+  using Split = GroupSplit (*)(const Layout&, int);
+  using Group = std::vector<int> (*)(const Layout&, int);
+  for (auto [split, group] : {std::pair<Split, Group>{tp_split, tp_group_ranks}, {sp_split, sp_group_ranks},
+                              {cp_split, cp_group_ranks}}) {
+    std::map<int, std::vector<int>> by_color;  // ranks in key order
+    for (int r = 0; r < 8; ++r) {
+      const GroupSplit s = split(l, r);
+      auto& g = by_color[s.color];
+      if (g.size() <= size_t(s.key)) g.resize(s.key + 1, -1);
+      g[s.key] = r;
+    }
+    CHECK(by_color.size() == 4);
+    for (int r = 0; r < 8; ++r) CHECK(by_color[split(l, r).color] == group(l, r));
+  }
+}
+
+TEST_CASE("shard sizes: the first n % parts shards hold one more") {
+  CHECK(shard_sizes(25, 4) == std::vector<int64_t>{7, 6, 6, 6});
+  CHECK(shard_sizes(256, 8) == std::vector<int64_t>(8, 32));
+  // Element by element: GCC 12.2 with -march=native on AVX-512 miscompiles
+  // the constant std::vector<int64_t>{1, 1, 1, 0} into a broadcast {1, 1, 1, 1}.
+  const auto empty_last = shard_sizes(3, 4);
+  REQUIRE(empty_last.size() == 4);
+  CHECK(empty_last[0] == 1);
+  CHECK(empty_last[1] == 1);
+  CHECK(empty_last[2] == 1);
+  CHECK(empty_last[3] == 0);
+  // The same shards as the sp implementation's even_shard (shard.h).
+  for (int i = 0; i < 4; ++i) CHECK(shard_sizes(25, 4)[i] == even_shard(25, 4, i).size());
+  CHECK(shard_sizes(10, 1) == std::vector<int64_t>{10});
+}
+
+TEST_CASE("validation: each rule named with its numbers") {
+  const ModelDims m = dims16();
+  CHECK(error_of(Layout{2, 2, 2}, 8, m, 4.0).empty());
+  CHECK(error_of(Layout{3, 1, 2, "ring"}, 6, m, 4.0).empty());  // ring: heads % tp only
+
+  std::string e = error_of(Layout{2, 2, 2}, 6, m, 4.0);
+  CHECK(e.rfind("run.json: ", 0) == 0);
+  CHECK(has(e, "world size 6 != sp*cp*tp = 2*2*2 = 8"));
+
+  e = error_of(Layout{3, 1, 2, "ulysses"}, 6, m, 4.0);
+  CHECK(has(e, "num_attention_heads 16 is not divisible by sp*tp = 6 (ulysses)"));
+  CHECK(!has(e, "world size"));
+
+  e = error_of(Layout{1, 1, 3}, 3, m, 4.0);
+  CHECK(has(e, "num_attention_heads 16 is not divisible by tp = 3"));
+  CHECK(has(e, "MLP inner size (ff_inner_dim) 64 is not divisible by tp = 3"));
+
+  e = error_of(Layout{1, 3, 1}, 3, m, 4.0);
+  CHECK(has(e, "parallel.cp = 3: cp must be 1 or 2"));
+
+  e = error_of(Layout{1, 2, 1}, 2, m, 1.0);
+  CHECK(has(e, "parallel.cp = 2 needs guidance_scale > 1 (got 1)"));
+
+  e = error_of(Layout{512, 1, 1, "ring"}, 512, m, 4.0);
+  CHECK(has(e, "parallel.sp = 512 exceeds the 256 tokens per image"));
+
+  e = error_of(Layout{0, 1, 1}, 1, m, 4.0);
+  CHECK(has(e, "parallel.sp = 0: must be >= 1"));
+
+  e = error_of(Layout{2, 1, 1, "stripes"}, 2, m, 4.0);
+  CHECK(has(e, "parallel.sp_mode = \"stripes\""));
+
+  // Several failures are all named.
+  e = error_of(Layout{3, 3, 1}, 8, m, 1.0);
+  CHECK(has(e, "cp must be 1 or 2"));
+  CHECK(has(e, "world size 8 != sp*cp*tp = 3*3*1 = 9"));
+}
+
+TEST_CASE("validation lists the layouts that would work") {
+  const ModelDims m = dims16();
+  // 6 ranks, by hand: tp1 cp1 sp6: 16 % 6 -> ring only; tp1 cp2 sp3: ring
+  // only; tp2 cp1 sp3: 16 % (3*2) -> ring only; tp2 cp2: 6/4 no; tp3, tp6:
+  // 16 % 3 != 0.
+  const std::string e = error_of(Layout{2, 2, 2}, 6, m, 4.0);
+  CHECK(has(e, "Valid layouts for 6 ranks"));
+  CHECK(has(e, ": sp6 ring, sp3 x cp2 ring, sp3 x tp2 ring"));
+  CHECK(e.substr(e.size() - 14) == "sp3 x tp2 ring");
+
+  // A model nothing fits: 2 heads, 2 tokens, 3 ranks, no guidance.
+  ModelDims tiny = m;
+  tiny.heads = 2;
+  tiny.tokens = 2;
+  tiny.ff_inner = 8;
+  const std::string none = error_of(Layout{3, 1, 1}, 3, tiny, 1.0);
+  CHECK(has(none, "No layout works for 3 ranks"));
+  CHECK(valid_layouts(3, tiny, 1.0).empty());
+}
+
+TEST_CASE("valid layouts of 8 ranks for a 16-head model, by hand") {
+  const ModelDims m = dims16();
+  // tp 1: cp1 sp8 (16 % 8 = 0: ulysses and ring), cp2 sp4 (both);
+  // tp 2: cp1 sp4 (16 % 8: both), cp2 sp2 (16 % 4: both);
+  // tp 4: cp1 sp2 (16 % 8: both), cp2 sp1; tp 8: cp1 sp1 (16 % 8, 64 % 8).
+  CHECK(names(valid_layouts(8, m, 4.0)) ==
+        "sp8 ulysses, sp8 ring, sp4 x cp2 ulysses, sp4 x cp2 ring, sp4 x tp2 ulysses, sp4 x tp2 ring, "
+        "sp2 x cp2 x tp2 ulysses, sp2 x cp2 x tp2 ring, sp2 x tp4 ulysses, sp2 x tp4 ring, cp2 x tp4, tp8");
+  // Without guidance no cp = 2.
+  CHECK(names(valid_layouts(8, m, 1.0)) ==
+        "sp8 ulysses, sp8 ring, sp4 x tp2 ulysses, sp4 x tp2 ring, sp2 x tp4 ulysses, sp2 x tp4 ring, tp8");
+  // 12 heads: ulysses sp8 fails (12 % 8), tp8 fails; sp4 x tp2 ulysses fails (12 % 8).
+  ModelDims m12 = m;
+  m12.heads = 12;
+  CHECK(names(valid_layouts(8, m12, 4.0)) ==
+        "sp8 ring, sp4 x cp2 ulysses, sp4 x cp2 ring, sp4 x tp2 ring, sp2 x cp2 x tp2 ulysses, "
+        "sp2 x cp2 x tp2 ring, sp2 x tp4 ring, cp2 x tp4");
+  for (const Layout& l : valid_layouts(8, m12, 4.0)) CHECK(error_of(l, 8, m12, 4.0).empty());
+  CHECK(names(valid_layouts(1, m, 4.0)) == "single process");
+}

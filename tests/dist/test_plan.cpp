@@ -1,0 +1,183 @@
+// plan_layout's figures against numbers worked out by hand for a tiny DiT,
+// the DiT-XL/2 parameter count, and the per-step communication of the three
+// sp/tp schemes against the formulas. No MPI needed.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "dist/plan.h"
+#include "util/error.h"
+
+using namespace ditgen;
+using namespace ditgen::dist;
+
+namespace {
+
+// L = 1, H = 2, head_dim 4 (D = 8), N = 4 tokens (latent 4x4, patch 2, so
+// P2 = 4), F = 32, C = 4, O = 8, 10 classes.
+ModelDims tiny() {
+  ModelDims m;
+  m.heads = 2;
+  m.head_dim = 4;
+  m.layers = 1;
+  m.tokens = 4;
+  m.ff_inner = 32;
+  m.latent_channels = 4;
+  m.latent_h = m.latent_w = 4;
+  m.out_channels = 8;
+  m.num_classes = 10;
+  return m;
+}
+
+ModelDims dit_xl(int64_t image) {
+  ModelDims m;
+  m.heads = 16;
+  m.head_dim = 72;
+  m.layers = 28;
+  m.latent_h = m.latent_w = image / 8;
+  m.tokens = (image / 16) * (image / 16);  // patch 2
+  m.ff_inner = 4608;
+  m.latent_channels = 4;
+  m.out_channels = 8;
+  m.num_classes = 1000;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("tiny model weights per rank, by hand") {
+  // tp-sharded per block: QKV 3*64+3*8 = 216, out 64, MLP in 8*32+32 = 288,
+  // MLP out 32*8 = 256, adaLN 6*64+6*8 = 432: 1256.
+  // Replicated per block: biases 8+8 = 16, timestep embedder
+  // 256*8+8+64+8 = 2128, class table 11*8 = 88: 2232.
+  // Once: patch 8*4*4+8 = 136, pos_embed 4*8 = 32, final adaLN 2*64+16 =
+  // 144, final projection 4*8*8+32 = 288: 600.
+  CHECK(weight_elements_per_rank(tiny(), 1) == 1256 + 2232 + 600);
+  CHECK(weight_elements_per_rank(tiny(), 2) == 1256 / 2 + 2232 + 600);
+  CHECK(dit_param_count(tiny(), true) == 1256 + 2232 + 600 - 32);
+  const PlanRow r = plan_layout(Layout{1, 2, 1}, tiny(), 1, true, 4);
+  CHECK(r.weight_bytes_per_rank == 4088 * 4);  // cp replicates weights
+}
+
+TEST_CASE("tiny model, single process, by hand") {
+  // b = 1 image * 2 (CFG) = 2, p = 4.
+  const PlanRow r = plan_layout(Layout{}, tiny(), 1, true, 4);
+  CHECK(r.batch_per_rank == 2);
+  CHECK(r.tokens_per_rank == 4);
+  // Throughout: residual + normed 2*2*4*8 = 128, cond 16, modulation 96,
+  // latents 2*(4+8)*16 = 384: 624. Attention: qkv 192 + out 64 + proj 64 =
+  // 320; MLP: 2*4*32 + 64 = 320. Peak 944.
+  CHECK(r.activation_bytes_per_rank == 944 * 4);
+  CHECK(r.comm_bytes_per_step_per_rank == 0);
+}
+
+TEST_CASE("tiny model, sp2 ulysses and ring, by hand") {
+  // b = 2, p = 2, Dt = 8.
+  const PlanRow u = plan_layout(Layout{2, 1, 1, "ulysses"}, tiny(), 1, true, 4);
+  CHECK(u.tokens_per_rank == 2);
+  // Throughout: 2*2*2*8 = 64, 16, 96, 384: 560. Attention: 3*32 + 32 + 32 =
+  // 160, + head-shard forms 4*2*4*8/2 = 128: 288. MLP: 128 + 32 = 160.
+  CHECK(u.activation_bytes_per_rank == (560 + 288) * 4);
+  // q, k, v: 3 * 32 * 1/2 = 48; output back: 2*(4-2)*8/2 = 16.
+  CHECK(u.comm_sp == 64 * 4);
+  // Output all-gather: 1 * 2*2*4*8 = 128.
+  CHECK(u.comm_gather == 128 * 4);
+  CHECK(u.comm_tp == 0);
+  CHECK(u.comm_cp == 0);
+  CHECK(u.comm_bytes_per_step_per_rank == 192 * 4);
+
+  const PlanRow g = plan_layout(Layout{2, 1, 1, "ring"}, tiny(), 1, true, 4);
+  // Attention: 160 + K/V in flight 2*32 = 64 + lse 2*2*2 = 8: 232.
+  CHECK(g.activation_bytes_per_rank == (560 + 232) * 4);
+  // K and V, once each: 2 * 2*(4-2)*8 = 64.
+  CHECK(g.comm_sp == 64 * 4);
+  CHECK(g.comm_gather == 128 * 4);
+}
+
+TEST_CASE("tiny model, uneven ring shards, by hand") {
+  // sp 3 over 4 tokens: shards 2, 1, 1; rank 0 sends K, V of every shard but
+  // rank 1's: 2 * b*(4-1)*8 = 96. Gather: 2 peers * 2*2*4*8 = 256.
+  const PlanRow r = plan_layout(Layout{3, 1, 1, "ring"}, tiny(), 1, true, 4);
+  CHECK(r.tokens_per_rank == 2);
+  CHECK(r.comm_sp == 96 * 4);
+  CHECK(r.comm_gather == 256 * 4);
+}
+
+TEST_CASE("tiny model, tp2 and cp2, by hand") {
+  // tp2: b = 2, p = 4, Dt = 4.
+  const PlanRow t = plan_layout(Layout{1, 1, 2}, tiny(), 1, true, 4);
+  CHECK(t.weight_bytes_per_rank == (628 + 2232 + 600) * 4);
+  // Throughout: 128 + 16 + 96 + local chunk 48 + 384 = 672. Attention:
+  // 3*32 + 32 + 64 = 192; MLP: 2*4*16 + 64 = 192.
+  CHECK(t.activation_bytes_per_rank == (672 + 192) * 4);
+  // 2 all-reduces of 2*4*8 = 64, each sending 2*(1/2)*64 = 64.
+  CHECK(t.comm_tp == 128 * 4);
+  // adaLN all-gather: 2*48 * 1/2.
+  CHECK(t.comm_gather == 48 * 4);
+  CHECK(t.comm_bytes_per_step_per_rank == 176 * 4);
+
+  // cp2: b = 1. Throughout 64 + 8 + 48 + 192 = 312; attention 96+32+32 =
+  // 160 = MLP 128+32. Eps exchange: 1*4*16 = 64.
+  const PlanRow c = plan_layout(Layout{1, 2, 1}, tiny(), 1, true, 4);
+  CHECK(c.batch_per_rank == 1);
+  CHECK(c.activation_bytes_per_rank == (312 + 160) * 4);
+  CHECK(c.comm_cp == 64 * 4);
+  CHECK(c.comm_bytes_per_step_per_rank == 64 * 4);
+
+  CHECK_THROWS_AS(plan_layout(Layout{1, 2, 1}, tiny(), 1, false, 4), ConfigError);
+}
+
+TEST_CASE("DiT-XL/2 parameter count") {
+  const ModelDims m = dit_xl(256);
+  // The original DiT repository counts 675,129,632: one shared timestep
+  // embedder and class table, and its fixed pos_embed (N*D) as a parameter.
+  CHECK(dit_param_count(m, false) + m.tokens * m.hidden() == 675129632);
+  // diffusers' DiTTransformer2DModel has one embedder per block (27 more
+  // copies of 256*D + D + D*D + D + 1001*D = 2,777,472) and pos_embed as a
+  // buffer.
+  CHECK(dit_param_count(m, true) == 675129632 - 294912 + 27 * 2777472);
+  CHECK(dit_param_count(m, true) == 749826464);
+  // What a rank holds without tp: all of it, plus the pos_embed table.
+  CHECK(weight_elements_per_rank(m, 1) == 749826464.0 + 294912);
+}
+
+TEST_CASE("per-step communication against the issue's formulas") {
+  // "Ulysses 4/N*O(p*hs)*L, ring 2*O(p*hs)*L, tp 4*O(p*hs)*L" with p*hs =
+  // b*N*D; ours counts only what leaves the rank, so each is the formula
+  // times (n-1)/n (even shards).
+  for (int64_t image : {256, 512}) {
+    const ModelDims m = dit_xl(image);
+    CAPTURE(image);
+    const double b = 2, bytes = 4, n = 8;
+    const double phs_l = b * m.tokens * m.hidden() * m.layers * bytes;
+    const double keep = (n - 1) / n;
+    CHECK(plan_layout(Layout{8, 1, 1, "ulysses"}, m, 1, true).comm_sp == doctest::Approx(4 / n * phs_l * keep));
+    CHECK(plan_layout(Layout{8, 1, 1, "ring"}, m, 1, true).comm_sp == doctest::Approx(2 * phs_l * keep));
+    CHECK(plan_layout(Layout{1, 1, 8}, m, 1, true).comm_tp == doctest::Approx(4 * phs_l * keep));
+  }
+  // DiT-XL/2-256 on 8 ranks, in bytes: b*N*D*L*4 = 66,060,288.
+  const ModelDims m = dit_xl(256);
+  CHECK(plan_layout(Layout{8, 1, 1, "ulysses"}, m, 1, true).comm_sp == 28901376);
+  CHECK(plan_layout(Layout{8, 1, 1, "ring"}, m, 1, true).comm_sp == 115605504);
+  CHECK(plan_layout(Layout{1, 1, 8}, m, 1, true).comm_tp == 231211008);
+}
+
+TEST_CASE("plan of every valid layout and its table") {
+  const auto rows = plan_valid_layouts(8, dit_xl(256), 1, 4.0);
+  REQUIRE(rows.size() == 12);
+  for (const PlanRow& r : rows)
+    CHECK(r.comm_bytes_per_step_per_rank == doctest::Approx(r.comm_sp + r.comm_tp + r.comm_cp + r.comm_gather));
+  const std::string table = format_plan_table(rows, "DiT-XL-2-256, 8 ranks");
+  CHECK(table.rfind("DiT-XL-2-256, 8 ranks\nlayout", 0) == 0);
+  for (const PlanRow& r : rows) {
+    std::string row_start = "\n";  // built by += : GCC 12 warns falsely on "\n" + string
+    row_start += r.layout.short_str() + " ";
+    CHECK(table.find(row_start) != std::string::npos);
+  }
+
+  CHECK(format_bytes(0) == "0 B");
+  CHECK(format_bytes(1023) == "1023 B");
+  CHECK(format_bytes(1536) == "1.50 KiB");
+  CHECK(format_bytes(28901376) == "27.56 MiB");
+  CHECK(format_bytes(3.0 * 1024 * 1024 * 1024) == "3.00 GiB");
+}
