@@ -17,9 +17,11 @@ DITGEN_HD float fast_exp(float x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n ln2.
   x = x < 88.3762626647949f ? x : 88.3762626647949f;
   x = x > -87.3365478515625f ? x : -87.3365478515625f;  // keep 2^n normal
-  // Round to nearest (not floor): branch-free, so the loop vectorises, and
-  // |r| <= ln2/2 keeps the polynomial in its accurate range.
-  const float fl = nearbyintf(x * 1.44269504088896341f);
+  // Round to nearest (not floor) with the 1.5 * 2^23 trick: plain float
+  // arithmetic, so loops vectorise on any ISA (a nearbyintf call does not
+  // without AVX-512), and |r| <= ln2/2 keeps the polynomial accurate.
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float fl = (x * 1.44269504088896341f + kRound) - kRound;
   float r = x - fl * 0.693359375f;
   r = r - fl * -2.12194440e-4f;
   float r2 = r * r;

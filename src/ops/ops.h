@@ -11,6 +11,7 @@
 namespace ditgen::ops {
 
 // Threads used by ops and by BLAS (one OpenMP pool shared by both).
+// Also sets flush-to-zero / denormals-are-zero on the pool threads.
 void set_num_threads(int n);
 int num_threads();
 // "openmp" / "pthread" / "serial": OpenBLAS's threading build, for diagnostics.

@@ -10,6 +10,9 @@
 // re-initialised with the SkylakeX (Haswell) kernels, which these CPUs run.
 #include <cblas.h>
 #include <omp.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -66,6 +69,14 @@ void set_num_threads(int n) {
   g_threads = std::max(1, n);
   omp_set_num_threads(g_threads);
   openblas_set_num_threads(g_threads);
+  // Flush denormals to zero on every pool thread (and this one): vectorised
+  // activations evaluate both sides of their clamps, and a denormal result
+  // costs a ~100-cycle microcode assist per lane (GELU ran 10x slower).
+#if defined(__SSE__)
+#pragma omp parallel num_threads(g_threads)
+  _mm_setcsr(_mm_getcsr() | 0x8040);  // FTZ | DAZ
+  _mm_setcsr(_mm_getcsr() | 0x8040);
+#endif
 }
 
 int num_threads() { return g_threads; }
