@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "cli/layout_setup.h"
+#include "cli/pab_setup.h"
+#include "util/atomic_file.h"
 #include "config/config.h"
 #include "dist/mpi_runtime.h"
 #include "io/png.h"
@@ -30,8 +32,7 @@ void reject_unsupported_options(const CliOptions& o) {
   if (o.device == "cuda") not_supported("--device cuda (the CUDA backend is a later issue); use --device cpu");
   if (o.attention != "auto")
     not_supported("--attention " + o.attention + " (a CUDA backend choice; the CPU always uses tiled attention)");
-  if (!o.pab_stats.empty()) not_supported("--pab-stats (Pyramid Attention Broadcast is a later issue)");
-  if (!o.pab_analyze.empty()) not_supported("--pab-analyze (Pyramid Attention Broadcast is a later issue)");
+  if (!o.pab_analyze.empty()) not_supported("--pab-analyze (the PAB analysis comes in a later version)");
 }
 
 std::string format_number(double v) {
@@ -107,6 +108,7 @@ void run_generate(const CliOptions& opts) {
   req.scheduler = cfg.generate.scheduler;
   req.batch_size = cfg.generate.batch_size;
   req.init_noise = init_noise;
+  req.pab = pab_schedule(cfg, opts.config_path, static_cast<int>(tcfg.num_layers));
 
   const int outputs = static_cast<int>(req.labels.size());
   const int batches = (outputs + req.batch_size - 1) / req.batch_size;
@@ -115,6 +117,13 @@ void run_generate(const CliOptions& opts) {
   pipeline::DitResult result = pipe.generate(req, on_step);
   progress.finish();
   if (!rank0) return;  // the output rank decodes and writes
+  if (req.pab.enabled()) {
+    if (!quiet) std::fprintf(stderr, "ditgen: %s\n", pab_summary_line(result.pab).c_str());
+    if (!opts.pab_stats.empty()) {
+      const std::string json = pab_summary_json(result.pab, req.pab).dump(2) + "\n";
+      write_file_atomic(opts.pab_stats, json.data(), json.size());
+    }
+  }
 
   if (!opts.save_latents.empty()) io::write_safetensors(opts.save_latents, {{"latents", result.latents}});
 

@@ -29,14 +29,6 @@ void reject_unsupported(const RunConfig& c, const std::string& path) {
   if (c.output.format == "mp4")
     not_supported("MP4 output " + at(path, "output.format=\"mp4\"") + " — use \"png\"");
 
-  const std::pair<const char*, bool> pab_kinds[] = {{"pab.spatial", c.pab.spatial.has_value()},
-                                                    {"pab.temporal", c.pab.temporal.has_value()},
-                                                    {"pab.cross", c.pab.cross.has_value()},
-                                                    {"pab.mlp", c.pab.mlp.has_value()}};
-  for (const auto& [name, configured] : pab_kinds)
-    if (configured)
-      not_supported("Pyramid Attention Broadcast " + at(path, name) + " — remove the pab section");
-
   // Only the CPU backend exists yet, and it computes in float32.
   if (c.model.dtype == "bfloat16" || c.model.dtype == "float16")
     not_supported(c.model.dtype + " on CPU " + at(path, "model.dtype=\"" + c.model.dtype + "\"") +

@@ -349,8 +349,12 @@ void DitTransformer::attention_ring(const Tensor& q, const Tensor& k, const Tens
   }
 }
 
+int64_t DitTransformer::comm_bytes() const {
+  return (shard_.tp ? shard_.tp->bytes_sent() : 0) + (shard_.sp ? shard_.sp->bytes_sent() : 0);
+}
+
 Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
-                               const std::vector<int64_t>& labels) const {
+                               const std::vector<int64_t>& labels, pab::BroadcastCache* pab) const {
   const DitConfig& c = cfg_;
   const int64_t bsz = x.dim(0), d = c.inner_dim(), n = c.grid() * c.grid();
   if (x.ndim() != 4 || x.dim(1) != c.in_channels || x.dim(2) != c.sample_size || x.dim(3) != c.sample_size)
@@ -396,46 +400,60 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     }
     const float* m = mod.data();
     const int64_t ms = 6 * d;
-    {
-      profile::ScopedTimer t("layer_norm");
-      ops::layer_norm_modulate(hidden, m, m + d, ms, kAdaNormEps, normed);
-    }
-    {
-      profile::ScopedTimer t("qkv_proj");
-      ops::linear_into(normed, blk.q_w, &blk.q_b, q.data(), dl);
-      ops::linear_into(normed, blk.k_w, &blk.k_b, k.data(), dl);
-      ops::linear_into(normed, blk.v_w, &blk.v_b, v.data(), dl);
-    }
-    {
-      profile::ScopedTimer t("attention");
-      attention(q, k, v, attn);
-    }
-    Tensor attn_out;
-    {
-      profile::ScopedTimer t("out_proj");
-      attn_out = row_parallel_linear(attn, blk.out_w, blk.out_b);
+    Tensor attn_out;  // (B, P, D) attention branch before its gate
+    if (pab && pab->reuse(static_cast<int>(bi), pab::Kind::kSpatial)) {
+      attn_out = pab->cached(static_cast<int>(bi), pab::Kind::kSpatial);
+      pab->reused(static_cast<int>(bi), pab::Kind::kSpatial);
+    } else {
+      const int64_t sent_before = comm_bytes();
+      {
+        profile::ScopedTimer t("layer_norm");
+        ops::layer_norm_modulate(hidden, m, m + d, ms, kAdaNormEps, normed);
+      }
+      {
+        profile::ScopedTimer t("qkv_proj");
+        ops::linear_into(normed, blk.q_w, &blk.q_b, q.data(), dl);
+        ops::linear_into(normed, blk.k_w, &blk.k_b, k.data(), dl);
+        ops::linear_into(normed, blk.v_w, &blk.v_b, v.data(), dl);
+      }
+      {
+        profile::ScopedTimer t("attention");
+        attention(q, k, v, attn);
+      }
+      {
+        profile::ScopedTimer t("out_proj");
+        attn_out = row_parallel_linear(attn, blk.out_w, blk.out_b);
+      }
+      if (pab) pab->computed(static_cast<int>(bi), pab::Kind::kSpatial, attn_out, comm_bytes() - sent_before);
     }
     {
       profile::ScopedTimer t("residual");
       ops::gated_residual_(hidden, attn_out, m + 2 * d, ms);
     }
-    {
-      profile::ScopedTimer t("layer_norm");
-      ops::layer_norm_modulate(hidden, m + 3 * d, m + 4 * d, ms, c.norm_eps, normed);
-    }
-    Tensor ff;
-    {
-      profile::ScopedTimer t("mlp_in");
-      ff = ops::linear(normed, blk.ff1_w, &blk.ff1_b);
-    }
-    {
-      profile::ScopedTimer t("gelu");
-      ops::gelu_tanh_(ff);
-    }
-    Tensor ff_out;
-    {
-      profile::ScopedTimer t("mlp_out");
-      ff_out = row_parallel_linear(ff, blk.ff2_w, blk.ff2_b);
+    Tensor ff_out;  // (B, P, D) MLP branch before its gate
+    if (pab && pab->reuse(static_cast<int>(bi), pab::Kind::kMlp)) {
+      ff_out = pab->cached(static_cast<int>(bi), pab::Kind::kMlp);
+      pab->reused(static_cast<int>(bi), pab::Kind::kMlp);
+    } else {
+      const int64_t sent_before = comm_bytes();
+      {
+        profile::ScopedTimer t("layer_norm");
+        ops::layer_norm_modulate(hidden, m + 3 * d, m + 4 * d, ms, c.norm_eps, normed);
+      }
+      Tensor ff;
+      {
+        profile::ScopedTimer t("mlp_in");
+        ff = ops::linear(normed, blk.ff1_w, &blk.ff1_b);
+      }
+      {
+        profile::ScopedTimer t("gelu");
+        ops::gelu_tanh_(ff);
+      }
+      {
+        profile::ScopedTimer t("mlp_out");
+        ff_out = row_parallel_linear(ff, blk.ff2_w, blk.ff2_b);
+      }
+      if (pab) pab->computed(static_cast<int>(bi), pab::Kind::kMlp, ff_out, comm_bytes() - sent_before);
     }
     {
       profile::ScopedTimer t("residual");

@@ -23,6 +23,7 @@
 
 #include "dist/communicator.h"
 #include "io/safetensors.h"
+#include "pab/broadcast.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
@@ -80,8 +81,12 @@ class DitTransformer {
 
   // x: (B, in_channels, S, S) latents; timesteps: B values; labels: B class
   // indices in [0, num_classes] (num_classes = null class).
-  // Returns (B, out_channels, S, S), on every rank of the shard.
-  Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels) const;
+  // Returns (B, out_channels, S, S), on every rank of the shard. With a PAB
+  // cache, each block's spatial attention output (after out-proj and its
+  // all-reduce, before the gate) and MLP output are reused when the cache
+  // says so, skipping their compute and communication.
+  Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels,
+                 pab::BroadcastCache* pab = nullptr) const;
 
   const DitConfig& config() const { return cfg_; }
   const DitShard& shard() const { return shard_; }
@@ -93,6 +98,8 @@ class DitTransformer {
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
   void attention_ulysses(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
   void attention_ring(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
+  // Bytes this rank has sent through its tp and sp groups so far.
+  int64_t comm_bytes() const;
   // y (B, P, D) = x W^T summed over the tp ranks, plus the bias once.
   Tensor row_parallel_linear(const Tensor& x, const Tensor& w, const Tensor& bias) const;
 

@@ -79,7 +79,7 @@ std::string DitPipeline::default_scheduler() const {
   return sched::make_scheduler("", scheduler_config_, dir_.part_config_path("scheduler"))->name();
 }
 
-Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step) const {
+Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step, PabSummary* pab_summary) const {
   const auto& cfg = transformer_->config();
   const Shape one = latent_shape();
   const int64_t per_image = shape_numel(one);
@@ -122,12 +122,20 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step) c
     const int64_t n = channels * hw;                    // eps values per sample
     const int64_t out_stride = cfg.out_channels * hw;  // per-sample stride of the model output
     Tensor halves = Tensor::empty({2, count, n});       // cp: [cond, uncond] eps
+    // One PAB cache per generation: the count starts at 0, and the CFG
+    // halves (one forward here, or the two cp ranks) share each step.
+    std::optional<pab::BroadcastCache> pab;
+    if (req.pab.enabled()) pab.emplace(req.pab, static_cast<int>(cfg.num_layers));
 
     for (size_t s = 0; s < timesteps.size(); ++s) {
       for (int64_t c = 0; c < copies; ++c)
         std::memcpy(model_in.data() + c * count * per_image, latents.data(), latents.nbytes());
       std::vector<float> t(model_batch, static_cast<float>(timesteps[s]));
-      Tensor out = transformer_->forward(model_in, t, labels);  // (model_batch, out_C, h, w)
+      if (pab)
+        pab->begin_step(static_cast<double>(timesteps[s]),
+                        s + 1 < timesteps.size() ? std::optional<double>(static_cast<double>(timesteps[s + 1]))
+                                                 : std::nullopt);
+      Tensor out = transformer_->forward(model_in, t, labels, pab ? &*pab : nullptr);  // (model_batch, out_C, h, w)
       profile::ScopedTimer timer("guidance+scheduler");
       // eps = the first in_channels channels (learned sigma dropped).
       const float* cond_eps = out.data();
@@ -156,6 +164,11 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step) c
       scheduler->step(eps, static_cast<int>(s), latents);
       if (on_step) on_step(static_cast<int>(s), static_cast<int>(timesteps.size()), bi, batches);
     }
+    if (pab && pab_summary) {
+      pab::accumulate(pab_summary->kinds, *pab);
+      pab_summary->cache_peak_bytes = std::max(pab_summary->cache_peak_bytes, pab->cache_peak_bytes());
+    }
+    if (pab) pab->release();
     std::memcpy(result.data() + first * per_image, latents.data(), latents.nbytes());
   }
   return result;
@@ -182,7 +195,7 @@ Tensor DitPipeline::decode(const Tensor& latents) const {
 
 DitResult DitPipeline::generate(const DitRequest& req, const StepCallback& on_step) const {
   DitResult r;
-  r.latents = sample(req, on_step);
+  r.latents = sample(req, on_step, &r.pab);
   if (par_.output_rank) r.images = decode(r.latents);
   r.scheduler = req.scheduler.empty() ? default_scheduler() : req.scheduler;
   return r;

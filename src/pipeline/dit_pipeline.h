@@ -13,6 +13,7 @@
 // VAE and decodes.
 #pragma once
 #include <cstdint>
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,12 +36,20 @@ struct DitRequest {
   std::string scheduler;          // "" = the model's scheduler_config.json
   int batch_size = 4;
   std::optional<Tensor> init_noise;  // (outputs, C, h, w) instead of drawn noise
+  pab::Schedule pab;                 // Pyramid Attention Broadcast; default off
+};
+
+// PAB over a whole run (every batch's generation).
+struct PabSummary {
+  std::array<pab::KindStats, pab::kKinds> kinds{};
+  int64_t cache_peak_bytes = 0;  // largest cache held at once, this rank
 };
 
 struct DitResult {
   Tensor latents;  // (outputs, C, h, w) final latents, before 1/scaling_factor
   Tensor images;   // (outputs, 3, H, W) in [0, 1]
   std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m")
+  PabSummary pab;
 };
 
 // This rank's place in a parallel layout (DESIGN.md §4); the default is a
@@ -67,7 +76,7 @@ class DitPipeline {
   std::string label_name(int64_t id) const;  // id2label name, or the number
 
   // The denoising loop alone: final latents (outputs, C, h, w).
-  Tensor sample(const DitRequest& req, const StepCallback& on_step = {}) const;
+  Tensor sample(const DitRequest& req, const StepCallback& on_step = {}, PabSummary* pab = nullptr) const;
   // Latents (before 1/scaling_factor) -> images in [0, 1]; output rank only.
   Tensor decode(const Tensor& latents) const;
   DitResult generate(const DitRequest& req, const StepCallback& on_step = {}) const;

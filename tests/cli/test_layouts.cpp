@@ -9,10 +9,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
+#include <nlohmann/json.hpp>
+
 #include "io/safetensors.h"
 #include "temp_dir.h"
 
@@ -115,4 +119,27 @@ TEST_CASE("a failing rank ends the whole job promptly with its exit code") {
   CHECK(r.code == 4);
   CHECK(r.seconds < 30);
   CHECK(r.output.find("injected failure on rank 1") != std::string::npos);
+}
+
+TEST_CASE("PAB under parallel layouts reproduces single-process PAB and skips their communication") {
+  const std::string pab =
+      " --steps 20 --set 'pab={\"spatial\":{\"range\":2,\"threshold\":[100,800]},"
+      "\"mlp\":{\"range\":3,\"threshold\":[100,800],\"blocks\":[0,1]}}'";
+  testing::TempDir dir("ditgen_layout_pab");
+  const Tensor single = run_fixture(dir, "single", 1, pab);
+  for (auto [ranks, sets] : {std::pair<int, std::string>{2, "--set parallel.cp=2"},
+                             {2, "--set parallel.sp=2 --set parallel.sp_mode=ring"},
+                             {3, "--set parallel.tp=3"},
+                             {8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2"}}) {
+    const std::string name = "p" + std::to_string(ranks) + "_" + std::to_string(sets.size());
+    const Tensor parallel = run_fixture(dir, name, ranks, sets + pab + " --pab-stats " + dir.file(name + ".json"));
+    const double err = testing::rel_l2(parallel, single);
+    MESSAGE(sets << " with PAB: relative L2 vs single process " << err);
+    CHECK(err < 1e-5);
+    const auto stats = nlohmann::json::parse(std::ifstream(dir.file(name + ".json")));
+    CHECK(stats["kinds"]["spatial"]["reused"] == 12);  // the same decisions on every layout
+    CHECK(stats["kinds"]["mlp"]["reused"] == 18);
+    const bool communicates = sets != "--set parallel.cp=2";  // cp exchanges eps once per step, outside blocks
+    CHECK((stats["kinds"]["spatial"]["comm_bytes_skipped"].get<int64_t>() > 0) == communicates);
+  }
 }

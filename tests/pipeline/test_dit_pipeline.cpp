@@ -5,6 +5,8 @@
 
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
+#include <cstring>
+
 #include "pipeline/dit_pipeline.h"
 #include "sched/noise.h"
 #include "util/error.h"
@@ -100,4 +102,40 @@ TEST_CASE("class names resolve through id2label, with comma-separated synonyms")
                        doctest::Contains("run.json: generate.class_labels[2]: unknown class name 'purple cow'"),
                        ConfigError);
   CHECK_THROWS_AS(pipe.label_id(int64_t{10}, "f"), ConfigError);  // 10 is the null class, not a label
+}
+
+TEST_CASE("PAB: range 1 reproduces the output without PAB exactly; counts follow the rule") {
+  const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
+  Case c = kOdd;
+  c.steps = 20;  // DDIM leading: t = 950, 900, ..., 0
+  pipeline::DitRequest req;
+  req.labels = c.labels;
+  req.steps = c.steps;
+  req.guidance_scale = c.guidance;
+  req.init_noise = fixture_tensor(c.fixture, "noise.safetensors", "noise");
+  const Tensor off = pipe.sample(req);
+
+  req.pab[pab::Kind::kSpatial] = {true, 1, 100, 800, {}};
+  pipeline::PabSummary summary;
+  const Tensor range1 = pipe.sample(req, {}, &summary);
+  CHECK(std::memcmp(off.data(), range1.data(), off.nbytes()) == 0);
+  CHECK(summary.kinds[0].reused == 0);
+  CHECK(summary.kinds[0].computed == 20 * 2);
+
+  // spatial range 2 in (100, 800): steps 4..16 are inside; reused where
+  // step % 2 != 0: 5, 7, 9, 11, 13, 15 -> 6 steps x 2 blocks. MLP of block 1,
+  // range 3: steps 4..16 with step % 3 != 0 -> 9.
+  req.pab[pab::Kind::kSpatial].range = 2;
+  req.pab[pab::Kind::kMlp] = {true, 3, 100, 800, {1}};
+  summary = {};
+  const Tensor with_pab = pipe.sample(req, {}, &summary);
+  CHECK(summary.kinds[0].reused == 12);
+  CHECK(summary.kinds[0].computed == 28);
+  CHECK(summary.kinds[3].reused == 9);
+  CHECK(summary.kinds[3].computed == 11);
+  CHECK(summary.cache_peak_bytes == 3 * 2 * 2 * 25 * 96 * 4);  // 3 outputs of (2 CFG x 2 images, 25 tokens, 96)
+  const double change = testing::rel_l2(with_pab, off);
+  MESSAGE("PAB changes the latents by relative L2 " << change);
+  CHECK(change > 0);
+  CHECK(change < 0.1);
 }

@@ -1,0 +1,77 @@
+#include "cli/pab_setup.h"
+
+#include <cstdio>
+
+#include "util/error.h"
+
+namespace ditgen::cli {
+
+namespace {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (b >= 1024 && u < 3) b /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path, int num_layers) {
+  pab::Schedule s;
+  const std::pair<pab::Kind, const std::optional<PabKindConfig>*> kinds[] = {
+      {pab::Kind::kSpatial, &cfg.pab.spatial},
+      {pab::Kind::kTemporal, &cfg.pab.temporal},
+      {pab::Kind::kCross, &cfg.pab.cross},
+      {pab::Kind::kMlp, &cfg.pab.mlp}};
+  for (const auto& [kind, conf] : kinds) {
+    if (!conf->has_value()) continue;
+    const PabKindConfig& c = **conf;
+    // DiT blocks have spatial (self) attention and an MLP only.
+    if (kind == pab::Kind::kTemporal || kind == pab::Kind::kCross)
+      throw ConfigError(config_path + ": pab." + pab::kind_name(kind) + ": a DiT model has no " +
+                        pab::kind_name(kind) + " attention (only pab.spatial and pab.mlp apply)");
+    for (size_t i = 0; i < c.blocks.size(); ++i)
+      if (c.blocks[i] >= num_layers)
+        throw ConfigError(config_path + ": pab.mlp.blocks[" + std::to_string(i) + "]: block " +
+                          std::to_string(c.blocks[i]) + " does not exist (the model has " +
+                          std::to_string(num_layers) + " blocks, 0.." + std::to_string(num_layers - 1) + ")");
+    s[kind] = {true, c.range, c.threshold[0], c.threshold[1], c.blocks};
+  }
+  return s;
+}
+
+std::string pab_summary_line(const pipeline::PabSummary& s) {
+  std::string line = "pab:";
+  int64_t skipped = 0;
+  for (int k = 0; k < pab::kKinds; ++k) {
+    const auto& st = s.kinds[k];
+    skipped += st.comm_bytes_skipped;
+    if (st.computed + st.reused == 0) continue;
+    line += std::string(" ") + pab::kind_name(static_cast<pab::Kind>(k)) + " " + std::to_string(st.computed) +
+            " computed / " + std::to_string(st.reused) + " reused,";
+  }
+  return line + " communication skipped " + human_bytes(static_cast<double>(skipped)) + ", cache peak " +
+         human_bytes(static_cast<double>(s.cache_peak_bytes));
+}
+
+nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule) {
+  nlohmann::json j;
+  j["per"] = "rank 0; outputs of (block, step) pairs over every generation of the run";
+  for (int k = 0; k < pab::kKinds; ++k) {
+    const auto kind = static_cast<pab::Kind>(k);
+    if (!schedule[kind].configured) continue;
+    const auto& st = s.kinds[k];
+    j["kinds"][pab::kind_name(kind)] = {{"computed", st.computed},
+                                        {"reused", st.reused},
+                                        {"comm_bytes_skipped", st.comm_bytes_skipped},
+                                        {"range", schedule[kind].range},
+                                        {"threshold", {schedule[kind].lo, schedule[kind].hi}}};
+  }
+  j["cache_peak_bytes"] = s.cache_peak_bytes;
+  return j;
+}
+
+}  // namespace ditgen::cli

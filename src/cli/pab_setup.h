@@ -1,0 +1,22 @@
+// The config's `pab` section as a pab::Schedule (block indices checked
+// against the model), and the run's PAB summary as a stderr line and as the
+// --pab-stats JSON of DESIGN.md §5.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "config/config.h"
+#include "pab/broadcast.h"
+#include "pipeline/dit_pipeline.h"
+
+namespace ditgen::cli {
+
+// ConfigError naming `config_path` and pab.mlp.blocks[i] for a block the
+// model does not have.
+pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path, int num_layers);
+
+std::string pab_summary_line(const pipeline::PabSummary& s);
+nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule);
+
+}  // namespace ditgen::cli

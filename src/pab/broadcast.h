@@ -1,0 +1,101 @@
+// Pyramid Attention Broadcast (DESIGN.md §5): per block and attention kind,
+// reuse the output computed at an earlier step instead of recomputing it.
+//
+// Rule, once per denoising step for each configured (block, kind), with t
+// the scheduler timestep and `count` the step number since the generation
+// started:
+//     reuse = lo < t < hi  and  count % range != 0
+//     a computed output is kept iff the next step's t lies inside (lo, hi)
+// so a kept output exists whenever reuse is true, and nothing is held outside
+// the window. Both CFG halves (and every rank of a layout) see the same steps
+// and therefore make the same decisions.
+//
+// This layer knows no model: a model asks reuse()/keep(), hands over the
+// output it computed (already after its closing all-to-all / all-reduce, so
+// a reuse skips that communication) and reports the bytes that computing it
+// sent, which a reuse then counts as skipped.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ditgen::pab {
+
+enum class Kind { kSpatial = 0, kTemporal = 1, kCross = 2, kMlp = 3 };
+constexpr int kKinds = 4;
+const char* kind_name(Kind k);  // "spatial", "temporal", "cross", "mlp"
+
+struct KindSchedule {
+  bool configured = false;
+  int range = 1;
+  double lo = 0, hi = 0;     // strict window lo < t < hi
+  std::vector<int> blocks;  // mlp: the blocks broadcast; other kinds: every block
+};
+
+struct Schedule {
+  std::array<KindSchedule, kKinds> kinds;
+  bool enabled() const;
+  const KindSchedule& operator[](Kind k) const { return kinds[static_cast<int>(k)]; }
+  KindSchedule& operator[](Kind k) { return kinds[static_cast<int>(k)]; }
+};
+
+struct KindStats {
+  int64_t computed = 0;  // (block, step) outputs computed
+  int64_t reused = 0;    // (block, step) outputs broadcast from the cache
+  int64_t comm_bytes_skipped = 0;
+};
+
+class BroadcastCache {
+ public:
+  BroadcastCache(Schedule schedule, int num_blocks);
+
+  // Starts the next denoising step at timestep t; next_t is the following
+  // step's timestep (none after the last step).
+  void begin_step(double t, std::optional<double> next_t);
+
+  bool reuse(int block, Kind kind) const;
+  // The output kept for (block, kind); only valid when reuse() is true.
+  const Tensor& cached(int block, Kind kind) const;
+  // A computed output: counted, and kept (copied) when the next step may
+  // reuse it; `comm_bytes` is what computing it sent.
+  void computed(int block, Kind kind, const Tensor& output, int64_t comm_bytes);
+  // A reused output: counted, with the bytes its computation last sent.
+  void reused(int block, Kind kind);
+
+  // Drops every kept output (end of a generation).
+  void release();
+
+  const Schedule& schedule() const { return schedule_; }
+  const KindStats& stats(Kind k) const { return stats_[static_cast<int>(k)]; }
+  int64_t cache_bytes() const { return bytes_; }
+  int64_t cache_peak_bytes() const { return peak_bytes_; }
+  int steps_started() const { return count_; }
+
+ private:
+  bool applies(int block, Kind kind) const;
+  bool in_window(Kind kind, double t) const;
+
+  Schedule schedule_;
+  int num_blocks_;
+  int count_ = -1;  // step number of the current step
+  double t_ = 0;
+  std::optional<double> next_t_;
+  struct Entry {
+    Tensor output;
+    int64_t comm_bytes = 0;
+  };
+  std::map<std::pair<int, int>, Entry> entries_;  // (block, kind) -> kept output
+  std::array<KindStats, kKinds> stats_{};
+  int64_t bytes_ = 0, peak_bytes_ = 0;
+};
+
+// Adds `more` into `total` (summary over several generations/batches).
+void accumulate(std::array<KindStats, kKinds>& total, const BroadcastCache& cache);
+
+}  // namespace ditgen::pab
