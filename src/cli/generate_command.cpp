@@ -32,7 +32,6 @@ void reject_unsupported_options(const CliOptions& o) {
   if (o.device == "cuda") not_supported("--device cuda (the CUDA backend is a later issue); use --device cpu");
   if (o.attention != "auto")
     not_supported("--attention " + o.attention + " (a CUDA backend choice; the CPU always uses tiled attention)");
-  if (!o.pab_analyze.empty()) not_supported("--pab-analyze (the PAB analysis comes in a later version)");
 }
 
 std::string format_number(double v) {
@@ -109,6 +108,8 @@ void run_generate(const CliOptions& opts) {
   req.batch_size = cfg.generate.batch_size;
   req.init_noise = init_noise;
   req.pab = pab_schedule(cfg, opts.config_path, static_cast<int>(tcfg.num_layers));
+  pab::ChangeRecorder analysis;
+  if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
 
   const int outputs = static_cast<int>(req.labels.size());
   const int batches = (outputs + req.batch_size - 1) / req.batch_size;
@@ -117,6 +118,7 @@ void run_generate(const CliOptions& opts) {
   pipeline::DitResult result = pipe.generate(req, on_step);
   progress.finish();
   if (!rank0) return;  // the output rank decodes and writes
+  if (!opts.pab_analyze.empty()) write_pab_analysis(opts.pab_analyze, analysis);
   if (req.pab.enabled()) {
     if (!quiet) std::fprintf(stderr, "ditgen: %s\n", pab_summary_line(result.pab).c_str());
     if (!opts.pab_stats.empty()) {

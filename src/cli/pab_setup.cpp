@@ -1,7 +1,10 @@
 #include "cli/pab_setup.h"
 
+#include <array>
 #include <cstdio>
 
+#include "io/line_plot.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace ditgen::cli {
@@ -72,6 +75,26 @@ nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedu
   }
   j["cache_peak_bytes"] = s.cache_peak_bytes;
   return j;
+}
+
+void write_pab_analysis(const std::string& dir, const pab::ChangeRecorder& recorder) {
+  const std::string csv = recorder.csv();
+  write_file_atomic(dir + "/pab.csv", csv.data(), csv.size());
+  static const std::array<uint8_t, 3> colours[pab::kKinds] = {
+      {31, 119, 180}, {44, 160, 44}, {148, 103, 189}, {255, 127, 14}};
+  std::vector<io::PlotSeries> series;
+  std::string legend;
+  for (const auto& [kind, points] : recorder.mean_by_kind()) {
+    io::PlotSeries s{colours[static_cast<int>(kind)], {}};
+    for (const auto& [step, value] : points) s.points.emplace_back(step, value);
+    series.push_back(std::move(s));
+    legend += std::string(legend.empty() ? "" : ", ") + pab::kind_name(kind);
+  }
+  io::write_line_plot(dir + "/pab.png", series, 800, 400,
+                      {{"Title", "PAB analysis: mean relative change of each output from the previous step"},
+                       {"Description", "x: denoising step; y: ||o_s - o_{s-1}|| / ||o_{s-1}||, mean over blocks; "
+                                       "lines (legend swatches, left to right): " + legend +
+                                       " (spatial blue, temporal green, cross purple, mlp orange)"}});
 }
 
 }  // namespace ditgen::cli

@@ -19,4 +19,9 @@ pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path,
 std::string pab_summary_line(const pipeline::PabSummary& s);
 nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule);
 
+// --pab-analyze DIR: DIR/pab.csv (every row) and DIR/pab.png (mean relative
+// change over blocks per step, one line per kind: spatial blue, temporal
+// green, cross purple, mlp orange; the legend swatches in that order).
+void write_pab_analysis(const std::string& dir, const pab::ChangeRecorder& recorder);
+
 }  // namespace ditgen::cli

@@ -1,5 +1,7 @@
 #include "pab/broadcast.h"
 
+#include "pab/change_recorder.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -24,6 +26,7 @@ BroadcastCache::BroadcastCache(Schedule schedule, int num_blocks)
 
 void BroadcastCache::begin_step(double t, std::optional<double> next_t) {
   ++count_;
+  if (recorder_) recorder_->begin_step(count_, t);
   t_ = t;
   next_t_ = next_t;
 }
@@ -52,6 +55,7 @@ const Tensor& BroadcastCache::cached(int block, Kind kind) const {
 }
 
 void BroadcastCache::computed(int block, Kind kind, const Tensor& output, int64_t comm_bytes) {
+  if (recorder_) recorder_->record(block, kind, output);
   if (!applies(block, kind)) return;
   ++stats_[static_cast<int>(kind)].computed;
   const auto key = std::make_pair(block, static_cast<int>(kind));

@@ -51,9 +51,14 @@ struct KindStats {
   int64_t comm_bytes_skipped = 0;
 };
 
+class ChangeRecorder;
+
 class BroadcastCache {
  public:
   BroadcastCache(Schedule schedule, int num_blocks);
+  // Also report every computed output (configured or not) to `recorder`
+  // (--pab-analyze); it must outlive the cache.
+  void set_recorder(ChangeRecorder* recorder) { recorder_ = recorder; }
 
   // Starts the next denoising step at timestep t; next_t is the following
   // step's timestep (none after the last step).
@@ -83,6 +88,7 @@ class BroadcastCache {
 
   Schedule schedule_;
   int num_blocks_;
+  ChangeRecorder* recorder_ = nullptr;
   int count_ = -1;  // step number of the current step
   double t_ = 0;
   std::optional<double> next_t_;

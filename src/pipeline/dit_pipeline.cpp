@@ -125,7 +125,10 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step, P
     // One PAB cache per generation: the count starts at 0, and the CFG
     // halves (one forward here, or the two cp ranks) share each step.
     std::optional<pab::BroadcastCache> pab;
-    if (req.pab.enabled()) pab.emplace(req.pab, static_cast<int>(cfg.num_layers));
+    if (req.pab.enabled() || req.pab_analysis) {
+      pab.emplace(req.pab, static_cast<int>(cfg.num_layers));
+      pab->set_recorder(req.pab_analysis);
+    }
 
     for (size_t s = 0; s < timesteps.size(); ++s) {
       for (int64_t c = 0; c < copies; ++c)

@@ -23,6 +23,7 @@
 
 #include "io/model_dir.h"
 #include "models/dit.h"
+#include "pab/change_recorder.h"
 #include "models/vae.h"
 #include "tensor/tensor.h"
 
@@ -37,6 +38,7 @@ struct DitRequest {
   int batch_size = 4;
   std::optional<Tensor> init_noise;  // (outputs, C, h, w) instead of drawn noise
   pab::Schedule pab;                 // Pyramid Attention Broadcast; default off
+  pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
 };
 
 // PAB over a whole run (every batch's generation).

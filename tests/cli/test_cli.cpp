@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -190,4 +191,32 @@ TEST_CASE("SIGTERM stops a run with exit code 143 and leaves no output") {
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 143);
   CHECK(s.empty_of_outputs());
+}
+
+TEST_CASE("--pab-analyze writes the per-step change as CSV and a PNG plot; --pab-stats the summary") {
+  Scratch s("pab");
+  const std::string cfg = fixture_config(s);
+  const std::string dir = (s.dir / "analysis").string();
+  Run r = run_ditgen("--config " + cfg + " --steps 10 --quiet --pab-analyze " + dir + " --pab-stats " +
+                     (s.dir / "pab.json").string() +
+                     " --set 'pab.spatial={\"range\":2,\"threshold\":[100,800]}'");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string csv = read_file(fs::path(dir) / "pab.csv");
+  // One row per (step >= 1, block, kind) of computed outputs: 2 blocks x
+  // (9 MLP rows + the spatial rows of steps whose previous output was computed too).
+  CHECK(csv.rfind("generation,step,timestep,block,kind,rel_change\n", 0) == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') > 18);
+  CHECK(csv.find(",1,mlp,") != std::string::npos);
+  const std::string png = read_file(fs::path(dir) / "pab.png");
+  CHECK(png.compare(1, 3, "PNG") == 0);
+  const std::string stats = read_file(s.dir / "pab.json");
+  CHECK(stats.find("\"spatial\"") != std::string::npos);
+  CHECK(stats.find("\"reused\"") != std::string::npos);
+  // A DiT has no temporal attention: a clear config error.
+  r = run_ditgen("--config " + cfg + " --set 'pab.temporal={\"range\":2,\"threshold\":[100,800]}'");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("pab.temporal") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --set 'pab.mlp={\"range\":2,\"threshold\":[100,800],\"blocks\":[2]}'");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("pab.mlp.blocks[0]") != std::string::npos);
 }
