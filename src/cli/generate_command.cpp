@@ -13,6 +13,7 @@
 
 #include "cli/layout_setup.h"
 #include "cli/pab_setup.h"
+#include "cli/preflight.h"
 #include "util/atomic_file.h"
 #include "config/config.h"
 #include "dist/mpi_runtime.h"
@@ -73,41 +74,21 @@ void run_generate(const CliOptions& opts) {
     std::fprintf(stderr, "ditgen: warning: OpenBLAS uses %s threading, not OpenMP; expect contention "
                          "(install libopenblas0-openmp)\n", ops::blas_threading());
 
-  // --init-noise is read before the model so a bad file fails fast.
-  std::optional<Tensor> init_noise;
-  if (!opts.init_noise.empty()) {
-    auto f = io::SafetensorsFile::open(opts.init_noise);
-    if (!f->contains("noise"))
-      throw ConfigError(opts.init_noise + ": --init-noise file has no tensor named 'noise'");
-    init_noise = f->load("noise").clone();
-  }
+  // Everything checkable without weights, before loading them.
+  const Preflight checked = preflight(cfg, opts, rank0);
 
   const auto pipe = pipeline::DitPipeline::load(cfg.model.path, layout.run);
   inject_test_failure(layout.world_rank);
-  const auto& tcfg = pipe.transformer().config();
-  const int vae_factor = 1 << (static_cast<int>(pipe.vae_config().block_out_channels.size()) - 1);
-  const int size = static_cast<int>(tcfg.sample_size) * vae_factor;
-  if ((cfg.generate.height && cfg.generate.height != size) || (cfg.generate.width && cfg.generate.width != size))
-    throw ConfigError(opts.config_path + ": generate.height/width: this DiT model generates " + std::to_string(size) +
-                      "x" + std::to_string(size) + " only (sample_size " + std::to_string(tcfg.sample_size) +
-                      " x VAE factor " + std::to_string(vae_factor) + ")");
 
   pipeline::DitRequest req;
-  for (size_t i = 0; i < cfg.generate.class_labels.size(); ++i) {
-    const auto& l = cfg.generate.class_labels[i];
-    std::variant<int64_t, std::string> label;
-    if (const int* id = std::get_if<int>(&l)) label = static_cast<int64_t>(*id);
-    else label = std::get<std::string>(l);
-    req.labels.push_back(
-        pipe.label_id(label, opts.config_path + ": generate.class_labels[" + std::to_string(i) + "]"));
-  }
+  req.labels = checked.labels;
   req.seed = cfg.generate.seed;
   req.steps = cfg.generate.steps;
   req.guidance_scale = static_cast<float>(cfg.generate.guidance_scale);
   req.scheduler = cfg.generate.scheduler;
   req.batch_size = cfg.generate.batch_size;
-  req.init_noise = init_noise;
-  req.pab = pab_schedule(cfg, opts.config_path, static_cast<int>(tcfg.num_layers));
+  req.init_noise = checked.init_noise;
+  req.pab = checked.pab;
   pab::ChangeRecorder analysis;
   if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
 

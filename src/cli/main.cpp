@@ -3,7 +3,8 @@
 // and field at fault. Temporary output files are removed on any failure and
 // on SIGINT/SIGTERM. Under mpirun a failing rank aborts the whole job
 // (MPI_Abort with the same exit code), so no rank waits forever in a
-// collective.
+// collective; a signal sent to mpirun ends the ranks with mpirun's own exit
+// code (MPI_Abort is not async-signal-safe, so handlers only _exit).
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -23,7 +24,9 @@ namespace {
   cleanup_temp_files_now();
   const auto& world = dist::MpiRuntime::world();
   if (world.size() > 1) {
-    std::fprintf(stderr, "ditgen[rank %d]: error: %s\n", world.rank(), message.c_str());
+    // Config errors are found identically by every rank: rank 0 speaks.
+    if (code != kExitBadConfig || world.rank() == 0)
+      std::fprintf(stderr, "ditgen[rank %d]: error: %s\n", world.rank(), message.c_str());
     dist::MpiRuntime::abort(code);  // ends every rank
   }
   std::fprintf(stderr, "ditgen: error: %s\n", message.c_str());

@@ -4,6 +4,7 @@
 
 #include "cli/layout_setup.h"
 #include "config/config.h"
+#include "dist/mpi_runtime.h"
 #include "dist/plan.h"
 
 namespace ditgen::cli {
@@ -24,6 +25,7 @@ void run_plan(const CliOptions& opts) {
     rows.push_back(dist::plan_layout(layout, dims, images, cfg_guidance));
     title = "layout of " + opts.config_path + ", " + cfg.model.path;
   }
+  if (dist::MpiRuntime::world().rank() != 0) return;  // one table, not one per rank
   std::printf("%s", dist::format_plan_table(rows, title + " (batch of " + std::to_string(images) + " image" +
                                                       (images == 1 ? "" : "s") + (cfg_guidance ? ", CFG" : "") +
                                                       ", float32)")

@@ -121,6 +121,10 @@ int default_threads(int ranks_on_node) {
   if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) cores = CPU_COUNT(&allowed);
   if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
   if (ranks_on_node < 1) ranks_on_node = 1;
+  // A launcher that binds each rank (mpirun does by default) already gave
+  // this process its share: use the whole mask. Otherwise share the machine.
+  const int machine = static_cast<int>(std::thread::hardware_concurrency());
+  if (ranks_on_node > 1 && machine > 0 && cores < machine) return cores;
   return cores / ranks_on_node > 1 ? cores / ranks_on_node : 1;
 }
 

@@ -152,7 +152,12 @@ void MpiCommunicator::do_all_to_all_v(const float* send, const std::vector<int64
                                       float* recv, const std::vector<int64_t>& recv_counts) {
   const std::vector<int64_t> send_displs = prefix_sums(send_counts);
   const std::vector<int64_t> recv_displs = prefix_sums(recv_counts);
-  if (std::max(total(send_counts), total(recv_counts)) <= max_call_count_) {
+  // Every rank must take the same path (a collective on some ranks and
+  // point-to-point on others would hang), and with uneven shards the totals
+  // differ per rank: agree on the largest.
+  int64_t largest = std::max(total(send_counts), total(recv_counts));
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &largest, 1, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce");
+  if (largest <= max_call_count_) {
     const std::vector<int> sc = to_int(send_counts), sd = to_int(send_displs);
     const std::vector<int> rc = to_int(recv_counts), rd = to_int(recv_displs);
     check_mpi(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_FLOAT, recv, rc.data(), rd.data(),

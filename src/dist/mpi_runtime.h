@@ -13,9 +13,10 @@
 //   return 0;                            // finalize() runs at exit
 // Failure rule (DESIGN.md §1): a failing rank must stop the whole job
 // promptly, never leave the others hanging in a collective. So every error
-// exit — and a SIGINT/SIGTERM exit (130/143) — under MPI goes through
-// abort(code), i.e. MPI_Abort(MPI_COMM_WORLD, code): mpirun kills all ranks
-// and itself exits with that code. Never return an error code from main()
+// exit under MPI goes through abort(code), i.e. MPI_Abort(MPI_COMM_WORLD,
+// code): mpirun kills all ranks and itself exits with that code. Signals are
+// the exception: the handlers only remove temporary files and _exit (MPI_Abort
+// is not async-signal-safe); mpirun then ends the job with its own code. Never return an error code from main()
 // while MPI is active: the exit-time MPI_Finalize would wait for ranks that
 // are blocked in a collective.
 #pragma once

@@ -260,7 +260,7 @@ void DitTransformer::attention(const Tensor& q, const Tensor& k, const Tensor& v
 // reverse all-to-all of the output.
 void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
   dist::Communicator& comm = *shard_.sp;
-  const int sp = comm.size(), me = comm.rank();
+  const int sp = comm.size();
   const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim;
   const int64_t n = cfg_.grid() * cfg_.grid(), w = dl / sp;  // w: this rank's head columns after the switch
   std::vector<int64_t> send(sp), recv(sp);
@@ -313,7 +313,6 @@ void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const T
       for (int64_t i = 0; i < p; ++i)
         std::memcpy(out.data() + (b * p + i) * dl + j * w, recvbuf.data() + ((j * bsz + b) * p + i) * w,
                     w * sizeof(float));
-  (void)me;
 }
 
 // Ring: this rank's queries meet every K/V shard as the shards travel

@@ -36,8 +36,9 @@ DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& p
   return p;
 }
 
-int64_t DitPipeline::label_id(const std::variant<int64_t, std::string>& label, const std::string& field) const {
-  const int64_t classes = transformer_->config().num_classes;
+int64_t resolve_class_label(const std::variant<int64_t, std::string>& label,
+                            const std::vector<std::pair<int, std::string>>& id2label, int64_t classes,
+                            const std::string& field) {
   if (const auto* id = std::get_if<int64_t>(&label)) {
     if (*id < 0 || *id >= classes)
       throw ConfigError(field + ": class " + std::to_string(*id) + " is outside [0, " + std::to_string(classes - 1) +
@@ -47,21 +48,29 @@ int64_t DitPipeline::label_id(const std::variant<int64_t, std::string>& label, c
   const std::string& name = std::get<std::string>(label);
   // As DiTPipeline.get_label_ids: each id2label value may list several
   // comma-separated names ("tench, Tinca tinca"); any of them matches.
-  for (const auto& [id, names] : id2label_) {
+  // A name listed under several ids (ImageNet's "crane": 134 and 517) maps
+  // to the last, as DiTPipeline's dict built in id order does.
+  std::optional<int64_t> found;
+  for (const auto& [id, names] : id2label) {
     size_t start = 0;
     while (start <= names.size()) {
       size_t comma = names.find(',', start);
       std::string part = names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       part.erase(0, part.find_first_not_of(' '));
       part.erase(part.find_last_not_of(' ') + 1);
-      if (part == name) return id;
+      if (part == name) found = id;
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
   }
-  std::string hint = id2label_.empty() ? " (the model's model_index.json has no id2label; use class numbers)"
-                                       : " (not in the model's id2label; e.g. '" + id2label_.front().second + "')";
+  if (found) return *found;
+  std::string hint = id2label.empty() ? " (the model's model_index.json has no id2label; use class numbers)"
+                                      : " (not in the model's id2label; e.g. '" + id2label.front().second + "')";
   throw ConfigError(field + ": unknown class name '" + name + "'" + hint);
+}
+
+int64_t DitPipeline::label_id(const std::variant<int64_t, std::string>& label, const std::string& field) const {
+  return resolve_class_label(label, id2label_, transformer_->config().num_classes, field);
 }
 
 std::string DitPipeline::label_name(int64_t id) const {

@@ -65,6 +65,12 @@ struct ParallelRun {
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).
 using StepCallback = std::function<void(int, int, int, int)>;
 
+// A class id or name -> id (names via id2label, as DiTPipeline.get_label_ids;
+// ids checked against num_classes). ConfigError naming `field` otherwise.
+int64_t resolve_class_label(const std::variant<int64_t, std::string>& label,
+                            const std::vector<std::pair<int, std::string>>& id2label, int64_t num_classes,
+                            const std::string& field);
+
 class DitPipeline {
  public:
   // Reads model_index.json and the transformer/vae/scheduler parts;

@@ -220,3 +220,23 @@ TEST_CASE("--pab-analyze writes the per-step change as CSV and a PNG plot; --pab
   CHECK(r.code == 2);
   CHECK(r.output.find("pab.mlp.blocks[0]") != std::string::npos);
 }
+
+TEST_CASE("what can be checked without weights fails before loading them, with exit 2") {
+  Scratch s("early");
+  const std::string cfg = fixture_config(s);
+  Run r = run_ditgen("--config " + cfg + " --output /dev/null/x.png");  // parent is not a directory
+  CHECK(r.code == 2);
+  CHECK(r.output.find("output.path") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --steps 5000");  // more than the 1000 training timesteps
+  CHECK(r.code == 2);
+  CHECK(r.output.find("scheduler_config.json") != std::string::npos);
+  const std::string bad_noise = s.write("noise.safetensors", "not a safetensors file");
+  r = run_ditgen("--config " + cfg + " --init-noise " + bad_noise);
+  CHECK(r.code == 2);
+  CHECK(r.output.find("--init-noise") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --init-noise " + testing::fixture_dir("dit_small_bf16") +
+                 "/reference/noise.safetensors");  // another model's shape
+  CHECK(r.code == 2);
+  CHECK(r.output.find("expected [2, 4, 10, 10]") != std::string::npos);
+  CHECK(s.empty_of_outputs());
+}

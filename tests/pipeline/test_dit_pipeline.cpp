@@ -139,3 +139,11 @@ TEST_CASE("PAB: range 1 reproduces the output without PAB exactly; counts follow
   CHECK(change > 0);
   CHECK(change < 0.1);
 }
+
+TEST_CASE("a class name listed under several ids resolves to the last, as DiTPipeline's dict does") {
+  const std::vector<std::pair<int, std::string>> id2label = {{134, "crane"}, {200, "tabby, tabby cat"},
+                                                             {517, "crane"}};
+  CHECK(pipeline::resolve_class_label(std::string("crane"), id2label, 1000, "f") == 517);
+  CHECK(pipeline::resolve_class_label(std::string("tabby cat"), id2label, 1000, "f") == 200);
+  CHECK(pipeline::resolve_class_label(int64_t{999}, id2label, 1000, "f") == 999);
+}
