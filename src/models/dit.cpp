@@ -200,6 +200,32 @@ Tensor token_rows(const Tensor& x, dist::Range r) {
   return y;
 }
 
+// Token-sharded buffers as collectives move them: rank j's block holds, for
+// each of `rows` sequences, its tokens [even_shard(n, sp, j)], each `width`
+// floats: [j][row][P_j][width]. unshard_tokens turns that into whole
+// sequences [row][n][width]; shard_tokens does the reverse.
+void unshard_tokens(const float* sharded, int64_t rows, int64_t n, int sp, int64_t width, float* whole) {
+  int64_t offset = 0;
+  for (int j = 0; j < sp; ++j) {
+    const dist::Range r = dist::even_shard(n, sp, j);
+    for (int64_t b = 0; b < rows; ++b) {
+      std::memcpy(whole + (b * n + r.begin) * width, sharded + offset, r.size() * width * sizeof(float));
+      offset += r.size() * width;
+    }
+  }
+}
+
+void shard_tokens(const float* whole, int64_t rows, int64_t n, int sp, int64_t width, float* sharded) {
+  int64_t offset = 0;
+  for (int j = 0; j < sp; ++j) {
+    const dist::Range r = dist::even_shard(n, sp, j);
+    for (int64_t b = 0; b < rows; ++b) {
+      std::memcpy(sharded + offset, whole + (b * n + r.begin) * width, r.size() * width * sizeof(float));
+      offset += r.size() * width;
+    }
+  }
+}
+
 ops::AttentionArgs attention_args(const float* q, const float* k, const float* v, float* out, int64_t bsz,
                                   int64_t heads, int64_t head_dim, int64_t q_len, int64_t kv_len, int64_t q_stride,
                                   int64_t kv_stride) {
@@ -278,18 +304,9 @@ void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const T
           std::memcpy(sendbuf.data() + (((j * 3 + t) * bsz + b) * p + i) * w,
                       qkv[t]->data() + (b * p + i) * dl + j * w, w * sizeof(float));
   comm.all_to_all_v(sendbuf.data(), send, recvbuf.data(), recv);
-  // Reassemble (3, B, N, w) in global token order.
+  // Reassemble (3, B, N, w) in global token order ([q|k|v] x batch as rows).
   Tensor full = Tensor::empty({3, bsz, n, w});
-  int64_t offset = 0;
-  for (int j = 0; j < sp; ++j) {
-    const dist::Range r = dist::even_shard(n, sp, j);
-    for (int t = 0; t < 3; ++t)
-      for (int64_t b = 0; b < bsz; ++b) {
-        std::memcpy(full.data() + ((t * bsz + b) * n + r.begin) * w, recvbuf.data() + offset,
-                    r.size() * w * sizeof(float));
-        offset += r.size() * w;
-      }
-  }
+  unshard_tokens(recvbuf.data(), 3 * bsz, n, sp, w, full.data());
   Tensor o = Tensor::empty({bsz, n, w});
   const float* base = full.data();
   ops::attention(attention_args(base, base + bsz * n * w, base + 2 * bsz * n * w, o.data(), bsz, w / hd, hd, n, n,
@@ -299,14 +316,7 @@ void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const T
     send[j] = bsz * dist::even_shard(n, sp, j).size() * w;
     recv[j] = bsz * p * w;
   }
-  offset = 0;
-  for (int j = 0; j < sp; ++j) {
-    const dist::Range r = dist::even_shard(n, sp, j);
-    for (int64_t b = 0; b < bsz; ++b) {
-      std::memcpy(sendbuf.data() + offset, o.data() + (b * n + r.begin) * w, r.size() * w * sizeof(float));
-      offset += r.size() * w;
-    }
-  }
+  shard_tokens(o.data(), bsz, n, sp, w, sendbuf.data());
   comm.all_to_all_v(sendbuf.data(), send, recvbuf.data(), recv);
   for (int j = 0; j < sp; ++j)
     for (int64_t b = 0; b < bsz; ++b)
@@ -472,14 +482,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     std::vector<float> gathered(bsz * n * row);
     shard_.sp->all_gather_v(out.data(), out.numel(), gathered.data(), counts);
     Tensor whole = Tensor::empty({bsz, n, row});
-    int64_t offset = 0;
-    for (int j = 0; j < sp; ++j) {
-      const dist::Range r = dist::even_shard(n, sp, j);
-      for (int64_t b = 0; b < bsz; ++b) {
-        std::memcpy(whole.data() + (b * n + r.begin) * row, gathered.data() + offset, r.size() * row * sizeof(float));
-        offset += r.size() * row;
-      }
-    }
+    unshard_tokens(gathered.data(), bsz, n, sp, row, whole.data());
     out = whole;
   }
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels);
