@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 #include "cli/pab_setup.h"
@@ -28,7 +27,7 @@ void probe_writable_dir(const std::string& dir, const std::string& what) {
   const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.ditgen-probe-" + std::to_string(getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0)
-    throw ConfigError(what + ": cannot write into '" + (dir.empty() ? "." : dir) + "': " + std::strerror(errno));
+    throw ConfigError(what + ": cannot write into '" + (dir.empty() ? "." : dir) + "': " + errno_text(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }

@@ -64,8 +64,6 @@ const DTypeEntry* find_dtype(const std::string& name) {
   return nullptr;
 }
 
-std::string errno_text(int err) { return std::generic_category().message(err); }
-
 // IEEE half -> float, exact for every input (subnormals, +-0, inf, NaN payloads).
 inline float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;

@@ -63,8 +63,6 @@ class TempRegistration {
   TempSlot* slot_ = nullptr;
 };
 
-std::string errno_text(int err) { return std::generic_category().message(err); }
-
 void cleanup_and_exit_on_signal(int sig) {
   cleanup_temp_files_now();
   _exit(sig == SIGINT ? kExitSigint : kExitSigterm);

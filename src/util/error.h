@@ -4,6 +4,7 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 namespace ditgen {
 
@@ -39,6 +40,9 @@ struct ModelError : Error {
 struct RuntimeFailure : Error {
   explicit RuntimeFailure(const std::string& m) : Error(kExitRuntime, m) {}
 };
+
+// The text of an errno value ("No such file or directory"), for messages.
+inline std::string errno_text(int err) { return std::generic_category().message(err); }
 
 // A part of the contract that is not built yet (DESIGN.md: exit 2).
 [[noreturn]] inline void not_supported(const std::string& what) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "error_helpers.h"
 #include "temp_dir.h"
 #include "io/model_dir.h"
 #include "util/error.h"
@@ -24,20 +25,8 @@ struct TempDir : testing::TempDir {
 
 namespace {
 
-std::string model_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ModelError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a ModelError: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using testing::contains;
+using testing::model_error_of;
 
 }  // namespace
 

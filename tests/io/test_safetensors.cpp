@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "error_helpers.h"
 #include "temp_dir.h"
 #include "io/safetensors.h"
 #include "util/error.h"
@@ -62,21 +63,8 @@ std::string u16_bytes(const std::vector<uint16_t>& values) {
   return s;
 }
 
-// The message of the ModelError `f` throws, or a marker if it throws none.
-std::string model_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ModelError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a ModelError: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using testing::contains;
+using testing::model_error_of;
 
 // Whether `p` lies inside a mapping of `file` (from /proc/self/maps).
 bool points_into_mapping_of(const void* p, const std::string& file) {
