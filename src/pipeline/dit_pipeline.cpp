@@ -27,7 +27,7 @@ DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& p
   p.scheduler_config_ = sched::load_scheduler_config(p.dir_.part_config_path("scheduler"));
   p.id2label_ = p.dir_.id2label();
   // Check the scheduler config now rather than after the weights are loaded.
-  sched::make_scheduler("", p.scheduler_config_, p.dir_.part_config_path("scheduler"));
+  p.default_scheduler_ = sched::make_scheduler("", p.scheduler_config_, p.dir_.part_config_path("scheduler"))->name();
   p.transformer_ = std::make_shared<models::DitTransformer>(
       models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg, par.shard));
   if (par.output_rank)
@@ -82,10 +82,6 @@ std::string DitPipeline::label_name(int64_t id) const {
 Shape DitPipeline::latent_shape() const {
   const auto& c = transformer_->config();
   return {c.in_channels, c.sample_size, c.sample_size};
-}
-
-std::string DitPipeline::default_scheduler() const {
-  return sched::make_scheduler("", scheduler_config_, dir_.part_config_path("scheduler"))->name();
 }
 
 Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step, PabSummary* pab_summary) const {

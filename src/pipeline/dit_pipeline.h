@@ -94,7 +94,7 @@ class DitPipeline {
   const models::VaeConfig& vae_config() const { return vae_config_; }
   const io::ModelDir& model_dir() const { return dir_; }
   Shape latent_shape() const;  // (C, h, w) of one output
-  std::string default_scheduler() const;
+  const std::string& default_scheduler() const { return default_scheduler_; }  // from scheduler_config.json
 
  private:
   io::ModelDir dir_;
@@ -103,6 +103,7 @@ class DitPipeline {
   models::VaeConfig vae_config_;
   ParallelRun par_;
   nlohmann::json scheduler_config_;
+  std::string default_scheduler_;
   std::vector<std::pair<int, std::string>> id2label_;
 };
 
