@@ -9,7 +9,9 @@
 // projection (only the small query tile is transposed) and the softmax runs
 // along rows of S^T with the 64 queries as the vector lanes. Keys are walked
 // in chunks of 256 with a running max / sum per query (online softmax); V
-// rows are copied into whole-vector rows for the P V kernel.
+// rows are copied into whole-vector rows for the P V kernel. The softmax
+// recurrence and the log-sum-exp merge are kernels/math/softmax.h's, shared
+// with the CUDA kernels.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -19,7 +21,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/math/activations.h"
+#include "kernels/math/softmax.h"
 #include "ops/ops.h"
 
 namespace ditgen::ops {
@@ -185,14 +187,14 @@ void attention(const AttentionArgs& a) {
         }
 #pragma omp simd
         for (int64_t i = 0; i < kQ; ++i) {
-          correction[i] = math::fast_exp(correction[i] - row_max[i]);  // ~0 on the first chunk (-inf)
+          correction[i] = math::softmax_rescale(correction[i], row_max[i]);  // ~0 on the first chunk (-inf)
           row_sum[i] *= correction[i];
         }
         for (int64_t j = 0; j < bk; ++j) {
           float* s = st.data() + j * kQ;
 #pragma omp simd
           for (int64_t i = 0; i < kQ; ++i) {
-            s[i] = math::fast_exp(s[i] - row_max[i]);
+            s[i] = math::softmax_weight(s[i], row_max[i]);
             row_sum[i] += s[i];
           }
         }
@@ -214,7 +216,7 @@ void attention(const AttentionArgs& a) {
       float* out = a.out + b * a.out_batch_stride + q0 * a.out_row_stride + h * d;
       if (a.lse) {
         float* lse = a.lse + (b * a.heads + h) * a.q_len + q0;
-        for (int64_t i = 0; i < bq; ++i) lse[i] = row_max[i] + std::log(row_sum[i]);
+        for (int64_t i = 0; i < bq; ++i) lse[i] = math::softmax_lse(row_max[i], row_sum[i]);
       }
       for (int64_t i = 0; i < bq; ++i) {
         const float inv = 1.0f / row_sum[i];
@@ -234,15 +236,12 @@ void attention_merge_(float* out, float* lse, const float* out2, const float* ls
     for (int64_t h = 0; h < heads; ++h)
       for (int64_t i = 0; i < q_len; ++i) {
         float& l1 = lse[(b * heads + h) * q_len + i];
-        const float l2 = lse2[(b * heads + h) * q_len + i];
-        const float m = std::max(l1, l2);
-        const float w1 = std::exp(l1 - m), w2 = std::exp(l2 - m);
-        const float inv = 1.0f / (w1 + w2);
+        const math::LseMerge w = math::lse_merge(l1, lse2[(b * heads + h) * q_len + i]);
         float* o = out + b * batch_stride + i * row_stride + h * head_dim;
         const float* o2 = out2 + b * batch_stride + i * row_stride + h * head_dim;
 #pragma omp simd
-        for (int64_t e = 0; e < head_dim; ++e) o[e] = (o[e] * w1 + o2[e] * w2) * inv;
-        l1 = m + std::log(w1 + w2);
+        for (int64_t e = 0; e < head_dim; ++e) o[e] = math::lse_merge_value(w, o[e], o2[e]);
+        l1 = w.lse;
       }
 }
 

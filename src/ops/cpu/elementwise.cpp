@@ -1,8 +1,10 @@
 // Elementwise ops on the CPU: one OpenMP-parallel, vectorised pass each, using
-// the per-element formulas of kernels/math/activations.h.
+// the per-element formulas of kernels/math/activations.h and norm.h (shared
+// with the CUDA kernels).
 #include <stdexcept>
 
 #include "kernels/math/activations.h"
+#include "kernels/math/norm.h"
 #include "ops/ops.h"
 
 namespace ditgen::ops {
@@ -58,7 +60,7 @@ void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate
       float* xr = xd + (i * n + t) * c;
       const float* yr = yd + (i * n + t) * c;
 #pragma omp simd
-      for (int64_t j = 0; j < c; ++j) xr[j] += g[j] * yr[j];
+      for (int64_t j = 0; j < c; ++j) xr[j] = math::gated_residual(xr[j], g[j], yr[j]);
     }
 }
 

@@ -1,9 +1,11 @@
 // Sinusoidal embeddings and patch (un)folding, following diffusers' formulas
 // and float precision: timestep embeddings in float32 (as torch computes
-// them), 2-D position embeddings in float64 then rounded (as diffusers does).
+// them, per element as kernels/math/embedding.h shared with the CUDA op),
+// 2-D position embeddings in float64 then rounded (as diffusers does).
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/math/embedding.h"
 #include "ops/ops.h"
 
 namespace ditgen::ops {
@@ -13,17 +15,13 @@ Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool
   const int64_t half = dim / 2;
   const int64_t n = static_cast<int64_t>(timesteps.size());
   std::vector<float> freq(half);
-  const float neg_log_period = static_cast<float>(-std::log(static_cast<double>(max_period)));
-  for (int64_t i = 0; i < half; ++i) {
-    float exponent = neg_log_period * static_cast<float>(i);
-    exponent = exponent / (static_cast<float>(half) - downscale_freq_shift);
-    freq[i] = std::exp(exponent);
-  }
+  const float neg_log_period = math::timestep_neg_log_period(max_period);
+  for (int64_t i = 0; i < half; ++i) freq[i] = math::timestep_freq(i, half, downscale_freq_shift, neg_log_period);
   Tensor out = Tensor::zeros({n, dim});
   for (int64_t r = 0; r < n; ++r) {
     float* row = out.data() + r * dim;
     for (int64_t i = 0; i < half; ++i) {
-      const float arg = scale * (timesteps[r] * freq[i]);
+      const float arg = math::timestep_arg(timesteps[r], freq[i], scale);
       const float s = std::sin(arg), c = std::cos(arg);
       row[i] = flip_sin_to_cos ? c : s;
       row[half + i] = flip_sin_to_cos ? s : c;

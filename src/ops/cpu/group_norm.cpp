@@ -8,7 +8,9 @@
 // followed by SiLU when asked (the VAE always pairs them, and fusing saves a
 // full read+write of the feature map).
 //
-// SiLU is math::silu (kernels/math/activations.h): a branch-free exp, so the
+// The apply formula is math::group_norm_apply (kernels/math/norm.h, shared
+// with the CUDA kernel). SiLU is math::silu (kernels/math/activations.h): a
+// branch-free exp, so the
 // loop vectorises; glibc's expf is scalar without -ffast-math and would
 // dominate this memory-bound pass.
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "kernels/math/activations.h"
+#include "kernels/math/norm.h"
 #include "ops/ops.h"
 
 namespace ditgen::ops {
@@ -72,12 +75,12 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
       if (fuse_silu) {
 #pragma omp simd
         for (int64_t i = 0; i < S; ++i) {
-          const float y = ((xc[i] - mean_hi) - mean_lo) * a + s;
+          const float y = math::group_norm_apply(xc[i], mean_hi, mean_lo, a, s);
           oc[i] = math::silu(y);
         }
       } else {
 #pragma omp simd
-        for (int64_t i = 0; i < S; ++i) oc[i] = ((xc[i] - mean_hi) - mean_lo) * a + s;
+        for (int64_t i = 0; i < S; ++i) oc[i] = math::group_norm_apply(xc[i], mean_hi, mean_lo, a, s);
       }
     }
   }

@@ -1,9 +1,11 @@
 // LayerNorm on the CPU, plain and fused with adaLN modulation. Rows are
 // independent: one OpenMP task per row, two vectorised passes (mean, then
-// variance of the centred values, as PyTorch does, for accuracy).
+// variance of the centred values, as PyTorch does, for accuracy). The
+// per-element formulas are kernels/math/norm.h's, shared with the CUDA ops.
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/math/norm.h"
 #include "ops/ops.h"
 
 namespace ditgen::ops {
@@ -22,7 +24,7 @@ inline void row_stats(const float* x, int64_t c, float eps, float& mean, float& 
     float d = x[j] - mean;
     v += d * d;
   }
-  rstd = 1.0f / std::sqrt(v / static_cast<float>(c) + eps);
+  rstd = math::norm_rstd(v, static_cast<float>(c), eps);
 }
 
 }  // namespace
@@ -42,7 +44,7 @@ Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, flo
     row_stats(xr, c, eps, mean, rstd);
 #pragma omp simd
     for (int64_t j = 0; j < c; ++j) {
-      float v = (xr[j] - mean) * rstd;
+      float v = math::normalize(xr[j], mean, rstd);
       if (w) v *= w[j];
       if (b) v += b[j];
       yr[j] = v;
@@ -67,7 +69,7 @@ void layer_norm_modulate(const Tensor& x, const float* shift, const float* scale
       float mean, rstd;
       row_stats(xr, c, eps, mean, rstd);
 #pragma omp simd
-      for (int64_t j = 0; j < c; ++j) yr[j] = (xr[j] - mean) * rstd * (1.0f + sc[j]) + sh[j];
+      for (int64_t j = 0; j < c; ++j) yr[j] = math::modulate(math::normalize(xr[j], mean, rstd), sh[j], sc[j]);
     }
 }
 

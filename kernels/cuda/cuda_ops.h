@@ -1,0 +1,124 @@
+// CUDA implementations of the ops of src/ops/ops.h, on raw device pointers
+// (CTranslate2 style: the op front end stays ops.h; these are the device
+// primitives it will dispatch to). Each op has the semantics of its CPU
+// counterpart in src/ops/cpu/, element for element.
+//
+// Conventions:
+// - Pointers are device memory holding elements of `dtype` (float32,
+//   bfloat16 or float16); all arithmetic is float32 (GEMMs accumulate in
+//   float32, norms take float32 statistics), results are rounded once to the
+//   storage type. Parameters that travel with an activation (LayerNorm /
+//   GroupNorm affine, biases, adaLN shift/scale/gate, conv weights) have the
+//   same dtype as it. Log-sum-exp values and timesteps are always float32.
+// - Everything is enqueued on cuda::stream() (kernels/cuda/device.h) and
+//   returns without synchronising; launch errors throw RuntimeFailure
+//   (cuda_check.h), bad arguments std::invalid_argument.
+// - Shapes as in ops.h: row-major, Linear weights [out, in], images NCHW,
+//   token sequences [B, N, C]; sizes and strides in elements.
+// - Host-only header without CUDA syntax: .cpp files include it.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cuda/attention_path.h"
+#include "kernels/cuda/dtype.h"
+
+namespace ditgen::cuda {
+
+// ---- GEMM (gemm.cu) ----------------------------------------------------------
+// float32 GEMMs are true float32 unless TF32 was allowed (cuda::set_allow_tf32
+// of device.h; DESIGN.md §3: "float32 means float32"); bf16/f16 GEMMs always
+// accumulate in float32.
+// C[M,N] = alpha * op(A) * op(B) + beta * C, row-major, A, B, C of one dtype.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
+          const void* b, int64_t ldb, float beta, void* c, int64_t ldc, DType dtype);
+
+// `batch` independent GEMMs; matrix i of A/B/C starts stride_a/b/c elements
+// after matrix i-1 (strides may be smaller than a matrix: heads interleaved
+// in one token row).
+void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
+                          int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, float beta,
+                          void* c, int64_t ldc, int64_t stride_c, int64_t batch, DType dtype);
+
+// y[M, N] (row stride ldy) = x[M, K] · w[N, K]^T + bias[N] (bias may be null).
+void linear(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n, int64_t k, int64_t ldy,
+            DType dtype);
+
+// ---- Elementwise (elementwise.cu) --------------------------------------------------
+// y[n] = silu(x[n]) / gelu_tanh(x[n]); y == x is allowed (in place).
+void silu(const void* x, void* y, int64_t n, DType dtype);
+void gelu_tanh(const void* x, void* y, int64_t n, DType dtype);
+// x[n] += y[n].
+void add_(void* x, const void* y, int64_t n, DType dtype);
+// x[B, N, C] += gate[b, :] * y[B, N, C], gate row b at gate + b * gate_stride.
+void gated_residual_(void* x, const void* y, const void* gate, int64_t gate_stride, int64_t batch, int64_t tokens,
+                     int64_t channels, DType dtype);
+
+// ---- Normalisation (layer_norm.cu, group_norm.cu) -----------------------------------
+// y[rows, C] = LayerNorm(x[rows, C]) over the last dim; weight/bias [C] may be null.
+void layer_norm(const void* x, const void* weight, const void* bias, void* y, int64_t rows, int64_t channels,
+                float eps, DType dtype);
+// adaLN: y[B, N, C] = LN(x) * (1 + scale[b]) + shift[b], shift/scale row b at
+// + b * mod_stride (chunks of the adaLN linear output, used in place).
+void layer_norm_modulate(const void* x, const void* shift, const void* scale, int64_t mod_stride, void* y,
+                         int64_t batch, int64_t tokens, int64_t channels, float eps, DType dtype);
+// y[B, C, S] = GroupNorm(x) with affine weight/bias [C], then SiLU when
+// fuse_silu (S = product of the spatial dims).
+void group_norm(const void* x, const void* weight, const void* bias, void* y, int64_t batch, int64_t channels,
+                int64_t spatial, int64_t groups, float eps, bool fuse_silu, DType dtype);
+
+// ---- Convolution and resampling (conv2d.cu, upsample.cu) --------------------------------
+// y[B, Cout, Ho, Wo] = conv2d(x[B, Cin, H, W], w[Cout, Cin, kh, kw]) + bias[Cout]
+// (bias may be null), zero padding; Ho = (H + 2 pad - kh) / stride + 1.
+void conv2d(const void* x, const void* w, const void* bias, void* y, int64_t batch, int64_t in_channels,
+            int64_t height, int64_t width, int64_t out_channels, int64_t kernel_h, int64_t kernel_w, int64_t stride,
+            int64_t padding, DType dtype);
+// y[B, C, H*f, W*f] = nearest upsampling of x[B, C, H, W].
+void upsample_nearest(const void* x, void* y, int64_t batch, int64_t channels, int64_t height, int64_t width,
+                      int64_t factor, DType dtype);
+
+// ---- Embeddings and patches (embeddings.cu) ------------------------------------------
+// out[n, dim] = diffusers get_timestep_embedding of timesteps[n] (float32,
+// device memory); an odd dim leaves the last column 0, as on the CPU.
+void timestep_embedding(const float* timesteps, int64_t n, void* out, int64_t dim, bool flip_sin_to_cos,
+                        float downscale_freq_shift, float scale, float max_period, DType dtype);
+// y[B, (H/p)*(W/p), C*p*p] from x[B, C, H, W], (c, i, j) order inside a patch.
+void patchify(const void* x, void* y, int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t p,
+              DType dtype);
+// y[B, C, h*p, w*p] from x[B, h*w, p*p*C], (i, j, c) order inside a patch.
+void unpatchify(const void* x, void* y, int64_t batch, int64_t h, int64_t w, int64_t p, int64_t channels,
+                DType dtype);
+
+// ---- Attention (attention.cu, attention_flash.cu, attention_math.cu) ----------------------
+// ops::AttentionArgs on device pointers: element (b, n, h, d) of q lives at
+// q + b*q_batch_stride + n*q_row_stride + h*head_dim + d; same for k, v, out.
+struct AttentionArgs {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  DType dtype = DType::kF32;  // of q, k, v and out
+  int64_t batch = 1, heads = 1, q_len = 0, kv_len = 0, head_dim = 0;
+  int64_t q_row_stride = 0, k_row_stride = 0, v_row_stride = 0, out_row_stride = 0;
+  int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, out_batch_stride = 0;
+  float scale = 0;  // usually 1/sqrt(head_dim)
+  // Optional float32 (batch, heads, q_len) output: each row's log-sum-exp of
+  // the scaled scores (ring attention merges partial results with it).
+  float* lse = nullptr;
+};
+
+// Runs the path choose_attention_path picks for the current device (kAuto)
+// or the forced one; forcing flash where flash_supported() is false throws.
+void attention(const AttentionArgs& args, AttentionMode mode = AttentionMode::kAuto);
+// The path attention() takes for these arguments on the current device.
+AttentionPath attention_path(const AttentionArgs& args, AttentionMode mode = AttentionMode::kAuto);
+// The two implementations, directly (tests; attention() checks support).
+void attention_flash(const AttentionArgs& args);
+void attention_math(const AttentionArgs& args);
+
+// Merges a partial result (out2, lse2) over another key block into (out, lse)
+// in place (ops::attention_merge_): out rows as AttentionArgs, lse float32
+// (batch, heads, q_len).
+void attention_merge_(void* out, float* lse, const void* out2, const float* lse2, int64_t batch, int64_t heads,
+                      int64_t q_len, int64_t head_dim, int64_t row_stride, int64_t batch_stride, DType dtype);
+
+}  // namespace ditgen::cuda

@@ -1,0 +1,79 @@
+// Elementwise ops on the GPU: one grid-stride kernel each, reading the
+// storage type, computing in float32 with the formulas of
+// kernels/math/activations.h and norm.h (the CPU ops use the same ones), and
+// rounding once on the store. Memory-bound; int64 indices throughout.
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/kernel_utils.cuh"
+#include "kernels/math/activations.h"
+#include "kernels/math/norm.h"
+
+namespace ditgen::cuda {
+
+namespace {
+
+enum class Unary { kSilu, kGeluTanh };
+
+template <class T, Unary U>
+__global__ void unary_kernel(const T* x, T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const float v = to_float(x[i]);
+    y[i] = from_float<T>(U == Unary::kSilu ? math::silu(v) : math::gelu_tanh(v));
+  }
+}
+
+template <class T>
+__global__ void add_kernel(T* x, const T* __restrict__ y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
+}
+
+// x[b, t, c] += gate[b * gate_stride + c] * y[b, t, c]
+template <class T>
+__global__ void gated_residual_kernel(T* x, const T* __restrict__ y, const T* __restrict__ gate, int64_t gate_stride,
+                                      int64_t tokens, int64_t channels, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t c = i % channels, b = i / (channels * tokens);
+    x[i] = from_float<T>(math::gated_residual(to_float(x[i]), to_float(gate[b * gate_stride + c]), to_float(y[i])));
+  }
+}
+
+template <Unary U>
+void unary(const void* x, void* y, int64_t n, DType dtype) {
+  if (n <= 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    unary_kernel<T, U><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
+    DITGEN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace
+
+void silu(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kSilu>(x, y, n, dtype); }
+
+void gelu_tanh(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kGeluTanh>(x, y, n, dtype); }
+
+void add_(void* x, const void* y, int64_t n, DType dtype) {
+  if (n <= 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    add_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<T*>(x), static_cast<const T*>(y), n);
+    DITGEN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void gated_residual_(void* x, const void* y, const void* gate, int64_t gate_stride, int64_t batch, int64_t tokens,
+                     int64_t channels, DType dtype) {
+  const int64_t n = batch * tokens * channels;
+  if (n <= 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gated_residual_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(
+        static_cast<T*>(x), static_cast<const T*>(y), static_cast<const T*>(gate), gate_stride, tokens, channels, n);
+    DITGEN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace ditgen::cuda

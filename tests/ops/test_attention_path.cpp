@@ -1,0 +1,46 @@
+// The flash / math choice of the CUDA attention (kernels/cuda/attention_path.h)
+// over the table of DESIGN.md §3: flash on every compute capability >= 8.0
+// for head sizes 64, 72 and 128, math below 8.0 or for other head sizes,
+// whatever the storage type. Pure host code: runs without a GPU.
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+
+#include "kernels/cuda/attention_path.h"
+
+using namespace ditgen::cuda;
+
+// Evaluated at compile time too: the choice must stay a constexpr function.
+static_assert(choose_attention_path(8, 0, 64, DType::kBF16) == AttentionPath::kFlash);
+static_assert(choose_attention_path(7, 5, 64, DType::kBF16) == AttentionPath::kMath);
+static_assert(choose_attention_path(12, 0, 72, DType::kF32) == AttentionPath::kFlash);
+
+TEST_CASE("choose_attention_path: flash from compute capability 8.0 up, for head sizes 64/72/128") {
+  struct Cc { int major, minor; bool ampere_or_later; };
+  const Cc ccs[] = {{7, 0, false}, {7, 5, false}, {8, 0, true}, {8, 6, true},
+                    {8, 9, true},  {9, 0, true},  {10, 0, true}, {12, 0, true}};
+  struct Hd { int head_dim; bool flash_kernel; };
+  const Hd hds[] = {{64, true}, {72, true}, {128, true}, {80, false}, {40, false}};
+  for (const Cc& cc : ccs)
+    for (const Hd& hd : hds)
+      for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+        CAPTURE(cc.major);
+        CAPTURE(cc.minor);
+        CAPTURE(hd.head_dim);
+        CAPTURE(dtype_name(t));
+        const AttentionPath want = cc.ampere_or_later && hd.flash_kernel ? AttentionPath::kFlash : AttentionPath::kMath;
+        CHECK(choose_attention_path(cc.major, cc.minor, hd.head_dim, t) == want);
+        CHECK(flash_supported(cc.major, cc.minor, hd.head_dim, t) == (want == AttentionPath::kFlash));
+      }
+}
+
+TEST_CASE("choose_attention_path: later minor and major versions stay on flash") {
+  // Parts not in the table (8.7 Orin, 10.3, 11.0, 12.1, a future 13.0) follow
+  // the same ordered comparison, never an equality test.
+  struct Cc { int major, minor; };
+  for (Cc cc : {Cc{8, 7}, Cc{10, 3}, Cc{11, 0}, Cc{12, 1}, Cc{13, 0}})
+    CHECK(choose_attention_path(cc.major, cc.minor, 128, DType::kBF16) == AttentionPath::kFlash);
+  // And anything below 8.0 stays on math, including 7.9 and 6.x.
+  for (Cc cc : {Cc{7, 9}, Cc{6, 1}, Cc{5, 2}})
+    CHECK(choose_attention_path(cc.major, cc.minor, 64, DType::kF16) == AttentionPath::kMath);
+}
