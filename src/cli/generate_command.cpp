@@ -6,6 +6,7 @@
 #include "cli/generate_command.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "util/atomic_file.h"
 #include "config/config.h"
 #include "dist/mpi_runtime.h"
+#include "io/contact_sheet.h"
 #include "io/png.h"
 #include "io/safetensors.h"
 #include "ops/ops.h"
@@ -51,6 +53,19 @@ std::string png_parameters(const std::string& label, const RunConfig& cfg, const
          ", Size: " + std::to_string(width) + "x" + std::to_string(height) + ", Model: " + model;
 }
 
+// Columns of the contact sheet: up to 4 outputs in one row; else a divisor
+// of n near sqrt(n), so every row is full (30 outputs: 6 rows of 5, one
+// colour of the shapes model per row); when n has none that is not too thin
+// (a prime), 0 = ceil(sqrt(n)) columns.
+int grid_columns(int n) {
+  if (n <= 4) return n;
+  const double root = std::sqrt(static_cast<double>(n));
+  int best = 0;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0 && (best == 0 || std::abs(d - root) < std::abs(best - root))) best = d;
+  return best >= root / 2 && best <= 2 * root ? best : 0;
+}
+
 }  // namespace
 
 void run_generate(const CliOptions& opts) {
@@ -58,7 +73,6 @@ void run_generate(const CliOptions& opts) {
   reject_unsupported_options(opts);
   RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
   reject_unsupported(cfg, opts.config_path);
-  if (cfg.output.grid) not_supported("output.grid (the contact sheet comes with the trained default model)");
   if (cfg.generate.class_labels.empty())
     throw ConfigError(opts.config_path + ": generate.class_labels: a DiT model needs class labels");
 
@@ -112,6 +126,7 @@ void run_generate(const CliOptions& opts) {
 
   const nlohmann::json effective = to_json(cfg);
   std::vector<std::string> written;
+  std::vector<io::Tile> tiles;  // output.grid: the contact sheet's cells
   for (int i = 0; i < outputs; ++i) {
     const Tensor img = result.images.slice0(i, i + 1).reshape(
         {result.images.dim(1), result.images.dim(2), result.images.dim(3)});
@@ -123,6 +138,14 @@ void run_generate(const CliOptions& opts) {
                                                  req.seed + static_cast<uint64_t>(i), w, h)},
                    {"ditgen_config", effective.dump()}});
     written.push_back(path);
+    if (cfg.output.grid) tiles.push_back({io::RgbImage{w, h, rgb}, pipe.label_name(req.labels[i])});
+  }
+  if (cfg.output.grid) {
+    io::ContactSheetOptions sheet;
+    sheet.columns = grid_columns(outputs);
+    const std::string grid = grid_path_for(cfg.output.path);
+    io::write_png(grid, io::make_contact_sheet(tiles, sheet), {{"ditgen_config", effective.dump()}});
+    written.push_back(grid);
   }
 
   if (!quiet) {

@@ -86,6 +86,7 @@ Preflight preflight(const RunConfig& cfg, const CliOptions& opts, bool output_ra
   if (output_rank) {
     const int outputs = static_cast<int>(p.labels.size());
     for (int i = 0; i < outputs; ++i) probe_writable_file(output_path_for(cfg.output.path, i, outputs), "output.path");
+    if (cfg.output.grid) probe_writable_file(grid_path_for(cfg.output.path), "output.grid");
     if (!opts.save_latents.empty()) probe_writable_file(opts.save_latents, "--save-latents");
     if (!opts.pab_stats.empty()) probe_writable_file(opts.pab_stats, "--pab-stats");
     if (!opts.pab_analyze.empty()) probe_writable_dir(opts.pab_analyze, "--pab-analyze");

@@ -1,34 +1,17 @@
+// Tick labels use the shared 5x7 bitmap font (io/bitmap_font.h), which
+// clips to the image, so labels near an edge need no special casing.
 #include "io/line_plot.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "io/bitmap_font.h"
 #include "io/png.h"
 
 namespace ditgen::io {
 
 namespace {
-
-// 3x5 glyphs for the characters tick labels need, one row per 3-bit value.
-const char* glyph(char c) {
-  switch (c) {
-    case '0': return "\7\5\5\5\7";
-    case '1': return "\2\6\2\2\7";
-    case '2': return "\7\1\7\4\7";
-    case '3': return "\7\1\7\1\7";
-    case '4': return "\5\5\7\1\1";
-    case '5': return "\7\4\7\1\7";
-    case '6': return "\7\4\7\5\7";
-    case '7': return "\7\1\1\1\1";
-    case '8': return "\7\5\7\5\7";
-    case '9': return "\7\5\7\1\7";
-    case '.': return "\0\0\0\0\2";
-    case '-': return "\0\0\7\0\0";
-    case 'e': return "\0\7\7\4\7";
-    default: return "\0\0\0\0\0";
-  }
-}
 
 struct Canvas {
   int w, h;
@@ -49,17 +32,7 @@ struct Canvas {
       if (e2 <= dx) err += dx, y0 += sy;
     }
   }
-  void text(int x, int y, const std::string& s, int scale = 2) {
-    for (char ch : s) {
-      const char* g = glyph(ch);
-      for (int r = 0; r < 5; ++r)
-        for (int col = 0; col < 3; ++col)
-          if (g[r] & (4 >> col))
-            for (int a = 0; a < scale; ++a)
-              for (int b = 0; b < scale; ++b) set(x + col * scale + a, y + r * scale + b, {0, 0, 0});
-      x += 4 * scale;
-    }
-  }
+  void text(int x, int y, const std::string& s) { draw_text(px.data(), w, h, x, y, s, {0, 0, 0}); }
 };
 
 std::string tick_text(double v) {
@@ -89,12 +62,13 @@ void write_line_plot(const std::string& path, const std::vector<PlotSeries>& ser
   for (int i = 0; i <= 4; ++i) {  // grid and y ticks
     const double y = y_max * i / 4;
     cv.line(left, py(y), right, py(y), {225, 225, 225});
-    cv.text(4, py(y) - 5, tick_text(y));
+    cv.text(4, py(y) - (kGlyphHeight - 1) / 2, tick_text(y));  // the 7 rows above the baseline centred on the line
   }
   for (int i = 0; i <= 5; ++i) {  // x ticks
     const double x = x_min + (x_max - x_min) * i / 5;
     cv.line(px(x), bottom, px(x), bottom + 5, {0, 0, 0});
-    cv.text(px(x) - 8, bottom + 10, tick_text(std::round(x)));
+    const std::string label = tick_text(std::round(x));
+    cv.text(px(x) - text_width(label) / 2, bottom + 10, label);
   }
   cv.line(left, top, left, bottom, {0, 0, 0});
   cv.line(left, bottom, right, bottom, {0, 0, 0});

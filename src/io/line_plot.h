@@ -1,5 +1,5 @@
 // A small line-plot rasteriser for diagnostics (--pab-analyze): axes, a
-// light grid, numeric tick labels in a built-in 3x5 pixel font, one
+// light grid, numeric tick labels in the built-in 5x7 bitmap font, one
 // coloured polyline per series and a legend of colour swatches, written as
 // PNG. No font files, no plotting library.
 #pragma once

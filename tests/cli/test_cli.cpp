@@ -18,6 +18,7 @@
 
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
+#include "io/contact_sheet.h"
 #include "io/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -104,6 +105,31 @@ TEST_CASE("a run writes PNGs with webui metadata and latents matching diffusers"
   CHECK(read_file(s.dir / "out" / "img_0001.png").find("white heart, pale heart\nSteps") != std::string::npos);
   for (auto& e : fs::directory_iterator(s.dir / "out"))
     CHECK_MESSAGE(e.path().filename().string().find(".tmp") == std::string::npos, e.path());
+}
+
+TEST_CASE("output.grid also writes a captioned contact sheet of all outputs") {
+  Scratch s("grid");
+  std::string cfg = read_file(fixture_config(s));
+  cfg.replace(cfg.find(R"("output": {)"), 11, R"("output": {"grid": true, )");
+  const std::string path = s.write("grid.json", cfg);
+  Run r = run_ditgen("--config " + path + " --quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string png = read_file(s.dir / "out" / "img_grid.png");
+  REQUIRE(png.size() > 24);
+  auto be32 = [&](size_t at) {
+    return (uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
+           (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
+  };
+  // Two 20x20 outputs side by side, as the sheet's layout says.
+  const io::RgbImage tile{20, 20, std::vector<uint8_t>(20 * 20 * 3)};
+  io::ContactSheetOptions o;
+  o.columns = 2;
+  const auto layout = io::layout_contact_sheet({{tile, "a"}, {tile, "b"}}, o);
+  CHECK(be32(16) == uint32_t(layout.width));   // IHDR width
+  CHECK(be32(20) == uint32_t(layout.height));  // IHDR height
+  CHECK(layout.width > layout.height);
+  CHECK(fs::exists(s.dir / "out" / "img_0000.png"));
+  CHECK(fs::exists(s.dir / "out" / "img_0001.png"));
 }
 
 TEST_CASE("bad arguments and configs exit 2 naming the file and field, writing nothing") {
