@@ -96,6 +96,46 @@ def shape_mask_unit(shape: str, u, v):
     raise ValueError(shape)
 
 
+def classify(img: np.ndarray):
+    """img uint8 [H,W,3] -> (colour name or None, shape name or None).
+
+    The quality measure of the default model; src/eval/shape_classifier.cpp
+    is its C++ port (tests/fixtures/shapes checks they agree)."""
+    x = img.astype(np.float32) / 255.0
+    H, W, _ = x.shape
+    border = np.concatenate([x[0], x[-1], x[:, 0], x[:, -1]])
+    bg = np.median(border, axis=0)
+    d = np.sqrt(((x - bg) ** 2).sum(-1))
+    mask = d > 0.3
+    if mask.sum() < 4:
+        return None, None
+    fg = x[mask].mean(0)
+    mx, mn = fg.max(), fg.min()
+    if mx - mn < 1e-3:
+        return None, None
+    r, g, b = fg
+    if mx == r:
+        hue = 60 * (((g - b) / (mx - mn)) % 6)
+    elif mx == g:
+        hue = 60 * ((b - r) / (mx - mn) + 2)
+    else:
+        hue = 60 * ((r - g) / (mx - mn) + 4)
+    colour = min(COLOUR_NAMES,
+                 key=lambda c: min(abs(hue - COLOUR_HUES[c]), 360 - abs(hue - COLOUR_HUES[c])))
+    ys, xs = np.nonzero(mask)
+    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
+    sub = mask[y0:y1, x0:x1]
+    h, w = sub.shape
+    u, v = np.meshgrid((np.arange(w) + 0.5) / w, (np.arange(h) + 0.5) / h)
+    best, shape = -1.0, None
+    for s in SHAPES:
+        t = shape_mask_unit(s, u, v)
+        iou = (t & sub).sum() / max(1, (t | sub).sum())
+        if iou > best:
+            best, shape = iou, s
+    return colour, shape
+
+
 def render(label: int, rng: np.random.Generator, size: int = 32) -> np.ndarray:
     """Render one image of class `label`; returns uint8 [size,size,3]."""
     colour = COLOUR_NAMES[label // len(SHAPES)]

@@ -36,8 +36,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shapes_dataset import (CLASS_NAMES, COLOUR_HUES, COLOUR_NAMES,  # noqa: E402
-                            NUM_CLASSES, SHAPES, generate_batch, shape_mask_unit)
+from shapes_dataset import (CLASS_NAMES, COLOUR_NAMES, NUM_CLASSES,  # noqa: E402
+                            SHAPES, classify, generate_batch)
 
 from diffusers import (AutoencoderKL, DDIMScheduler, DDPMScheduler,  # noqa: E402
                        DiTPipeline, DiTTransformer2DModel)
@@ -60,44 +60,6 @@ def lr_at(step, total, base, warm=100):
     return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
 
 
-# ----------------------------------------------------------------- classifier
-def classify(img: np.ndarray):
-    """img uint8 [H,W,3] -> (colour name or None, shape name or None)."""
-    x = img.astype(np.float32) / 255.0
-    H, W, _ = x.shape
-    border = np.concatenate([x[0], x[-1], x[:, 0], x[:, -1]])
-    bg = np.median(border, axis=0)
-    d = np.sqrt(((x - bg) ** 2).sum(-1))
-    mask = d > 0.3
-    if mask.sum() < 4:
-        return None, None
-    fg = x[mask].mean(0)
-    mx, mn = fg.max(), fg.min()
-    if mx - mn < 1e-3:
-        return None, None
-    r, g, b = fg
-    if mx == r:
-        hue = 60 * (((g - b) / (mx - mn)) % 6)
-    elif mx == g:
-        hue = 60 * ((b - r) / (mx - mn) + 2)
-    else:
-        hue = 60 * ((r - g) / (mx - mn) + 4)
-    colour = min(COLOUR_NAMES,
-                 key=lambda c: min(abs(hue - COLOUR_HUES[c]), 360 - abs(hue - COLOUR_HUES[c])))
-    ys, xs = np.nonzero(mask)
-    y0, y1, x0, x1 = ys.min(), ys.max() + 1, xs.min(), xs.max() + 1
-    sub = mask[y0:y1, x0:x1]
-    h, w = sub.shape
-    u, v = np.meshgrid((np.arange(w) + 0.5) / w, (np.arange(h) + 0.5) / h)
-    best, shape = -1.0, None
-    for s in SHAPES:
-        t = shape_mask_unit(s, u, v)
-        iou = (t & sub).sum() / max(1, (t | sub).sum())
-        if iou > best:
-            best, shape = iou, s
-    return colour, shape
-
-
 # -------------------------------------------------------------------- models
 def make_vae():
     return AutoencoderKL(
@@ -108,11 +70,11 @@ def make_vae():
         latent_channels=4, norm_num_groups=32, sample_size=32)
 
 
-def make_dit(hidden, heads, layers):
+def make_dit(hidden, heads, layers, patch):
     return DiTTransformer2DModel(
         num_attention_heads=heads, attention_head_dim=hidden // heads,
         in_channels=4, out_channels=4, num_layers=layers, sample_size=8,
-        patch_size=2, attention_bias=True, activation_fn="gelu-approximate",
+        patch_size=patch, attention_bias=True, activation_fn="gelu-approximate",
         num_embeds_ada_norm=NUM_CLASSES, norm_type="ada_norm_zero",
         norm_elementwise_affine=False)
 
@@ -171,6 +133,9 @@ def main():
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--patch", type=int, default=2)
+    ap.add_argument("--vae-from", default=None,
+                    help="reuse the VAE of an earlier run's output directory (skips stage 1)")
     ap.add_argument("--per-class-check", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="tiny smoke test")
@@ -185,6 +150,10 @@ def main():
     # ---------------------------------------------------------------- VAE
     vae = make_vae()
     log(f"VAE params {sum(p.numel() for p in vae.parameters()) / 1e6:.2f}M")
+    if a.vae_from:
+        vae = AutoencoderKL.from_pretrained(a.vae_from, subfolder="vae")
+        a.vae_steps = 0
+        log(f"VAE loaded from {a.vae_from}")
     opt = torch.optim.AdamW(vae.parameters(), lr=1e-3, weight_decay=0.0)
     vae.train()
     t_vae = time.time()
@@ -245,7 +214,7 @@ def main():
     t_lat = time.time() - t_lat
 
     # ---------------------------------------------------------------- DiT
-    dit = make_dit(a.hidden, a.heads, a.layers)
+    dit = make_dit(a.hidden, a.heads, a.layers, a.patch)
     ema = copy.deepcopy(dit).eval()
     for p in ema.parameters():
         p.requires_grad_(False)
