@@ -1,7 +1,8 @@
 // CUDA attention against ops::attention (the CPU flash kernel) on odd shapes:
 // both paths forced (flash where the device supports it, math always), every
 // storage type, Q/K/V read from packed projection rows ([K | V] per token)
-// with aligned and unaligned (padded) row strides, partial query and key
+// with aligned and unaligned (padded) row strides, contiguous and
+// interleaved batches (batch stride one token row), partial query and key
 // tiles, the log-sum-exp output, and ring-attention merging of key blocks.
 // Tolerances: gpu_test_helpers.h (float32 1e-5; the half types also round
 // the probabilities before P·V, within the stated bounds).
@@ -25,29 +26,38 @@ struct Case {
 };
 
 // One attention problem, held on the host (rounded to the storage type) and
-// on the device in the same layout.
+// on the device in the same layout. interleaved: the batch's token rows are
+// interleaved ([N, B, stride] memory): row stride B * stride, batch stride one
+// row, so batch and row strides are not tied to the sequence length.
 struct Problem {
   Case c;
   cuda::DType t;
+  bool interleaved;
   int64_t inner, q_stride, kv_stride, out_stride;
-  Tensor q, kv;  // [B, q_len, q_stride], [B, kv_len, kv_stride] = [K | V | pad]
+  Tensor q, kv;  // [B, q_len, q_stride], [B, kv_len, kv_stride] = [K | V | pad] (or [len, B, stride] interleaved)
   DeviceTensor dq, dkv;
 
-  Problem(Case c_, cuda::DType t_)
-      : c(c_), t(t_), inner(c.heads * c.head_dim), q_stride(inner + c.pad), kv_stride(2 * inner + c.pad),
-        out_stride(inner + c.pad), q(gputest::rounded(random_tensor({c.batch, c.q_len, q_stride}, 11, -2, 2), t)),
+  Problem(Case c_, cuda::DType t_, bool interleaved_ = false)
+      : c(c_), t(t_), interleaved(interleaved_), inner(c.heads * c.head_dim), q_stride(inner + c.pad),
+        kv_stride(2 * inner + c.pad), out_stride(inner + c.pad),
+        q(gputest::rounded(random_tensor({c.batch, c.q_len, q_stride}, 11, -2, 2), t)),
         kv(gputest::rounded(random_tensor({c.batch, c.kv_len, kv_stride}, 12, -2, 2), t)), dq(q, t), dkv(kv, t) {}
 
-  // Keys [k0, k1) into out [B, q_len, out_stride] and lse [B, heads, q_len].
+  // Row and batch strides of a tensor with `stride` elements per token row and `len` tokens.
+  int64_t row(int64_t stride) const { return interleaved ? c.batch * stride : stride; }
+  int64_t bat(int64_t stride, int64_t len) const { return interleaved ? stride : len * stride; }
+
+  // Keys [k0, k1) into out (out_stride rows, laid out as q) and lse [B, heads, q_len].
   cuda::AttentionArgs device_args(int64_t k0, int64_t k1, DeviceTensor& out, DeviceTensor& lse) {
     cuda::AttentionArgs a;
-    a.q = dq.data(), a.k = dkv.at(k0 * kv_stride), a.v = dkv.at(k0 * kv_stride + inner), a.out = out.data();
+    a.q = dq.data(), a.k = dkv.at(k0 * row(kv_stride)), a.v = dkv.at(k0 * row(kv_stride) + inner), a.out = out.data();
     a.lse = static_cast<float*>(lse.data());
     a.dtype = t;
     a.batch = c.batch, a.heads = c.heads, a.q_len = c.q_len, a.kv_len = k1 - k0, a.head_dim = c.head_dim;
-    a.q_row_stride = q_stride, a.k_row_stride = a.v_row_stride = kv_stride, a.out_row_stride = out_stride;
-    a.q_batch_stride = c.q_len * q_stride, a.k_batch_stride = a.v_batch_stride = c.kv_len * kv_stride;
-    a.out_batch_stride = c.q_len * out_stride;
+    a.q_row_stride = row(q_stride), a.k_row_stride = a.v_row_stride = row(kv_stride);
+    a.out_row_stride = row(out_stride);
+    a.q_batch_stride = bat(q_stride, c.q_len), a.k_batch_stride = a.v_batch_stride = bat(kv_stride, c.kv_len);
+    a.out_batch_stride = bat(out_stride, c.q_len);
     a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     return a;
   }
@@ -59,19 +69,21 @@ struct Problem {
     ops::AttentionArgs a;
     a.q = q.data(), a.k = kv.data(), a.v = kv.data() + inner, a.out = out.data(), a.lse = lse.data();
     a.batch = c.batch, a.heads = c.heads, a.q_len = c.q_len, a.kv_len = c.kv_len, a.head_dim = c.head_dim;
-    a.q_row_stride = q_stride, a.k_row_stride = a.v_row_stride = kv_stride, a.out_row_stride = inner;
-    a.q_batch_stride = c.q_len * q_stride, a.k_batch_stride = a.v_batch_stride = c.kv_len * kv_stride;
+    a.q_row_stride = row(q_stride), a.k_row_stride = a.v_row_stride = row(kv_stride), a.out_row_stride = inner;
+    a.q_batch_stride = bat(q_stride, c.q_len), a.k_batch_stride = a.v_batch_stride = bat(kv_stride, c.kv_len);
     a.out_batch_stride = c.q_len * inner;
     a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     ops::attention(a);
   }
 
-  // The [B, q_len, inner] part of a device output with rows of out_stride.
+  // The [B, q_len, inner] part of a device output laid out as device_args says.
   Tensor unpad(const DeviceTensor& out) {
     Tensor padded = out.to_host({c.batch, c.q_len, out_stride});
     Tensor r = Tensor::empty({c.batch, c.q_len, inner});
-    for (int64_t row = 0; row < c.batch * c.q_len; ++row)
-      for (int64_t e = 0; e < inner; ++e) r[row * inner + e] = padded[row * out_stride + e];
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t n = 0; n < c.q_len; ++n)
+        for (int64_t e = 0; e < inner; ++e)
+          r[(b * c.q_len + n) * inner + e] = padded[b * bat(out_stride, c.q_len) + n * row(out_stride) + e];
     return r;
   }
 };
@@ -97,29 +109,31 @@ TEST_CASE("cuda attention (flash and math paths) matches ops::attention, with ls
   bool skipped_flash = false;
   for (cuda::DType t : gputest::kAllTypes)
     for (const Case& c : kCases)
-      for (cuda::AttentionMode mode : {cuda::AttentionMode::kFlash, cuda::AttentionMode::kMath}) {
-        if (mode == cuda::AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) {
-          skipped_flash = true;
-          continue;
+      for (cuda::AttentionMode mode : {cuda::AttentionMode::kFlash, cuda::AttentionMode::kMath})
+        for (bool interleaved : {false, true}) {
+          if (mode == cuda::AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) {
+            skipped_flash = true;
+            continue;
+          }
+          CAPTURE(cuda::dtype_name(t));
+          CAPTURE(c.batch);
+          CAPTURE(c.heads);
+          CAPTURE(c.q_len);
+          CAPTURE(c.kv_len);
+          CAPTURE(c.head_dim);
+          CAPTURE(c.pad);
+          CAPTURE(mode == cuda::AttentionMode::kFlash ? "flash" : "math");
+          CAPTURE(interleaved);
+          Problem p(c, t, interleaved);
+          DeviceTensor out(c.batch * c.q_len * p.out_stride, t), lse(c.batch * c.heads * c.q_len, cuda::DType::kF32);
+          cuda::attention(p.device_args(0, c.kv_len, out, lse), mode);
+          Tensor ref, ref_lse;
+          p.reference(ref, ref_lse);
+          CHECK(rel_l2(p.unpad(out), ref) < gputest::tolerance(t));
+          // The scores are float32 dot products of the same rounded inputs on
+          // both sides: lse agrees closely whatever the storage type.
+          CHECK(rel_l2(lse.to_host(ref_lse.shape()), ref_lse) < 1e-5);
         }
-        CAPTURE(cuda::dtype_name(t));
-        CAPTURE(c.batch);
-        CAPTURE(c.heads);
-        CAPTURE(c.q_len);
-        CAPTURE(c.kv_len);
-        CAPTURE(c.head_dim);
-        CAPTURE(c.pad);
-        CAPTURE(mode == cuda::AttentionMode::kFlash ? "flash" : "math");
-        Problem p(c, t);
-        DeviceTensor out(c.batch * c.q_len * p.out_stride, t), lse(c.batch * c.heads * c.q_len, cuda::DType::kF32);
-        cuda::attention(p.device_args(0, c.kv_len, out, lse), mode);
-        Tensor ref, ref_lse;
-        p.reference(ref, ref_lse);
-        CHECK(rel_l2(p.unpad(out), ref) < gputest::tolerance(t));
-        // The scores are float32 dot products of the same rounded inputs on
-        // both sides: lse agrees closely whatever the storage type.
-        CHECK(rel_l2(lse.to_host(ref_lse.shape()), ref_lse) < 1e-5);
-      }
   if (skipped_flash) MESSAGE("flash cases skipped: this device has compute capability < 8.0");
 }
 
