@@ -136,6 +136,9 @@ def main():
     ap.add_argument("--patch", type=int, default=2)
     ap.add_argument("--vae-from", default=None,
                     help="reuse the VAE of an earlier run's output directory (skips stage 1)")
+    ap.add_argument("--dit-from", default=None,
+                    help="continue training the (EMA) transformer of an earlier run's output directory")
+    ap.add_argument("--dit-lr", type=float, default=8e-4)
     ap.add_argument("--per-class-check", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="tiny smoke test")
@@ -215,19 +218,22 @@ def main():
 
     # ---------------------------------------------------------------- DiT
     dit = make_dit(a.hidden, a.heads, a.layers, a.patch)
+    if a.dit_from:
+        dit = DiTTransformer2DModel.from_pretrained(a.dit_from, subfolder="transformer")
+        log(f"DiT loaded from {a.dit_from}")
     ema = copy.deepcopy(dit).eval()
     for p in ema.parameters():
         p.requires_grad_(False)
     log(f"DiT params {sum(p.numel() for p in dit.parameters()) / 1e6:.2f}M")
     ddpm = make_ddpm()
     acp = ddpm.alphas_cumprod
-    opt = torch.optim.AdamW(dit.parameters(), lr=8e-4, weight_decay=0.0)
+    opt = torch.optim.AdamW(dit.parameters(), lr=a.dit_lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(1234)
     dit.train()
     t_dit = time.time()
     for step in range(a.dit_steps):
         for gr in opt.param_groups:
-            gr["lr"] = lr_at(step, a.dit_steps, 8e-4, warm=200)
+            gr["lr"] = lr_at(step, a.dit_steps, a.dit_lr, warm=200)
         idx = torch.randint(0, len(mus), (a.dit_batch,), generator=g)
         z0 = (mus[idx] + stds[idx] * torch.randn(mus[idx].shape, generator=g)) * sf
         y = labs[idx]

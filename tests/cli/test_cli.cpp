@@ -132,6 +132,21 @@ TEST_CASE("output.grid also writes a captioned contact sheet of all outputs") {
   CHECK(fs::exists(s.dir / "out" / "img_0001.png"));
 }
 
+TEST_CASE("the shipped default config writes one image per class and the contact sheet") {
+  Scratch s("default");
+  const std::string src = DITGEN_SOURCE_DIR;
+  Run r = run_ditgen("--config " + src + "/configs/default.json --set model.path=" + src +
+                     "/samples/dit-shapes --output " + (s.dir / "d.png").string() + " --quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  int pngs = 0;
+  for (auto& e : fs::directory_iterator(s.dir)) pngs += e.path().extension() == ".png";
+  CHECK(pngs == 31);  // 30 classes + d_grid.png
+  CHECK(read_file(s.dir / "d_0000.png").find("red circle\nSteps: 25, Sampler: ddim, CFG scale: 4, Seed: 0, Size: 32x32, Model: dit-shapes") !=
+        std::string::npos);
+  CHECK(read_file(s.dir / "d_0029.png").find("magenta cross\nSteps: 25") != std::string::npos);
+  CHECK(fs::file_size(s.dir / "d_grid.png") > 10000);
+}
+
 TEST_CASE("bad arguments and configs exit 2 naming the file and field, writing nothing") {
   Scratch s("cfg");
   CHECK(run_ditgen("").code == 2);
