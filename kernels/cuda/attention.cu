@@ -56,7 +56,14 @@ AttentionPath attention_path(const AttentionArgs& a, AttentionMode mode) {
                                 "128; this is " + info.name + " (" + std::to_string(info.major) + "." +
                                 std::to_string(info.minor) + ") with head_dim " + std::to_string(a.head_dim) +
                                 ": use --attention math or auto");
-  return choose_attention_path(info.major, info.minor, head_dim, a.dtype);
+  const AttentionPath path = choose_attention_path(info.major, info.minor, head_dim, a.dtype);
+  if (path == AttentionPath::kFlash && !flash_image_available()) {
+    if (mode == AttentionMode::kFlash)
+      throw std::invalid_argument("attention: this build has no sm_80+ image for flash attention on " + info.name +
+                                  " (DITGEN_CUDA_ARCHITECTURES): use --attention math or auto");
+    return AttentionPath::kMath;
+  }
+  return path;
 }
 
 void attention(const AttentionArgs& a, AttentionMode mode) {

@@ -402,7 +402,20 @@ void launch_flash(const AttentionArgs& a, FlashParams& p) {
   });
 }
 
+// Compiled like the flash kernels, so the driver picks the same image for it.
+__global__ void flash_image_probe() {}
+
 }  // namespace
+
+bool flash_image_available() {
+  // The mma kernel body exists only in images built for sm_80 or newer; with
+  // an architecture list below 80 (e.g. DITGEN_CUDA_ARCHITECTURES=75) an
+  // Ampere+ GPU would JIT compute_75 PTX, whose body is a trap. ptxVersion
+  // is the virtual architecture of the image chosen for this device.
+  cudaFuncAttributes attr{};
+  DITGEN_CUDA_CHECK(cudaFuncGetAttributes(&attr, flash_image_probe));
+  return attr.ptxVersion >= 80;
+}
 
 void attention_flash(const AttentionArgs& a) {
   check_attention_args(a, "attention_flash");

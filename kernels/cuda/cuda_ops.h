@@ -113,6 +113,9 @@ void attention(const AttentionArgs& args, AttentionMode mode = AttentionMode::kA
 AttentionPath attention_path(const AttentionArgs& args, AttentionMode mode = AttentionMode::kAuto);
 // The two implementations, directly (tests; attention() checks support).
 void attention_flash(const AttentionArgs& args);
+// Whether this build holds a flash image for the current device (an sm_80+
+// image, or PTX of compute_80+); attention() falls back to math otherwise.
+bool flash_image_available();
 void attention_math(const AttentionArgs& args);
 
 // Merges a partial result (out2, lse2) over another key block into (out, lse)

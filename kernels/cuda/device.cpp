@@ -29,8 +29,11 @@ size_t cublas_workspace_bytes(const DeviceInfo& info) {
   return info.major >= 9 ? size_t{32} << 20 : size_t{4} << 20;
 }
 
+// Never reduced-precision split-K reductions: bf16/f16 GEMMs accumulate in
+// float32 all the way, as the CPU path does.
 cublasMath_t math_mode(bool allow_tf32) {
-  return allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+  return static_cast<cublasMath_t>((allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH) |
+                                   CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
 }
 
 struct Runtime;

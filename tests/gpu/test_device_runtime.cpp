@@ -36,10 +36,11 @@ TEST_CASE("cuda runtime: binds device 0 with a non-blocking stream and a true-fp
 
   cublasMath_t mode{};
   REQUIRE(cublasGetMathMode(cuda::cublas(), &mode) == CUBLAS_STATUS_SUCCESS);
-  CHECK(mode == CUBLAS_DEFAULT_MATH);
+  constexpr unsigned kNoReducedReduction = CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+  CHECK(unsigned(mode) == (unsigned(CUBLAS_DEFAULT_MATH) | kNoReducedReduction));
   cuda::set_allow_tf32(true);
   REQUIRE(cublasGetMathMode(cuda::cublas(), &mode) == CUBLAS_STATUS_SUCCESS);
-  CHECK(mode == CUBLAS_TF32_TENSOR_OP_MATH);
+  CHECK(unsigned(mode) == (unsigned(CUBLAS_TF32_TENSOR_OP_MATH) | kNoReducedReduction));
   CHECK(cuda::tf32_allowed());
   cuda::set_allow_tf32(false);
   CHECK(!cuda::tf32_allowed());
