@@ -5,10 +5,12 @@
 // (MPI_Abort with the same exit code), so no rank waits forever in a
 // collective; a signal sent to mpirun ends the ranks with mpirun's own exit
 // code (MPI_Abort is not async-signal-safe, so handlers only _exit).
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "cli/generate_command.h"
 #include "cli/plan_command.h"
@@ -24,9 +26,17 @@ namespace {
   cleanup_temp_files_now();
   const auto& world = dist::MpiRuntime::world();
   if (world.size() > 1) {
-    // Config errors are found identically by every rank: rank 0 speaks.
-    if (code != kExitBadConfig || world.rank() == 0)
+    // Config errors are found identically by every rank: rank 0 speaks and
+    // aborts. The others give it a moment first: an abort from them could
+    // kill rank 0 before its message is out (seen as a flaky CLI test). The
+    // wait is bounded, so a rank 0 that somehow did not fail cannot hang it.
+    const bool silent = code == kExitBadConfig && world.rank() != 0;
+    if (!silent) {
       std::fprintf(stderr, "ditgen[rank %d]: error: %s\n", world.rank(), message.c_str());
+      std::fflush(stderr);
+    } else {
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+    }
     dist::MpiRuntime::abort(code);  // ends every rank
   }
   std::fprintf(stderr, "ditgen: error: %s\n", message.c_str());
