@@ -69,26 +69,21 @@ __device__ __forceinline__ float warp_max(float v) {
 // Sum / max over a block whose size is a multiple of 32 (at most 1024);
 // every thread gets the result. `scratch` holds 32 floats of shared memory
 // and may be reused right after the call returns (the trailing barrier).
-__device__ __forceinline__ float block_sum(float v, float* scratch) {
+template <float (*WarpReduce)(float)>
+__device__ __forceinline__ float block_reduce(float v, float* scratch, float identity) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  v = warp_sum(v);
+  v = WarpReduce(v);
   if (lane == 0) scratch[warp] = v;
   __syncthreads();
-  v = lane < warps ? scratch[lane] : 0.0f;
-  v = warp_sum(v);
+  v = lane < warps ? scratch[lane] : identity;
+  v = WarpReduce(v);
   __syncthreads();
   return v;
 }
 
+__device__ __forceinline__ float block_sum(float v, float* scratch) { return block_reduce<warp_sum>(v, scratch, 0.0f); }
 __device__ __forceinline__ float block_max(float v, float* scratch) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  v = warp_max(v);
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < warps ? scratch[lane] : -INFINITY;
-  v = warp_max(v);
-  __syncthreads();
-  return v;
+  return block_reduce<warp_max>(v, scratch, -INFINITY);
 }
 
 }  // namespace ditgen::cuda

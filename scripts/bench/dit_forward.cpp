@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "io/model_dir.h"
 #include "io/safetensors.h"
 #include "models/dit.h"
@@ -34,6 +35,7 @@
 #include "util/profile.h"
 
 using namespace ditgen;
+using bench::median;
 
 namespace {
 
@@ -56,10 +58,7 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
+    auto value = [&] { return bench::option_value(argc, argv, i, usage); };
     if (k == "--model") a.model = value();
     else if (k == "--sgemm") a.sgemm_n = (i + 1 < argc && argv[i + 1][0] != '-') ? std::stoll(value()) : 4096;
     else if (k == "--batch") a.batch = std::stoll(value());
@@ -76,11 +75,6 @@ Args parse(int argc, char** argv) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 void print_list(const char* key, const std::vector<double>& v) {
   std::printf("%s ", key);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_common.h"
 #include "eval/image_metrics.h"
 #include "eval/shape_classifier.h"
 #include "io/png.h"
@@ -27,6 +28,7 @@
 #include "util/error.h"
 
 using namespace ditgen;
+using bench::median;
 
 namespace {
 
@@ -46,10 +48,7 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(2);
-      return argv[++i];
-    };
+    auto value = [&] { return bench::option_value(argc, argv, i, usage); };
     if (k == "--model") a.model = value();
     else if (k == "--labels") a.labels = value();
     else if (k == "--steps") a.steps = std::stoi(value());
@@ -88,10 +87,6 @@ struct Run {
   int64_t spatial_reused = 0, mlp_reused = 0;
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Whether id2label names the shapes classes ("red circle", ...), so the
 // classifier's verdict means something.
