@@ -53,6 +53,11 @@ void add_(void* x, const void* y, int64_t n, DType dtype);
 void gated_residual_(void* x, const void* y, const void* gate, int64_t gate_stride, int64_t batch, int64_t tokens,
                      int64_t channels, DType dtype);
 
+// x[r, j] += y[j] for r < rows, j < n (bias rows, position tables).
+void add_broadcast_(void* x, const void* y, int64_t rows, int64_t n, DType dtype);
+// y[i] = x[i] converted (round to nearest even), i < n; x and y must not overlap.
+void cast(const void* x, DType x_dtype, void* y, DType y_dtype, int64_t n);
+
 // ---- Normalisation (layer_norm.cu, group_norm.cu) -----------------------------------
 // y[rows, C] = LayerNorm(x[rows, C]) over the last dim; weight/bias [C] may be null.
 void layer_norm(const void* x, const void* weight, const void* bias, void* y, int64_t rows, int64_t channels,

@@ -232,4 +232,21 @@ void copy_to_host(void* dst, const void* src, size_t bytes) {
   synchronize();
 }
 
+void fill_zero(void* dst, size_t bytes) {
+  if (bytes == 0) return;
+  DITGEN_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream()));
+}
+
+void copy_on_device(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  DITGEN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()));
+}
+
+void copy_2d_on_device(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                       size_t rows) {
+  if (row_bytes == 0 || rows == 0) return;
+  DITGEN_CUDA_CHECK(
+      cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice, stream()));
+}
+
 }  // namespace ditgen::cuda

@@ -81,5 +81,12 @@ class DeviceBuffer {
 // Blocking copies on stream() (they synchronise it).
 void copy_to_device(void* dst, const void* src, size_t bytes);
 void copy_to_host(void* dst, const void* src, size_t bytes);
+// Stream-ordered device work (no synchronisation): zero bytes, copy bytes
+// between device buffers, and copy `rows` rows of `row_bytes` between two
+// strided device layouts (pitches in bytes).
+void fill_zero(void* dst, size_t bytes);
+void copy_on_device(void* dst, const void* src, size_t bytes);
+void copy_2d_on_device(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t row_bytes,
+                       size_t rows);
 
 }  // namespace ditgen::cuda

@@ -39,6 +39,19 @@ __global__ void gated_residual_kernel(T* x, const T* __restrict__ y, const T* __
   }
 }
 
+// x[r, j] += y[j] for r < rows, j < n (a bias or position table repeated).
+template <class T>
+__global__ void add_broadcast_kernel(T* x, const T* __restrict__ y, int64_t n, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total; i += int64_t{gridDim.x} * blockDim.x)
+    x[i] = from_float<T>(to_float(x[i]) + to_float(y[i % n]));
+}
+
+template <class S, class D>
+__global__ void cast_kernel(const S* __restrict__ x, D* __restrict__ y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = from_float<D>(to_float(x[i]));
+}
+
 template <Unary U>
 void unary(const void* x, void* y, int64_t n, DType dtype) {
   if (n <= 0) return;
@@ -73,6 +86,29 @@ void gated_residual_(void* x, const void* y, const void* gate, int64_t gate_stri
     gated_residual_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(
         static_cast<T*>(x), static_cast<const T*>(y), static_cast<const T*>(gate), gate_stride, tokens, channels, n);
     DITGEN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void add_broadcast_(void* x, const void* y, int64_t rows, int64_t n, DType dtype) {
+  const int64_t total = rows * n;
+  if (total <= 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    add_broadcast_kernel<T><<<grid_for(total), kThreads, 0, stream()>>>(static_cast<T*>(x),
+                                                                          static_cast<const T*>(y), n, total);
+    DITGEN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+void cast(const void* x, DType x_dtype, void* y, DType y_dtype, int64_t n) {
+  if (n <= 0) return;
+  dispatch_dtype(x_dtype, [&](auto src_tag) {
+    using S = typename decltype(src_tag)::type;
+    dispatch_dtype(y_dtype, [&](auto dst_tag) {
+      using D = typename decltype(dst_tag)::type;
+      cast_kernel<S, D><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<const S*>(x), static_cast<D*>(y), n);
+      DITGEN_CUDA_CHECK_LAUNCH();
+    });
   });
 }
 

@@ -30,6 +30,7 @@
 #include "io/model_dir.h"
 #include "io/safetensors.h"
 #include "models/dit.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -96,7 +97,7 @@ int run_sgemm(const Args& a) {
   std::vector<double> gflops;
   for (int r = 0; r < a.warmup + a.repeat; ++r) {
     const double t0 = now();
-    ops::gemm(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+    ops::cpu::gemm(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
     const double dt = now() - t0;
     if (r >= a.warmup) gflops.push_back(2.0 * n * n * n / dt * 1e-9);
   }

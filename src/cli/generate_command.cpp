@@ -17,10 +17,13 @@
 #include "cli/preflight.h"
 #include "util/atomic_file.h"
 #include "config/config.h"
+#include "config/device_choice.h"
+#include "dist/device_index.h"
 #include "dist/mpi_runtime.h"
 #include "io/contact_sheet.h"
 #include "io/png.h"
 #include "io/safetensors.h"
+#include "ops/backend.h"
 #include "ops/ops.h"
 #include "pipeline/dit_pipeline.h"
 #include "util/error.h"
@@ -31,10 +34,19 @@ namespace ditgen::cli {
 
 namespace {
 
-void reject_unsupported_options(const CliOptions& o) {
-  if (o.device == "cuda") not_supported("--device cuda (the CUDA backend is a later issue); use --device cpu");
-  if (o.attention != "auto")
-    not_supported("--attention " + o.attention + " (a CUDA backend choice; the CPU always uses tiled attention)");
+// Resolves --device / model.dtype / --attention, binds this rank's GPU (one
+// per rank: the node-local rank, DESIGN.md §4) and sets the attention mode.
+DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg) {
+  const DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
+                                            ops::cuda_device_count(), opts.config_path);
+  if (choice.device == Device::kCUDA) {
+    ops::bind_cuda_device(
+        dist::local_device_index(std::getenv, dist::MpiRuntime::local_rank(), ops::cuda_device_count()));
+    ops::set_attention_mode(choice.attention == "flash"  ? ops::AttentionMode::kFlash
+                            : choice.attention == "math" ? ops::AttentionMode::kMath
+                                                         : ops::AttentionMode::kAuto);
+  }
+  return choice;
 }
 
 std::string format_number(double v) {
@@ -70,15 +82,15 @@ int grid_columns(int n) {
 
 void run_generate(const CliOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
-  reject_unsupported_options(opts);
   RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
   reject_unsupported(cfg, opts.config_path);
+  const DeviceChoice device = setup_device(opts, cfg);
   if (cfg.generate.class_labels.empty())
     throw ConfigError(opts.config_path + ": generate.class_labels: a DiT model needs class labels");
 
   // The layout is checked against the model's config.json and the world
   // size before any weight is read; then this rank's groups are formed.
-  const RankLayout layout = setup_layout(cfg, opts.config_path);
+  const RankLayout layout = setup_layout(cfg, opts.config_path, device.device);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
 
@@ -91,7 +103,14 @@ void run_generate(const CliOptions& opts) {
   // Everything checkable without weights, before loading them.
   const Preflight checked = preflight(cfg, opts, rank0);
 
-  const auto pipe = pipeline::DitPipeline::load(cfg.model.path, layout.run);
+  const models::Placement place{device.device, device.dtype};
+  const auto pipe = pipeline::DitPipeline::load(cfg.model.path, layout.run, place);
+  if (device.device == Device::kCUDA && !quiet) {
+    const auto& t = pipe.transformer().config();
+    std::fprintf(stderr, "ditgen: %s, %s, attention %s (head size %lld)%s\n", ops::cuda_device_description().c_str(),
+                 dtype_name(device.dtype), ops::cuda_attention_path(t.head_dim, device.dtype).c_str(),
+                 static_cast<long long>(t.head_dim), layout.nccl ? ", NCCL" : "");
+  }
   inject_test_failure(layout.world_rank);
 
   pipeline::DitRequest req;

@@ -7,6 +7,10 @@
 #include "models/dit.h"
 #include "util/error.h"
 
+#ifdef DITGEN_WITH_NCCL
+#include "dist/nccl_communicator.h"
+#endif
+
 namespace ditgen::cli {
 
 dist::ModelDims model_dims(const std::string& model_path) {
@@ -25,7 +29,7 @@ dist::ModelDims model_dims(const std::string& model_path) {
   return d;
 }
 
-RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path) {
+RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, Device device) {
   RankLayout r;
   r.layout = {cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, cfg.parallel.sp_mode};
   dist::Communicator& world = dist::MpiRuntime::world();
@@ -38,6 +42,18 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path) {
   r.tp = dist::MpiRuntime::split(world, tp.color, tp.key);
   r.sp = dist::MpiRuntime::split(world, sp.color, sp.key);
   r.cp = dist::MpiRuntime::split(world, cp.color, cp.key);
+#ifdef DITGEN_WITH_NCCL
+  if (device == Device::kCUDA && world.size() > 1) {
+    // Same order on every rank: tp first, then sp (construction is collective).
+    r.tp_mpi = std::move(r.tp);
+    r.sp_mpi = std::move(r.sp);
+    r.tp = dist::make_nccl_communicator(*r.tp_mpi);
+    r.sp = dist::make_nccl_communicator(*r.sp_mpi);
+    r.nccl = true;
+  }
+#else
+  (void)device;
+#endif
   r.run.shard.tp = r.tp.get();
   r.run.shard.sp = r.sp.get();
   r.run.shard.ring = cfg.parallel.sp_mode == "ring";

@@ -28,11 +28,7 @@ void reject_unsupported(const RunConfig& c, const std::string& path) {
 
   if (c.output.format == "mp4")
     not_supported("MP4 output " + at(path, "output.format=\"mp4\"") + " — use \"png\"");
-
-  // Only the CPU backend exists yet, and it computes in float32.
-  if (c.model.dtype == "bfloat16" || c.model.dtype == "float16")
-    not_supported(c.model.dtype + " on CPU " + at(path, "model.dtype=\"" + c.model.dtype + "\"") +
-                  " — use \"float32\" or \"auto\"");
+  // model.dtype depends on the device: config/device_choice.cpp checks it.
 }
 
 }  // namespace ditgen

@@ -41,6 +41,11 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Whether the pointers passed in are device (CUDA) memory: NCCL's are,
+  // MPI's and the self communicator's are host memory. Tensor code goes
+  // through dist/tensor_collectives.h, which stages through the right
+  // memory either way.
+  virtual bool takes_device_memory() const { return false; }
 
   // Element-wise sum over all ranks, in place.
   void all_reduce_sum(float* data, int64_t count);

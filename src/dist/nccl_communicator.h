@@ -45,6 +45,7 @@ class NcclCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  bool takes_device_memory() const override { return true; }
   ncclComm_t comm() const { return comm_; }
 
  protected:

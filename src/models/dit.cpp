@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "dist/shard.h"
+#include "dist/tensor_collectives.h"
 #include "io/model_dir.h"
 #include "ops/ops.h"
 #include "util/error.h"
@@ -69,7 +70,8 @@ DitConfig DitConfig::from_json(const nlohmann::json& cfg, const std::string& pat
   return c;
 }
 
-DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c, const DitShard& shard) {
+DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c, const DitShard& shard,
+                                   const Placement& place) {
   const int64_t d = c.inner_dim(), f = c.ff_inner_dim, p = c.patch_size;
   const int tp = shard.tp_size(), tr = shard.tp_rank(), sp = shard.sp_size();
   // The layout was validated against the config before loading; these
@@ -121,29 +123,35 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   DitTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
-  m.patch_w = w.load("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
-  m.patch_b = w.load("pos_embed.proj.bias");
-  m.pos_embed = ops::sincos_pos_embed_2d(d, c.grid(), c.grid(), static_cast<double>(c.grid()), 1.0);
-  m.final_ada_w = w.load("proj_out_1.weight");
-  m.final_ada_b = w.load("proj_out_1.bias");
-  m.final_w = w.load("proj_out_2.weight");
-  m.final_b = w.load("proj_out_2.bias");
+  m.place_ = place;
+  // Every weight goes to the model's device and dtype once, here (on the
+  // CPU in float32 it stays borrowed from the mmapped file).
+  auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
+  m.patch_w = whole("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
+  m.patch_b = whole("pos_embed.proj.bias");
+  m.pos_embed = place.put(ops::sincos_pos_embed_2d(d, c.grid(), c.grid(), static_cast<double>(c.grid()), 1.0));
+  m.final_ada_w = whole("proj_out_1.weight");
+  m.final_ada_b = whole("proj_out_1.bias");
+  m.final_w = whole("proj_out_2.weight");
+  m.final_b = whole("proj_out_2.bias");
   // This rank's rows [r0, r0 + n) of a column-split layer (borrowed from the
   // file, zero copy), and its input columns of a row-split one.
   const int64_t dl = d / tp, fl = f / tp;
-  auto rows = [&](const std::string& name, int64_t r0, int64_t n) { return w.load_rows(name, r0, r0 + n); };
+  auto rows = [&](const std::string& name, int64_t r0, int64_t n) {
+    return place.put(w.load_rows(name, r0, r0 + n));
+  };
   auto cols = [&](const std::string& name, int64_t c0, int64_t n) {
-    return tp == 1 ? w.load(name) : w.load_cols(name, c0, c0 + n);
+    return place.put(tp == 1 ? w.load(name) : w.load_cols(name, c0, c0 + n));
   };
   m.blocks.resize(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
     DitBlock& k = m.blocks[i];
-    k.t_linear1_w = w.load(b + "norm1.emb.timestep_embedder.linear_1.weight");
-    k.t_linear1_b = w.load(b + "norm1.emb.timestep_embedder.linear_1.bias");
-    k.t_linear2_w = w.load(b + "norm1.emb.timestep_embedder.linear_2.weight");
-    k.t_linear2_b = w.load(b + "norm1.emb.timestep_embedder.linear_2.bias");
-    k.class_table = w.load(b + "norm1.emb.class_embedder.embedding_table.weight");
+    k.t_linear1_w = whole(b + "norm1.emb.timestep_embedder.linear_1.weight");
+    k.t_linear1_b = whole(b + "norm1.emb.timestep_embedder.linear_1.bias");
+    k.t_linear2_w = whole(b + "norm1.emb.timestep_embedder.linear_2.weight");
+    k.t_linear2_b = whole(b + "norm1.emb.timestep_embedder.linear_2.bias");
+    k.class_table = whole(b + "norm1.emb.class_embedder.embedding_table.weight");
     for (int chunk = 0; chunk < 6; ++chunk) {
       k.ada_w[chunk] = rows(b + "norm1.linear.weight", chunk * d + tr * dl, dl);
       k.ada_b[chunk] = rows(b + "norm1.linear.bias", chunk * d + tr * dl, dl);
@@ -155,11 +163,11 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
     k.v_w = rows(b + "attn1.to_v.weight", tr * dl, dl);
     k.v_b = rows(b + "attn1.to_v.bias", tr * dl, dl);
     k.out_w = cols(b + "attn1.to_out.0.weight", tr * dl, dl);
-    k.out_b = w.load(b + "attn1.to_out.0.bias");
+    k.out_b = whole(b + "attn1.to_out.0.bias");
     k.ff1_w = rows(b + "ff.net.0.proj.weight", tr * fl, fl);
     k.ff1_b = rows(b + "ff.net.0.proj.bias", tr * fl, fl);
     k.ff2_w = cols(b + "ff.net.2.weight", tr * fl, fl);
-    k.ff2_b = w.load(b + "ff.net.2.bias");
+    k.ff2_b = whole(b + "ff.net.2.bias");
   }
   return m;
 }
@@ -171,66 +179,51 @@ Tensor block_conditioning(const DitBlock& k, const Tensor& t_emb, const std::vec
   Tensor h = ops::linear(t_emb, k.t_linear1_w, &k.t_linear1_b);
   ops::silu_(h);
   Tensor cond = ops::linear(h, k.t_linear2_w, &k.t_linear2_b);
-  const int64_t d = cond.dim(1);
-  for (size_t i = 0; i < labels.size(); ++i) {
-    const float* row = k.class_table.data() + labels[i] * d;
-    float* dst = cond.data() + static_cast<int64_t>(i) * d;
-    for (int64_t j = 0; j < d; ++j) dst[j] += row[j];
-  }
+  ops::add_(cond, ops::gather_rows(k.class_table, labels));
   return cond;
-}
-
-void add_bias_rows(Tensor& y, const Tensor& bias) {
-  const int64_t n = bias.numel(), rows = y.numel() / n;
-  float* p = y.data();
-  const float* b = bias.data();
-#pragma omp parallel for if (rows * n > 32768)
-  for (int64_t r = 0; r < rows; ++r)
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) p[r * n + j] += b[j];
 }
 
 // Rows [begin, end) of every sample of a (B, N, C) tensor, as (B, end-begin, C).
 Tensor token_rows(const Tensor& x, dist::Range r) {
   const int64_t bsz = x.dim(0), n = x.dim(1), c = x.dim(2);
   if (r.begin == 0 && r.end == n) return x;
-  Tensor y = Tensor::empty({bsz, r.size(), c});
-  for (int64_t b = 0; b < bsz; ++b)
-    std::memcpy(y.data() + b * r.size() * c, x.data() + (b * n + r.begin) * c, r.size() * c * sizeof(float));
+  Tensor y = Tensor::empty({bsz, r.size(), c}, x.device(), x.dtype());
+  ops::copy_rows(x, r.begin * c, n * c, y, 0, r.size() * c, bsz, r.size() * c);
   return y;
 }
 
 // Token-sharded buffers as collectives move them: rank j's block holds, for
 // each of `rows` sequences, its tokens [even_shard(n, sp, j)], each `width`
-// floats: [j][row][P_j][width]. unshard_tokens turns that into whole
+// elements: [j][row][P_j][width]. unshard_tokens turns that into whole
 // sequences [row][n][width]; shard_tokens does the reverse.
-void unshard_tokens(const float* sharded, int64_t rows, int64_t n, int sp, int64_t width, float* whole) {
+void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int sp, int64_t width, Tensor& whole) {
   int64_t offset = 0;
   for (int j = 0; j < sp; ++j) {
     const dist::Range r = dist::even_shard(n, sp, j);
-    for (int64_t b = 0; b < rows; ++b) {
-      std::memcpy(whole + (b * n + r.begin) * width, sharded + offset, r.size() * width * sizeof(float));
-      offset += r.size() * width;
-    }
+    const int64_t len = r.size() * width;
+    ops::copy_rows(sharded, offset, len, whole, r.begin * width, n * width, rows, len);
+    offset += rows * len;
   }
 }
 
-void shard_tokens(const float* whole, int64_t rows, int64_t n, int sp, int64_t width, float* sharded) {
+void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int sp, int64_t width, Tensor& sharded) {
   int64_t offset = 0;
   for (int j = 0; j < sp; ++j) {
     const dist::Range r = dist::even_shard(n, sp, j);
-    for (int64_t b = 0; b < rows; ++b) {
-      std::memcpy(sharded + offset, whole + (b * n + r.begin) * width, r.size() * width * sizeof(float));
-      offset += r.size() * width;
-    }
+    const int64_t len = r.size() * width;
+    ops::copy_rows(whole, r.begin * width, n * width, sharded, offset, len, rows, len);
+    offset += rows * len;
   }
 }
 
-ops::AttentionArgs attention_args(const float* q, const float* k, const float* v, float* out, int64_t bsz,
-                                  int64_t heads, int64_t head_dim, int64_t q_len, int64_t kv_len, int64_t q_stride,
-                                  int64_t kv_stride) {
+// Attention over (B, q_len, heads*head_dim) query rows of stride q_stride at
+// element q_off of q, keys/values rows of stride kv_stride at k_off / v_off.
+ops::AttentionArgs attention_args(const Tensor& q, int64_t q_off, const Tensor& kv, int64_t k_off, int64_t v_off,
+                                  Tensor& out, int64_t bsz, int64_t heads, int64_t head_dim, int64_t q_len,
+                                  int64_t kv_len, int64_t q_stride, int64_t kv_stride) {
   ops::AttentionArgs a;
-  a.q = q, a.k = k, a.v = v, a.out = out;
+  a.q = q.raw_at(q_off), a.k = kv.raw_at(k_off), a.v = kv.raw_at(v_off), a.out = out.raw();
+  a.device = q.device(), a.dtype = q.dtype();
   a.batch = bsz, a.heads = heads, a.q_len = q_len, a.kv_len = kv_len, a.head_dim = head_dim;
   a.q_row_stride = a.out_row_stride = q_stride;
   a.k_row_stride = a.v_row_stride = kv_stride;
@@ -245,35 +238,33 @@ ops::AttentionArgs attention_args(const float* q, const float* k, const float* v
 Tensor DitTransformer::modulation(const DitBlock& blk, const Tensor& cond) const {
   const int64_t bsz = cond.dim(0), d = cfg_.inner_dim(), tp = shard_.tp_size(), dl = d / tp;
   const Tensor act = ops::silu(cond);
-  Tensor local = Tensor::empty({bsz, 6 * dl});  // this rank's columns of each chunk
-  for (int chunk = 0; chunk < 6; ++chunk)
-    ops::linear_into(act, blk.ada_w[chunk], &blk.ada_b[chunk], local.data() + chunk * dl, 6 * dl);
+  Tensor local = place_.empty({bsz, 6 * dl});  // this rank's columns of each chunk
+  for (int chunk = 0; chunk < 6; ++chunk) ops::linear_into(act, blk.ada_w[chunk], &blk.ada_b[chunk], local, chunk * dl);
   if (tp == 1) return local;
   // All-gather the (B, 6D/tp) pieces, then put each rank's columns of each
   // chunk in place: mod[b][chunk*D + r*Dl + j] = piece_r[b][chunk*Dl + j].
-  Tensor pieces = Tensor::empty({tp, bsz, 6 * dl});
-  shard_.tp->all_gather(local.data(), local.numel(), pieces.data());
-  Tensor mod = Tensor::empty({bsz, 6 * d});
+  Tensor pieces = place_.empty({tp, bsz, 6 * dl});
+  dist::all_gather(*shard_.tp, local, pieces);
+  Tensor mod = place_.empty({bsz, 6 * d});
   for (int64_t r = 0; r < tp; ++r)
-    for (int64_t b = 0; b < bsz; ++b)
-      for (int chunk = 0; chunk < 6; ++chunk)
-        std::memcpy(mod.data() + b * 6 * d + chunk * d + r * dl, pieces.data() + (r * bsz + b) * 6 * dl + chunk * dl,
-                    dl * sizeof(float));
+    for (int chunk = 0; chunk < 6; ++chunk)
+      ops::copy_rows(pieces, r * bsz * 6 * dl + chunk * dl, 6 * dl, mod, chunk * d + r * dl, 6 * d, bsz, dl);
   return mod;
 }
 
 Tensor DitTransformer::row_parallel_linear(const Tensor& x, const Tensor& w, const Tensor& bias) const {
   Tensor y = ops::linear(x, w, nullptr);
-  if (shard_.tp_size() > 1) shard_.tp->all_reduce_sum(y.data(), y.numel());
-  add_bias_rows(y, bias);
+  if (shard_.tp_size() > 1) dist::all_reduce_sum(*shard_.tp, y);
+  ops::add_broadcast_(y, bias);
   return y;
 }
 
 void DitTransformer::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
   if (shard_.sp_size() == 1) {
     const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2);
-    ops::attention(attention_args(q.data(), k.data(), v.data(), out.data(), bsz, dl / cfg_.head_dim, cfg_.head_dim,
-                                  p, p, dl, dl));
+    ops::AttentionArgs a = attention_args(q, 0, k, 0, 0, out, bsz, dl / cfg_.head_dim, cfg_.head_dim, p, p, dl, dl);
+    a.v = v.raw();
+    ops::attention(a);
   } else if (shard_.ring) {
     attention_ring(q, k, v, out);
   } else {
@@ -294,35 +285,27 @@ void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const T
     send[j] = 3 * bsz * p * w;
     recv[j] = 3 * bsz * dist::even_shard(n, sp, j).size() * w;
   }
-  // Send buffer: for each destination j, [q|k|v][b][token][its w columns].
-  std::vector<float> sendbuf(3 * bsz * p * dl), recvbuf(3 * bsz * n * w);
+  // Send buffer: for each destination j, [q|k|v][b][token][its w columns]
+  // (b and token together are the B*P rows of q, k, v).
+  Tensor sendbuf = place_.empty({std::max(3 * bsz * p * dl, bsz * n * w)}), recvbuf = place_.empty({3 * bsz * n * w});
   const Tensor* qkv[3] = {&q, &k, &v};
   for (int j = 0; j < sp; ++j)
     for (int t = 0; t < 3; ++t)
-      for (int64_t b = 0; b < bsz; ++b)
-        for (int64_t i = 0; i < p; ++i)
-          std::memcpy(sendbuf.data() + (((j * 3 + t) * bsz + b) * p + i) * w,
-                      qkv[t]->data() + (b * p + i) * dl + j * w, w * sizeof(float));
-  comm.all_to_all_v(sendbuf.data(), send, recvbuf.data(), recv);
+      ops::copy_rows(*qkv[t], j * w, dl, sendbuf, (j * 3 + t) * bsz * p * w, w, bsz * p, w);
+  dist::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
   // Reassemble (3, B, N, w) in global token order ([q|k|v] x batch as rows).
-  Tensor full = Tensor::empty({3, bsz, n, w});
-  unshard_tokens(recvbuf.data(), 3 * bsz, n, sp, w, full.data());
-  Tensor o = Tensor::empty({bsz, n, w});
-  const float* base = full.data();
-  ops::attention(attention_args(base, base + bsz * n * w, base + 2 * bsz * n * w, o.data(), bsz, w / hd, hd, n, n,
-                                w, w));
+  Tensor full = place_.empty({3, bsz, n, w});
+  unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full);
+  Tensor o = place_.empty({bsz, n, w});
+  ops::attention(attention_args(full, 0, full, bsz * n * w, 2 * bsz * n * w, o, bsz, w / hd, hd, n, n, w, w));
   // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
   for (int j = 0; j < sp; ++j) {
     send[j] = bsz * dist::even_shard(n, sp, j).size() * w;
     recv[j] = bsz * p * w;
   }
-  shard_tokens(o.data(), bsz, n, sp, w, sendbuf.data());
-  comm.all_to_all_v(sendbuf.data(), send, recvbuf.data(), recv);
-  for (int j = 0; j < sp; ++j)
-    for (int64_t b = 0; b < bsz; ++b)
-      for (int64_t i = 0; i < p; ++i)
-        std::memcpy(out.data() + (b * p + i) * dl + j * w, recvbuf.data() + ((j * bsz + b) * p + i) * w,
-                    w * sizeof(float));
+  shard_tokens(o, bsz, n, sp, w, sendbuf);
+  dist::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
+  for (int j = 0; j < sp; ++j) ops::copy_rows(recvbuf, j * bsz * p * w, w, out, j * w, dl, bsz * p, w);
 }
 
 // Ring: this rank's queries meet every K/V shard as the shards travel
@@ -333,26 +316,25 @@ void DitTransformer::attention_ring(const Tensor& q, const Tensor& k, const Tens
   const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim, heads = dl / hd;
   const int64_t n = cfg_.grid() * cfg_.grid(), p_max = dist::even_shard(n, sp, 0).size();
   // K and V travel together as (B, P_src, 2*Dl) rows [k | v].
-  std::vector<float> cur(bsz * p_max * 2 * dl), next(bsz * p_max * 2 * dl);
-  for (int64_t r = 0; r < bsz * p; ++r) {
-    std::memcpy(cur.data() + r * 2 * dl, k.data() + r * dl, dl * sizeof(float));
-    std::memcpy(cur.data() + r * 2 * dl + dl, v.data() + r * dl, dl * sizeof(float));
-  }
-  Tensor lse = Tensor::empty({bsz, heads, p}), part = Tensor::empty({bsz, p, dl}),
-         part_lse = Tensor::empty({bsz, heads, p});
+  Tensor cur = place_.empty({bsz * p_max * 2 * dl}), next = place_.empty({bsz * p_max * 2 * dl});
+  ops::copy_rows(k, 0, dl, cur, 0, 2 * dl, bsz * p, dl);
+  ops::copy_rows(v, 0, dl, cur, dl, 2 * dl, bsz * p, dl);
+  // Log-sum-exp rows are float32 whatever the activation dtype.
+  Tensor lse = Tensor::empty({bsz, heads, p}, place_.device, DType::kF32);
+  Tensor part_lse = Tensor::empty({bsz, heads, p}, place_.device, DType::kF32);
+  Tensor part = place_.empty({bsz, p, dl});
   for (int s = 0; s < sp; ++s) {
     const int src = (me - s + sp) % sp;  // whose K/V we hold now
     const int64_t p_src = dist::even_shard(n, sp, src).size();
-    ops::AttentionArgs a = attention_args(q.data(), cur.data(), cur.data() + dl, s == 0 ? out.data() : part.data(),
-                                          bsz, heads, hd, p, p_src, dl, 2 * dl);
-    a.lse = s == 0 ? lse.data() : part_lse.data();
+    ops::AttentionArgs a =
+        attention_args(q, 0, cur, 0, dl, s == 0 ? out : part, bsz, heads, hd, p, p_src, dl, 2 * dl);
+    a.lse = static_cast<float*>((s == 0 ? lse : part_lse).raw());
     ops::attention(a);
-    if (s > 0)
-      ops::attention_merge_(out.data(), lse.data(), part.data(), part_lse.data(), bsz, heads, p, hd, dl, p * dl);
+    if (s > 0) ops::attention_merge_(out, lse, part, part_lse, heads);
     if (s + 1 < sp) {
       const int64_t p_next = dist::even_shard(n, sp, (me - s - 1 + sp) % sp).size();
-      comm.send_recv(cur.data(), bsz * p_src * 2 * dl, (me + 1) % sp, next.data(), bsz * p_next * 2 * dl,
-                     (me - 1 + sp) % sp);
+      dist::send_recv(comm, cur, bsz * p_src * 2 * dl, (me + 1) % sp, next, bsz * p_next * 2 * dl,
+                      (me - 1 + sp) % sp);
       std::swap(cur, next);
     }
   }
@@ -362,9 +344,10 @@ int64_t DitTransformer::comm_bytes() const {
   return (shard_.tp ? shard_.tp->bytes_sent() : 0) + (shard_.sp ? shard_.sp->bytes_sent() : 0);
 }
 
-Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
+Tensor DitTransformer::forward(const Tensor& host_x, const std::vector<float>& timesteps,
                                const std::vector<int64_t>& labels, pab::BroadcastCache* pab) const {
   const DitConfig& c = cfg_;
+  const Tensor& x = host_x;
   const int64_t bsz = x.dim(0), d = c.inner_dim(), n = c.grid() * c.grid();
   if (x.ndim() != 4 || x.dim(1) != c.in_channels || x.dim(2) != c.sample_size || x.dim(3) != c.sample_size)
     throw RuntimeFailure("DiT forward: latents " + shape_str(x.shape()) + " do not match the model's [B, " +
@@ -386,29 +369,27 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   Tensor hidden;  // (B, P, D) residual stream of this rank's tokens
   {
     profile::ScopedTimer t("patch_embed");
-    hidden = ops::linear(token_rows(ops::patchify(x, c.patch_size), mine), patch_w, &patch_b);
-    const float* pos = pos_embed.data() + mine.begin * d;
-    for (int64_t b = 0; b < bsz; ++b)
-      for (int64_t i = 0; i < p * d; ++i) hidden.data()[b * p * d + i] += pos[i];
+    hidden = ops::linear(token_rows(ops::patchify(place_.put(x), c.patch_size), mine), patch_w, &patch_b);
+    ops::add_broadcast_(hidden, pos_embed.slice0(mine.begin, mine.end));
   }
-  const Tensor t_emb = ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f);  // (B, 256)
+  // (B, 256) sinusoids, computed on the host (tiny) and moved once per forward.
+  const Tensor t_emb = place_.put(ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f));
 
-  Tensor normed = Tensor::empty({bsz, p, d});  // (B, P, D) modulated LayerNorm output
-  Tensor q = Tensor::empty({bsz, p, dl}), k = Tensor::empty({bsz, p, dl}), v = Tensor::empty({bsz, p, dl});
-  Tensor attn = Tensor::empty({bsz, p, dl});  // (B, P, Dl) attention of this rank's heads
-  Tensor block0_cond;                         // (B, D) for the final layer
+  Tensor normed = place_.empty({bsz, p, d});  // (B, P, D) modulated LayerNorm output
+  Tensor q = place_.empty({bsz, p, dl}), k = place_.empty({bsz, p, dl}), v = place_.empty({bsz, p, dl});
+  Tensor attn = place_.empty({bsz, p, dl});  // (B, P, Dl) attention of this rank's heads
+  Tensor block0_cond;                        // (B, D) for the final layer
 
   for (size_t bi = 0; bi < blocks.size(); ++bi) {
     const DitBlock& blk = blocks[bi];
-    Tensor mod;  // (B, 6D): shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp
+    // (B, 6D) columns: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp (D each)
+    Tensor mod;
     {
       profile::ScopedTimer t("adaln");
       Tensor cond = block_conditioning(blk, t_emb, labels);
       if (bi == 0) block0_cond = cond;
       mod = modulation(blk, cond);
     }
-    const float* m = mod.data();
-    const int64_t ms = 6 * d;
     Tensor attn_out;  // (B, P, D) attention branch before its gate
     if (pab && pab->reuse(static_cast<int>(bi), pab::Kind::kSpatial)) {
       attn_out = pab->cached(static_cast<int>(bi), pab::Kind::kSpatial);
@@ -417,13 +398,13 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       const int64_t sent_before = comm_bytes();
       {
         profile::ScopedTimer t("layer_norm");
-        ops::layer_norm_modulate(hidden, m, m + d, ms, kAdaNormEps, normed);
+        ops::layer_norm_modulate(hidden, mod, 0, d, kAdaNormEps, normed);
       }
       {
         profile::ScopedTimer t("qkv_proj");
-        ops::linear_into(normed, blk.q_w, &blk.q_b, q.data(), dl);
-        ops::linear_into(normed, blk.k_w, &blk.k_b, k.data(), dl);
-        ops::linear_into(normed, blk.v_w, &blk.v_b, v.data(), dl);
+        ops::linear_into(normed, blk.q_w, &blk.q_b, q, 0);
+        ops::linear_into(normed, blk.k_w, &blk.k_b, k, 0);
+        ops::linear_into(normed, blk.v_w, &blk.v_b, v, 0);
       }
       {
         profile::ScopedTimer t("attention");
@@ -437,7 +418,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     }
     {
       profile::ScopedTimer t("residual");
-      ops::gated_residual_(hidden, attn_out, m + 2 * d, ms);
+      ops::gated_residual_(hidden, attn_out, mod, 2 * d);
     }
     Tensor ff_out;  // (B, P, D) MLP branch before its gate
     if (pab && pab->reuse(static_cast<int>(bi), pab::Kind::kMlp)) {
@@ -447,7 +428,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       const int64_t sent_before = comm_bytes();
       {
         profile::ScopedTimer t("layer_norm");
-        ops::layer_norm_modulate(hidden, m + 3 * d, m + 4 * d, ms, c.norm_eps, normed);
+        ops::layer_norm_modulate(hidden, mod, 3 * d, 4 * d, c.norm_eps, normed);
       }
       Tensor ff;
       {
@@ -466,26 +447,26 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     }
     {
       profile::ScopedTimer t("residual");
-      ops::gated_residual_(hidden, ff_out, m + 5 * d, ms);
+      ops::gated_residual_(hidden, ff_out, mod, 5 * d);
     }
   }
 
   profile::ScopedTimer t("final_layer");
   Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
-  ops::layer_norm_modulate(hidden, final_mod.data(), final_mod.data() + d, 2 * d, kAdaNormEps, normed);
+  ops::layer_norm_modulate(hidden, final_mod, 0, d, kAdaNormEps, normed);
   Tensor out = ops::linear(normed, final_w, &final_b);  // (B, P, p*p*out)
   if (sp > 1) {
     // Every rank needs the whole prediction: gather the token shards.
     const int64_t row = out.dim(2);
     std::vector<int64_t> counts(sp);
     for (int j = 0; j < sp; ++j) counts[j] = bsz * dist::even_shard(n, sp, j).size() * row;
-    std::vector<float> gathered(bsz * n * row);
-    shard_.sp->all_gather_v(out.data(), out.numel(), gathered.data(), counts);
-    Tensor whole = Tensor::empty({bsz, n, row});
-    unshard_tokens(gathered.data(), bsz, n, sp, row, whole.data());
+    Tensor gathered = place_.empty({bsz * n * row});
+    dist::all_gather_v(*shard_.sp, out, gathered, counts);
+    Tensor whole = place_.empty({bsz, n, row});
+    unshard_tokens(gathered, bsz, n, sp, row, whole);
     out = whole;
   }
-  return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels);
+  return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 
 }  // namespace ditgen::models

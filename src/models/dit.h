@@ -1,5 +1,6 @@
 // DiT: diffusers' DiTTransformer2DModel (class-conditional, adaLN-Zero),
-// float32 on the CPU. Weights are borrowed from the mmapped safetensors when
+// on the CPU (float32) or CUDA (float32 / bfloat16 / float16, models::Placement).
+// Weights are borrowed from the mmapped safetensors when
 // stored as F32 (F16/BF16 converted once at load). Every size comes from the
 // part's config.json; every tensor is checked by name and shape before any is
 // loaded. The forward is written as explicit block stages so that PAB (a
@@ -23,6 +24,7 @@
 
 #include "dist/communicator.h"
 #include "io/safetensors.h"
+#include "models/placement.h"
 #include "pab/broadcast.h"
 #include "tensor/tensor.h"
 
@@ -75,13 +77,16 @@ struct DitBlock {
 
 class DitTransformer {
  public:
-  // Validates names and shapes of every tensor, then loads this rank's part.
-  // The shard's communicators must outlive the model.
-  static DitTransformer load(const io::WeightStore& weights, const DitConfig& cfg, const DitShard& shard = {});
+  // Validates names and shapes of every tensor, then loads this rank's part
+  // onto `place` (its device and compute dtype). The shard's communicators
+  // must outlive the model.
+  static DitTransformer load(const io::WeightStore& weights, const DitConfig& cfg, const DitShard& shard = {},
+                             const Placement& place = {});
 
-  // x: (B, in_channels, S, S) latents; timesteps: B values; labels: B class
-  // indices in [0, num_classes] (num_classes = null class).
-  // Returns (B, out_channels, S, S), on every rank of the shard. With a PAB
+  // x: (B, in_channels, S, S) latents (host float32); timesteps: B values;
+  // labels: B class indices in [0, num_classes] (num_classes = null class).
+  // Returns (B, out_channels, S, S) as host float32, on every rank of the
+  // shard; everything in between runs on the model's placement. With a PAB
   // cache, each block's spatial attention output (after out-proj and its
   // all-reduce, before the gate) and MLP output are reused when the cache
   // says so, skipping their compute and communication.
@@ -90,6 +95,7 @@ class DitTransformer {
 
   const DitConfig& config() const { return cfg_; }
   const DitShard& shard() const { return shard_; }
+  const Placement& placement() const { return place_; }
 
  private:
   // (B, 6D) adaLN modulation of one block from its conditioning.
@@ -105,6 +111,7 @@ class DitTransformer {
 
   DitConfig cfg_;
   DitShard shard_;
+  Placement place_;
   Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
   Tensor pos_embed;                 // (N, D)            2-D sin-cos, N = grid^2
   std::vector<DitBlock> blocks;

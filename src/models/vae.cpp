@@ -75,19 +75,21 @@ std::vector<std::pair<std::string, Shape>> resnet_tensors(const std::string& p, 
   return t;
 }
 
-VaeResnet load_resnet(const io::WeightStore& w, const std::string& p, int64_t cin, int64_t cout) {
+VaeResnet load_resnet(const io::WeightStore& store, const std::string& p, int64_t cin, int64_t cout,
+                      const Placement& place) {
+  auto w = [&](const std::string& name) { return place.put(store.load(name)); };
   VaeResnet r;
-  r.norm1_w = w.load(p + "norm1.weight");
-  r.norm1_b = w.load(p + "norm1.bias");
-  r.conv1_w = w.load(p + "conv1.weight");
-  r.conv1_b = w.load(p + "conv1.bias");
-  r.norm2_w = w.load(p + "norm2.weight");
-  r.norm2_b = w.load(p + "norm2.bias");
-  r.conv2_w = w.load(p + "conv2.weight");
-  r.conv2_b = w.load(p + "conv2.bias");
+  r.norm1_w = w(p + "norm1.weight");
+  r.norm1_b = w(p + "norm1.bias");
+  r.conv1_w = w(p + "conv1.weight");
+  r.conv1_b = w(p + "conv1.bias");
+  r.norm2_w = w(p + "norm2.weight");
+  r.norm2_b = w(p + "norm2.bias");
+  r.conv2_w = w(p + "conv2.weight");
+  r.conv2_b = w(p + "conv2.bias");
   if (cin != cout) {
-    r.shortcut_w = w.load(p + "conv_shortcut.weight");
-    r.shortcut_b = w.load(p + "conv_shortcut.bias");
+    r.shortcut_w = w(p + "conv_shortcut.weight");
+    r.shortcut_b = w(p + "conv_shortcut.bias");
   }
   return r;
 }
@@ -160,7 +162,7 @@ VaeConfig VaeConfig::from_json(const nlohmann::json& cfg, const std::string& pat
   return c;
 }
 
-VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c) {
+VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const Placement& place) {
   if (c.block_out_channels.empty()) throw ModelError(w.dir() + ": VAE config has no block_out_channels");
   const int64_t L = c.latent_channels, n = static_cast<int64_t>(c.block_out_channels.size());
   const int64_t c_last = c.block_out_channels.back(), c0 = c.block_out_channels.front();
@@ -224,28 +226,30 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c) {
   }
 
   VaeDecoder m;
+  m.place_ = place;
   m.cfg_ = c;
   if (c.use_post_quant_conv) {
-    m.post_quant_w = w.load("post_quant_conv.weight");
-    m.post_quant_b = w.load("post_quant_conv.bias");
+    m.post_quant_w = place.put(w.load("post_quant_conv.weight"));
+    m.post_quant_b = place.put(w.load("post_quant_conv.bias"));
   }
-  m.conv_in_w = w.load("decoder.conv_in.weight");
-  m.conv_in_b = w.load("decoder.conv_in.bias");
-  m.mid_resnet0 = load_resnet(w, mid + "resnets.0.", c_last, c_last);
-  m.mid_resnet1 = load_resnet(w, mid + "resnets.1.", c_last, c_last);
+  m.conv_in_w = place.put(w.load("decoder.conv_in.weight"));
+  m.conv_in_b = place.put(w.load("decoder.conv_in.bias"));
+  m.mid_resnet0 = load_resnet(w, mid + "resnets.0.", c_last, c_last, place);
+  m.mid_resnet1 = load_resnet(w, mid + "resnets.1.", c_last, c_last, place);
   if (c.mid_block_add_attention) {
     VaeAttention a;
-    a.norm_w = w.load(att + "group_norm.weight");
-    a.norm_b = w.load(att + "group_norm.bias");
-    a.qkv_w = Tensor::empty({3 * c_last, c_last});
-    a.qkv_b = Tensor::empty({3 * c_last});
+    a.norm_w = place.put(w.load(att + "group_norm.weight"));
+    a.norm_b = place.put(w.load(att + "group_norm.bias"));
+    Tensor qkv_w = Tensor::empty({3 * c_last, c_last}), qkv_b = Tensor::empty({3 * c_last});  // fused on the host
     for (int i = 0; i < 3; ++i) {
       Tensor pw = w.load(proj[i].w), pb = w.load(proj[i].b);
-      std::copy(pw.data(), pw.data() + c_last * c_last, a.qkv_w.data() + i * c_last * c_last);
-      std::copy(pb.data(), pb.data() + c_last, a.qkv_b.data() + i * c_last);
+      std::copy(pw.data(), pw.data() + c_last * c_last, qkv_w.data() + i * c_last * c_last);
+      std::copy(pb.data(), pb.data() + c_last, qkv_b.data() + i * c_last);
     }
-    a.out_w = w.load(proj[3].w).reshape({c_last, c_last});
-    a.out_b = w.load(proj[3].b);
+    a.qkv_w = place.put(qkv_w);
+    a.qkv_b = place.put(qkv_b);
+    a.out_w = place.put(w.load(proj[3].w).reshape({c_last, c_last}));
+    a.out_b = place.put(w.load(proj[3].b));
     m.mid_attn = std::move(a);
   }
   m.up_blocks.resize(n);
@@ -254,17 +258,17 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c) {
     VaeUpBlock& blk = m.up_blocks[i];
     for (int64_t j = 0; j <= c.layers_per_block; ++j) {
       auto [cin, cout] = up_resnet_channels(c, i, j);
-      blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout));
+      blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout, place));
     }
     if (i + 1 < n) {
-      blk.up_w = w.load(ub + "upsamplers.0.conv.weight");
-      blk.up_b = w.load(ub + "upsamplers.0.conv.bias");
+      blk.up_w = place.put(w.load(ub + "upsamplers.0.conv.weight"));
+      blk.up_b = place.put(w.load(ub + "upsamplers.0.conv.bias"));
     }
   }
-  m.norm_out_w = w.load("decoder.conv_norm_out.weight");
-  m.norm_out_b = w.load("decoder.conv_norm_out.bias");
-  m.conv_out_w = w.load("decoder.conv_out.weight");
-  m.conv_out_b = w.load("decoder.conv_out.bias");
+  m.norm_out_w = place.put(w.load("decoder.conv_norm_out.weight"));
+  m.norm_out_b = place.put(w.load("decoder.conv_norm_out.bias"));
+  m.conv_out_w = place.put(w.load("decoder.conv_out.weight"));
+  m.conv_out_b = place.put(w.load("decoder.conv_out.bias"));
   return m;
 }
 
@@ -299,19 +303,18 @@ Tensor VaeDecoder::resnet(const Tensor& x, const VaeResnet& r) const {
 Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
   profile::ScopedTimer t("vae.attention");
   const int64_t c = x.dim(1), n = x.dim(2) * x.dim(3);
-  Tensor normed = ops::group_norm(x, cfg_.norm_num_groups, a.norm_w, a.norm_b, kNormEps, false);  // (1, C, HW)
+  Tensor normed = ops::group_norm(x, cfg_.norm_num_groups, a.norm_w, a.norm_b, kNormEps, false).reshape({c, n});
 
-  // qkv[t, :] = normed[:, t]^T · qkv_w^T + qkv_b: rows start as the bias, beta = 1.
-  Tensor qkv = Tensor::empty({n, 3 * c});  // (HW, 3C) token rows: q | k | v
-  const float* qb = a.qkv_b.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) std::copy(qb, qb + 3 * c, qkv.data() + i * 3 * c);
-  ops::gemm(true, true, n, 3 * c, c, 1.0f, normed.data(), n, a.qkv_w.data(), c, 1.0f, qkv.data(), 3 * c);
+  // qkv[t, :] = normed[:, t]^T · qkv_w^T + qkv_b.
+  Tensor qkv = place_.empty({n, 3 * c});  // (HW, 3C) token rows: q | k | v
+  ops::gemm(true, true, 1.0f, normed, a.qkv_w, 0.0f, qkv);
+  ops::add_broadcast_(qkv, a.qkv_b);
   normed = Tensor();
 
-  Tensor attn = Tensor::empty({n, c});  // (HW, C) attention output, token rows
+  Tensor attn = place_.empty({n, c});  // (HW, C) attention output, token rows
   ops::AttentionArgs args;
-  args.q = qkv.data(), args.k = qkv.data() + c, args.v = qkv.data() + 2 * c, args.out = attn.data();
+  args.q = qkv.raw_at(0), args.k = qkv.raw_at(c), args.v = qkv.raw_at(2 * c), args.out = attn.raw();
+  args.device = qkv.device(), args.dtype = qkv.dtype();
   args.batch = 1, args.heads = 1, args.q_len = n, args.kv_len = n, args.head_dim = c;
   args.q_row_stride = args.k_row_stride = args.v_row_stride = 3 * c;
   args.out_row_stride = c;
@@ -321,17 +324,16 @@ Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
   ops::attention(args);
   qkv = Tensor();
 
-  // out[C, HW] = x + to_out.bias + out_w · attn^T (residual_connection, rescale 1).
-  Tensor out = x.clone();  // (1, C, H, W)
-  const float* ob = a.out_b.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t ch = 0; ch < c; ++ch) {
-    float* row = out.data() + ch * n;
-    for (int64_t i = 0; i < n; ++i) row[i] += ob[ch];
-  }
-  ops::gemm(false, true, c, n, c, 1.0f, a.out_w.data(), c, attn.data(), c, 1.0f, out.data(), n);
-  return out;
+  // out[C, HW] = x + to_out.bias + out_w · attn^T (residual_connection,
+  // rescale 1); the bias enters as a rank-1 product bias[C, 1] · ones[1, HW]
+  // so every step is an op on the model's device.
+  Tensor out = x.clone().reshape({c, n});
+  ops::gemm(false, false, 1.0f, a.out_b.reshape({c, 1}), ones_row(n), 1.0f, out);
+  ops::gemm(false, true, 1.0f, a.out_w, attn, 1.0f, out);
+  return out.reshape(x.shape());
 }
+
+Tensor VaeDecoder::ones_row(int64_t n) const { return place_.put(Tensor::full({1, n}, 1.0f)); }
 
 Tensor VaeDecoder::decode_one(const Tensor& z) const {
   Tensor h;
@@ -368,11 +370,7 @@ Tensor VaeDecoder::decode(const Tensor& latents) const {
                          std::to_string(cfg_.latent_channels) + ", h, w]");
   const int64_t b = latents.dim(0), f = cfg_.scale_factor();
   Tensor out = Tensor::empty({b, cfg_.out_channels, latents.dim(2) * f, latents.dim(3) * f});  // (B, out, H, W)
-  const int64_t per_image = out.numel() / (b ? b : 1);
-  for (int64_t i = 0; i < b; ++i) {
-    Tensor img = decode_one(latents.slice0(i, i + 1));
-    std::copy(img.data(), img.data() + per_image, out.data() + i * per_image);
-  }
+  for (int64_t i = 0; i < b; ++i) out.slice0(i, i + 1).copy_from(decode_one(place_.put(latents.slice0(i, i + 1))));
   return out;
 }
 

@@ -1,4 +1,5 @@
-// VAE: the decoder half of diffusers' AutoencoderKL, float32 on the CPU.
+// VAE: the decoder half of diffusers' AutoencoderKL, on the CPU (float32) or
+// CUDA (models::Placement).
 // Structure (diffusers Decoder): post_quant_conv (1x1), conv_in (3x3), a mid
 // block (resnet, single-head self-attention over the H*W pixels, resnet),
 // one UpDecoderBlock2D per entry of reversed(block_out_channels) with
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "models/placement.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
@@ -69,13 +71,14 @@ struct VaeUpBlock {
 
 class VaeDecoder {
  public:
-  // Validates every tensor name and shape against `cfg`, then loads
-  // (F32 borrowed from the mmap, F16/BF16 converted to float32).
-  static VaeDecoder load(const io::WeightStore& weights, const VaeConfig& cfg);
+  // Validates every tensor name and shape against `cfg`, then loads onto
+  // `place` (on the CPU: F32 borrowed from the mmap, F16/BF16 converted to
+  // float32; on CUDA: uploaded once in the placement's dtype).
+  static VaeDecoder load(const io::WeightStore& weights, const VaeConfig& cfg, const Placement& place = {});
 
-  // latents (B, latent_channels, h, w), ALREADY divided by scaling_factor
+  // latents (B, latent_channels, h, w), host float32, ALREADY divided by scaling_factor
   // (and shift_factor added back, if any) -> (B, out_channels, h*f, w*f)
-  // with f = scale_factor(), raw (not clamped). Images are decoded one at a
+  // with f = scale_factor(), raw (not clamped), host float32. Images are decoded one at a
   // time, so peak memory does not grow with the batch.
   Tensor decode(const Tensor& latents) const;
 
@@ -85,7 +88,9 @@ class VaeDecoder {
   Tensor decode_one(const Tensor& z) const;  // (1, latent_channels, h, w)
   Tensor resnet(const Tensor& x, const VaeResnet& r) const;
   Tensor attention(const Tensor& x, const VaeAttention& a) const;
+  Tensor ones_row(int64_t n) const;  // (1, n) of ones on the placement
 
+  Placement place_;
   VaeConfig cfg_;
   Tensor post_quant_w, post_quant_b;  // (L, L, 1, 1), (L); undefined without post_quant_conv
   Tensor conv_in_w, conv_in_b;        // (C_last, L, 3, 3), (C_last)

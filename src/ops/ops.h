@@ -1,16 +1,21 @@
-// Op front end: the one place models call for compute. Every op works on
-// float32 row-major tensors; each has a CPU implementation in ops/cpu/ (and,
-// with the CUDA backend, a kernels/cuda/ one chosen here by tensor device).
+// Op front end: the one place models call for compute. Every op takes
+// tensors on one device and dispatches by that device (src/ops/ops.cpp, the
+// only dispatch point) to its CPU implementation (src/ops/cpu/, float32) or
+// its CUDA one (src/ops/gpu/ over kernels/cuda/, float32, bfloat16 or
+// float16 storage with float32 arithmetic). Arguments are checked here, once,
+// for every device. Model code written against this header runs unchanged
+// on either device: the CPU tests exercise the same model code a GPU runs.
 // Shapes use the diffusers/PyTorch conventions: Linear weights are [out, in],
 // images NCHW, token sequences [B, N, C].
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "tensor/tensor.h"
 
 namespace ditgen::ops {
 
-// Threads used by ops and by BLAS (one OpenMP pool shared by both).
+// Threads used by CPU ops and by BLAS (one OpenMP pool shared by both).
 // Also sets flush-to-zero / denormals-are-zero on the pool threads.
 void set_num_threads(int n);
 int num_threads();
@@ -20,35 +25,38 @@ const char* blas_threading();
 const char* blas_core();
 
 // ---- GEMM ---------------------------------------------------------------
-// C[M,N] = alpha * op(A) * op(B) + beta * C, row-major, leading dimensions
-// in elements.
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// c[M, N] = alpha * op(a) * op(b) + beta * c on 2-D tensors (op = transpose
+// when asked); M, N, K come from the shapes.
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c);
 
 // y[..., N] = x[..., K] · w[N, K]^T + bias[N]  (torch.nn.Linear).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
-// Same, writing rows of length N into y with row stride ldy (for writing
-// into a slice of a wider buffer).
-void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy);
+// Same, into columns [col, col + N) of y, a [rows, W] tensor (x's rows), so
+// several projections can fill one wider buffer.
+void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t col);
 
 // ---- Elementwise ----------------------------------------------------------
 void silu_(Tensor& x);                       // x * sigmoid(x), in place
 Tensor silu(const Tensor& x);
 void gelu_tanh_(Tensor& x);                  // GELU, tanh approximation, in place
 void add_(Tensor& x, const Tensor& y);       // x += y (same shape)
+// x += y repeated: x viewed as [x.numel() / y.numel(), y.numel()] rows
+// (a bias over every token, a position table over every sample).
+void add_broadcast_(Tensor& x, const Tensor& y);
 
 // ---- Normalisation ----------------------------------------------------------
 // LayerNorm over the last dim, optional affine (weight/bias may be null).
 Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, float eps);
 
 // adaLN modulation: x [B, N, C]; out = LN(x) * (1 + scale[b]) + shift[b]
-// where shift/scale point at row b of a [B, *] matrix with row stride
-// mod_stride (the chunks of an adaLN linear output, used in place).
-void layer_norm_modulate(const Tensor& x, const float* shift, const float* scale, int64_t mod_stride, float eps,
+// where shift and scale are C columns of row b of mod [B, M], starting at
+// columns shift_col and scale_col (the chunks of an adaLN linear output).
+void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, int64_t scale_col, float eps,
                          Tensor& out);
 
-// x [B, N, C] += gate[b] * y [B, N, C]   (adaLN-Zero gated residual).
-void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate_stride);
+// x [B, N, C] += gate[b] * y [B, N, C], gate = C columns of row b of mod
+// [B, M] from gate_col (adaLN-Zero gated residual).
+void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate_col);
 
 // GroupNorm on NCHW-like [B, C, *] with affine weight/bias [C]; optionally
 // followed by SiLU (the VAE always pairs them).
@@ -56,32 +64,42 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
                   bool fuse_silu);
 
 // ---- Attention ----------------------------------------------------------------
-// Scaled dot-product attention with O(n) extra memory (tiled, online
-// softmax). Tokens are rows: element (b, n, h, d) of q lives at
-// q + b*q_batch_stride + n*q_row_stride + h*head_dim + d; same for k, v, out.
-// This reads Q/K/V straight out of projection outputs, no transposes.
+// Scaled dot-product attention with O(n) extra memory (CPU: tiled, online
+// softmax; CUDA: flash or math path, see set_attention_mode). Tokens are
+// rows: element (b, n, h, d) of q lives at
+// q + b*q_batch_stride + n*q_row_stride + h*head_dim + d (in elements of
+// dtype, on device); same for k, v, out. This reads Q/K/V straight out of
+// projection outputs, no transposes. Build the pointers with Tensor::raw_at.
 struct AttentionArgs {
-  const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
-  float* out = nullptr;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  Device device = Device::kCPU;  // of q, k, v, out and lse
+  DType dtype = DType::kF32;     // of q, k, v and out
   int64_t batch = 1, heads = 1, q_len = 0, kv_len = 0, head_dim = 0;
   int64_t q_row_stride = 0, k_row_stride = 0, v_row_stride = 0, out_row_stride = 0;
   int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, out_batch_stride = 0;
   float scale = 0;  // usually 1/sqrt(head_dim)
-  // Optional (batch, heads, q_len) output: each row's log-sum-exp of the
-  // scaled scores, so partial results over key blocks can be merged (ring
-  // attention). Null: not written.
+  // Optional float32 (batch, heads, q_len) output: each row's log-sum-exp of
+  // the scaled scores, so partial results over key blocks can be merged
+  // (ring attention). Null: not written.
   float* lse = nullptr;
 };
 void attention(const AttentionArgs& args);
 
+// How CUDA attention is computed (--attention): kAuto = flash on compute
+// capability >= 8.0 for the head sizes it supports, the math path otherwise;
+// kFlash forces flash (an error where it cannot run); kMath forces the math
+// path. The CPU has one implementation and ignores the choice.
+enum class AttentionMode { kAuto, kFlash, kMath };
+void set_attention_mode(AttentionMode mode);
+AttentionMode attention_mode();
+
 // Merges a partial attention result (out2, lse2) over another key block into
 // the running one (out, lse), in place: the softmax over the union of keys.
-// out rows as AttentionArgs (row_stride between tokens, heads*head_dim wide,
-// batch_stride between samples); lse (batch, heads, q_len).
-void attention_merge_(float* out, float* lse, const float* out2, const float* lse2, int64_t batch, int64_t heads,
-                      int64_t q_len, int64_t head_dim, int64_t row_stride, int64_t batch_stride);
+// out, out2: [B, N, heads * head_dim]; lse, lse2: float32 [B, heads, N].
+void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor& lse2, int64_t heads);
 
 // ---- Convolution and resampling (VAE) --------------------------------------------
 // 2-D convolution, NCHW: x [B, Cin, H, W], w [Cout, Cin, kh, kw], bias [Cout];
@@ -91,10 +109,12 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stri
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
 
 // ---- Embeddings and patches -------------------------------------------------------
-// diffusers get_timestep_embedding: out [len(t), dim].
+// diffusers get_timestep_embedding: out [len(t), dim], a CPU tensor (tiny;
+// callers move it with Tensor::to).
 Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool flip_sin_to_cos,
                           float downscale_freq_shift, float scale = 1.0f, float max_period = 10000.0f);
-// diffusers get_2d_sincos_pos_embed for a grid_h x grid_w grid: out [grid_h*grid_w, dim].
+// diffusers get_2d_sincos_pos_embed for a grid_h x grid_w grid: out
+// [grid_h*grid_w, dim], a CPU tensor.
 Tensor sincos_pos_embed_2d(int64_t dim, int64_t grid_h, int64_t grid_w, double base_size, double interpolation_scale);
 // [B, C, H, W] -> [B, (H/p)*(W/p), C*p*p] with (c, i, j) order inside a patch
 // (matching a Conv2d(kernel=stride=p) weight flattened as [out, C*p*p]).
@@ -102,5 +122,15 @@ Tensor patchify(const Tensor& x, int64_t p);
 // [B, h*w, p*p*C] with (i, j, c) order inside a patch -> [B, C, h*p, w*p]
 // (DiT's einsum "nhwpqc->nchpwq").
 Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t channels);
+
+// ---- Data movement ------------------------------------------------------------------
+// Copies `rows` rows of `row_len` elements from src (row r at src_offset +
+// r * src_stride) to dst (row r at dst_offset + r * dst_stride); src and dst
+// on one device with one dtype, every row inside both tensors (checked).
+// The shuffles of the parallel layouts are built from it.
+void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,
+               int64_t dst_stride, int64_t rows, int64_t row_len);
+// out[i, :] = table[rows[i], :] for a [R, C] table (an embedding lookup).
+Tensor gather_rows(const Tensor& table, const std::vector<int64_t>& rows);
 
 }  // namespace ditgen::ops

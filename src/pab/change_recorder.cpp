@@ -14,7 +14,10 @@ void ChangeRecorder::begin_step(int step, double t) {
   t_ = t;
 }
 
-void ChangeRecorder::record(int block, Kind kind, const Tensor& output) {
+void ChangeRecorder::record(int block, Kind kind, const Tensor& device_output) {
+  // The analysis reads elements on the host: a CUDA output is copied down
+  // (a --pab-analyze run measures, it is not the fast path).
+  const Tensor output = device_output.to(Device::kCPU, DType::kF32);
   const auto key = std::make_pair(block, static_cast<int>(kind));
   auto it = previous_.find(key);
   if (it != previous_.end() && it->second.numel() == output.numel()) {

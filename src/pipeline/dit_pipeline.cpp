@@ -11,7 +11,8 @@
 
 namespace ditgen::pipeline {
 
-DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& par) {
+DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& par,
+                              const models::Placement& place) {
   DitPipeline p;
   p.par_ = par;
   p.dir_ = io::ModelDir::open(model_dir);
@@ -29,10 +30,10 @@ DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& p
   // Check the scheduler config now rather than after the weights are loaded.
   p.default_scheduler_ = sched::make_scheduler("", p.scheduler_config_, p.dir_.part_config_path("scheduler"))->name();
   p.transformer_ = std::make_shared<models::DitTransformer>(
-      models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg, par.shard));
+      models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg, par.shard, place));
   if (par.output_rank)
     p.vae_ = std::make_shared<models::VaeDecoder>(
-        models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg));
+        models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg, place));
   return p;
 }
 

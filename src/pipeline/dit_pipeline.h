@@ -74,8 +74,11 @@ int64_t resolve_class_label(const std::variant<int64_t, std::string>& label,
 class DitPipeline {
  public:
   // Reads model_index.json and the transformer/vae/scheduler parts;
-  // validates every weight before any compute.
-  static DitPipeline load(const std::string& model_dir, const ParallelRun& par = {});
+  // validates every weight before any compute, then puts the weights on
+  // `place` (device and compute dtype). The denoising loop's latents,
+  // guidance and scheduler stay host float32 whatever the placement.
+  static DitPipeline load(const std::string& model_dir, const ParallelRun& par = {},
+                          const models::Placement& place = {});
 
   // Class names or integer ids -> ids (names via model_index.json's id2label,
   // as DiTPipeline.get_label_ids; ids checked against num_classes).

@@ -1,13 +1,20 @@
 #include "tensor/tensor.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <sstream>
+#include <stdexcept>
 
-#include "util/error.h"
+#include "tensor/device_memory.h"
 
 namespace ditgen {
+
+namespace {
+
+std::string describe(const Tensor& t) {
+  return std::string(device_name(t.device())) + " " + dtype_name(t.dtype()) + " tensor " + shape_str(t.shape());
+}
+
+}  // namespace
 
 std::string shape_str(const Shape& s) {
   std::ostringstream o;
@@ -23,24 +30,24 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
-Tensor Tensor::empty(Shape shape) {
+Tensor Tensor::empty(Shape shape, Device device, DType dtype) {
   for (int64_t d : shape)
     if (d < 0) throw std::invalid_argument("Tensor::empty: negative dimension in " + shape_str(shape));
+  if (device == Device::kCPU && dtype != DType::kF32)
+    throw std::invalid_argument(std::string("Tensor::empty: CPU tensors are float32, not ") + dtype_name(dtype));
   Tensor t;
   t.shape_ = std::move(shape);
-  size_t bytes = t.nbytes();
-  size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!p) throw RuntimeFailure("out of memory allocating " + std::to_string(bytes) + " bytes for a tensor " +
-                               shape_str(t.shape_));
-  t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  t.data_ = static_cast<float*>(p);
+  t.device_ = device;
+  t.dtype_ = dtype;
+  auto storage = device_memory::allocate(device, t.nbytes());
+  t.data_ = static_cast<float*>(storage.get());
+  t.storage_ = std::move(storage);
   return t;
 }
 
-Tensor Tensor::zeros(Shape shape) {
-  Tensor t = empty(std::move(shape));
-  std::memset(t.data_, 0, t.nbytes());
+Tensor Tensor::zeros(Shape shape, Device device, DType dtype) {
+  Tensor t = empty(std::move(shape), device, dtype);
+  device_memory::fill_zero(device, t.data_, t.nbytes());
   return t;
 }
 
@@ -55,7 +62,7 @@ Tensor Tensor::from_vector(Shape shape, const std::vector<float>& values) {
   if (static_cast<int64_t>(values.size()) != t.numel())
     throw std::invalid_argument("Tensor::from_vector: " + std::to_string(values.size()) + " values for shape " +
                                 shape_str(t.shape_));
-  std::memcpy(t.data_, values.data(), t.nbytes());
+  if (!values.empty()) std::memcpy(t.data_, values.data(), t.nbytes());
   return t;
 }
 
@@ -66,6 +73,22 @@ Tensor Tensor::borrow(float* data, Shape shape, std::shared_ptr<const void> owne
   t.storage_ = std::move(owner);
   return t;
 }
+
+float* Tensor::data() {
+  if (device_ != Device::kCPU || dtype_ != DType::kF32)
+    throw std::logic_error("host element access to a " + describe(*this) + " (only CPU float32 tensors have data())");
+  return data_;
+}
+
+const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
+
+void* Tensor::raw_at(int64_t offset) {
+  if (offset < 0 || offset > numel())
+    throw std::out_of_range("Tensor::raw_at: element " + std::to_string(offset) + " of a " + describe(*this));
+  return static_cast<char*>(static_cast<void*>(data_)) + offset * static_cast<int64_t>(element_size());
+}
+
+const void* Tensor::raw_at(int64_t offset) const { return const_cast<Tensor*>(this)->raw_at(offset); }
 
 Tensor Tensor::reshape(Shape shape) const {
   int64_t known = 1, infer = -1;
@@ -92,14 +115,34 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
   int64_t row = shape_[0] ? numel() / shape_[0] : 0;
   Tensor t = *this;
   t.shape_[0] = end - begin;
-  t.data_ = data_ + begin * row;
+  t.data_ = static_cast<float*>(const_cast<void*>(raw_at(begin * row)));
   return t;
 }
 
 Tensor Tensor::clone() const {
-  Tensor t = empty(shape_);
-  if (numel()) std::memcpy(t.data_, data_, nbytes());
+  Tensor t = empty(shape_, device_, dtype_);
+  t.copy_from(*this);
   return t;
+}
+
+Tensor Tensor::to(Device device, DType dtype) const {
+  if (device == device_ && dtype == dtype_) return *this;
+  Tensor t = empty(shape_, device, dtype);
+  t.copy_from(*this);
+  return t;
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  if (src.numel() != numel())
+    throw std::invalid_argument("Tensor::copy_from: " + describe(src) + " into a " + describe(*this));
+  if (numel() == 0) return;
+  device_memory::copy(data_, device_, dtype_, src.data_, src.device_, src.dtype_, numel());
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> v(static_cast<size_t>(numel()));
+  if (!v.empty()) device_memory::copy(v.data(), Device::kCPU, DType::kF32, data_, device_, dtype_, numel());
+  return v;
 }
 
 }  // namespace ditgen

@@ -1,9 +1,16 @@
-// Tensor: a contiguous, row-major float32 array with a shape, sharing its
-// storage by reference count. Storage is either owned (64-byte aligned heap)
-// or borrowed from something kept alive by the same handle (an mmapped
+// Tensor: a contiguous, row-major array with a shape, a device and an element
+// type, sharing its storage by reference count. Storage is owned (64-byte
+// aligned heap on the CPU, the caching allocator's memory on CUDA) or
+// borrowed from something kept alive by the same handle (an mmapped
 // safetensors file: float32 weights are used in place, never copied).
 // Views (reshape, leading-dimension slices) share storage; ops allocate their
-// outputs. The device field is the seam for the CUDA backend.
+// outputs.
+//
+// CPU tensors are float32 (the CPU backend computes in float32); CUDA
+// tensors are float32, bfloat16 or float16 (src/tensor/dtype.h). Host code
+// reads elements through data(), which exists for CPU float32 tensors only:
+// a CUDA tensor reached by CPU code is a clear error, never a bad pointer.
+// Everything device-agnostic goes through raw() and the ops front end.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -11,9 +18,9 @@
 #include <string>
 #include <vector>
 
-namespace ditgen {
+#include "tensor/dtype.h"
 
-enum class Device { kCPU, kCUDA };
+namespace ditgen {
 
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "[2, 4, 32, 32]"
@@ -23,12 +30,15 @@ class Tensor {
  public:
   Tensor() = default;
 
-  // Uninitialised / zero-filled owned storage.
-  static Tensor empty(Shape shape);
-  static Tensor zeros(Shape shape);
+  // Uninitialised / zero-filled owned storage. A CUDA tensor needs a build
+  // with the CUDA backend and a bound device (RuntimeFailure otherwise); a
+  // CPU tensor must be float32 (std::invalid_argument otherwise).
+  static Tensor empty(Shape shape, Device device = Device::kCPU, DType dtype = DType::kF32);
+  static Tensor zeros(Shape shape, Device device = Device::kCPU, DType dtype = DType::kF32);
+  // CPU float32 constructors.
   static Tensor full(Shape shape, float value);
   static Tensor from_vector(Shape shape, const std::vector<float>& values);
-  // Borrowed storage: `owner` keeps `data` alive (e.g. an mmapped file).
+  // Borrowed CPU float32 storage: `owner` keeps `data` alive (e.g. an mmapped file).
   static Tensor borrow(float* data, Shape shape, std::shared_ptr<const void> owner);
 
   bool defined() const { return data_ != nullptr; }
@@ -36,26 +46,49 @@ class Tensor {
   int ndim() const { return static_cast<int>(shape_.size()); }
   int64_t dim(int i) const { return shape_.at(i < 0 ? i + ndim() : i); }
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * sizeof(float); }
-  Device device() const { return Device::kCPU; }
+  size_t element_size() const { return dtype_size(dtype_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  Device device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  bool is_cpu() const { return device_ == Device::kCPU; }
 
-  float* data() { return data_; }
-  const float* data() const { return data_; }
-  float& operator[](int64_t i) { return data_[i]; }
-  float operator[](int64_t i) const { return data_[i]; }
+  // Host float32 elements: CPU float32 tensors only (std::logic_error
+  // naming the tensor's device and dtype otherwise).
+  float* data();
+  const float* data() const;
+  float& operator[](int64_t i) { return data()[i]; }
+  float operator[](int64_t i) const { return data()[i]; }
+
+  // The storage, whatever the device and dtype (for the op implementations).
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  // Address of element `offset` (0 <= offset <= numel(), checked).
+  void* raw_at(int64_t offset);
+  const void* raw_at(int64_t offset) const;
 
   // Same storage, new shape (numel must match; one dim may be -1).
   Tensor reshape(Shape shape) const;
   // Rows [begin, end) of the leading dimension, sharing storage.
   Tensor slice0(int64_t begin, int64_t end) const;
-  // Deep copy into fresh owned storage.
+  // Deep copy into fresh owned storage on the same device, same dtype.
   Tensor clone() const;
-  std::vector<float> to_vector() const { return {data_, data_ + numel()}; }
+  // This tensor on `device` as `dtype`: itself (shared) when both already
+  // match, else a converted copy (float32 <-> bfloat16 / float16 rounds to
+  // nearest even, as torch does). Host <-> device copies are blocking.
+  Tensor to(Device device, DType dtype) const;
+  Tensor to(Device device) const { return to(device, device == device_ ? dtype_ : DType::kF32); }
+  // Overwrites this tensor's elements with src's (same numel; any devices
+  // and dtypes; converted as to()).
+  void copy_from(const Tensor& src);
+  // Host float32 copy of the elements, from any device.
+  std::vector<float> to_vector() const;
 
  private:
   std::shared_ptr<const void> storage_;  // keeps data_ alive
-  float* data_ = nullptr;
+  float* data_ = nullptr;                // typed for the CPU; the raw storage address otherwise
   Shape shape_;
+  Device device_ = Device::kCPU;
+  DType dtype_ = DType::kF32;
 };
 
 }  // namespace ditgen

@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "ops/backend.h"
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
 #include "io/contact_sheet.h"
@@ -31,8 +32,11 @@ struct Run {
   std::string output;  // stdout and stderr
 };
 
+// Runs ditgen on the CPU (these tests check CPU numerics and errors; on a
+// machine with a GPU --device auto would pick CUDA) unless args name a device.
 Run run_ditgen(const std::string& args) {
-  const std::string cmd = std::string(DITGEN_EXE) + " " + args + " 2>&1";
+  const bool pinned = args.find("--device") != std::string::npos || args.find("--config") == std::string::npos;
+  const std::string cmd = std::string(DITGEN_EXE) + " " + args + (pinned ? "" : " --device cpu") + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::string out;
@@ -172,9 +176,19 @@ TEST_CASE("bad arguments and configs exit 2 naming the file and field, writing n
   r = run_ditgen("--config " + cfg + " --set parallel.sp=2");  // one process, layout of two
   CHECK(r.code == 2);
   CHECK(r.output.find("world size 1") != std::string::npos);
-  r = run_ditgen("--config " + cfg + " --device cuda");
+  if (ops::cuda_device_count() == 0) {
+    // No device here: exit 2 from a CPU-only build, 4 (device error) from a
+    // CUDA build on a machine without a GPU; either way nothing is written.
+    r = run_ditgen("--config " + cfg + " --device cuda");
+    CHECK((r.code == (ops::cuda_built() ? 4 : 2)));
+    CHECK(r.output.find("--device cuda") != std::string::npos);
+  }
+  r = run_ditgen("--config " + cfg + " --device cpu --attention flash");
   CHECK(r.code == 2);
-  CHECK(r.output.find("not supported yet") != std::string::npos);
+  CHECK(r.output.find("--attention flash on CPU") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --device cpu --set model.dtype=bfloat16");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("model.dtype=\"bfloat16\"") != std::string::npos);
   CHECK(s.empty_of_outputs());
 }
 
@@ -221,7 +235,7 @@ TEST_CASE("SIGTERM stops a run with exit code 143 and leaves no output") {
     std::string labels = "generate.class_labels=[1";
     for (int i = 1; i < 64; ++i) labels += ",1";
     labels += "]";
-    execl(DITGEN_EXE, DITGEN_EXE, "--config", cfg.c_str(), "--steps", "1000", "--set", labels.c_str(), "--set",
+    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), "--steps", "1000", "--set", labels.c_str(), "--set",
           "generate.batch_size=1", "--quiet", (char*)nullptr);
     _exit(127);
   }

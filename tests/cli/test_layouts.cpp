@@ -18,31 +18,19 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "run_command.h"
 #include "temp_dir.h"
 
 using namespace ditgen;
 
 namespace {
 
-struct Run {
-  int code;
-  std::string output;
-  double seconds;
-};
+using testing::Run;
+using testing::run_command;
 
-Run run_command(const std::string& cmd) {
-  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  const auto start = std::chrono::steady_clock::now();
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out, secs};
-}
+// ditgen pinned to the CPU: these tests check CPU layouts (on a machine with
+// a GPU --device auto would pick CUDA; tests/gpu/ covers the CUDA layouts).
+const std::string kDitgen = std::string(DITGEN_EXE) + " --device cpu";
 
 std::string mpirun(int ranks) {
   return std::string(DITGEN_MPIEXEC) + " --oversubscribe -np " + std::to_string(ranks) + " -x OMP_NUM_THREADS=1 ";
@@ -51,7 +39,7 @@ std::string mpirun(int ranks) {
 // The fixture's DDIM run (6 steps, CFG 4) from diffusers' noise; returns the saved latents.
 Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ranks, const std::string& sets) {
   const std::string latents = dir.file(name + ".safetensors");
-  const std::string cmd = (ranks > 1 ? mpirun(ranks) : std::string()) + DITGEN_EXE + " --config " +
+  const std::string cmd = (ranks > 1 ? mpirun(ranks) : std::string()) + kDitgen + " --config " +
                           testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
                           testing::fixture_dir("dit_odd") + " --init-noise " + testing::fixture_dir("dit_odd") +
                           "/reference/noise.safetensors --save-latents " + latents + " --output " +
@@ -89,7 +77,7 @@ TEST_CASE("layout sp2 x cp2 x tp2") {
 }
 
 TEST_CASE("an impossible layout fails fast with exit 2 and lists the layouts that work") {
-  const std::string base = std::string(DITGEN_EXE) + " --config " + testing::fixture_dir("dit_odd") +
+  const std::string base = kDitgen + " --config " + testing::fixture_dir("dit_odd") +
                            "/reference/run_ddim.json --set model.path=" + testing::fixture_dir("dit_odd") + " ";
   Run r = run_command(mpirun(3) + base + "--set parallel.sp=2");  // world 3 != 2
   CHECK(r.code == 2);
@@ -109,7 +97,7 @@ TEST_CASE("an impossible layout fails fast with exit 2 and lists the layouts tha
 TEST_CASE("a failing rank ends the whole job promptly with its exit code") {
   testing::TempDir dir("ditgen_layout_fail");
   setenv("DITGEN_TEST_FAIL_RANK", "1", 1);
-  const std::string cmd = mpirun(3) + "-x DITGEN_TEST_FAIL_RANK " + DITGEN_EXE + " --config " +
+  const std::string cmd = mpirun(3) + "-x DITGEN_TEST_FAIL_RANK " + kDitgen + " --config " +
                           testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
                           testing::fixture_dir("dit_odd") + " --set parallel.sp=3 --steps 1000 --output " +
                           dir.file("img.png") + " --quiet";

@@ -56,9 +56,11 @@ TEST_CASE("PAB schedules pass: they are checked against the model at run time") 
   CHECK_NOTHROW(reject_unsupported(load_config(path, {}), path));
 }
 
-TEST_CASE("half-precision dtypes on CPU are not supported yet") {
-  check_unsupported(with(minimal_config(), "model.dtype", "bfloat16"), "model.dtype=\"bfloat16\"");
-  check_unsupported(with(minimal_config(), "model.dtype", "float16"), "model.dtype=\"float16\"");
+TEST_CASE("half-precision dtypes pass the config checks: they depend on the device (test_device_choice)") {
+  for (const char* dtype : {"bfloat16", "float16"}) {
+    const std::string path = write_config(with(minimal_config(), "model.dtype", dtype));
+    CHECK_NOTHROW(reject_unsupported(load_config(path, {}), path));
+  }
 }
 
 }  // namespace ditgen::test

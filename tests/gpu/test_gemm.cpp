@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "gpu/gpu_test_helpers.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
 
 using namespace ditgen;
@@ -27,7 +28,7 @@ TEST_CASE("cuda gemm matches ops::gemm for every transpose combination") {
         Tensor c = gputest::rounded(random_tensor({m, ldc}, 3), t);
         DeviceTensor da(a, t), db(b, t), dc(c, t);
         cuda::gemm(ta, tb, m, n, k, 0.7f, da.data(), lda, db.data(), ldb, 0.3f, dc.data(), ldc, t);
-        ops::gemm(ta, tb, m, n, k, 0.7f, a.data(), lda, b.data(), ldb, 0.3f, c.data(), ldc);
+        ops::cpu::gemm(ta, tb, m, n, k, 0.7f, a.data(), lda, b.data(), ldb, 0.3f, c.data(), ldc);
         CHECK(rel_l2(dc.to_host({m, ldc}), c) < gputest::tolerance(t));
       }
 }
@@ -50,7 +51,7 @@ TEST_CASE("cuda linear matches ops::linear (GEMV and GEMM shapes, with and witho
         DeviceTensor dy(y_init, t);
         cuda::linear(dx.data(), dw.data(), with_bias ? db.data() : nullptr, dy.data(), m, n, k, ldy, t);
         Tensor ref = y_init.clone();
-        ops::linear_into(x, w, with_bias ? &bias : nullptr, ref.data(), ldy);
+        ops::cpu::linear_into(x, w, with_bias ? &bias : nullptr, ref.data(), ldy);
         Tensor got = dy.to_host({m, ldy});
         CHECK(rel_l2(got, ref) < gputest::tolerance(t));
         // The columns past n are untouched.
@@ -70,7 +71,7 @@ TEST_CASE("cuda gemm_strided_batched: interleaved heads, and a shared (stride 0)
                              m * n, heads, t);
   Tensor ref = Tensor::empty({heads, m, n});
   for (int64_t h = 0; h < heads; ++h)
-    ops::gemm(false, true, m, n, d, 1.0f, a.data() + h * d, inner, b.data() + h * d, inner, 0.0f,
+    ops::cpu::gemm(false, true, m, n, d, 1.0f, a.data() + h * d, inner, b.data() + h * d, inner, 0.0f,
               ref.data() + h * m * n, n);
   CHECK(rel_l2(dc.to_host({heads, m, n}), ref) < 1e-5);
 
@@ -81,6 +82,6 @@ TEST_CASE("cuda gemm_strided_batched: interleaved heads, and a shared (stride 0)
                              3, t);
   Tensor ref2 = Tensor::empty({3, 5, 9});
   for (int64_t i = 0; i < 3; ++i)
-    ops::gemm(false, false, 5, 9, 7, 1.0f, w.data(), 7, x.data() + i * 63, 9, 0.0f, ref2.data() + i * 45, 9);
+    ops::cpu::gemm(false, false, 5, 9, 7, 1.0f, w.data(), 7, x.data() + i * 63, 9, 0.0f, ref2.data() + i * 45, 9);
   CHECK(rel_l2(dout.to_host({3, 5, 9}), ref2) < 1e-5);
 }

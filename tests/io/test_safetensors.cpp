@@ -114,7 +114,7 @@ TEST_CASE("safetensors: F32, F16 and BF16 tensors load as exact float32") {
   CHECK(file->names() == std::vector<std::string>{"a", "b", "bn", "h", "hn"});
   CHECK(file->metadata().at("format") == "pt");
   CHECK(file->metadata().at("note") == "hi");
-  CHECK(file->info("h").dtype == DType::kF16);
+  CHECK(file->info("h").dtype == io::DType::kF16);
   CHECK(file->info("a").shape == Shape{2, 3});
   CHECK(file->info("b").begin == 42);
   CHECK(file->info("b").end == 54);
@@ -228,7 +228,7 @@ TEST_CASE("safetensors: non-float dtypes open but do not load") {
                         R"("u":{"dtype":"U32","shape":[1],"data_offsets":[16,20]}})",
                         std::string(20, '\0')));
   auto file = SafetensorsFile::open(path);
-  CHECK(file->info("ids").dtype == DType::kI64);
+  CHECK(file->info("ids").dtype == io::DType::kI64);
   const std::string msg = model_error_of([&] { file->load("ids"); });
   CHECK(contains(msg, path));
   CHECK(contains(msg, "tensor 'ids' has dtype I64, expected F32, F16 or BF16"));

@@ -61,7 +61,7 @@ TEST_CASE("layer_norm and layer_norm_modulate match plain loops") {
   Tensor mod = random_tensor({b, 3 * c}, 8);  // [shift | scale | gate] chunks, as adaLN emits
   Tensor y = ops::layer_norm(x, &w, &bias, 1e-5f);
   Tensor z = Tensor::empty(x.shape());
-  ops::layer_norm_modulate(x, mod.data(), mod.data() + c, 3 * c, 1e-6f, z);
+  ops::layer_norm_modulate(x, mod, 0, c, 1e-6f, z);
   std::vector<double> yref(x.numel()), zref(x.numel());
   for (int64_t r = 0; r < b * n; ++r) {
     double mean = 0, var = 0;
@@ -83,12 +83,15 @@ TEST_CASE("layer_norm and layer_norm_modulate match plain loops") {
 TEST_CASE("gated_residual_ adds gate[b] * y") {
   Tensor x = random_tensor({2, 3, 5}, 9), y = random_tensor({2, 3, 5}, 10), g = random_tensor({2, 11}, 11);
   Tensor ref = x.clone();
-  ops::gated_residual_(x, y, g.data() + 2, 11);
+  ops::gated_residual_(x, y, g, 2);
   for (int64_t i = 0; i < 30; ++i) CHECK(x[i] == doctest::Approx(ref[i] + g[(i / 15) * 11 + 2 + i % 5] * y[i]));
 }
 
 // Reference attention: materialise softmax(QK^T * scale) V in double.
 static std::vector<double> naive_attention(const ops::AttentionArgs& a) {
+  const float* aq = static_cast<const float*>(a.q);
+  const float* ak = static_cast<const float*>(a.k);
+  const float* av = static_cast<const float*>(a.v);
   std::vector<double> out(a.batch * a.q_len * a.heads * a.head_dim);
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < a.heads; ++h)
@@ -98,8 +101,8 @@ static std::vector<double> naive_attention(const ops::AttentionArgs& a) {
         for (int64_t j = 0; j < a.kv_len; ++j) {
           double acc = 0;
           for (int64_t d = 0; d < a.head_dim; ++d)
-            acc += static_cast<double>(a.q[b * a.q_batch_stride + i * a.q_row_stride + h * a.head_dim + d]) *
-                   a.k[b * a.k_batch_stride + j * a.k_row_stride + h * a.head_dim + d];
+            acc += static_cast<double>(aq[b * a.q_batch_stride + i * a.q_row_stride + h * a.head_dim + d]) *
+                   ak[b * a.k_batch_stride + j * a.k_row_stride + h * a.head_dim + d];
           s[j] = acc * a.scale;
           m = std::max(m, s[j]);
         }
@@ -108,7 +111,7 @@ static std::vector<double> naive_attention(const ops::AttentionArgs& a) {
         for (int64_t d = 0; d < a.head_dim; ++d) {
           double acc = 0;
           for (int64_t j = 0; j < a.kv_len; ++j)
-            acc += s[j] * a.v[b * a.v_batch_stride + j * a.v_row_stride + h * a.head_dim + d];
+            acc += s[j] * av[b * a.v_batch_stride + j * a.v_row_stride + h * a.head_dim + d];
           out[((b * a.q_len + i) * a.heads + h) * a.head_dim + d] = acc / sum;
         }
       }
@@ -159,8 +162,7 @@ TEST_CASE("attention over key blocks merged by log-sum-exp equals attention over
   run(0, 10, acc, acc_lse);
   for (auto [k0, k1] : {std::pair<int64_t, int64_t>{10, 13}, {13, kv_len}}) {
     run(k0, k1, part, part_lse);
-    ops::attention_merge_(acc.data(), acc_lse.data(), part.data(), part_lse.data(), batch, heads, q_len, d, inner,
-                          q_len * inner);
+    ops::attention_merge_(acc, acc_lse, part, part_lse, heads);
   }
   CHECK(rel_l2(acc, full) < 1e-6);
   CHECK(rel_l2(acc_lse, full_lse) < 1e-6);

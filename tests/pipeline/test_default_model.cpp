@@ -15,6 +15,7 @@
 #include "io/png.h"
 #include "io/safetensors.h"
 #include "pipeline/dit_pipeline.h"
+#include "pipeline/pipeline_checks.h"
 
 using namespace ditgen;
 
@@ -52,35 +53,6 @@ TEST_CASE("default model: ditgen matches diffusers for 'red circle' and 'blue st
 
 TEST_CASE("default model: generated images show the requested colour and shape (>= 90%)") {
   const auto pipe = pipeline::DitPipeline::load(kModel);
-  const auto& colours = eval::shape_colour_names();
-  const auto& shapes = eval::shape_names();
-  const int64_t classes = static_cast<int64_t>(colours.size() * shapes.size());
-  pipeline::DitRequest req;  // the default config's settings: DDIM 25 steps, guidance 4, seed 0
-  for (int repeat = 0; repeat < 2; ++repeat)
-    for (int64_t id = 0; id < classes; ++id) req.labels.push_back(id);
-  req.steps = 25;
-  req.guidance_scale = 4.0f;
-  req.scheduler = "ddim";
-  req.batch_size = 30;
-  const pipeline::DitResult result = pipe.generate(req);
-
-  int colour_ok = 0, shape_ok = 0, both_ok = 0;
-  const int n = static_cast<int>(req.labels.size());
-  for (int i = 0; i < n; ++i) {
-    const int64_t id = req.labels[i];
-    REQUIRE(pipe.label_name(id) == colours[id / 5] + " " + shapes[id % 5]);  // id2label as the classifier assumes
-    const Tensor img = result.images.slice0(i, i + 1).reshape(
-        {result.images.dim(1), result.images.dim(2), result.images.dim(3)});
-    const auto rgb = io::float_image_to_rgb8(img);
-    const auto g = eval::classify_shape_image(rgb.data(), img.dim(1), img.dim(2));
-    const bool c = g.colour == id / 5, s = g.shape == id % 5;
-    colour_ok += c, shape_ok += s, both_ok += c && s;
-    if (!(c && s))
-      MESSAGE("output " << i << " asked '" << pipe.label_name(id) << "', looks like '"
-                        << (g.colour >= 0 ? colours[g.colour] : "?") << " " << (g.shape >= 0 ? shapes[g.shape] : "?")
-                        << "'");
-  }
-  MESSAGE("class agreement: colour " << colour_ok << "/" << n << ", shape " << shape_ok << "/" << n << ", both "
-                                     << both_ok << "/" << n);
-  CHECK(both_ok * 10 >= n * 9);
+  const testing::ClassAgreement a = testing::class_agreement(pipe, "cpu float32");
+  CHECK(a.both * 10 >= a.outputs * 9);
 }

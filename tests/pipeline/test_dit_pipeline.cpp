@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "pipeline/dit_pipeline.h"
+#include "pipeline/pipeline_checks.h"
 #include "sched/noise.h"
 #include "util/error.h"
 
@@ -16,56 +17,33 @@ using testing::fixture_tensor;
 
 namespace {
 
-struct Case {
-  std::string fixture;
-  std::vector<int64_t> labels;
-  int steps;
-  float guidance;
-};
+using testing::check_close;
+using testing::kBf16;
+using testing::kOdd;
+using testing::run_fixture;
+using Case = testing::FixtureCase;
 
-const Case kOdd{"dit_odd", {1, 7}, 6, 4.0f};
-const Case kBf16{"dit_small_bf16", {0, 3}, 5, 1.5f};
-
-Tensor run(const pipeline::DitPipeline& pipe, const Case& c, const std::string& scheduler, float guidance,
-           int batch_size) {
-  pipeline::DitRequest req;
-  req.labels = c.labels;
-  req.steps = c.steps;
-  req.guidance_scale = guidance;
-  req.scheduler = scheduler;
-  req.batch_size = batch_size;
-  req.init_noise = fixture_tensor(c.fixture, "noise.safetensors", "noise");
-  return pipe.sample(req);
-}
-
-void check_close(const Tensor& got, const Tensor& ref, const std::string& what, double tol) {
-  REQUIRE(got.shape() == ref.shape());
-  const double l2 = testing::rel_l2(got, ref), mx = testing::max_rel(got, ref);
-  MESSAGE(what << ": relative L2 " << l2 << ", max|d|/max|ref| " << mx);
-  CHECK(l2 < tol);
-  CHECK(mx < tol);
-}
 
 }  // namespace
 
 TEST_CASE("DiT pipeline latents match diffusers (DDIM, DPM-Solver++ 2M, no CFG)") {
   for (const Case& c : {kOdd, kBf16}) {
     const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(c.fixture));
-    check_close(run(pipe, c, "ddim", c.guidance, 4), fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents"),
+    check_close(run_fixture(pipe, c, "ddim", c.guidance, 4), fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents"),
                 c.fixture + " ddim", 1e-4);
-    check_close(run(pipe, c, "dpmpp_2m", c.guidance, 4),
+    check_close(run_fixture(pipe, c, "dpmpp_2m", c.guidance, 4),
                 fixture_tensor(c.fixture, "expected.safetensors", "dpm_latents"), c.fixture + " dpmpp_2m", 1e-4);
   }
   const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
-  check_close(run(pipe, kOdd, "ddim", 1.0f, 4),
+  check_close(run_fixture(pipe, kOdd, "ddim", 1.0f, 4),
               fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"), "dit_odd ddim no CFG", 1e-4);
 }
 
 TEST_CASE("the model's own scheduler is the default, and batching does not change results") {
   const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
   CHECK(pipe.default_scheduler() == "ddim");
-  const Tensor batched = run(pipe, kOdd, "", kOdd.guidance, 2);
-  const Tensor single = run(pipe, kOdd, "", kOdd.guidance, 1);  // one output per forward
+  const Tensor batched = run_fixture(pipe, kOdd, "", kOdd.guidance, 2);
+  const Tensor single = run_fixture(pipe, kOdd, "", kOdd.guidance, 1);  // one output per forward
   CHECK(testing::rel_l2(single, batched) < 1e-6);
   check_close(batched, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents"), "default scheduler",
               1e-4);

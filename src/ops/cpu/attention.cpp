@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "kernels/math/softmax.h"
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
-namespace ditgen::ops {
+namespace ditgen::ops::cpu {
 
 namespace {
 
@@ -152,12 +152,12 @@ void attention(const AttentionArgs& a) {
       const int64_t qtile = task % q_tiles, bh = task / q_tiles;
       const int64_t h = bh % a.heads, b = bh / a.heads;
       const int64_t q0 = qtile * kQ, bq = std::min(kQ, a.q_len - q0);
-      const float* kb = a.k + b * a.k_batch_stride + h * d;
-      const float* vb = a.v + b * a.v_batch_stride + h * d;
+      const float* kb = static_cast<const float*>(a.k) + b * a.k_batch_stride + h * d;
+      const float* vb = static_cast<const float*>(a.v) + b * a.v_batch_stride + h * d;
 
       // Transpose the query tile (contiguous writes, strided reads: cheaper
       // than scattering each row).
-      const float* qsrc = a.q + b * a.q_batch_stride + q0 * a.q_row_stride + h * d;
+      const float* qsrc = static_cast<const float*>(a.q) + b * a.q_batch_stride + q0 * a.q_row_stride + h * d;
       for (int64_t e = 0; e < d; ++e) {
         float* dst = qt.data() + e * kQ;
         for (int64_t i = 0; i < bq; ++i) dst[i] = qsrc[i * a.q_row_stride + e] * a.scale;
@@ -213,7 +213,7 @@ void attention(const AttentionArgs& a) {
           pv_rows(st.data() + r, kQ, bk, vp.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
       }
 
-      float* out = a.out + b * a.out_batch_stride + q0 * a.out_row_stride + h * d;
+      float* out = static_cast<float*>(a.out) + b * a.out_batch_stride + q0 * a.out_row_stride + h * d;
       if (a.lse) {
         float* lse = a.lse + (b * a.heads + h) * a.q_len + q0;
         for (int64_t i = 0; i < bq; ++i) lse[i] = math::softmax_lse(row_max[i], row_sum[i]);
@@ -245,4 +245,4 @@ void attention_merge_(float* out, float* lse, const float* out2, const float* ls
       }
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

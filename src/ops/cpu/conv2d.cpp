@@ -21,9 +21,9 @@
 
 #include <omp.h>
 
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
-namespace ditgen::ops {
+namespace ditgen::ops::cpu {
 namespace {
 
 // im2col bytes per thread: about one core's L2, so the column chunk is still
@@ -141,4 +141,4 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stri
   return out;
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

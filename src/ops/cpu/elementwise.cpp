@@ -5,9 +5,9 @@
 
 #include "kernels/math/activations.h"
 #include "kernels/math/norm.h"
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
-namespace ditgen::ops {
+namespace ditgen::ops::cpu {
 
 namespace {
 constexpr int64_t kParallelMin = 1 << 14;  // below this a parallel region costs more than it saves
@@ -47,6 +47,16 @@ void add_(Tensor& x, const Tensor& y) {
   for (int64_t i = 0; i < n; ++i) p[i] += q[i];
 }
 
+void add_broadcast_(Tensor& x, const Tensor& y) {
+  const int64_t n = y.numel(), rows = n ? x.numel() / n : 0;
+  float* p = x.data();
+  const float* b = y.data();
+#pragma omp parallel for if (rows * n > kParallelMin)
+  for (int64_t r = 0; r < rows; ++r)
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) p[r * n + j] += b[j];
+}
+
 void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate_stride) {
   if (x.shape() != y.shape() || x.ndim() != 3)
     throw std::invalid_argument("gated_residual_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
@@ -64,4 +74,4 @@ void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate
     }
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

@@ -6,9 +6,9 @@
 #include <stdexcept>
 
 #include "kernels/math/embedding.h"
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
-namespace ditgen::ops {
+namespace ditgen::ops::cpu {
 
 Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool flip_sin_to_cos,
                           float downscale_freq_shift, float scale, float max_period) {
@@ -96,4 +96,4 @@ Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t chan
   return y;
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

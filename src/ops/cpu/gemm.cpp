@@ -20,7 +20,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
 extern "C" {
 void openblas_set_num_threads(int num_threads);
@@ -90,6 +90,10 @@ const char* blas_threading() {
   }
 }
 
+}  // namespace ditgen::ops
+
+namespace ditgen::ops::cpu {
+
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
@@ -132,4 +136,4 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
   return y;
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

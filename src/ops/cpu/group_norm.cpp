@@ -20,9 +20,9 @@
 
 #include "kernels/math/activations.h"
 #include "kernels/math/norm.h"
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
-namespace ditgen::ops {
+namespace ditgen::ops::cpu {
 
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
                   bool fuse_silu) {
@@ -87,4 +87,4 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
   return out;
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

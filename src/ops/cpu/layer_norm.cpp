@@ -6,9 +6,9 @@
 #include <stdexcept>
 
 #include "kernels/math/norm.h"
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
-namespace ditgen::ops {
+namespace ditgen::ops::cpu {
 
 namespace {
 
@@ -73,4 +73,4 @@ void layer_norm_modulate(const Tensor& x, const float* shift, const float* scale
     }
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "ops/ops.h"
+#include "ops/cpu/cpu_ops.h"
 
-namespace ditgen::ops {
+namespace ditgen::ops::cpu {
 
 Tensor upsample_nearest(const Tensor& x, int64_t factor) {
   if (x.ndim() != 4) throw std::invalid_argument("upsample_nearest: expected [B, C, H, W], got " + shape_str(x.shape()));
@@ -35,4 +35,4 @@ Tensor upsample_nearest(const Tensor& x, int64_t factor) {
   return out;
 }
 
-}  // namespace ditgen::ops
+}  // namespace ditgen::ops::cpu

@@ -1,0 +1,27 @@
+// The compute backends this build and this machine have, for the run's
+// setup (src/cli): whether CUDA is built in, how many devices are visible,
+// binding this process to one, and what it is. Without the CUDA backend
+// every answer is "none" and binding is an error; nothing here needs a GPU
+// to be asked.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "tensor/dtype.h"
+
+namespace ditgen::ops {
+
+bool cuda_built();
+// Visible CUDA devices; 0 in a CPU-only build or without driver or device.
+int cuda_device_count();
+// Binds this process to CUDA device `index` (one per rank, DESIGN.md §4):
+// every later CUDA tensor and op lives there.
+void bind_cuda_device(int index);
+// "cuda:0 NVIDIA H100 80GB HBM3 (compute capability 9.0, 79.1 GiB)" for the
+// bound device.
+std::string cuda_device_description();
+// The CUDA attention path ("flash" / "math") the bound device takes for
+// this head size and dtype under the current attention_mode().
+std::string cuda_attention_path(int64_t head_dim, DType dtype);
+
+}  // namespace ditgen::ops

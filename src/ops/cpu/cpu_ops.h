@@ -1,0 +1,49 @@
+// CPU implementations of the ops of src/ops/ops.h: float32 on host memory,
+// OpenMP threads, OpenBLAS GEMMs. Called by the front end (ops.cpp) after it
+// has checked the arguments, and by the CUDA tests as the reference. Raw
+// pointers where the front end passes offsets into tensors (row strides of
+// adaLN chunks, attention operands); everything is float32.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace ditgen::ops::cpu {
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
+// Rows of length N written into y with row stride ldy.
+void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy);
+
+void silu_(Tensor& x);
+Tensor silu(const Tensor& x);
+void gelu_tanh_(Tensor& x);
+void add_(Tensor& x, const Tensor& y);
+void add_broadcast_(Tensor& x, const Tensor& y);
+// gate row b at gate + b * gate_stride.
+void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate_stride);
+
+Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, float eps);
+// shift/scale row b at + b * mod_stride.
+void layer_norm_modulate(const Tensor& x, const float* shift, const float* scale, int64_t mod_stride, float eps,
+                         Tensor& out);
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
+                  bool fuse_silu);
+
+// args.q/k/v/out are host float32 pointers.
+void attention(const AttentionArgs& args);
+void attention_merge_(float* out, float* lse, const float* out2, const float* lse2, int64_t batch, int64_t heads,
+                      int64_t q_len, int64_t head_dim, int64_t row_stride, int64_t batch_stride);
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
+Tensor upsample_nearest(const Tensor& x, int64_t factor);
+
+Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool flip_sin_to_cos,
+                          float downscale_freq_shift, float scale, float max_period);
+Tensor sincos_pos_embed_2d(int64_t dim, int64_t grid_h, int64_t grid_w, double base_size, double interpolation_scale);
+Tensor patchify(const Tensor& x, int64_t p);
+Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t channels);
+
+}  // namespace ditgen::ops::cpu

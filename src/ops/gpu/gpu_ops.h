@@ -1,0 +1,46 @@
+// CUDA implementations of the ops of src/ops/ops.h on device tensors: each
+// unpacks shapes and pointers and calls the raw-pointer kernels of
+// kernels/cuda/cuda_ops.h. Called only by the front end (ops.cpp), after it
+// has checked the arguments and that every operand is on CUDA with one
+// dtype. Compiled only in CUDA builds (DITGEN_WITH_CUDA).
+#pragma once
+#include <cstdint>
+
+#include "ops/ops.h"
+
+namespace ditgen::ops::gpu {
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Tensor& a, const Tensor& b,
+          float beta, Tensor& c);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
+void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t col);
+
+void silu_(Tensor& x);
+Tensor silu(const Tensor& x);
+void gelu_tanh_(Tensor& x);
+void add_(Tensor& x, const Tensor& y);
+void add_broadcast_(Tensor& x, const Tensor& y);
+void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate_col);
+
+Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, float eps);
+void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, int64_t scale_col, float eps,
+                         Tensor& out);
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
+                  bool fuse_silu);
+
+void attention(const AttentionArgs& args, AttentionMode mode);
+void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor& lse2, int64_t heads);
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
+Tensor upsample_nearest(const Tensor& x, int64_t factor);
+Tensor patchify(const Tensor& x, int64_t p);
+Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t channels);
+
+void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,
+               int64_t dst_stride, int64_t rows, int64_t row_len);
+
+// The attention path (flash / math) the current device takes for this head
+// size and dtype under `mode`, for the run's log line.
+const char* attention_path_name(int64_t head_dim, DType dtype, AttentionMode mode);
+
+}  // namespace ditgen::ops::gpu

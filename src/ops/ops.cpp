@@ -1,0 +1,302 @@
+// The op front end (ops.h): checks each op's arguments once, for every
+// device, then dispatches by the tensors' device to ops/cpu (float32) or,
+// in a CUDA build, ops/gpu. This file is the only place that knows both
+// backends exist.
+#include "ops/ops.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "ops/cpu/cpu_ops.h"
+#ifdef DITGEN_WITH_CUDA
+#include "ops/gpu/gpu_ops.h"
+#endif
+
+namespace ditgen::ops {
+
+namespace {
+
+AttentionMode g_attention_mode = AttentionMode::kAuto;
+
+std::string where(const Tensor& t) {
+  return std::string(device_name(t.device())) + " " + dtype_name(t.dtype()) + " " + shape_str(t.shape());
+}
+
+// Every operand on the first one's device, with its dtype (float32 is the
+// only CPU dtype, so this also keeps the CPU path float32).
+void same_place(const char* op, const Tensor& first, std::initializer_list<const Tensor*> others) {
+  if (!first.defined()) throw std::invalid_argument(std::string(op) + ": undefined input tensor");
+  for (const Tensor* t : others) {
+    if (!t) continue;
+    if (!t->defined()) throw std::invalid_argument(std::string(op) + ": undefined tensor argument");
+    if (t->device() != first.device() || t->dtype() != first.dtype())
+      throw std::invalid_argument(std::string(op) + ": tensors on different devices or dtypes: " + where(first) +
+                                  " and " + where(*t));
+  }
+}
+
+bool on_cuda(const Tensor& t) { return t.device() == Device::kCUDA; }
+
+#ifndef DITGEN_WITH_CUDA
+[[noreturn]] void unreachable_cuda(const char* op) {
+  // A CUDA tensor cannot be created in a CPU-only build (Tensor::empty
+  // refuses), so this is a logic error if it is ever reached.
+  throw std::logic_error(std::string(op) + ": CUDA tensor in a build without the CUDA backend");
+}
+#endif
+
+void check_modulation(const char* op, const Tensor& x, const Tensor& mod, std::initializer_list<int64_t> cols) {
+  if (x.ndim() != 3 || mod.ndim() != 2 || mod.dim(0) != x.dim(0))
+    throw std::invalid_argument(std::string(op) + ": x " + shape_str(x.shape()) + " with modulation " +
+                                shape_str(mod.shape()));
+  for (int64_t c : cols)
+    if (c < 0 || c + x.dim(2) > mod.dim(1))
+      throw std::invalid_argument(std::string(op) + ": columns [" + std::to_string(c) + ", " +
+                                  std::to_string(c + x.dim(2)) + ") outside modulation " + shape_str(mod.shape()));
+}
+
+}  // namespace
+
+// One macro per dispatch: the CUDA branch exists only in CUDA builds.
+#ifdef DITGEN_WITH_CUDA
+#define DITGEN_DISPATCH(tensor, op_name, call) \
+  if (on_cuda(tensor)) return gpu::call;        \
+  return cpu::call
+#else
+#define DITGEN_DISPATCH(tensor, op_name, call)      \
+  if (on_cuda(tensor)) unreachable_cuda(op_name); \
+  return cpu::call
+#endif
+
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
+  same_place("gemm", a, {&b, &c});
+  if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2)
+    throw std::invalid_argument("gemm: 2-D operands expected, got " + shape_str(a.shape()) + ", " +
+                                shape_str(b.shape()) + ", " + shape_str(c.shape()));
+  const int64_t m = trans_a ? a.dim(1) : a.dim(0), k = trans_a ? a.dim(0) : a.dim(1);
+  const int64_t kb = trans_b ? b.dim(1) : b.dim(0), n = trans_b ? b.dim(0) : b.dim(1);
+  if (k != kb || c.dim(0) != m || c.dim(1) != n)
+    throw std::invalid_argument("gemm: op(a) " + std::to_string(m) + "x" + std::to_string(k) + ", op(b) " +
+                                std::to_string(kb) + "x" + std::to_string(n) + ", c " + shape_str(c.shape()));
+#ifdef DITGEN_WITH_CUDA
+  if (on_cuda(a)) return gpu::gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+#else
+  if (on_cuda(a)) unreachable_cuda("gemm");
+#endif
+  cpu::gemm(trans_a, trans_b, m, n, k, alpha, a.data(), a.dim(1), b.data(), b.dim(1), beta, c.data(), n);
+}
+
+namespace {
+void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
+  same_place("linear", x, {&w, bias});
+  if (w.ndim() != 2) throw std::invalid_argument("linear: weight must be 2-D, got " + shape_str(w.shape()));
+  if (x.ndim() < 1 || x.dim(-1) != w.dim(1))
+    throw std::invalid_argument("linear: input " + shape_str(x.shape()) + " does not match weight " +
+                                shape_str(w.shape()));
+  if (bias && bias->numel() != w.dim(0)) throw std::invalid_argument("linear: bias " + shape_str(bias->shape()));
+}
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
+  check_linear(x, w, bias);
+  DITGEN_DISPATCH(x, "linear", linear(x, w, bias));
+}
+
+void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t col) {
+  check_linear(x, w, bias);
+  same_place("linear_into", x, {&y});
+  const int64_t rows = x.numel() / w.dim(1), width = y.ndim() ? y.dim(-1) : 0;
+  if (y.ndim() < 1 || y.numel() != rows * width || col < 0 || col + w.dim(0) > width)
+    throw std::invalid_argument("linear_into: columns [" + std::to_string(col) + ", " +
+                                std::to_string(col + w.dim(0)) + ") of " + shape_str(y.shape()) + " for " +
+                                std::to_string(rows) + " rows");
+#ifdef DITGEN_WITH_CUDA
+  if (on_cuda(x)) return gpu::linear_into(x, w, bias, y, col);
+#else
+  if (on_cuda(x)) unreachable_cuda("linear_into");
+#endif
+  cpu::linear_into(x, w, bias, y.data() + col, width);
+}
+
+void silu_(Tensor& x) { DITGEN_DISPATCH(x, "silu_", silu_(x)); }
+Tensor silu(const Tensor& x) { DITGEN_DISPATCH(x, "silu", silu(x)); }
+void gelu_tanh_(Tensor& x) { DITGEN_DISPATCH(x, "gelu_tanh_", gelu_tanh_(x)); }
+
+void add_(Tensor& x, const Tensor& y) {
+  same_place("add_", x, {&y});
+  if (x.shape() != y.shape())
+    throw std::invalid_argument("add_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+  DITGEN_DISPATCH(x, "add_", add_(x, y));
+}
+
+void add_broadcast_(Tensor& x, const Tensor& y) {
+  same_place("add_broadcast_", x, {&y});
+  if (y.numel() == 0 || x.numel() % y.numel() != 0)
+    throw std::invalid_argument("add_broadcast_: " + shape_str(y.shape()) + " does not tile " +
+                                shape_str(x.shape()));
+  DITGEN_DISPATCH(x, "add_broadcast_", add_broadcast_(x, y));
+}
+
+Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, float eps) {
+  same_place("layer_norm", x, {weight, bias});
+  if (x.ndim() < 1 || (weight && weight->numel() != x.dim(-1)) || (bias && bias->numel() != x.dim(-1)))
+    throw std::invalid_argument("layer_norm: input " + shape_str(x.shape()) + " with affine of another size");
+  DITGEN_DISPATCH(x, "layer_norm", layer_norm(x, weight, bias, eps));
+}
+
+void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, int64_t scale_col, float eps,
+                         Tensor& out) {
+  same_place("layer_norm_modulate", x, {&mod, &out});
+  check_modulation("layer_norm_modulate", x, mod, {shift_col, scale_col});
+  if (out.shape() != x.shape())
+    throw std::invalid_argument("layer_norm_modulate: x " + shape_str(x.shape()) + ", out " +
+                                shape_str(out.shape()));
+#ifdef DITGEN_WITH_CUDA
+  if (on_cuda(x)) return gpu::layer_norm_modulate(x, mod, shift_col, scale_col, eps, out);
+#else
+  if (on_cuda(x)) unreachable_cuda("layer_norm_modulate");
+#endif
+  cpu::layer_norm_modulate(x, mod.data() + shift_col, mod.data() + scale_col, mod.dim(1), eps, out);
+}
+
+void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate_col) {
+  same_place("gated_residual_", x, {&y, &mod});
+  if (x.shape() != y.shape())
+    throw std::invalid_argument("gated_residual_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+  check_modulation("gated_residual_", x, mod, {gate_col});
+#ifdef DITGEN_WITH_CUDA
+  if (on_cuda(x)) return gpu::gated_residual_(x, y, mod, gate_col);
+#else
+  if (on_cuda(x)) unreachable_cuda("gated_residual_");
+#endif
+  cpu::gated_residual_(x, y, mod.data() + gate_col, mod.dim(1));
+}
+
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
+                  bool fuse_silu) {
+  same_place("group_norm", x, {&weight, &bias});
+  if (x.ndim() < 2 || groups <= 0 || x.dim(1) % groups != 0 || weight.numel() != x.dim(1) ||
+      bias.numel() != x.dim(1))
+    throw std::invalid_argument("group_norm: input " + shape_str(x.shape()) + ", " + std::to_string(groups) +
+                                " groups, affine " + shape_str(weight.shape()));
+  DITGEN_DISPATCH(x, "group_norm", group_norm(x, groups, weight, bias, eps, fuse_silu));
+}
+
+void attention(const AttentionArgs& a) {
+  if (!a.q || !a.k || !a.v || !a.out || a.head_dim <= 0 || a.heads <= 0 || a.batch < 0 || a.q_len < 0 ||
+      a.kv_len <= 0)
+    throw std::invalid_argument("attention: bad arguments (null operand or non-positive size)");
+  if (a.device == Device::kCPU && a.dtype != DType::kF32)
+    throw std::invalid_argument("attention: CPU operands must be float32");
+#ifdef DITGEN_WITH_CUDA
+  if (a.device == Device::kCUDA) return gpu::attention(a, g_attention_mode);
+#else
+  if (a.device == Device::kCUDA) unreachable_cuda("attention");
+#endif
+  cpu::attention(a);
+}
+
+void set_attention_mode(AttentionMode mode) { g_attention_mode = mode; }
+AttentionMode attention_mode() { return g_attention_mode; }
+
+void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor& lse2, int64_t heads) {
+  same_place("attention_merge_", out, {&out2});
+  same_place("attention_merge_ (lse)", lse, {&lse2});
+  if (out.ndim() != 3 || out2.shape() != out.shape() || heads <= 0 || out.dim(2) % heads != 0 ||
+      lse.shape() != Shape{out.dim(0), heads, out.dim(1)} || lse2.shape() != lse.shape() ||
+      lse.dtype() != DType::kF32 || lse.device() != out.device())
+    throw std::invalid_argument("attention_merge_: out " + shape_str(out.shape()) + ", lse " + where(lse) +
+                                " for " + std::to_string(heads) + " heads");
+  const int64_t b = out.dim(0), n = out.dim(1), c = out.dim(2);
+#ifdef DITGEN_WITH_CUDA
+  if (on_cuda(out)) return gpu::attention_merge_(out, lse, out2, lse2, heads);
+#else
+  if (on_cuda(out)) unreachable_cuda("attention_merge_");
+#endif
+  cpu::attention_merge_(out.data(), lse.data(), out2.data(), lse2.data(), b, heads, n, c / heads, c, n * c);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding) {
+  same_place("conv2d", x, {&w, bias});
+  if (x.ndim() != 4 || w.ndim() != 4 || w.dim(1) != x.dim(1) || (bias && bias->numel() != w.dim(0)) ||
+      stride <= 0 || padding < 0 || x.dim(2) + 2 * padding < w.dim(2) || x.dim(3) + 2 * padding < w.dim(3))
+    throw std::invalid_argument("conv2d: input " + shape_str(x.shape()) + ", weight " + shape_str(w.shape()) +
+                                ", stride " + std::to_string(stride) + ", padding " + std::to_string(padding));
+  DITGEN_DISPATCH(x, "conv2d", conv2d(x, w, bias, stride, padding));
+}
+
+Tensor upsample_nearest(const Tensor& x, int64_t factor) {
+  if (x.ndim() != 4 || factor <= 0)
+    throw std::invalid_argument("upsample_nearest: input " + shape_str(x.shape()) + ", factor " +
+                                std::to_string(factor));
+  DITGEN_DISPATCH(x, "upsample_nearest", upsample_nearest(x, factor));
+}
+
+Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool flip_sin_to_cos,
+                          float downscale_freq_shift, float scale, float max_period) {
+  return cpu::timestep_embedding(timesteps, dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period);
+}
+
+Tensor sincos_pos_embed_2d(int64_t dim, int64_t grid_h, int64_t grid_w, double base_size,
+                           double interpolation_scale) {
+  return cpu::sincos_pos_embed_2d(dim, grid_h, grid_w, base_size, interpolation_scale);
+}
+
+Tensor patchify(const Tensor& x, int64_t p) {
+  if (x.ndim() != 4 || p <= 0 || x.dim(2) % p || x.dim(3) % p)
+    throw std::invalid_argument("patchify: input " + shape_str(x.shape()) + ", patch " + std::to_string(p));
+  DITGEN_DISPATCH(x, "patchify", patchify(x, p));
+}
+
+Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t channels) {
+  if (x.ndim() != 3 || x.dim(1) != h * w || x.dim(2) != p * p * channels)
+    throw std::invalid_argument("unpatchify: input " + shape_str(x.shape()) + " for a " + std::to_string(h) + "x" +
+                                std::to_string(w) + " grid of " + std::to_string(p) + "x" + std::to_string(p) +
+                                " patches of " + std::to_string(channels) + " channels");
+  DITGEN_DISPATCH(x, "unpatchify", unpatchify(x, h, w, p, channels));
+}
+
+void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,
+               int64_t dst_stride, int64_t rows, int64_t row_len) {
+  same_place("copy_rows", src, {&dst});
+  if (rows <= 0 || row_len <= 0) return;
+  auto inside = [&](const Tensor& t, int64_t offset, int64_t stride) {
+    return offset >= 0 && stride >= row_len && offset + (rows - 1) * stride + row_len <= t.numel();
+  };
+  if (!inside(src, src_offset, src_stride) || !inside(dst, dst_offset, dst_stride))
+    throw std::invalid_argument("copy_rows: " + std::to_string(rows) + " rows of " + std::to_string(row_len) +
+                                " from offset " + std::to_string(src_offset) + " stride " +
+                                std::to_string(src_stride) + " of " + shape_str(src.shape()) + " to offset " +
+                                std::to_string(dst_offset) + " stride " + std::to_string(dst_stride) + " of " +
+                                shape_str(dst.shape()));
+#ifdef DITGEN_WITH_CUDA
+  if (on_cuda(src)) return gpu::copy_rows(src, src_offset, src_stride, dst, dst_offset, dst_stride, rows, row_len);
+#else
+  if (on_cuda(src)) unreachable_cuda("copy_rows");
+#endif
+  const float* s = src.data() + src_offset;
+  float* d = dst.data() + dst_offset;
+  if (src_stride == row_len && dst_stride == row_len) {
+    std::memmove(d, s, static_cast<size_t>(rows * row_len) * sizeof(float));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    std::memmove(d + r * dst_stride, s + r * src_stride, static_cast<size_t>(row_len) * sizeof(float));
+}
+
+Tensor gather_rows(const Tensor& table, const std::vector<int64_t>& rows) {
+  if (table.ndim() != 2) throw std::invalid_argument("gather_rows: table " + shape_str(table.shape()));
+  const int64_t c = table.dim(1), n = static_cast<int64_t>(rows.size());
+  Tensor out = Tensor::empty({n, c}, table.device(), table.dtype());
+  for (int64_t i = 0; i < n; ++i) {
+    if (rows[i] < 0 || rows[i] >= table.dim(0))
+      throw std::invalid_argument("gather_rows: row " + std::to_string(rows[i]) + " of a " +
+                                  shape_str(table.shape()) + " table");
+    copy_rows(table, rows[i] * c, c, out, i * c, c, 1, c);
+  }
+  return out;
+}
+
+}  // namespace ditgen::ops

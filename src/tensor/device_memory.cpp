@@ -1,0 +1,100 @@
+// Device storage for Tensor: aligned host memory, and with the CUDA backend
+// the caching allocator of kernels/cuda/device.h plus its copy and cast
+// primitives. The only file of the tensor layer with a DITGEN_WITH_CUDA branch.
+#include "tensor/device_memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "util/error.h"
+
+#ifdef DITGEN_WITH_CUDA
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/device.h"
+#endif
+
+namespace ditgen::device_memory {
+
+namespace {
+
+std::shared_ptr<void> allocate_host(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) throw RuntimeFailure("out of memory allocating " + std::to_string(bytes) + " bytes of host memory");
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+[[noreturn]] void no_cuda() {
+  throw RuntimeFailure("this ditgen was built without the CUDA backend (configure with -DDITGEN_CUDA=ON on a "
+                       "machine with the CUDA toolkit); use --device cpu");
+}
+
+}  // namespace
+
+bool cuda_built() {
+#ifdef DITGEN_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::shared_ptr<void> allocate(Device device, size_t bytes) {
+  if (device == Device::kCPU) return allocate_host(bytes);
+#ifdef DITGEN_WITH_CUDA
+  void* p = cuda::device_alloc(bytes ? bytes : 256);
+  return std::shared_ptr<void>(p, [](void* q) { cuda::device_free(q); });
+#else
+  no_cuda();
+#endif
+}
+
+void fill_zero(Device device, void* ptr, size_t bytes) {
+  if (bytes == 0) return;
+  if (device == Device::kCPU) {
+    std::memset(ptr, 0, bytes);
+    return;
+  }
+#ifdef DITGEN_WITH_CUDA
+  cuda::fill_zero(ptr, bytes);
+#else
+  no_cuda();
+#endif
+}
+
+void copy(void* dst, Device dst_device, DType dst_dtype, const void* src, Device src_device, DType src_dtype,
+          int64_t n) {
+  if (n <= 0) return;
+  if (dst_device == Device::kCPU && src_device == Device::kCPU) {
+    // CPU memory is float32 only (Tensor::empty enforces it).
+    std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+#ifdef DITGEN_WITH_CUDA
+  const size_t src_bytes = static_cast<size_t>(n) * dtype_size(src_dtype);
+  if (src_device == Device::kCPU) {  // host float32 -> device dst_dtype
+    if (dst_dtype == DType::kF32) return cuda::copy_to_device(dst, src, src_bytes);
+    cuda::DeviceBuffer staged(src_bytes);
+    cuda::copy_to_device(staged.get(), src, src_bytes);
+    cuda::cast(staged.get(), DType::kF32, dst, dst_dtype, n);
+    cuda::synchronize();  // staged is freed (stream-ordered) on return; keep the host contract blocking
+    return;
+  }
+  if (dst_device == Device::kCPU) {  // device src_dtype -> host float32
+    if (src_dtype == DType::kF32) return cuda::copy_to_host(dst, src, src_bytes);
+    cuda::DeviceBuffer staged(static_cast<size_t>(n) * sizeof(float));
+    cuda::cast(src, src_dtype, staged.get(), DType::kF32, n);
+    cuda::copy_to_host(dst, staged.get(), static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  if (src_dtype == dst_dtype) return cuda::copy_on_device(dst, src, src_bytes);
+  cuda::cast(src, src_dtype, dst, dst_dtype, n);
+#else
+  (void)dst_dtype;
+  (void)src_dtype;
+  no_cuda();
+#endif
+}
+
+}  // namespace ditgen::device_memory

@@ -1,0 +1,26 @@
+// Storage behind Tensor on each device: the one place the tensor layer meets
+// the CUDA runtime (kernels/cuda/device.h). In a build without the CUDA
+// backend every CUDA request is a RuntimeFailure saying so, and the rest of
+// the tensor layer never mentions CUDA.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "tensor/dtype.h"
+
+namespace ditgen::device_memory {
+
+// Whether this build has the CUDA backend (not whether a GPU is present).
+bool cuda_built();
+
+// Owned storage of `bytes` on `device`, freed when the last handle goes.
+std::shared_ptr<void> allocate(Device device, size_t bytes);
+void fill_zero(Device device, void* ptr, size_t bytes);
+
+// Copies n elements between any two devices, converting dtype on the way
+// (CPU memory is always float32). Blocking when the host is involved.
+void copy(void* dst, Device dst_device, DType dst_dtype, const void* src, Device src_device, DType src_dtype,
+          int64_t n);
+
+}  // namespace ditgen::device_memory

@@ -1,0 +1,93 @@
+// choose_device: every combination of --device, model.dtype and --attention
+// against builds with and without CUDA and machines with and without a
+// device, checked against the rules written out in the table below.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "config/device_choice.h"
+#include "util/error.h"
+
+namespace ditgen::test {
+
+namespace {
+
+struct Case {
+  const char* device;
+  const char* dtype;
+  const char* attention;
+  bool built;
+  int devices;
+  // Expected: exit code 0 (and the choice), else the error's exit code and
+  // a phrase of its message.
+  int exit_code;
+  Device want_device;
+  DType want_dtype;
+  const char* phrase;
+};
+
+constexpr Device C = Device::kCPU, G = Device::kCUDA;
+constexpr DType F32 = DType::kF32, BF16 = DType::kBF16, F16 = DType::kF16;
+
+const Case kCases[] = {
+    // auto picks CUDA only when built with it and a device is visible.
+    {"auto", "auto", "auto", false, 0, 0, C, F32, ""},
+    {"auto", "auto", "auto", true, 0, 0, C, F32, ""},
+    {"auto", "auto", "auto", false, 4, 0, C, F32, ""},  // devices but a CPU-only build
+    {"auto", "auto", "auto", true, 1, 0, G, BF16, ""},
+    {"cpu", "auto", "auto", true, 8, 0, C, F32, ""},
+    {"cuda", "auto", "auto", true, 2, 0, G, BF16, ""},
+    // model.dtype on each device.
+    {"cuda", "float32", "auto", true, 1, 0, G, F32, ""},
+    {"cuda", "bfloat16", "math", true, 1, 0, G, BF16, ""},
+    {"cuda", "float16", "flash", true, 1, 0, G, F16, ""},
+    {"cpu", "float32", "auto", false, 0, 0, C, F32, ""},
+    {"cpu", "bfloat16", "auto", true, 1, 2, C, F32, "bfloat16 on CPU"},
+    {"auto", "float16", "auto", false, 0, 2, C, F32, "float16 on CPU"},
+    {"cpu", "int8", "auto", false, 0, 2, C, F32, "model.dtype"},
+    // --device cuda where it cannot run.
+    {"cuda", "auto", "auto", false, 0, 2, C, F32, "built without the CUDA backend"},
+    {"cuda", "auto", "auto", true, 0, 4, C, F32, "no CUDA device is visible"},
+    // --attention forces a CUDA kernel: an error on the CPU, not ignored.
+    {"cpu", "auto", "flash", true, 1, 2, C, F32, "--attention flash on CPU"},
+    {"auto", "auto", "math", false, 0, 2, C, F32, "--attention math on CPU"},
+    {"auto", "auto", "math", true, 1, 0, G, BF16, ""},
+    {"auto", "auto", "fast", true, 1, 2, C, F32, "--attention"},
+};
+
+}  // namespace
+
+TEST_CASE("choose_device follows the device, dtype and attention rules") {
+  for (const Case& c : kCases) {
+    CAPTURE(c.device);
+    CAPTURE(c.dtype);
+    CAPTURE(c.attention);
+    CAPTURE(c.built);
+    CAPTURE(c.devices);
+    if (c.exit_code == 0) {
+      const DeviceChoice d = choose_device(c.device, c.dtype, c.attention, c.built, c.devices, "run.json");
+      CHECK(d.device == c.want_device);
+      CHECK(d.dtype == c.want_dtype);
+      CHECK(d.attention == c.attention);
+      continue;
+    }
+    try {
+      choose_device(c.device, c.dtype, c.attention, c.built, c.devices, "run.json");
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.exit_code() == c.exit_code);
+      CHECK(std::string(e.what()).find(c.phrase) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("the half-precision error on the CPU names the config file and field") {
+  try {
+    choose_device("cpu", "bfloat16", "auto", false, 0, "configs/run.json");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("configs/run.json: model.dtype=\"bfloat16\"") != std::string::npos);
+  }
+}
+
+}  // namespace ditgen::test

@@ -1,0 +1,94 @@
+// What the pipeline parity and quality tests share, on any placement (the
+// CPU suites in tests/pipeline/, the CUDA ones in tests/gpu/): the fixture
+// runs from diffusers' noise, the relative-error check with its printed
+// figures, and the default model's class-agreement count (DESIGN.md §7).
+#pragma once
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "eval/shape_classifier.h"
+#include "io/png.h"
+#include "models/fixture.h"
+#include "ops/test_helpers.h"
+#include "pipeline/dit_pipeline.h"
+
+namespace ditgen::testing {
+
+struct FixtureCase {
+  std::string fixture;
+  std::vector<int64_t> labels;
+  int steps;
+  float guidance;
+};
+
+inline const FixtureCase kOdd{"dit_odd", {1, 7}, 6, 4.0f};
+inline const FixtureCase kBf16{"dit_small_bf16", {0, 3}, 5, 1.5f};
+
+// Final latents of the fixture's request from diffusers' initial noise.
+inline Tensor run_fixture(const pipeline::DitPipeline& pipe, const FixtureCase& c, const std::string& scheduler,
+                          float guidance, int batch_size) {
+  pipeline::DitRequest req;
+  req.labels = c.labels;
+  req.steps = c.steps;
+  req.guidance_scale = guidance;
+  req.scheduler = scheduler;
+  req.batch_size = batch_size;
+  req.init_noise = fixture_tensor(c.fixture, "noise.safetensors", "noise");
+  return pipe.sample(req);
+}
+
+// Relative L2 and max|d|/max|ref| both under tol; prints both.
+inline void check_close(const Tensor& got, const Tensor& ref, const std::string& what, double tol) {
+  REQUIRE(got.shape() == ref.shape());
+  const double l2 = rel_l2(got, ref), mx = max_rel(got, ref);
+  MESSAGE(what << ": relative L2 " << l2 << ", max|d|/max|ref| " << mx);
+  CHECK(l2 < tol);
+  CHECK(mx < tol);
+}
+
+struct ClassAgreement {
+  int colour = 0, shape = 0, both = 0, outputs = 0;
+};
+
+// The default model's quality run: every class of samples/dit-shapes twice
+// (DDIM 25 steps, guidance 4, seed 0, batch 30, as configs/default.json),
+// each output classified by src/eval's port of the training script's
+// classifier; mismatches and the totals are printed.
+inline ClassAgreement class_agreement(const pipeline::DitPipeline& pipe, const std::string& what) {
+  const auto& colours = eval::shape_colour_names();
+  const auto& shapes = eval::shape_names();
+  const int64_t classes = static_cast<int64_t>(colours.size() * shapes.size());
+  pipeline::DitRequest req;
+  for (int repeat = 0; repeat < 2; ++repeat)
+    for (int64_t id = 0; id < classes; ++id) req.labels.push_back(id);
+  req.steps = 25;
+  req.guidance_scale = 4.0f;
+  req.scheduler = "ddim";
+  req.batch_size = 30;
+  const pipeline::DitResult result = pipe.generate(req);
+
+  ClassAgreement a;
+  a.outputs = static_cast<int>(req.labels.size());
+  REQUIRE(result.images.dim(0) == a.outputs);
+  for (int i = 0; i < a.outputs; ++i) {
+    const int64_t id = req.labels[i];
+    REQUIRE(pipe.label_name(id) == colours[id / 5] + " " + shapes[id % 5]);  // id2label as the classifier assumes
+    const Tensor img = result.images.slice0(i, i + 1).reshape(
+        {result.images.dim(1), result.images.dim(2), result.images.dim(3)});
+    const auto rgb = io::float_image_to_rgb8(img);
+    const auto g = eval::classify_shape_image(rgb.data(), img.dim(1), img.dim(2));
+    const bool c = g.colour == id / 5, s = g.shape == id % 5;
+    a.colour += c, a.shape += s, a.both += c && s;
+    if (!(c && s))
+      MESSAGE("output " << i << " asked '" << pipe.label_name(id) << "', looks like '"
+                        << (g.colour >= 0 ? colours[g.colour] : "?") << " " << (g.shape >= 0 ? shapes[g.shape] : "?")
+                        << "'");
+  }
+  MESSAGE(what << " class agreement: colour " << a.colour << "/" << a.outputs << ", shape " << a.shape << "/"
+               << a.outputs << ", both " << a.both << "/" << a.outputs);
+  return a;
+}
+
+}  // namespace ditgen::testing
