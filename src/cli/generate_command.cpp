@@ -45,6 +45,14 @@ DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg) {
     ops::set_attention_mode(choice.attention == "flash"  ? ops::AttentionMode::kFlash
                             : choice.attention == "math" ? ops::AttentionMode::kMath
                                                          : ops::AttentionMode::kAuto);
+    // A forced path the transformer's head size cannot take fails now, from
+    // config.json alone, not after the weights are uploaded.
+    try {
+      ops::cuda_attention_path(model_dims(cfg.model.path).head_dim, choice.dtype);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError("--attention " + choice.attention + ": " + e.what());
+    }
+    if (profile::enabled()) profile::set_sync(&ops::cuda_synchronize);
   }
   return choice;
 }

@@ -121,6 +121,7 @@ VaeConfig VaeConfig::from_json(const nlohmann::json& cfg, const std::string& pat
     c.shift_factor = static_cast<float>(io::get_number_or(cfg, "shift_factor", 0.0, path));
   c.use_post_quant_conv = io::get_bool_or(cfg, "use_post_quant_conv", true, path);
   c.mid_block_add_attention = io::get_bool_or(cfg, "mid_block_add_attention", true, path);
+  c.force_upcast = io::get_bool_or(cfg, "force_upcast", true, path);
 
   if (cfg.contains("block_out_channels") && !cfg["block_out_channels"].is_null()) {
     const auto& b = cfg["block_out_channels"];
@@ -321,6 +322,7 @@ Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
   args.q_batch_stride = args.k_batch_stride = args.v_batch_stride = n * 3 * c;
   args.out_batch_stride = n * c;
   args.scale = 1.0f / std::sqrt(static_cast<float>(c));
+  args.follow_attention_mode = false;  // --attention is the transformer's; head size c here (512 in SD VAEs)
   ops::attention(args);
   qkv = Tensor();
 

@@ -36,6 +36,9 @@ struct VaeConfig {
   std::optional<float> shift_factor;  // null in config.json: none
   bool use_post_quant_conv = true;
   bool mid_block_add_attention = true;
+  // diffusers' force_upcast (default true): a float16 pipeline decodes with
+  // the VAE in float32 (its GroupNorm and attention overflow in float16).
+  bool force_upcast = true;
 
   // Spatial upsampling factor of the decoder: 2^(len(block_out_channels) - 1).
   int64_t scale_factor() const { return int64_t{1} << (block_out_channels.size() - 1); }

@@ -31,6 +31,12 @@ void bind_cuda_device(int index) {
 #endif
 }
 
+void cuda_synchronize() {
+#ifdef DITGEN_WITH_CUDA
+  cuda::synchronize();
+#endif
+}
+
 std::string cuda_device_description() {
 #ifdef DITGEN_WITH_CUDA
   const cuda::DeviceInfo& d = cuda::current_device_info();

@@ -17,6 +17,8 @@ int cuda_device_count();
 // Binds this process to CUDA device `index` (one per rank, DESIGN.md §4):
 // every later CUDA tensor and op lives there.
 void bind_cuda_device(int index);
+// Waits for every op queued on the bound device (a no-op without CUDA).
+void cuda_synchronize();
 // "cuda:0 NVIDIA H100 80GB HBM3 (compute capability 9.0, 79.1 GiB)" for the
 // bound device.
 std::string cuda_device_description();

@@ -191,7 +191,8 @@ void attention(const AttentionArgs& a) {
   if (a.device == Device::kCPU && a.dtype != DType::kF32)
     throw std::invalid_argument("attention: CPU operands must be float32");
 #ifdef DITGEN_WITH_CUDA
-  if (a.device == Device::kCUDA) return gpu::attention(a, g_attention_mode);
+  if (a.device == Device::kCUDA)
+    return gpu::attention(a, a.follow_attention_mode ? g_attention_mode : AttentionMode::kAuto);
 #else
   if (a.device == Device::kCUDA) unreachable_cuda("attention");
 #endif

@@ -85,6 +85,10 @@ struct AttentionArgs {
   // the scaled scores, so partial results over key blocks can be merged
   // (ring attention). Null: not written.
   float* lse = nullptr;
+  // false: this call takes the automatic path whatever set_attention_mode
+  // says (the VAE's one-head attention over pixels, whose head size is a
+  // channel count such as 512: --attention is about the transformer's).
+  bool follow_attention_mode = true;
 };
 void attention(const AttentionArgs& args);
 
@@ -126,7 +130,8 @@ Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t chan
 // ---- Data movement ------------------------------------------------------------------
 // Copies `rows` rows of `row_len` elements from src (row r at src_offset +
 // r * src_stride) to dst (row r at dst_offset + r * dst_stride); src and dst
-// on one device with one dtype, every row inside both tensors (checked).
+// on one device with one dtype, every row inside both tensors (checked),
+// and not overlapping (CUDA copies do not allow it).
 // The shuffles of the parallel layouts are built from it.
 void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,
                int64_t dst_stride, int64_t rows, int64_t row_len);

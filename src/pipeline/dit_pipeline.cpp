@@ -11,6 +11,12 @@
 
 namespace ditgen::pipeline {
 
+models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae) {
+  // As diffusers' pipelines: a float16 VAE with force_upcast decodes in float32.
+  if (place.dtype == DType::kF16 && vae.force_upcast) return {place.device, DType::kF32};
+  return place;
+}
+
 DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& par,
                               const models::Placement& place) {
   DitPipeline p;
@@ -33,7 +39,7 @@ DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& p
       models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg, par.shard, place));
   if (par.output_rank)
     p.vae_ = std::make_shared<models::VaeDecoder>(
-        models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg, place));
+        models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg, vae_placement(place, v_cfg)));
   return p;
 }
 

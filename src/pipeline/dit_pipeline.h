@@ -71,6 +71,10 @@ int64_t resolve_class_label(const std::variant<int64_t, std::string>& label,
                             const std::vector<std::pair<int, std::string>>& id2label, int64_t num_classes,
                             const std::string& field);
 
+// The VAE's placement for a pipeline placed on `place`: the same, except
+// float16 with force_upcast (vae/config.json, default true) decodes in float32.
+models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae);
+
 class DitPipeline {
  public:
   // Reads model_index.json and the transformer/vae/scheduler parts;

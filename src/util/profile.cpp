@@ -13,12 +13,17 @@ bool g_enabled = [] {
   const char* e = std::getenv("DITGEN_PROFILE");
   return e && *e && *e != '0';
 }();
+void (*g_sync)() = nullptr;
 std::mutex g_mutex;
 std::map<std::string, std::pair<double, long>> g_totals;
 }  // namespace
 
 bool enabled() { return g_enabled; }
 void enable(bool on) { g_enabled = on; }
+void set_sync(void (*sync_fn)()) { g_sync = sync_fn; }
+void sync() {
+  if (g_sync) g_sync();
+}
 
 void add(const char* name, double seconds) {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -85,7 +85,7 @@ TEST_CASE("model parity: CUDA float32 pipeline matches diffusers (DDIM, DPM-Solv
               fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"),
               "dit_odd cuda float32 ddim no CFG", 1e-4);
   // One output per forward: batching changes nothing on the GPU either.
-  CHECK(testing::rel_l2(run_fixture(pipe, kOdd, "ddim", kOdd.guidance, 1), run_fixture(pipe, kOdd, "ddim", kOdd.guidance, 2)) < 1e-6);
+  CHECK(testing::rel_l2(run_fixture(pipe, kOdd, "ddim", kOdd.guidance, 1), run_fixture(pipe, kOdd, "ddim", kOdd.guidance, 2)) < 1e-5);
 }
 
 TEST_CASE("model parity: CUDA bfloat16 and float16 pipelines stay near diffusers' float32 (dit_odd)") {

@@ -125,3 +125,20 @@ TEST_CASE("a class name listed under several ids resolves to the last, as DiTPip
   CHECK(pipeline::resolve_class_label(std::string("tabby cat"), id2label, 1000, "f") == 200);
   CHECK(pipeline::resolve_class_label(int64_t{999}, id2label, 1000, "f") == 999);
 }
+
+TEST_CASE("the VAE's placement: float16 with force_upcast decodes in float32, as diffusers does") {
+  models::VaeConfig vae;  // force_upcast defaults to true, as in diffusers
+  const models::Placement f16{Device::kCUDA, DType::kF16}, bf16{Device::kCUDA, DType::kBF16};
+  CHECK(pipeline::vae_placement(f16, vae).dtype == DType::kF32);
+  CHECK(pipeline::vae_placement(f16, vae).device == Device::kCUDA);
+  CHECK(pipeline::vae_placement(bf16, vae).dtype == DType::kBF16);  // diffusers upcasts float16 only
+  CHECK(pipeline::vae_placement({}, vae).dtype == DType::kF32);
+  vae.force_upcast = false;
+  CHECK(pipeline::vae_placement(f16, vae).dtype == DType::kF16);
+  // Read from vae/config.json: the fixture says true; absent means true.
+  const auto dir = io::ModelDir::open(testing::fixture_dir("dit_odd"));
+  CHECK(models::VaeConfig::from_json(dir.part_config("vae"), "vae/config.json").force_upcast);
+  CHECK_FALSE(models::VaeConfig::from_json({{"_class_name", "AutoencoderKL"}, {"force_upcast", false}}, "c.json")
+                  .force_upcast);
+  CHECK(models::VaeConfig::from_json({{"_class_name", "AutoencoderKL"}}, "c.json").force_upcast);
+}
