@@ -3,6 +3,7 @@
 // scripts/bench_dit_forward.py, which compares it with PyTorch.
 //
 //   bench_dit_forward --model DIR [--batch 2] [--repeat 5] [--warmup 1] [--threads 2] [--profile]
+//                     [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]
 //   bench_dit_forward --sgemm [N] [--repeat 5] [--warmup 1] [--threads 2]
 //
 // DIR is a diffusers model root (model_index.json + transformer/) or the
@@ -11,6 +12,11 @@
 // the null class (a CFG batch). Output is one `key value` line per figure:
 //
 //   forward_seconds <median>   forward_all <t1,t2,...>   peak_rss_bytes <n>
+//   device_peak_bytes <n>      (CUDA: the caching allocator's peak in use)
+//
+// On CUDA the timed forward includes uploading the latents and downloading
+// the prediction (what the pipeline does every step); scripts/bench_cuda.sh
+// runs the CUDA variants next to the CPU one on the same machine.
 //   sgemm_gflops <median>      sgemm_all <g1,g2,...>
 //
 // With --profile the per-op table of util/profile.h (summed over the timed
@@ -29,7 +35,9 @@
 #include "bench_common.h"
 #include "io/model_dir.h"
 #include "io/safetensors.h"
+#include "config/device_choice.h"
 #include "models/dit.h"
+#include "ops/backend.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
 #include "util/error.h"
@@ -46,11 +54,13 @@ struct Args {
   int64_t batch = 2;
   int repeat = 5, warmup = 1, threads = 2;
   bool profile = false;
+  std::string device = "cpu", dtype = "float32", attention = "auto";
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_dit_forward --model DIR [--batch 2] [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
+               "                         [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
                "       bench_dit_forward --sgemm [N=4096] [--repeat 5] [--warmup 1] [--threads 2]\n");
   std::exit(code);
 }
@@ -67,6 +77,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--warmup") a.warmup = std::stoi(value());
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--profile") a.profile = true;
+    else if (k == "--device") a.device = value();
+    else if (k == "--dtype") a.dtype = value();
+    else if (k == "--attention") a.attention = value();
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
@@ -122,7 +135,21 @@ int run_forward(const Args& a) {
   }
   const models::DitConfig cfg = models::DitConfig::from_json(cfg_json, cfg_path);
   const double t_load = now();
-  const models::DitTransformer model = models::DitTransformer::load(io::WeightStore::open_dir(dir), cfg);
+  // The same rules as the ditgen command line (config/device_choice.h).
+  const DeviceChoice where =
+      choose_device(a.device, a.dtype, a.attention, ops::cuda_built(), ops::cuda_device_count(), "bench_dit_forward");
+  if (where.device == Device::kCUDA) {
+    ops::bind_cuda_device(0);
+    ops::set_attention_mode(where.attention == "flash"  ? ops::AttentionMode::kFlash
+                            : where.attention == "math" ? ops::AttentionMode::kMath
+                                                        : ops::AttentionMode::kAuto);
+    if (a.profile) profile::set_sync(&ops::cuda_synchronize);
+    std::printf("device %s\nattention_path %s\n", ops::cuda_device_description().c_str(),
+                ops::cuda_attention_path(cfg.head_dim, where.dtype).c_str());
+  }
+  std::printf("dtype %s\n", dtype_name(where.dtype));
+  const models::DitTransformer model =
+      models::DitTransformer::load(io::WeightStore::open_dir(dir), cfg, {}, {where.device, where.dtype});
   std::printf("load_seconds %.3f\n", now() - t_load);
 
   const int64_t b = a.batch;
@@ -149,6 +176,8 @@ int run_forward(const Args& a) {
   std::printf("forward_seconds %.4f\n", median(times));
   print_list("forward_all", times);
   std::printf("peak_rss_bytes %lld\n", static_cast<long long>(ru.ru_maxrss) * 1024);
+  if (where.device == Device::kCUDA)
+    std::printf("device_peak_bytes %lld\n", static_cast<long long>(ops::cuda_peak_bytes()));
   if (a.profile) {
     std::printf("profile_begin (summed over %d forwards)\n%sprofile_end\n", a.repeat, profile::report().c_str());
   }

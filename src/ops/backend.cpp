@@ -31,6 +31,14 @@ void bind_cuda_device(int index) {
 #endif
 }
 
+size_t cuda_peak_bytes() {
+#ifdef DITGEN_WITH_CUDA
+  return cuda::allocator_stats().peak_in_use;
+#else
+  return 0;
+#endif
+}
+
 void cuda_synchronize() {
 #ifdef DITGEN_WITH_CUDA
   cuda::synchronize();

@@ -4,6 +4,7 @@
 // every answer is "none" and binding is an error; nothing here needs a GPU
 // to be asked.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,9 @@ int cuda_device_count();
 // Binds this process to CUDA device `index` (one per rank, DESIGN.md §4):
 // every later CUDA tensor and op lives there.
 void bind_cuda_device(int index);
+// Peak bytes in use in the caching allocator of the bound device so far (0
+// without CUDA).
+size_t cuda_peak_bytes();
 // Waits for every op queued on the bound device (a no-op without CUDA).
 void cuda_synchronize();
 // "cuda:0 NVIDIA H100 80GB HBM3 (compute capability 9.0, 79.1 GiB)" for the
