@@ -140,9 +140,7 @@ int run_forward(const Args& a) {
       choose_device(a.device, a.dtype, a.attention, ops::cuda_built(), ops::cuda_device_count(), "bench_dit_forward");
   if (where.device == Device::kCUDA) {
     ops::bind_cuda_device(0);
-    ops::set_attention_mode(where.attention == "flash"  ? ops::AttentionMode::kFlash
-                            : where.attention == "math" ? ops::AttentionMode::kMath
-                                                        : ops::AttentionMode::kAuto);
+    ops::set_attention_mode(ops::attention_mode_from_name(where.attention));
     if (a.profile) profile::set_sync(&ops::cuda_synchronize);
     std::printf("device %s\nattention_path %s\n", ops::cuda_device_description().c_str(),
                 ops::cuda_attention_path(cfg.head_dim, where.dtype).c_str());

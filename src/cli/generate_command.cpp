@@ -40,11 +40,13 @@ DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg) {
   const DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
                                             ops::cuda_device_count(), opts.config_path);
   if (choice.device == Device::kCUDA) {
-    ops::bind_cuda_device(
-        dist::local_device_index(std::getenv, dist::MpiRuntime::local_rank(), ops::cuda_device_count()));
-    ops::set_attention_mode(choice.attention == "flash"  ? ops::AttentionMode::kFlash
-                            : choice.attention == "math" ? ops::AttentionMode::kMath
-                                                         : ops::AttentionMode::kAuto);
+    try {
+      ops::bind_cuda_device(
+          dist::local_device_index(std::getenv, dist::MpiRuntime::local_rank(), ops::cuda_device_count()));
+    } catch (const RuntimeFailure& e) {
+      throw RuntimeFailure(std::string(e.what()) + "; or run on the CPU with --device cpu");
+    }
+    ops::set_attention_mode(ops::attention_mode_from_name(choice.attention));
     // A forced path the transformer's head size cannot take fails now, from
     // config.json alone, not after the weights are uploaded.
     try {

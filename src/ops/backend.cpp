@@ -1,6 +1,7 @@
 #include "ops/backend.h"
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "ops/ops.h"
 #include "tensor/device_memory.h"
@@ -21,6 +22,13 @@ int cuda_device_count() {
 #else
   return 0;
 #endif
+}
+
+AttentionMode attention_mode_from_name(const std::string& name) {
+  if (name == "auto") return AttentionMode::kAuto;
+  if (name == "flash") return AttentionMode::kFlash;
+  if (name == "math") return AttentionMode::kMath;
+  throw std::invalid_argument("attention mode: expected auto, flash or math, got '" + name + "'");
 }
 
 void bind_cuda_device(int index) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ops/ops.h"
 #include "tensor/dtype.h"
 
 namespace ditgen::ops {
@@ -15,6 +16,9 @@ namespace ditgen::ops {
 bool cuda_built();
 // Visible CUDA devices; 0 in a CPU-only build or without driver or device.
 int cuda_device_count();
+// "auto" / "flash" / "math" (--attention) as an AttentionMode;
+// std::invalid_argument for anything else.
+AttentionMode attention_mode_from_name(const std::string& name);
 // Binds this process to CUDA device `index` (one per rank, DESIGN.md §4):
 // every later CUDA tensor and op lives there.
 void bind_cuda_device(int index);
