@@ -21,6 +21,7 @@
 
 #include "kernels/cuda/attention_path.h"
 #include "kernels/cuda/dtype.h"
+#include "tensor/attention_args.h"
 
 namespace ditgen::cuda {
 
@@ -94,22 +95,8 @@ void unpatchify(const void* x, void* y, int64_t batch, int64_t h, int64_t w, int
                 DType dtype);
 
 // ---- Attention (attention.cu, attention_flash.cu, attention_math.cu) ----------------------
-// ops::AttentionArgs on device pointers: element (b, n, h, d) of q lives at
-// q + b*q_batch_stride + n*q_row_stride + h*head_dim + d; same for k, v, out.
-struct AttentionArgs {
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  void* out = nullptr;
-  DType dtype = DType::kF32;  // of q, k, v and out
-  int64_t batch = 1, heads = 1, q_len = 0, kv_len = 0, head_dim = 0;
-  int64_t q_row_stride = 0, k_row_stride = 0, v_row_stride = 0, out_row_stride = 0;
-  int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, out_batch_stride = 0;
-  float scale = 0;  // usually 1/sqrt(head_dim)
-  // Optional float32 (batch, heads, q_len) output: each row's log-sum-exp of
-  // the scaled scores (ring attention merges partial results with it).
-  float* lse = nullptr;
-};
+// The operands' layout (src/tensor/attention_args.h) on device pointers.
+using ditgen::AttentionArgs;
 
 // Runs the path choose_attention_path picks for the current device (kAuto)
 // or the forced one; forcing flash where flash_supported() is false throws.

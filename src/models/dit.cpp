@@ -216,13 +216,14 @@ void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int sp, int64_t 
   }
 }
 
-// Attention over (B, q_len, heads*head_dim) query rows of stride q_stride at
-// element q_off of q, keys/values rows of stride kv_stride at k_off / v_off.
-ops::AttentionArgs attention_args(const Tensor& q, int64_t q_off, const Tensor& kv, int64_t k_off, int64_t v_off,
-                                  Tensor& out, int64_t bsz, int64_t heads, int64_t head_dim, int64_t q_len,
-                                  int64_t kv_len, int64_t q_stride, int64_t kv_stride) {
+// Attention over (B, q_len, heads*head_dim) query rows of stride q_stride
+// starting at element q_off of q; keys and values rows of stride kv_stride
+// starting at k_off of k and v_off of v (k and v may be one [k | v] buffer).
+ops::AttentionArgs attention_args(const Tensor& q, int64_t q_off, const Tensor& k, int64_t k_off, const Tensor& v,
+                                  int64_t v_off, Tensor& out, int64_t bsz, int64_t heads, int64_t head_dim,
+                                  int64_t q_len, int64_t kv_len, int64_t q_stride, int64_t kv_stride) {
   ops::AttentionArgs a;
-  a.q = q.raw_at(q_off), a.k = kv.raw_at(k_off), a.v = kv.raw_at(v_off), a.out = out.raw();
+  a.q = q.raw_at(q_off), a.k = k.raw_at(k_off), a.v = v.raw_at(v_off), a.out = out.raw();
   a.device = q.device(), a.dtype = q.dtype();
   a.batch = bsz, a.heads = heads, a.q_len = q_len, a.kv_len = kv_len, a.head_dim = head_dim;
   a.q_row_stride = a.out_row_stride = q_stride;
@@ -262,9 +263,7 @@ Tensor DitTransformer::row_parallel_linear(const Tensor& x, const Tensor& w, con
 void DitTransformer::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
   if (shard_.sp_size() == 1) {
     const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2);
-    ops::AttentionArgs a = attention_args(q, 0, k, 0, 0, out, bsz, dl / cfg_.head_dim, cfg_.head_dim, p, p, dl, dl);
-    a.v = v.raw();
-    ops::attention(a);
+    ops::attention(attention_args(q, 0, k, 0, v, 0, out, bsz, dl / cfg_.head_dim, cfg_.head_dim, p, p, dl, dl));
   } else if (shard_.ring) {
     attention_ring(q, k, v, out);
   } else {
@@ -297,7 +296,8 @@ void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const T
   Tensor full = place_.empty({3, bsz, n, w});
   unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full);
   Tensor o = place_.empty({bsz, n, w});
-  ops::attention(attention_args(full, 0, full, bsz * n * w, 2 * bsz * n * w, o, bsz, w / hd, hd, n, n, w, w));
+  ops::attention(
+      attention_args(full, 0, full, bsz * n * w, full, 2 * bsz * n * w, o, bsz, w / hd, hd, n, n, w, w));
   // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
   for (int j = 0; j < sp; ++j) {
     send[j] = bsz * dist::even_shard(n, sp, j).size() * w;
@@ -327,7 +327,7 @@ void DitTransformer::attention_ring(const Tensor& q, const Tensor& k, const Tens
     const int src = (me - s + sp) % sp;  // whose K/V we hold now
     const int64_t p_src = dist::even_shard(n, sp, src).size();
     ops::AttentionArgs a =
-        attention_args(q, 0, cur, 0, dl, s == 0 ? out : part, bsz, heads, hd, p, p_src, dl, 2 * dl);
+        attention_args(q, 0, cur, 0, cur, dl, s == 0 ? out : part, bsz, heads, hd, p, p_src, dl, 2 * dl);
     a.lse = static_cast<float*>((s == 0 ? lse : part_lse).raw());
     ops::attention(a);
     if (s > 0) ops::attention_merge_(out, lse, part, part_lse, heads);
@@ -344,10 +344,9 @@ int64_t DitTransformer::comm_bytes() const {
   return (shard_.tp ? shard_.tp->bytes_sent() : 0) + (shard_.sp ? shard_.sp->bytes_sent() : 0);
 }
 
-Tensor DitTransformer::forward(const Tensor& host_x, const std::vector<float>& timesteps,
+Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
                                const std::vector<int64_t>& labels, pab::BroadcastCache* pab) const {
   const DitConfig& c = cfg_;
-  const Tensor& x = host_x;
   const int64_t bsz = x.dim(0), d = c.inner_dim(), n = c.grid() * c.grid();
   if (x.ndim() != 4 || x.dim(1) != c.in_channels || x.dim(2) != c.sample_size || x.dim(3) != c.sample_size)
     throw RuntimeFailure("DiT forward: latents " + shape_str(x.shape()) + " do not match the model's [B, " +

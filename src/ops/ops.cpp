@@ -5,7 +5,6 @@
 #include "ops/ops.h"
 
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -59,16 +58,19 @@ void check_modulation(const char* op, const Tensor& x, const Tensor& mod, std::i
 
 }  // namespace
 
-// One macro per dispatch: the CUDA branch exists only in CUDA builds.
+// The dispatch, one macro so the CUDA branch exists only in CUDA builds:
+// `cuda` says whether the operands are on CUDA; gpu_call / cpu_call are the
+// ops::gpu / ops::cpu calls (the same call when the signatures match).
 #ifdef DITGEN_WITH_CUDA
-#define DITGEN_DISPATCH(tensor, op_name, call) \
-  if (on_cuda(tensor)) return gpu::call;        \
-  return cpu::call
+#define DITGEN_DISPATCH_TO(cuda, op_name, gpu_call, cpu_call) \
+  if (cuda) return gpu::gpu_call;                              \
+  return cpu::cpu_call
 #else
-#define DITGEN_DISPATCH(tensor, op_name, call)      \
-  if (on_cuda(tensor)) unreachable_cuda(op_name); \
-  return cpu::call
+#define DITGEN_DISPATCH_TO(cuda, op_name, gpu_call, cpu_call) \
+  if (cuda) unreachable_cuda(op_name);                         \
+  return cpu::cpu_call
 #endif
+#define DITGEN_DISPATCH(tensor, op_name, call) DITGEN_DISPATCH_TO(on_cuda(tensor), op_name, call, call)
 
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
   same_place("gemm", a, {&b, &c});
@@ -80,12 +82,8 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor
   if (k != kb || c.dim(0) != m || c.dim(1) != n)
     throw std::invalid_argument("gemm: op(a) " + std::to_string(m) + "x" + std::to_string(k) + ", op(b) " +
                                 std::to_string(kb) + "x" + std::to_string(n) + ", c " + shape_str(c.shape()));
-#ifdef DITGEN_WITH_CUDA
-  if (on_cuda(a)) return gpu::gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
-#else
-  if (on_cuda(a)) unreachable_cuda("gemm");
-#endif
-  cpu::gemm(trans_a, trans_b, m, n, k, alpha, a.data(), a.dim(1), b.data(), b.dim(1), beta, c.data(), n);
+  DITGEN_DISPATCH_TO(on_cuda(a), "gemm", gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c),
+                     gemm(trans_a, trans_b, m, n, k, alpha, a.data(), a.dim(1), b.data(), b.dim(1), beta, c.data(), n));
 }
 
 namespace {
@@ -112,12 +110,8 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
     throw std::invalid_argument("linear_into: columns [" + std::to_string(col) + ", " +
                                 std::to_string(col + w.dim(0)) + ") of " + shape_str(y.shape()) + " for " +
                                 std::to_string(rows) + " rows");
-#ifdef DITGEN_WITH_CUDA
-  if (on_cuda(x)) return gpu::linear_into(x, w, bias, y, col);
-#else
-  if (on_cuda(x)) unreachable_cuda("linear_into");
-#endif
-  cpu::linear_into(x, w, bias, y.data() + col, width);
+  DITGEN_DISPATCH_TO(on_cuda(x), "linear_into", linear_into(x, w, bias, y, col),
+                     linear_into(x, w, bias, y.data() + col, width));
 }
 
 void silu_(Tensor& x) { DITGEN_DISPATCH(x, "silu_", silu_(x)); }
@@ -153,12 +147,8 @@ void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, 
   if (out.shape() != x.shape())
     throw std::invalid_argument("layer_norm_modulate: x " + shape_str(x.shape()) + ", out " +
                                 shape_str(out.shape()));
-#ifdef DITGEN_WITH_CUDA
-  if (on_cuda(x)) return gpu::layer_norm_modulate(x, mod, shift_col, scale_col, eps, out);
-#else
-  if (on_cuda(x)) unreachable_cuda("layer_norm_modulate");
-#endif
-  cpu::layer_norm_modulate(x, mod.data() + shift_col, mod.data() + scale_col, mod.dim(1), eps, out);
+  DITGEN_DISPATCH_TO(on_cuda(x), "layer_norm_modulate", layer_norm_modulate(x, mod, shift_col, scale_col, eps, out),
+                     layer_norm_modulate(x, mod.data() + shift_col, mod.data() + scale_col, mod.dim(1), eps, out));
 }
 
 void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate_col) {
@@ -166,12 +156,8 @@ void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate
   if (x.shape() != y.shape())
     throw std::invalid_argument("gated_residual_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
   check_modulation("gated_residual_", x, mod, {gate_col});
-#ifdef DITGEN_WITH_CUDA
-  if (on_cuda(x)) return gpu::gated_residual_(x, y, mod, gate_col);
-#else
-  if (on_cuda(x)) unreachable_cuda("gated_residual_");
-#endif
-  cpu::gated_residual_(x, y, mod.data() + gate_col, mod.dim(1));
+  DITGEN_DISPATCH_TO(on_cuda(x), "gated_residual_", gated_residual_(x, y, mod, gate_col),
+                     gated_residual_(x, y, mod.data() + gate_col, mod.dim(1)));
 }
 
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
@@ -190,13 +176,8 @@ void attention(const AttentionArgs& a) {
     throw std::invalid_argument("attention: bad arguments (null operand or non-positive size)");
   if (a.device == Device::kCPU && a.dtype != DType::kF32)
     throw std::invalid_argument("attention: CPU operands must be float32");
-#ifdef DITGEN_WITH_CUDA
-  if (a.device == Device::kCUDA)
-    return gpu::attention(a, a.follow_attention_mode ? g_attention_mode : AttentionMode::kAuto);
-#else
-  if (a.device == Device::kCUDA) unreachable_cuda("attention");
-#endif
-  cpu::attention(a);
+  [[maybe_unused]] const AttentionMode mode = a.follow_attention_mode ? g_attention_mode : AttentionMode::kAuto;
+  DITGEN_DISPATCH_TO(a.device == Device::kCUDA, "attention", attention(a, mode), attention(a));
 }
 
 void set_attention_mode(AttentionMode mode) { g_attention_mode = mode; }
@@ -211,12 +192,9 @@ void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor
     throw std::invalid_argument("attention_merge_: out " + shape_str(out.shape()) + ", lse " + where(lse) +
                                 " for " + std::to_string(heads) + " heads");
   const int64_t b = out.dim(0), n = out.dim(1), c = out.dim(2);
-#ifdef DITGEN_WITH_CUDA
-  if (on_cuda(out)) return gpu::attention_merge_(out, lse, out2, lse2, heads);
-#else
-  if (on_cuda(out)) unreachable_cuda("attention_merge_");
-#endif
-  cpu::attention_merge_(out.data(), lse.data(), out2.data(), lse2.data(), b, heads, n, c / heads, c, n * c);
+  DITGEN_DISPATCH_TO(on_cuda(out), "attention_merge_", attention_merge_(out, lse, out2, lse2, heads),
+                     attention_merge_(out.data(), lse.data(), out2.data(), lse2.data(), b, heads, n, c / heads, c,
+                                      n * c));
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding) {
@@ -272,19 +250,10 @@ void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor
                                 std::to_string(src_stride) + " of " + shape_str(src.shape()) + " to offset " +
                                 std::to_string(dst_offset) + " stride " + std::to_string(dst_stride) + " of " +
                                 shape_str(dst.shape()));
-#ifdef DITGEN_WITH_CUDA
-  if (on_cuda(src)) return gpu::copy_rows(src, src_offset, src_stride, dst, dst_offset, dst_stride, rows, row_len);
-#else
-  if (on_cuda(src)) unreachable_cuda("copy_rows");
-#endif
-  const float* s = src.data() + src_offset;
-  float* d = dst.data() + dst_offset;
-  if (src_stride == row_len && dst_stride == row_len) {
-    std::memmove(d, s, static_cast<size_t>(rows * row_len) * sizeof(float));
-    return;
-  }
-  for (int64_t r = 0; r < rows; ++r)
-    std::memmove(d + r * dst_stride, s + r * src_stride, static_cast<size_t>(row_len) * sizeof(float));
+  DITGEN_DISPATCH_TO(on_cuda(src), "copy_rows",
+                     copy_rows(src, src_offset, src_stride, dst, dst_offset, dst_stride, rows, row_len),
+                     copy_rows(src.data() + src_offset, src_stride, dst.data() + dst_offset, dst_stride, rows,
+                               row_len));
 }
 
 Tensor gather_rows(const Tensor& table, const std::vector<int64_t>& rows) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/attention_args.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::ops {
@@ -65,26 +66,11 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
 
 // ---- Attention ----------------------------------------------------------------
 // Scaled dot-product attention with O(n) extra memory (CPU: tiled, online
-// softmax; CUDA: flash or math path, see set_attention_mode). Tokens are
-// rows: element (b, n, h, d) of q lives at
-// q + b*q_batch_stride + n*q_row_stride + h*head_dim + d (in elements of
-// dtype, on device); same for k, v, out. This reads Q/K/V straight out of
-// projection outputs, no transposes. Build the pointers with Tensor::raw_at.
-struct AttentionArgs {
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  void* out = nullptr;
+// softmax; CUDA: flash or math path, see set_attention_mode), on operands
+// laid out as ditgen::AttentionArgs says (src/tensor/attention_args.h);
+// build the pointers with Tensor::raw_at.
+struct AttentionArgs : ditgen::AttentionArgs {
   Device device = Device::kCPU;  // of q, k, v, out and lse
-  DType dtype = DType::kF32;     // of q, k, v and out
-  int64_t batch = 1, heads = 1, q_len = 0, kv_len = 0, head_dim = 0;
-  int64_t q_row_stride = 0, k_row_stride = 0, v_row_stride = 0, out_row_stride = 0;
-  int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, out_batch_stride = 0;
-  float scale = 0;  // usually 1/sqrt(head_dim)
-  // Optional float32 (batch, heads, q_len) output: each row's log-sum-exp of
-  // the scaled scores, so partial results over key blocks can be merged
-  // (ring attention). Null: not written.
-  float* lse = nullptr;
   // false: this call takes the automatic path whatever set_attention_mode
   // says (the VAE's one-head attention over pixels, whose head size is a
   // channel count such as 512: --attention is about the transformer's).

@@ -1,6 +1,7 @@
 // Elementwise ops on the CPU: one OpenMP-parallel, vectorised pass each, using
 // the per-element formulas of kernels/math/activations.h and norm.h (shared
 // with the CUDA kernels).
+#include <cstring>
 #include <stdexcept>
 
 #include "kernels/math/activations.h"
@@ -72,6 +73,15 @@ void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate
 #pragma omp simd
       for (int64_t j = 0; j < c; ++j) xr[j] = math::gated_residual(xr[j], g[j], yr[j]);
     }
+}
+
+void copy_rows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t row_len) {
+  if (src_stride == row_len && dst_stride == row_len) {
+    std::memmove(dst, src, static_cast<size_t>(rows * row_len) * sizeof(float));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    std::memmove(dst + r * dst_stride, src + r * src_stride, static_cast<size_t>(row_len) * sizeof(float));
 }
 
 }  // namespace ditgen::ops::cpu

@@ -83,18 +83,7 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
   return y;
 }
 
-void attention(const AttentionArgs& a, AttentionMode mode) {
-  cuda::AttentionArgs c;
-  c.q = a.q, c.k = a.k, c.v = a.v, c.out = a.out, c.dtype = a.dtype;
-  c.batch = a.batch, c.heads = a.heads, c.q_len = a.q_len, c.kv_len = a.kv_len, c.head_dim = a.head_dim;
-  c.q_row_stride = a.q_row_stride, c.k_row_stride = a.k_row_stride, c.v_row_stride = a.v_row_stride;
-  c.out_row_stride = a.out_row_stride;
-  c.q_batch_stride = a.q_batch_stride, c.k_batch_stride = a.k_batch_stride, c.v_batch_stride = a.v_batch_stride;
-  c.out_batch_stride = a.out_batch_stride;
-  c.scale = a.scale;
-  c.lse = a.lse;
-  cuda::attention(c, to_cuda(mode));
-}
+void attention(const AttentionArgs& a, AttentionMode mode) { cuda::attention(a, to_cuda(mode)); }
 
 const char* attention_path_name(int64_t head_dim, DType dtype, AttentionMode mode) {
   cuda::AttentionArgs probe;
