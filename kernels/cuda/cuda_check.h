@@ -2,7 +2,7 @@
 // ditgen::RuntimeFailure (exit code 4, DESIGN.md §1) whose message names the
 // call as written, the library's own message, and the source location, e.g.
 //   CUDA error: cudaMalloc(&p, bytes): out of memory (kernels/cuda/device.cpp:42)
-// NCCL's check lives with the NCCL communicator (src/dist), the only NCCL user.
+// NCCL's check lives with the NCCL communicator (src/parallel), the only NCCL user.
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -18,8 +18,8 @@
 #include "util/atomic_file.h"
 #include "config/config.h"
 #include "config/device_choice.h"
-#include "dist/device_index.h"
-#include "dist/mpi_runtime.h"
+#include "parallel/device_index.h"
+#include "parallel/mpi_runtime.h"
 #include "io/contact_sheet.h"
 #include "io/png.h"
 #include "io/safetensors.h"
@@ -42,7 +42,7 @@ DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg) {
   if (choice.device == Device::kCUDA) {
     try {
       ops::bind_cuda_device(
-          dist::local_device_index(std::getenv, dist::MpiRuntime::local_rank(), ops::cuda_device_count()));
+          parallel::local_device_index(std::getenv, parallel::MpiRuntime::local_rank(), ops::cuda_device_count()));
     } catch (const RuntimeFailure& e) {
       throw RuntimeFailure(std::string(e.what()) + "; or run on the CPU with --device cpu");
     }
@@ -104,7 +104,7 @@ void run_generate(const CliOptions& opts) {
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
 
-  const int threads = opts.threads > 0 ? opts.threads : default_threads(dist::MpiRuntime::local_size());
+  const int threads = opts.threads > 0 ? opts.threads : default_threads(parallel::MpiRuntime::local_size());
   ops::set_num_threads(threads);
   if (std::string(ops::blas_threading()) != "openmp" && !quiet)
     std::fprintf(stderr, "ditgen: warning: OpenBLAS uses %s threading, not OpenMP; expect contention "

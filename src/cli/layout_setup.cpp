@@ -2,21 +2,21 @@
 
 #include <cstdlib>
 
-#include "dist/mpi_runtime.h"
+#include "parallel/mpi_runtime.h"
 #include "io/model_dir.h"
 #include "models/dit.h"
 #include "util/error.h"
 
 #ifdef DITGEN_WITH_NCCL
-#include "dist/nccl_communicator.h"
+#include "parallel/nccl_communicator.h"
 #endif
 
 namespace ditgen::cli {
 
-dist::ModelDims model_dims(const std::string& model_path) {
+parallel::ModelDims model_dims(const std::string& model_path) {
   const io::ModelDir dir = io::ModelDir::open(model_path);
   const auto c = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
-  dist::ModelDims d;
+  parallel::ModelDims d;
   d.heads = c.num_heads;
   d.head_dim = c.head_dim;
   d.layers = c.num_layers;
@@ -32,23 +32,23 @@ dist::ModelDims model_dims(const std::string& model_path) {
 RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, Device device) {
   RankLayout r;
   r.layout = {cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, cfg.parallel.sp_mode};
-  dist::Communicator& world = dist::MpiRuntime::world();
+  parallel::Communicator& world = parallel::MpiRuntime::world();
   r.world_rank = world.rank();
-  dist::validate_layout(r.layout, world.size(), model_dims(cfg.model.path), cfg.generate.guidance_scale,
+  parallel::validate_layout(r.layout, world.size(), model_dims(cfg.model.path), cfg.generate.guidance_scale,
                         config_path);
-  const auto tp = dist::tp_split(r.layout, r.world_rank);
-  const auto sp = dist::sp_split(r.layout, r.world_rank);
-  const auto cp = dist::cp_split(r.layout, r.world_rank);
-  r.tp = dist::MpiRuntime::split(world, tp.color, tp.key);
-  r.sp = dist::MpiRuntime::split(world, sp.color, sp.key);
-  r.cp = dist::MpiRuntime::split(world, cp.color, cp.key);
+  const auto tp = parallel::tp_split(r.layout, r.world_rank);
+  const auto sp = parallel::sp_split(r.layout, r.world_rank);
+  const auto cp = parallel::cp_split(r.layout, r.world_rank);
+  r.tp = parallel::MpiRuntime::split(world, tp.color, tp.key);
+  r.sp = parallel::MpiRuntime::split(world, sp.color, sp.key);
+  r.cp = parallel::MpiRuntime::split(world, cp.color, cp.key);
 #ifdef DITGEN_WITH_NCCL
   if (device == Device::kCUDA && world.size() > 1) {
     // Same order on every rank: tp first, then sp (construction is collective).
     r.tp_mpi = std::move(r.tp);
     r.sp_mpi = std::move(r.sp);
-    r.tp = dist::make_nccl_communicator(*r.tp_mpi);
-    r.sp = dist::make_nccl_communicator(*r.sp_mpi);
+    r.tp = parallel::make_nccl_communicator(*r.tp_mpi);
+    r.sp = parallel::make_nccl_communicator(*r.sp_mpi);
     r.nccl = true;
   }
 #else

@@ -7,30 +7,30 @@
 #include <string>
 
 #include "config/config.h"
-#include "dist/communicator.h"
-#include "dist/layout.h"
+#include "parallel/communicator.h"
+#include "parallel/layout.h"
 #include "pipeline/dit_pipeline.h"
 
 namespace ditgen::cli {
 
 struct RankLayout {
-  dist::Layout layout;
+  parallel::Layout layout;
   int world_rank = 0;
-  std::unique_ptr<dist::Communicator> tp, sp, cp;  // owned; run points at them
-  std::unique_ptr<dist::Communicator> tp_mpi, sp_mpi;  // NCCL's bootstrap groups, when tp/sp are NCCL
+  std::unique_ptr<parallel::Communicator> tp, sp, cp;  // owned; run points at them
+  std::unique_ptr<parallel::Communicator> tp_mpi, sp_mpi;  // NCCL's bootstrap groups, when tp/sp are NCCL
   bool nccl = false;  // tp and sp run over NCCL (CUDA device, NCCL built)
   pipeline::ParallelRun run;
 };
 
 // The model's sizes that layouts depend on, from <model>/transformer/config.json.
-dist::ModelDims model_dims(const std::string& model_path);
+parallel::ModelDims model_dims(const std::string& model_path);
 
 // ConfigError (exit 2) naming the failing product or divisibility and the
 // layouts that would work, before any weight is loaded. On a CUDA device in
 // a build with NCCL, the tp and sp groups (which move device activations)
 // are NCCL communicators bootstrapped over their MPI groups; cp (host eps)
 // stays MPI. Without NCCL, device tensors are staged through MPI
-// (dist/tensor_collectives.h).
+// (parallel/tensor_collectives.h).
 RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, Device device = Device::kCPU);
 
 // Test hook: DITGEN_TEST_FAIL_RANK=r makes rank r fail after loading, while

@@ -15,7 +15,7 @@
 #include "cli/generate_command.h"
 #include "cli/plan_command.h"
 #include "config/cli_options.h"
-#include "dist/mpi_runtime.h"
+#include "parallel/mpi_runtime.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -24,7 +24,7 @@ namespace {
 [[noreturn]] void fail(int code, const std::string& message) {
   using namespace ditgen;
   cleanup_temp_files_now();
-  const auto& world = dist::MpiRuntime::world();
+  const auto& world = parallel::MpiRuntime::world();
   if (world.size() > 1) {
     // Config errors are found identically by every rank: rank 0 speaks and
     // aborts. The others give it a moment first: an abort from them could
@@ -37,7 +37,7 @@ namespace {
     } else {
       std::this_thread::sleep_for(std::chrono::seconds(3));
     }
-    dist::MpiRuntime::abort(code);  // ends every rank
+    parallel::MpiRuntime::abort(code);  // ends every rank
   }
   std::fprintf(stderr, "ditgen: error: %s\n", message.c_str());
   std::fflush(stderr);
@@ -50,14 +50,14 @@ int main(int argc, char** argv) {
   using namespace ditgen;
   install_signal_cleanup();
   try {
-    dist::MpiRuntime::init(&argc, &argv);
+    parallel::MpiRuntime::init(&argc, &argv);
     const CliOptions opts = parse_cli(argc, argv);
     if (opts.exit_now) return kExitOk;
     if (opts.command == CliOptions::Command::plan)
       cli::run_plan(opts);
     else
       cli::run_generate(opts);
-    dist::MpiRuntime::finalize();
+    parallel::MpiRuntime::finalize();
     return kExitOk;
   } catch (const Error& e) {
     fail(e.exit_code(), e.what());

@@ -9,8 +9,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "dist/shard.h"
-#include "dist/tensor_collectives.h"
+#include "parallel/shard.h"
+#include "parallel/tensor_collectives.h"
 #include "io/model_dir.h"
 #include "ops/ops.h"
 #include "util/error.h"
@@ -184,7 +184,7 @@ Tensor block_conditioning(const DitBlock& k, const Tensor& t_emb, const std::vec
 }
 
 // Rows [begin, end) of every sample of a (B, N, C) tensor, as (B, end-begin, C).
-Tensor token_rows(const Tensor& x, dist::Range r) {
+Tensor token_rows(const Tensor& x, parallel::Range r) {
   const int64_t bsz = x.dim(0), n = x.dim(1), c = x.dim(2);
   if (r.begin == 0 && r.end == n) return x;
   Tensor y = Tensor::empty({bsz, r.size(), c}, x.device(), x.dtype());
@@ -199,7 +199,7 @@ Tensor token_rows(const Tensor& x, dist::Range r) {
 void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int sp, int64_t width, Tensor& whole) {
   int64_t offset = 0;
   for (int j = 0; j < sp; ++j) {
-    const dist::Range r = dist::even_shard(n, sp, j);
+    const parallel::Range r = parallel::even_shard(n, sp, j);
     const int64_t len = r.size() * width;
     ops::copy_rows(sharded, offset, len, whole, r.begin * width, n * width, rows, len);
     offset += rows * len;
@@ -209,7 +209,7 @@ void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int sp, int6
 void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int sp, int64_t width, Tensor& sharded) {
   int64_t offset = 0;
   for (int j = 0; j < sp; ++j) {
-    const dist::Range r = dist::even_shard(n, sp, j);
+    const parallel::Range r = parallel::even_shard(n, sp, j);
     const int64_t len = r.size() * width;
     ops::copy_rows(whole, r.begin * width, n * width, sharded, offset, len, rows, len);
     offset += rows * len;
@@ -245,7 +245,7 @@ Tensor DitTransformer::modulation(const DitBlock& blk, const Tensor& cond) const
   // All-gather the (B, 6D/tp) pieces, then put each rank's columns of each
   // chunk in place: mod[b][chunk*D + r*Dl + j] = piece_r[b][chunk*Dl + j].
   Tensor pieces = place_.empty({tp, bsz, 6 * dl});
-  dist::all_gather(*shard_.tp, local, pieces);
+  parallel::all_gather(*shard_.tp, local, pieces);
   Tensor mod = place_.empty({bsz, 6 * d});
   for (int64_t r = 0; r < tp; ++r)
     for (int chunk = 0; chunk < 6; ++chunk)
@@ -255,7 +255,7 @@ Tensor DitTransformer::modulation(const DitBlock& blk, const Tensor& cond) const
 
 Tensor DitTransformer::row_parallel_linear(const Tensor& x, const Tensor& w, const Tensor& bias) const {
   Tensor y = ops::linear(x, w, nullptr);
-  if (shard_.tp_size() > 1) dist::all_reduce_sum(*shard_.tp, y);
+  if (shard_.tp_size() > 1) parallel::all_reduce_sum(*shard_.tp, y);
   ops::add_broadcast_(y, bias);
   return y;
 }
@@ -275,14 +275,14 @@ void DitTransformer::attention(const Tensor& q, const Tensor& k, const Tensor& v
 // shards (B, N, Dl/sp) of the whole sequence, attention there, and the
 // reverse all-to-all of the output.
 void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
-  dist::Communicator& comm = *shard_.sp;
+  parallel::Communicator& comm = *shard_.sp;
   const int sp = comm.size();
   const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim;
   const int64_t n = cfg_.grid() * cfg_.grid(), w = dl / sp;  // w: this rank's head columns after the switch
   std::vector<int64_t> send(sp), recv(sp);
   for (int j = 0; j < sp; ++j) {
     send[j] = 3 * bsz * p * w;
-    recv[j] = 3 * bsz * dist::even_shard(n, sp, j).size() * w;
+    recv[j] = 3 * bsz * parallel::even_shard(n, sp, j).size() * w;
   }
   // Send buffer: for each destination j, [q|k|v][b][token][its w columns]
   // (b and token together are the B*P rows of q, k, v).
@@ -291,7 +291,7 @@ void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const T
   for (int j = 0; j < sp; ++j)
     for (int t = 0; t < 3; ++t)
       ops::copy_rows(*qkv[t], j * w, dl, sendbuf, (j * 3 + t) * bsz * p * w, w, bsz * p, w);
-  dist::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
+  parallel::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
   // Reassemble (3, B, N, w) in global token order ([q|k|v] x batch as rows).
   Tensor full = place_.empty({3, bsz, n, w});
   unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full);
@@ -300,21 +300,21 @@ void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const T
       attention_args(full, 0, full, bsz * n * w, full, 2 * bsz * n * w, o, bsz, w / hd, hd, n, n, w, w));
   // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
   for (int j = 0; j < sp; ++j) {
-    send[j] = bsz * dist::even_shard(n, sp, j).size() * w;
+    send[j] = bsz * parallel::even_shard(n, sp, j).size() * w;
     recv[j] = bsz * p * w;
   }
   shard_tokens(o, bsz, n, sp, w, sendbuf);
-  dist::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
+  parallel::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
   for (int j = 0; j < sp; ++j) ops::copy_rows(recvbuf, j * bsz * p * w, w, out, j * w, dl, bsz * p, w);
 }
 
 // Ring: this rank's queries meet every K/V shard as the shards travel
 // around the ring; partial outputs merge by log-sum-exp.
 void DitTransformer::attention_ring(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
-  dist::Communicator& comm = *shard_.sp;
+  parallel::Communicator& comm = *shard_.sp;
   const int sp = comm.size(), me = comm.rank();
   const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim, heads = dl / hd;
-  const int64_t n = cfg_.grid() * cfg_.grid(), p_max = dist::even_shard(n, sp, 0).size();
+  const int64_t n = cfg_.grid() * cfg_.grid(), p_max = parallel::even_shard(n, sp, 0).size();
   // K and V travel together as (B, P_src, 2*Dl) rows [k | v].
   Tensor cur = place_.empty({bsz * p_max * 2 * dl}), next = place_.empty({bsz * p_max * 2 * dl});
   ops::copy_rows(k, 0, dl, cur, 0, 2 * dl, bsz * p, dl);
@@ -325,15 +325,15 @@ void DitTransformer::attention_ring(const Tensor& q, const Tensor& k, const Tens
   Tensor part = place_.empty({bsz, p, dl});
   for (int s = 0; s < sp; ++s) {
     const int src = (me - s + sp) % sp;  // whose K/V we hold now
-    const int64_t p_src = dist::even_shard(n, sp, src).size();
+    const int64_t p_src = parallel::even_shard(n, sp, src).size();
     ops::AttentionArgs a =
         attention_args(q, 0, cur, 0, cur, dl, s == 0 ? out : part, bsz, heads, hd, p, p_src, dl, 2 * dl);
     a.lse = static_cast<float*>((s == 0 ? lse : part_lse).raw());
     ops::attention(a);
     if (s > 0) ops::attention_merge_(out, lse, part, part_lse, heads);
     if (s + 1 < sp) {
-      const int64_t p_next = dist::even_shard(n, sp, (me - s - 1 + sp) % sp).size();
-      dist::send_recv(comm, cur, bsz * p_src * 2 * dl, (me + 1) % sp, next, bsz * p_next * 2 * dl,
+      const int64_t p_next = parallel::even_shard(n, sp, (me - s - 1 + sp) % sp).size();
+      parallel::send_recv(comm, cur, bsz * p_src * 2 * dl, (me + 1) % sp, next, bsz * p_next * 2 * dl,
                       (me - 1 + sp) % sp);
       std::swap(cur, next);
     }
@@ -361,7 +361,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       throw RuntimeFailure("DiT forward: class label " + std::to_string(l) + " outside [0, " +
                            std::to_string(c.num_classes) + "]");
   const int sp = shard_.sp_size();
-  const dist::Range mine = dist::even_shard(n, sp, shard_.sp_rank());  // this rank's tokens
+  const parallel::Range mine = parallel::even_shard(n, sp, shard_.sp_rank());  // this rank's tokens
   const int64_t p = mine.size(), dl = d / shard_.tp_size();
 
   // Patch embedding (a stride-p conv as patchify + linear) plus positions.
@@ -458,9 +458,9 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     // Every rank needs the whole prediction: gather the token shards.
     const int64_t row = out.dim(2);
     std::vector<int64_t> counts(sp);
-    for (int j = 0; j < sp; ++j) counts[j] = bsz * dist::even_shard(n, sp, j).size() * row;
+    for (int j = 0; j < sp; ++j) counts[j] = bsz * parallel::even_shard(n, sp, j).size() * row;
     Tensor gathered = place_.empty({bsz * n * row});
-    dist::all_gather_v(*shard_.sp, out, gathered, counts);
+    parallel::all_gather_v(*shard_.sp, out, gathered, counts);
     Tensor whole = place_.empty({bsz, n, row});
     unshard_tokens(gathered, bsz, n, sp, row, whole);
     out = whole;

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "io/safetensors.h"
 #include "models/placement.h"
 #include "pab/broadcast.h"
@@ -53,8 +53,8 @@ struct DitConfig {
 
 // This rank's part of the model. Null communicators mean size 1.
 struct DitShard {
-  dist::Communicator* tp = nullptr;
-  dist::Communicator* sp = nullptr;
+  parallel::Communicator* tp = nullptr;
+  parallel::Communicator* sp = nullptr;
   bool ring = false;  // sp_mode "ring" (default "ulysses")
   int tp_size() const { return tp ? tp->size() : 1; }
   int tp_rank() const { return tp ? tp->rank() : 0; }

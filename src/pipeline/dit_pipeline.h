@@ -58,7 +58,7 @@ struct DitResult {
 // single process. Communicators must outlive the pipeline.
 struct ParallelRun {
   models::DitShard shard;            // tp and sp groups
-  dist::Communicator* cp = nullptr;  // the CFG pair (size 2), or null
+  parallel::Communicator* cp = nullptr;  // the CFG pair (size 2), or null
   bool output_rank = true;           // loads the VAE, decodes and writes
 };
 

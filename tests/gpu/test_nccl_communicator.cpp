@@ -8,13 +8,13 @@
 #include <stdexcept>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/nccl_communicator.h"
+#include "parallel/communicator.h"
+#include "parallel/nccl_communicator.h"
 #include "kernels/cuda/device.h"
 
 namespace cuda = ditgen::cuda;
-using ditgen::dist::NcclCommunicator;
-using ditgen::dist::SelfCommunicator;
+using ditgen::parallel::NcclCommunicator;
+using ditgen::parallel::SelfCommunicator;
 
 namespace {
 

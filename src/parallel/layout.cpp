@@ -1,15 +1,15 @@
 // Layout arithmetic and checks. The rules live in one function
 // (layout_problems) so that validate_layout's message and the list of valid
 // layouts can never disagree: a layout is listed iff it has no problem.
-#include "dist/layout.h"
+#include "parallel/layout.h"
 
 #include <sstream>
 #include <stdexcept>
 
-#include "dist/shard.h"
+#include "parallel/shard.h"
 #include "util/error.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -191,4 +191,4 @@ void validate_layout(const Layout& l, int world_size, const ModelDims& d, double
   throw ConfigError(msg);
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

@@ -80,9 +80,9 @@
 #include <string>
 #include <vector>
 
-#include "dist/layout.h"
+#include "parallel/layout.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 struct PlanRow {
   Layout layout;
@@ -117,4 +117,4 @@ std::string format_bytes(double bytes);
 // first line.
 std::string format_plan_table(const std::vector<PlanRow>& rows, const std::string& title = "");
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 struct Range {
   int64_t begin = 0, end = 0;
@@ -17,4 +17,4 @@ inline Range even_shard(int64_t n, int parts, int index) {
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

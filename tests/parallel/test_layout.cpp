@@ -8,12 +8,12 @@
 #include <set>
 #include <string>
 
-#include "dist/layout.h"
-#include "dist/shard.h"
+#include "parallel/layout.h"
+#include "parallel/shard.h"
 #include "util/error.h"
 
 using namespace ditgen;
-using namespace ditgen::dist;
+using namespace ditgen::parallel;
 
 namespace {
 

@@ -1,7 +1,7 @@
 // local_device_index: the launcher's local rank, checked against the
 // devices this process can see. Kept apart from the NCCL communicator so the
 // CPU build tests it.
-#include "dist/device_index.h"
+#include "parallel/device_index.h"
 
 #include <cstdlib>
 #include <stdexcept>
@@ -9,7 +9,7 @@
 
 #include "util/error.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -52,4 +52,4 @@ int local_device_index(const EnvLookup& env, int shared_split_rank, int device_c
   throw RuntimeFailure(message);
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

@@ -1,14 +1,14 @@
 // The formulas of plan.h, term by term in the same order, in double
 // precision (XL-size products overflow nothing, but byte counts are shown as
 // fractions of MiB anyway).
-#include "dist/plan.h"
+#include "parallel/plan.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "util/error.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -155,4 +155,4 @@ std::string format_plan_table(const std::vector<PlanRow>& rows, const std::strin
   return out;
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

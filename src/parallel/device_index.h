@@ -7,7 +7,7 @@
 #pragma once
 #include <functional>
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 // Reads an environment variable: nullptr when unset (std::getenv's contract).
 using EnvLookup = std::function<const char*(const char*)>;
@@ -20,4 +20,4 @@ using EnvLookup = std::function<const char*(const char*)>;
 // visible devices (the message names CUDA_VISIBLE_DEVICES when it is set).
 int local_device_index(const EnvLookup& env, int shared_split_rank, int device_count);
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

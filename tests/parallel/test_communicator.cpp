@@ -1,7 +1,7 @@
 // Single-process tests of the communicator layer: SelfCommunicator's copies,
 // the shared argument checks, the bytes_sent convention (on a fake
 // communicator of size > 1 whose transfers do nothing), and MpiRuntime
-// without mpirun. The collectives over real MPI are in dist/mpi/.
+// without mpirun. The collectives over real MPI are in parallel/mpi/.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/mpi_runtime.h"
+#include "parallel/communicator.h"
+#include "parallel/mpi_runtime.h"
 
-using ditgen::dist::Communicator;
-using ditgen::dist::MpiRuntime;
+using ditgen::parallel::Communicator;
+using ditgen::parallel::MpiRuntime;
 
 namespace {
 
@@ -61,7 +61,7 @@ struct EnvGuard {
 }  // namespace
 
 TEST_CASE("SelfCommunicator: rank 0 of 1, collectives are copies or no-ops") {
-  auto comm = ditgen::dist::make_self_communicator();
+  auto comm = ditgen::parallel::make_self_communicator();
   CHECK(comm->rank() == 0);
   CHECK(comm->size() == 1);
 
@@ -97,7 +97,7 @@ TEST_CASE("SelfCommunicator: rank 0 of 1, collectives are copies or no-ops") {
 }
 
 TEST_CASE("SelfCommunicator: in-place gather and mismatched self exchange") {
-  ditgen::dist::SelfCommunicator comm;
+  ditgen::parallel::SelfCommunicator comm;
   std::vector<float> data = {4.f, 5.f};
   comm.all_gather(data.data(), 2, data.data());
   CHECK(data == std::vector<float>{4.f, 5.f});

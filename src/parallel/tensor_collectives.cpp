@@ -1,10 +1,10 @@
-#include "dist/tensor_collectives.h"
+#include "parallel/tensor_collectives.h"
 
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -96,4 +96,4 @@ void send_recv(Communicator& comm, const Tensor& send, int64_t send_count, int d
   deliver(comm, r, recv, recv_count);
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

@@ -31,7 +31,7 @@
 #include <memory>
 #include <vector>
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 class Communicator {
  public:
@@ -43,7 +43,7 @@ class Communicator {
   virtual int size() const = 0;
   // Whether the pointers passed in are device (CUDA) memory: NCCL's are,
   // MPI's and the self communicator's are host memory. Tensor code goes
-  // through dist/tensor_collectives.h, which stages through the right
+  // through parallel/tensor_collectives.h, which stages through the right
   // memory either way.
   virtual bool takes_device_memory() const { return false; }
 
@@ -117,4 +117,4 @@ class SelfCommunicator final : public Communicator {
 
 std::unique_ptr<Communicator> make_self_communicator();
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

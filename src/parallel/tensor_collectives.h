@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "tensor/tensor.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 // data: every element summed over the ranks, in place.
 void all_reduce_sum(Communicator& comm, Tensor& data);
@@ -29,4 +29,4 @@ void all_to_all_v(Communicator& comm, const Tensor& send, const std::vector<int6
 void send_recv(Communicator& comm, const Tensor& send, int64_t send_count, int dest, Tensor& recv,
                int64_t recv_count, int source);
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

@@ -20,14 +20,14 @@
 #include <string>
 #include <vector>
 
-#include "dist/communicator.h"
-#include "dist/mpi_communicator.h"
-#include "dist/mpi_runtime.h"
+#include "parallel/communicator.h"
+#include "parallel/mpi_communicator.h"
+#include "parallel/mpi_runtime.h"
 #include "util/error.h"
 
-using ditgen::dist::Communicator;
-using ditgen::dist::MpiCommunicator;
-using ditgen::dist::MpiRuntime;
+using ditgen::parallel::Communicator;
+using ditgen::parallel::MpiCommunicator;
+using ditgen::parallel::MpiRuntime;
 
 namespace {
 
@@ -314,14 +314,14 @@ TEST_CASE("split of a split, and a rank alone in its group") {
 
 TEST_CASE("MPI errors become RuntimeFailure (exit 4) naming the call") {
   try {
-    ditgen::dist::check_mpi(MPI_ERR_TRUNCATE, "MPI_Alltoallv");
+    ditgen::parallel::check_mpi(MPI_ERR_TRUNCATE, "MPI_Alltoallv");
     CHECK(false);
   } catch (const ditgen::RuntimeFailure& e) {
     CHECK(e.exit_code() == ditgen::kExitRuntime);
     const std::string what = e.what();
     CHECK(what.rfind("MPI_Alltoallv failed: MPI_ERR_TRUNCATE", 0) == 0);
   }
-  CHECK_NOTHROW(ditgen::dist::check_mpi(MPI_SUCCESS, "MPI_Barrier"));
+  CHECK_NOTHROW(ditgen::parallel::check_mpi(MPI_SUCCESS, "MPI_Barrier"));
 
   // A real error from the library, returned instead of fatal: every rank
   // sends 5 floats around the ring but has room for only 3.

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 struct Layout {
   int sp = 1, cp = 1, tp = 1;
@@ -62,7 +62,7 @@ GroupSplit cp_split(const Layout& layout, int rank);
 std::vector<int64_t> shard_sizes(int64_t n, int parts);
 
 // The model sizes the layout checks and the plan need (DiT, diffusers
-// layout). Plain integers so that dist/ stays independent of models/.
+// layout). Plain integers so that parallel/ stays independent of models/.
 struct ModelDims {
   int64_t heads = 0, head_dim = 0, layers = 0;
   int64_t tokens = 0;           // per image: (latent_h / patch) * (latent_w / patch)
@@ -100,4 +100,4 @@ std::vector<std::string> layout_problems(const Layout& layout, int world_size, c
 // are listed separately where both are valid (ulysses first).
 std::vector<Layout> valid_layouts(int world_size, const ModelDims& dims, double guidance_scale);
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

@@ -2,7 +2,7 @@
 // in an int; beyond max_call_count_ the data moves in pieces (see the header).
 // Every MPI return code goes through check_mpi (MPI_ERRORS_RETURN is set on
 // the communicator), so a communication failure is a RuntimeFailure.
-#include "dist/mpi_communicator.h"
+#include "parallel/mpi_communicator.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -13,7 +13,7 @@
 
 #include "util/error.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -230,4 +230,4 @@ void MpiCommunicator::do_broadcast_bytes(void* data, size_t nbytes, int root) {
 
 void MpiCommunicator::do_barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

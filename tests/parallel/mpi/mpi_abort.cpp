@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
-#include "dist/mpi_runtime.h"
+#include "parallel/mpi_runtime.h"
 #include "util/error.h"
 
-using ditgen::dist::MpiRuntime;
+using ditgen::parallel::MpiRuntime;
 
 int main(int argc, char** argv) {
   try {

@@ -1,7 +1,7 @@
 // MpiRuntime: MPI start, world/split communicators, node-local rank, and the
 // two ways out (finalize at a normal exit, MPI_Abort on failure). State is
 // process-global because MPI itself is.
-#include "dist/mpi_runtime.h"
+#include "parallel/mpi_runtime.h"
 
 #include <mpi.h>
 
@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "dist/mpi_communicator.h"
+#include "parallel/mpi_communicator.h"
 #include "util/error.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -124,4 +124,4 @@ void MpiRuntime::abort(int exit_code) {
   std::exit(exit_code);
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

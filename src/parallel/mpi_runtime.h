@@ -22,9 +22,9 @@
 #pragma once
 #include <memory>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 class MpiRuntime {
  public:
@@ -66,4 +66,4 @@ class MpiRuntime {
   [[noreturn]] static void abort(int exit_code);
 };
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

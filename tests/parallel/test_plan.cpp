@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "dist/plan.h"
+#include "parallel/plan.h"
 #include "util/error.h"
 
 using namespace ditgen;
-using namespace ditgen::dist;
+using namespace ditgen::parallel;
 
 namespace {
 

@@ -6,16 +6,16 @@
 #include <stdexcept>
 #include <string>
 
-#include "dist/device_index.h"
+#include "parallel/device_index.h"
 #include "util/error.h"
 
-using ditgen::dist::local_device_index;
+using ditgen::parallel::local_device_index;
 
 namespace {
 
 struct FakeEnv {
   std::map<std::string, std::string> vars;
-  ditgen::dist::EnvLookup lookup() const {
+  ditgen::parallel::EnvLookup lookup() const {
     return [this](const char* name) -> const char* {
       const auto it = vars.find(name);
       return it == vars.end() ? nullptr : it->second.c_str();

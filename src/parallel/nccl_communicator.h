@@ -33,10 +33,10 @@
 #include <memory>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 #include "kernels/cuda/device.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 class NcclCommunicator final : public Communicator {
  public:
@@ -69,4 +69,4 @@ class NcclCommunicator final : public Communicator {
 
 std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap);
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

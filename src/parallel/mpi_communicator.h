@@ -21,9 +21,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 // Throws RuntimeFailure("<call> failed: <MPI_Error_string(rc)>") unless
 // rc == MPI_SUCCESS.
@@ -72,4 +72,4 @@ class MpiCommunicator final : public Communicator {
   int64_t max_call_count_ = INT_MAX;
 };
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

@@ -1,14 +1,14 @@
 // The shared half of every communicator: argument checks and the byte
 // accounting of communicator.h, then the implementation's do_* call. Also
 // SelfCommunicator, where every collective degenerates to a copy.
-#include "dist/communicator.h"
+#include "parallel/communicator.h"
 
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -132,4 +132,4 @@ std::unique_ptr<Communicator> make_self_communicator() {
   return std::make_unique<SelfCommunicator>();
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel

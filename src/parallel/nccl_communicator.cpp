@@ -2,7 +2,7 @@
 // point-to-point sends and receives (the v-collectives), enqueued on
 // cuda::stream(). A rank's own share never goes through NCCL: it is one
 // device-to-device copy on the same stream.
-#include "dist/nccl_communicator.h"
+#include "parallel/nccl_communicator.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -18,7 +18,7 @@
     if (ditgen_nccl_rc_ != ncclSuccess) nccl_failure(#call, ditgen_nccl_rc_, __FILE__, __LINE__); \
   } while (0)
 
-namespace ditgen::dist {
+namespace ditgen::parallel {
 
 namespace {
 
@@ -169,4 +169,4 @@ std::unique_ptr<Communicator> make_nccl_communicator(Communicator& bootstrap) {
   return std::make_unique<NcclCommunicator>(bootstrap);
 }
 
-}  // namespace ditgen::dist
+}  // namespace ditgen::parallel
