@@ -24,7 +24,7 @@
 #include "eval/shape_classifier.h"
 #include "io/png.h"
 #include "ops/ops.h"
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/class_pipeline.h"
 #include "util/error.h"
 
 using namespace ditgen;
@@ -90,7 +90,7 @@ struct Run {
 
 // Whether id2label names the shapes classes ("red circle", ...), so the
 // classifier's verdict means something.
-bool is_shapes_model(const pipeline::DitPipeline& pipe, const std::vector<int64_t>& labels) {
+bool is_shapes_model(const pipeline::ClassPipeline& pipe, const std::vector<int64_t>& labels) {
   const auto& colours = eval::shape_colour_names();
   const auto& shapes = eval::shape_names();
   for (int64_t id : labels)
@@ -105,10 +105,10 @@ bool is_shapes_model(const pipeline::DitPipeline& pipe, const std::vector<int64_
 int main(int argc, char** argv) try {
   const Args a = parse(argc, argv);
   ops::set_num_threads(a.threads);
-  const auto pipe = pipeline::DitPipeline::load(a.model);
-  const int64_t classes = pipe.transformer().config().num_classes;
+  const auto pipe = pipeline::ClassPipeline::load(a.model);
+  const int64_t classes = pipe.transformer().num_classes();
 
-  pipeline::DitRequest req;
+  pipeline::Request req;
   if (a.labels == "all") {
     for (int64_t id = 0; id < classes; ++id) req.labels.push_back(id);
   } else {
@@ -124,7 +124,7 @@ int main(int argc, char** argv) try {
   req.guidance_scale = 4.0f;
   req.batch_size = a.batch;
 
-  const auto cfgs = configs(static_cast<int>(pipe.transformer().config().num_layers));
+  const auto cfgs = configs(static_cast<int>(pipe.transformer().num_layers()));
   std::vector<Run> runs(cfgs.size());
   for (int round = 0; round < a.rounds; ++round)
     for (size_t c = 0; c < cfgs.size(); ++c) {
@@ -139,10 +139,10 @@ int main(int argc, char** argv) try {
       if (round > 0) continue;  // outputs are identical every round
       runs[c].spatial_reused = pab.kinds[static_cast<int>(pab::Kind::kSpatial)].reused;
       runs[c].mlp_reused = pab.kinds[static_cast<int>(pab::Kind::kMlp)].reused;
-      const Tensor images = pipe.decode(latents);
-      for (int64_t i = 0; i < images.dim(0); ++i)
+      const Tensor frames = pipe.decode(latents);  // (n, 1, 3, H, W)
+      for (int64_t i = 0; i < frames.dim(0); ++i)
         runs[c].images.push_back(io::float_image_to_rgb8(
-            images.slice0(i, i + 1).reshape({images.dim(1), images.dim(2), images.dim(3)})));
+            frames.slice0(i, i + 1).reshape({frames.dim(2), frames.dim(3), frames.dim(4)})));
     }
 
   const auto shape = pipe.latent_shape();

@@ -1,12 +1,12 @@
-// The generate job, in the order of DESIGN.md §3: everything that can be
-// checked without weights (arguments, config, unsupported features, output
-// paths) is checked first so a bad run fails in milliseconds; then the model
-// is loaded and validated, labels resolved, the denoising loop run, and each
-// output written atomically with webui-style PNG metadata.
+// The generate job, wiring only, in the order of DESIGN.md §3: the config,
+// the pipeline its model's family selects (config files only), everything
+// that can be checked without weights (request, layout, output paths) so a
+// bad run fails in milliseconds; then the weights, the pipeline's
+// condition -> denoise -> decode, and the output writers. Names no model
+// family: the registry and the pipelines do.
 #include "cli/generate_command.h"
 
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,12 +20,11 @@
 #include "config/device_choice.h"
 #include "parallel/device_index.h"
 #include "parallel/mpi_runtime.h"
-#include "io/contact_sheet.h"
-#include "io/png.h"
+#include "io/output_writer.h"
 #include "io/safetensors.h"
 #include "ops/backend.h"
 #include "ops/ops.h"
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/pipeline.h"
 #include "util/error.h"
 #include "util/profile.h"
 #include "util/progress.h"
@@ -36,7 +35,7 @@ namespace {
 
 // Resolves --device / model.dtype / --attention, binds this rank's GPU (one
 // per rank: the node-local rank, DESIGN.md §4) and sets the attention mode.
-DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg) {
+DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const models::TransformerSpec& model) {
   const DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
                                             ops::cuda_device_count(), opts.config_path);
   if (choice.device == Device::kCUDA) {
@@ -50,7 +49,7 @@ DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg) {
     // A forced path the transformer's head size cannot take fails now, from
     // config.json alone, not after the weights are uploaded.
     try {
-      ops::cuda_attention_path(model_dims(cfg.model.path).head_dim, choice.dtype);
+      ops::cuda_attention_path(model.head_dim(), choice.dtype);
     } catch (const std::invalid_argument& e) {
       throw ConfigError("--attention " + choice.attention + ": " + e.what());
     }
@@ -75,32 +74,22 @@ std::string png_parameters(const std::string& label, const RunConfig& cfg, const
          ", Size: " + std::to_string(width) + "x" + std::to_string(height) + ", Model: " + model;
 }
 
-// Columns of the contact sheet: up to 4 outputs in one row; else a divisor
-// of n near sqrt(n), so every row is full (30 outputs: 6 rows of 5, one
-// colour of the shapes model per row); when n has none that is not too thin
-// (a prime), 0 = ceil(sqrt(n)) columns.
-int grid_columns(int n) {
-  if (n <= 4) return n;
-  const double root = std::sqrt(static_cast<double>(n));
-  int best = 0;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0 && (best == 0 || std::abs(d - root) < std::abs(best - root))) best = d;
-  return best >= root / 2 && best <= 2 * root ? best : 0;
-}
-
 }  // namespace
 
 void run_generate(const CliOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
   RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
   reject_unsupported(cfg, opts.config_path);
-  const DeviceChoice device = setup_device(opts, cfg);
-  if (cfg.generate.class_labels.empty())
-    throw ConfigError(opts.config_path + ": generate.class_labels: a DiT model needs class labels");
+  // The model's config files only: its family (registry) picks the pipeline.
+  const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(cfg.model.path);
+  const models::TransformerSpec& model = pipe->transformer();
+  const DeviceChoice device = setup_device(opts, cfg, model);
 
-  // The layout is checked against the model's config.json and the world
-  // size before any weight is read; then this rank's groups are formed.
-  const RankLayout layout = setup_layout(cfg, opts.config_path, device.device);
+  // Everything checkable without weights, before loading them: the request
+  // against the model, then the layout against its workload and the world
+  // size (this rank's groups are formed), then the output paths.
+  pipeline::Request req = prepare_request(cfg, opts, *pipe);
+  const RankLayout layout = setup_layout(cfg, opts.config_path, model.workload(req.latent_shape), device.device);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
 
@@ -110,36 +99,28 @@ void run_generate(const CliOptions& opts) {
     std::fprintf(stderr, "ditgen: warning: OpenBLAS uses %s threading, not OpenMP; expect contention "
                          "(install libopenblas0-openmp)\n", ops::blas_threading());
 
-  // Everything checkable without weights, before loading them.
-  const Preflight checked = preflight(cfg, opts, rank0);
-
-  const models::Placement place{device.device, device.dtype};
-  const auto pipe = pipeline::DitPipeline::load(cfg.model.path, layout.run, place);
-  if (device.device == Device::kCUDA && !quiet) {
-    const auto& t = pipe.transformer().config();
-    std::fprintf(stderr, "ditgen: %s, %s, attention %s (head size %lld)%s\n", ops::cuda_device_description().c_str(),
-                 dtype_name(device.dtype), ops::cuda_attention_path(t.head_dim, device.dtype).c_str(),
-                 static_cast<long long>(t.head_dim), layout.nccl ? ", NCCL" : "");
+  const int outputs = static_cast<int>(req.outputs());
+  const int frames = 1;  // image pipelines; video pipelines add a frames axis
+  const nlohmann::json effective = to_json(cfg);
+  std::vector<std::unique_ptr<io::OutputWriter>> writers;
+  if (rank0) {  // the output rank writes
+    writers = make_output_writers(cfg.output, outputs, frames, effective.dump());
+    probe_outputs(writers, opts);
   }
+
+  pipe->load_weights(layout.run, {device.device, device.dtype});
+  if (device.device == Device::kCUDA && !quiet)
+    std::fprintf(stderr, "ditgen: %s, %s, attention %s (head size %lld)%s\n", ops::cuda_device_description().c_str(),
+                 dtype_name(device.dtype), ops::cuda_attention_path(model.head_dim(), device.dtype).c_str(),
+                 static_cast<long long>(model.head_dim()), layout.nccl ? ", NCCL" : "");
   inject_test_failure(layout.world_rank);
 
-  pipeline::DitRequest req;
-  req.labels = checked.labels;
-  req.seed = cfg.generate.seed;
-  req.steps = cfg.generate.steps;
-  req.guidance_scale = static_cast<float>(cfg.generate.guidance_scale);
-  req.scheduler = cfg.generate.scheduler;
-  req.batch_size = cfg.generate.batch_size;
-  req.init_noise = checked.init_noise;
-  req.pab = checked.pab;
   pab::ChangeRecorder analysis;
   if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
-
-  const int outputs = static_cast<int>(req.labels.size());
   const int batches = (outputs + req.batch_size - 1) / req.batch_size;
   Progress progress(req.steps * batches, !quiet, "denoise");
   auto on_step = [&](int step, int steps, int batch, int) { progress.step_done(batch * steps + step); };
-  pipeline::DitResult result = pipe.generate(req, on_step);
+  const pipeline::Result result = pipe->generate(req, on_step);
   progress.finish();
   if (!rank0) return;  // the output rank decodes and writes
   if (!opts.pab_analyze.empty()) write_pab_analysis(opts.pab_analyze, analysis);
@@ -153,29 +134,22 @@ void run_generate(const CliOptions& opts) {
 
   if (!opts.save_latents.empty()) io::write_safetensors(opts.save_latents, {{"latents", result.latents}});
 
-  const nlohmann::json effective = to_json(cfg);
   std::vector<std::string> written;
-  std::vector<io::Tile> tiles;  // output.grid: the contact sheet's cells
   for (int i = 0; i < outputs; ++i) {
-    const Tensor img = result.images.slice0(i, i + 1).reshape(
-        {result.images.dim(1), result.images.dim(2), result.images.dim(3)});
-    const int h = static_cast<int>(img.dim(1)), w = static_cast<int>(img.dim(2));
-    const auto rgb = io::float_image_to_rgb8(img);
-    const std::string path = output_path_for(cfg.output.path, i, outputs);
-    io::write_png(path, rgb.data(), w, h, 3,
-                  {{"parameters", png_parameters(pipe.label_name(req.labels[i]), cfg, result.scheduler,
-                                                 req.seed + static_cast<uint64_t>(i), w, h)},
-                   {"ditgen_config", effective.dump()}});
-    written.push_back(path);
-    if (cfg.output.grid) tiles.push_back({io::RgbImage{w, h, rgb}, pipe.label_name(req.labels[i])});
+    io::OutputItem item;
+    item.index = i;
+    item.frames = result.frames.slice0(i, i + 1).reshape(
+        {result.frames.dim(1), result.frames.dim(2), result.frames.dim(3), result.frames.dim(4)});
+    item.caption = req.captions[i];
+    const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
+    item.text = {{"parameters", png_parameters(item.caption, cfg, result.scheduler, req.seed + static_cast<uint64_t>(i),
+                                               w, h)},
+                 {"ditgen_config", effective.dump()}};
+    for (auto& writer : writers)
+      for (auto& path : writer->write(item)) written.push_back(std::move(path));
   }
-  if (cfg.output.grid) {
-    io::ContactSheetOptions sheet;
-    sheet.columns = grid_columns(outputs);
-    const std::string grid = grid_path_for(cfg.output.path);
-    io::write_png(grid, io::make_contact_sheet(tiles, sheet), {{"ditgen_config", effective.dump()}});
-    written.push_back(grid);
-  }
+  for (auto& writer : writers)
+    for (auto& path : writer->finish()) written.push_back(std::move(path));
 
   if (!quiet) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,8 +3,6 @@
 #include <cstdlib>
 
 #include "parallel/mpi_runtime.h"
-#include "io/model_dir.h"
-#include "models/dit.h"
 #include "util/error.h"
 
 #ifdef DITGEN_WITH_NCCL
@@ -13,28 +11,13 @@
 
 namespace ditgen::cli {
 
-parallel::ModelDims model_dims(const std::string& model_path) {
-  const io::ModelDir dir = io::ModelDir::open(model_path);
-  const auto c = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
-  parallel::ModelDims d;
-  d.heads = c.num_heads;
-  d.head_dim = c.head_dim;
-  d.layers = c.num_layers;
-  d.tokens = c.grid() * c.grid();
-  d.ff_inner = c.ff_inner_dim;
-  d.latent_channels = c.in_channels;
-  d.latent_h = d.latent_w = c.sample_size;
-  d.out_channels = c.out_channels;
-  d.num_classes = c.num_classes;
-  return d;
-}
-
-RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, Device device) {
+RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, const parallel::Workload& work,
+                        Device device) {
   RankLayout r;
   r.layout = {cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, cfg.parallel.sp_mode};
   parallel::Communicator& world = parallel::MpiRuntime::world();
   r.world_rank = world.rank();
-  parallel::validate_layout(r.layout, world.size(), model_dims(cfg.model.path), cfg.generate.guidance_scale,
+  parallel::validate_layout(r.layout, world.size(), work, cfg.generate.guidance_scale,
                         config_path);
   const auto tp = parallel::tp_split(r.layout, r.world_rank);
   const auto sp = parallel::sp_split(r.layout, r.world_rank);

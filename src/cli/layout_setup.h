@@ -9,7 +9,7 @@
 #include "config/config.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/pipeline.h"
 
 namespace ditgen::cli {
 
@@ -22,16 +22,14 @@ struct RankLayout {
   pipeline::ParallelRun run;
 };
 
-// The model's sizes that layouts depend on, from <model>/transformer/config.json.
-parallel::ModelDims model_dims(const std::string& model_path);
-
 // ConfigError (exit 2) naming the failing product or divisibility and the
-// layouts that would work, before any weight is loaded. On a CUDA device in
+// layouts that would work for the model's workload, before any weight is loaded. On a CUDA device in
 // a build with NCCL, the tp and sp groups (which move device activations)
 // are NCCL communicators bootstrapped over their MPI groups; cp (host eps)
 // stays MPI. Without NCCL, device tensors are staged through MPI
 // (parallel/tensor_collectives.h).
-RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, Device device = Device::kCPU);
+RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, const parallel::Workload& work,
+                        Device device = Device::kCPU);
 
 // Test hook: DITGEN_TEST_FAIL_RANK=r makes rank r fail after loading, while
 // the others wait in a collective (the whole job must still end promptly).

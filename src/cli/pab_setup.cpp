@@ -4,25 +4,15 @@
 #include <cstdio>
 
 #include "io/line_plot.h"
+#include "parallel/plan.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
 namespace ditgen::cli {
 
-namespace {
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (b >= 1024 && u < 3) b /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", b, units[u]);
-  return buf;
-}
-
-}  // namespace
-
-pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path, int num_layers) {
+pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path,
+                           const models::TransformerSpec& model) {
+  const int num_layers = static_cast<int>(model.num_layers());
   pab::Schedule s;
   const std::pair<pab::Kind, const std::optional<PabKindConfig>*> kinds[] = {
       {pab::Kind::kSpatial, &cfg.pab.spatial},
@@ -32,10 +22,14 @@ pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path,
   for (const auto& [kind, conf] : kinds) {
     if (!conf->has_value()) continue;
     const PabKindConfig& c = **conf;
-    // DiT blocks have spatial (self) attention and an MLP only.
-    if (kind == pab::Kind::kTemporal || kind == pab::Kind::kCross)
-      throw ConfigError(config_path + ": pab." + pab::kind_name(kind) + ": a DiT model has no " +
-                        pab::kind_name(kind) + " attention (only pab.spatial and pab.mlp apply)");
+    if (!model.has_pab_kind(kind)) {
+      std::string kinds;
+      for (int k = 0; k < pab::kKinds; ++k)
+        if (model.has_pab_kind(static_cast<pab::Kind>(k)))
+          kinds += std::string(kinds.empty() ? "" : " and ") + "pab." + pab::kind_name(static_cast<pab::Kind>(k));
+      throw ConfigError(config_path + ": pab." + pab::kind_name(kind) + ": a " + model.family() + " model has no " +
+                        pab::kind_name(kind) + " attention (only " + kinds + " apply)");
+    }
     for (size_t i = 0; i < c.blocks.size(); ++i)
       if (c.blocks[i] >= num_layers)
         throw ConfigError(config_path + ": pab.mlp.blocks[" + std::to_string(i) + "]: block " +
@@ -56,8 +50,8 @@ std::string pab_summary_line(const pipeline::PabSummary& s) {
     line += std::string(" ") + pab::kind_name(static_cast<pab::Kind>(k)) + " " + std::to_string(st.computed) +
             " computed / " + std::to_string(st.reused) + " reused,";
   }
-  return line + " communication skipped " + human_bytes(static_cast<double>(skipped)) + ", cache peak " +
-         human_bytes(static_cast<double>(s.cache_peak_bytes));
+  return line + " communication skipped " + parallel::format_bytes(static_cast<double>(skipped)) + ", cache peak " +
+         parallel::format_bytes(static_cast<double>(s.cache_peak_bytes));
 }
 
 nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule) {

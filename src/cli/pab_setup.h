@@ -8,13 +8,14 @@
 
 #include "config/config.h"
 #include "pab/broadcast.h"
-#include "pipeline/dit_pipeline.h"
+#include "models/transformer.h"
+#include "pipeline/pipeline.h"
 
 namespace ditgen::cli {
 
-// ConfigError naming `config_path` and pab.mlp.blocks[i] for a block the
-// model does not have.
-pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path, int num_layers);
+// ConfigError naming `config_path` and the field for a kind of attention
+// the model does not have, or pab.mlp.blocks[i] for a block it does not have.
+pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path, const models::TransformerSpec& model);
 
 std::string pab_summary_line(const pipeline::PabSummary& s);
 nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule);

@@ -1,34 +1,49 @@
+// `ditgen plan`: the model's Workload from its config files (through the
+// registry: no weights), the dtype the run would compute in on this machine
+// (--device / model.dtype resolved as a run resolves them), then the
+// parallel layer's table.
 #include "cli/plan_command.h"
 
+#include <algorithm>
 #include <cstdio>
 
-#include "cli/layout_setup.h"
 #include "config/config.h"
+#include "config/device_choice.h"
+#include "ops/backend.h"
 #include "parallel/mpi_runtime.h"
 #include "parallel/plan.h"
+#include "pipeline/pipeline.h"
 
 namespace ditgen::cli {
 
 void run_plan(const CliOptions& opts) {
   const RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
-  const parallel::ModelDims dims = model_dims(cfg.model.path);
+  const auto pipe = pipeline::Pipeline::open(cfg.model.path);
+  const models::TransformerSpec& model = pipe->transformer();
+  const Shape latent = model.latent_shape(cfg.generate.height, cfg.generate.width, pipe->vae_config().scale_factor(),
+                                          opts.config_path + ": generate.height/width");
+  const parallel::Workload work = model.workload(latent);
+  const DeviceChoice device = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
+                                            ops::cuda_device_count(), opts.config_path);
+  const int bytes = static_cast<int>(dtype_size(device.dtype));
   const bool cfg_guidance = cfg.generate.guidance_scale > 1.0;
   const int64_t images = std::min<int64_t>(cfg.generate.batch_size, cfg.generate.num_outputs());
   std::vector<parallel::PlanRow> rows;
   std::string title;
   if (opts.world_size > 0) {
-    rows = parallel::plan_valid_layouts(opts.world_size, dims, images, cfg.generate.guidance_scale);
+    rows = parallel::plan_valid_layouts(opts.world_size, work, images, cfg.generate.guidance_scale, bytes);
     title = "valid layouts for " + std::to_string(opts.world_size) + " ranks, " + cfg.model.path;
   } else {
     const parallel::Layout layout{cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, cfg.parallel.sp_mode};
-    parallel::validate_layout(layout, layout.world_size(), dims, cfg.generate.guidance_scale, opts.config_path);
-    rows.push_back(parallel::plan_layout(layout, dims, images, cfg_guidance));
+    parallel::validate_layout(layout, layout.world_size(), work, cfg.generate.guidance_scale, opts.config_path);
+    rows.push_back(parallel::plan_layout(layout, work, images, cfg_guidance, bytes));
     title = "layout of " + opts.config_path + ", " + cfg.model.path;
   }
   if (parallel::MpiRuntime::world().rank() != 0) return;  // one table, not one per rank
   std::printf("%s", parallel::format_plan_table(rows, title + " (batch of " + std::to_string(images) + " image" +
-                                                      (images == 1 ? "" : "s") + (cfg_guidance ? ", CFG" : "") +
-                                                      ", float32)")
+                                                          (images == 1 ? "" : "s") + (cfg_guidance ? ", CFG" : "") +
+                                                          ", " + dtype_name(device.dtype) + " on " +
+                                                          device_name(device.device) + ")")
                         .c_str());
 }
 

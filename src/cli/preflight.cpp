@@ -7,13 +7,7 @@
 #include <filesystem>
 
 #include "cli/pab_setup.h"
-#include "io/model_dir.h"
 #include "io/safetensors.h"
-#include "models/dit.h"
-#include "models/vae.h"
-#include "pipeline/dit_pipeline.h"
-#include "sched/scheduler.h"
-#include "sched/scheduler_config.h"
 #include "util/error.h"
 
 namespace ditgen::cli {
@@ -38,60 +32,46 @@ void probe_writable_file(const std::string& path, const std::string& what) {
 
 }  // namespace
 
-Preflight preflight(const RunConfig& cfg, const CliOptions& opts, bool output_rank) {
-  Preflight p;
+pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe) {
   const std::string& where = opts.config_path;
-  const io::ModelDir dir = io::ModelDir::open(cfg.model.path);
-  const auto t = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
-  const auto v = models::VaeConfig::from_json(dir.part_config("vae"), dir.part_config_path("vae"));
-
-  const int64_t size = t.sample_size * v.scale_factor();
-  if ((cfg.generate.height && cfg.generate.height != size) || (cfg.generate.width && cfg.generate.width != size))
-    throw ConfigError(where + ": generate.height/width: this DiT model generates " + std::to_string(size) + "x" +
-                      std::to_string(size) + " only (sample_size " + std::to_string(t.sample_size) +
-                      " x VAE factor " + std::to_string(v.scale_factor()) + ")");
-
-  const auto id2label = dir.id2label();
-  for (size_t i = 0; i < cfg.generate.class_labels.size(); ++i) {
-    const auto& l = cfg.generate.class_labels[i];
-    std::variant<int64_t, std::string> label;
-    if (const int* id = std::get_if<int>(&l)) label = static_cast<int64_t>(*id);
-    else label = std::get<std::string>(l);
-    p.labels.push_back(pipeline::resolve_class_label(label, id2label, t.num_classes,
-                                                     where + ": generate.class_labels[" + std::to_string(i) + "]"));
-  }
-
-  // The step count against the scheduler (e.g. more steps than training timesteps).
-  const std::string sched_path = dir.part_config_path("scheduler");
-  sched::make_scheduler(cfg.generate.scheduler, sched::load_scheduler_config(sched_path), sched_path)
-      ->set_timesteps(cfg.generate.steps);
-
+  pipeline::Request req = pipe.prepare(cfg.generate, where);
   if (!opts.init_noise.empty()) {
-    const Shape want = {static_cast<int64_t>(p.labels.size()), t.in_channels, t.sample_size, t.sample_size};
+    const Shape& one = req.latent_shape;
+    Shape want = {req.outputs()};
+    want.insert(want.end(), one.begin(), one.end());
     try {
       auto f = io::SafetensorsFile::open(opts.init_noise);
       if (!f->contains("noise")) throw ConfigError("the file has no tensor named 'noise'");
       if (f->info("noise").shape != want)
         throw ConfigError("tensor 'noise' has shape " + shape_str(f->info("noise").shape) + ", expected " +
                           shape_str(want) + " (outputs, C, h, w)");
-      p.init_noise = f->load("noise").clone();
+      req.init_noise = f->load("noise").clone();
     } catch (const Error& e) {  // a bad argument file is a bad argument: exit 2
       const std::string msg = e.what();
       throw ConfigError("--init-noise " + (msg.rfind(opts.init_noise, 0) == 0 ? msg : opts.init_noise + ": " + msg));
     }
   }
+  req.pab = pab_schedule(cfg, where, pipe.transformer());
+  return req;
+}
 
-  p.pab = pab_schedule(cfg, where, static_cast<int>(t.num_layers));
+std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,
+                                                                   const std::string& config_json) {
+  const io::OutputPlan plan{out.path, outputs, frames};
+  std::vector<std::unique_ptr<io::OutputWriter>> w;
+  // output.format "png": one file per image, or per frame of a video
+  // (config validation admits only png until the MP4 writer exists).
+  w.push_back(frames == 1 ? io::make_png_writer(plan) : io::make_png_frames_writer(plan));
+  if (out.grid) w.push_back(io::make_contact_sheet_writer(plan, {{"ditgen_config", config_json}}));
+  return w;
+}
 
-  if (output_rank) {
-    const int outputs = static_cast<int>(p.labels.size());
-    for (int i = 0; i < outputs; ++i) probe_writable_file(output_path_for(cfg.output.path, i, outputs), "output.path");
-    if (cfg.output.grid) probe_writable_file(grid_path_for(cfg.output.path), "output.grid");
-    if (!opts.save_latents.empty()) probe_writable_file(opts.save_latents, "--save-latents");
-    if (!opts.pab_stats.empty()) probe_writable_file(opts.pab_stats, "--pab-stats");
-    if (!opts.pab_analyze.empty()) probe_writable_dir(opts.pab_analyze, "--pab-analyze");
-  }
-  return p;
+void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers, const CliOptions& opts) {
+  for (const auto& w : writers)
+    for (const std::string& path : w->planned_paths()) probe_writable_file(path, "output.path");
+  if (!opts.save_latents.empty()) probe_writable_file(opts.save_latents, "--save-latents");
+  if (!opts.pab_stats.empty()) probe_writable_file(opts.pab_stats, "--pab-stats");
+  if (!opts.pab_analyze.empty()) probe_writable_dir(opts.pab_analyze, "--pab-analyze");
 }
 
 }  // namespace ditgen::cli

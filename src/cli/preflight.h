@@ -1,28 +1,33 @@
 // Everything about a generate run that can be checked without reading a
-// weight: the model's sizes against generate.height/width, the class labels,
-// the step count against the scheduler, --init-noise, the PAB schedule, and
-// that every output path can be written. Runs before the (slow) weight load,
-// so a mistake costs milliseconds rather than a whole run; all failures are
-// exit 2 naming the file and field.
+// weight, in two parts: the request (the pipeline's own checks of the
+// generate section against the model's config files, --init-noise, the PAB
+// schedule against the model's attention kinds and blocks) and the output
+// writers (every file they will write is probed for writability). Runs
+// before the (slow) weight load, so a mistake costs milliseconds rather than
+// a whole run; all failures are exit 2 naming the file and field.
 #pragma once
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/cli_options.h"
 #include "config/config.h"
-#include "pab/broadcast.h"
-#include "tensor/tensor.h"
+#include "io/output_writer.h"
+#include "pipeline/pipeline.h"
 
 namespace ditgen::cli {
 
-struct Preflight {
-  std::vector<int64_t> labels;    // resolved class ids, one per output
-  std::optional<Tensor> init_noise;
-  pab::Schedule pab;
-};
+// The pipeline's request for this config, with --init-noise and PAB added.
+pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe);
 
-// `output_rank`: this rank writes the outputs (their paths are probed).
-Preflight preflight(const RunConfig& cfg, const CliOptions& opts, bool output_rank);
+// The writers of output.format / output.grid for `outputs` outputs of
+// `frames` frames; `config_json` (the effective config) goes into every
+// file's metadata.
+std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,
+                                                                   const std::string& config_json);
+
+// Probes every path the writers and the optional files (--save-latents,
+// --pab-stats, --pab-analyze) will write.
+void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers, const CliOptions& opts);
 
 }  // namespace ditgen::cli

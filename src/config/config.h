@@ -85,7 +85,7 @@ struct PabConfig {
 };
 
 struct OutputConfig {
-  std::string path;             // pattern: see output_path_for
+  std::string path;             // pattern: see io/output_paths.h
   std::string format = "png";   // png | mp4
   double fps = 8.0;             // mp4 only
   bool grid = false;            // also write a labelled contact sheet
@@ -120,15 +120,5 @@ nlohmann::json to_json(const RunConfig& config);
 // build yet. Kept apart from validation so later work deletes lines here.
 // `path` is the config file, for the message.
 void reject_unsupported(const RunConfig& config, const std::string& path);
-
-// The file of output `index` of `count`: "{i}" in the pattern is replaced by
-// the index zero-padded to 4 digits; otherwise, with several outputs,
-// "_0000", "_0001", ... goes before the extension ("out/dit.png" ->
-// "out/dit_0003.png"; no extension: appended); one output keeps the path.
-std::string output_path_for(const std::string& pattern, int index, int count);
-
-// The contact sheet's file: "out/dit.png" -> "out/dit_grid.png" (always .png;
-// "{i}" in the pattern becomes "grid").
-std::string grid_path_for(const std::string& pattern);
 
 }  // namespace ditgen

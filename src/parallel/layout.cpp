@@ -106,14 +106,7 @@ std::vector<int64_t> shard_sizes(int64_t n, int parts) {
   return s;
 }
 
-int64_t ModelDims::patch_area() const {
-  if (tokens <= 0 || (latent_h * latent_w) % tokens != 0)
-    throw std::invalid_argument("ModelDims: latent " + std::to_string(latent_h) + "x" + std::to_string(latent_w) +
-                                " is not a whole number of patches for " + std::to_string(tokens) + " tokens");
-  return latent_h * latent_w / tokens;
-}
-
-std::vector<std::string> layout_problems(const Layout& l, int world_size, const ModelDims& d,
+std::vector<std::string> layout_problems(const Layout& l, int world_size, const Workload& d,
                                          double guidance_scale) {
   std::vector<std::string> p;
   bool sizes_ok = true;
@@ -144,8 +137,8 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     // QKV is column-split by whole heads.
     p.push_back(heads + "tp = " + std::to_string(l.tp));
   }
-  if (d.ff_inner % l.tp != 0)
-    p.push_back("MLP inner size (ff_inner_dim) " + std::to_string(d.ff_inner) + " is not divisible by tp = " +
+  if (d.mlp_hidden % l.tp != 0)
+    p.push_back("MLP inner size (ff_inner_dim) " + std::to_string(d.mlp_hidden) + " is not divisible by tp = " +
                 std::to_string(l.tp));
   // Uneven shards are fine; an empty one is not.
   if (l.sp > d.tokens)
@@ -154,7 +147,7 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
   return p;
 }
 
-std::vector<Layout> valid_layouts(int world_size, const ModelDims& d, double guidance_scale) {
+std::vector<Layout> valid_layouts(int world_size, const Workload& d, double guidance_scale) {
   std::vector<Layout> out;
   if (world_size < 1) return out;
   for (int tp = 1; tp <= world_size; ++tp) {
@@ -172,14 +165,14 @@ std::vector<Layout> valid_layouts(int world_size, const ModelDims& d, double gui
   return out;
 }
 
-void validate_layout(const Layout& l, int world_size, const ModelDims& d, double guidance_scale,
+void validate_layout(const Layout& l, int world_size, const Workload& d, double guidance_scale,
                      const std::string& where) {
   const auto problems = layout_problems(l, world_size, d, guidance_scale);
   if (problems.empty()) return;
   std::string msg = where + ": parallel layout " + l.str() + " cannot run: ";
   for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
   const std::string model = " of this model (" + std::to_string(d.heads) + " heads, MLP " +
-                            std::to_string(d.ff_inner) + ", " + std::to_string(d.tokens) +
+                            std::to_string(d.mlp_hidden) + ", " + std::to_string(d.tokens) +
                             " tokens, guidance_scale " + num(guidance_scale) + ")";
   const auto valid = valid_layouts(world_size, d, guidance_scale);
   if (valid.empty()) {

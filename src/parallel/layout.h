@@ -10,7 +10,7 @@
 // and the tests agree by construction.
 //
 // This layer knows no model and no config: callers pass plain sizes
-// (ModelDims) and the config file name for messages.
+// (Workload) and the config file name for messages.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -61,22 +61,34 @@ GroupSplit cp_split(const Layout& layout, int rank);
 // implementation uses, so that planned and measured bytes agree.
 std::vector<int64_t> shard_sizes(int64_t n, int parts);
 
-// The model sizes the layout checks and the plan need (DiT, diffusers
-// layout). Plain integers so that parallel/ stays independent of models/.
-struct ModelDims {
+// What one forward pass of a transformer asks of the parallel layer, in its
+// own terms: tokens, heads, widths and element counts. A model family fills
+// it in from its config.json (models/: the registry's `workload`), so this
+// layer never learns a model's fields. The layout checks use the attention
+// and MLP sizes; `plan` also uses the element counts.
+//
+// The shape assumed (DiT, PixArt, and Latte's spatial blocks): `layers`
+// blocks, each one self-attention over the whole sequence (sp shards it,
+// tp splits its heads) and one MLP (tp splits its inner width), their
+// output projections row-split and all-reduced over tp; per block a
+// conditioning vector of `gathered_per_layer` elements per sequence is
+// all-gathered over tp (DiT's adaLN modulation); the model output is
+// gathered over sp once per forward; the cp pair exchanges `eps_elements`.
+struct Workload {
   int64_t heads = 0, head_dim = 0, layers = 0;
-  int64_t tokens = 0;           // per image: (latent_h / patch) * (latent_w / patch)
-  int64_t ff_inner = 0;         // MLP hidden size F
-  int64_t latent_channels = 0;  // C: transformer in_channels (= the eps channels)
-  int64_t latent_h = 0, latent_w = 0;
-  int64_t out_channels = 0;     // 2C when sigma is learned
-  int64_t num_classes = 0;      // the class table has num_classes + 1 rows (null class)
-  int64_t adaln_chunks = 6;     // adaLN-Zero: shift, scale, gate for attention and MLP
-  int64_t params = 0;           // total parameter count, if known (informational)
+  int64_t tokens = 0;              // per sequence (sp shards them)
+  int64_t mlp_hidden = 0;          // the MLP's inner width F (tp splits it)
+  int64_t gathered_per_layer = 0;  // elements per sequence all-gathered over tp per block (0: none)
+  int64_t output_per_token = 0;    // model output elements per token (gathered over sp)
+  int64_t input_elements = 0;      // per sequence: the model's input (latents)
+  int64_t output_elements = 0;     // per sequence: the model's output
+  int64_t eps_elements = 0;        // per sequence: the noise prediction the cp pair exchanges
+  // Weight elements: per block, what tp splits and what every rank holds
+  // whole; and once per model (replicated). Per rank: layers * (split / tp
+  // + whole) + once.
+  double split_per_layer = 0, whole_per_layer = 0, whole_once = 0;
 
   int64_t hidden() const { return heads * head_dim; }
-  // patch * patch, from latent_h * latent_w = tokens * patch^2.
-  int64_t patch_area() const;
 };
 
 // Throws ConfigError when `layout` cannot run `world_size` ranks of this
@@ -88,16 +100,16 @@ struct ModelDims {
 //   "parallel.cp = 2 needs guidance_scale > 1 (got 1)"
 // and ends with the layouts that would work for this world size and model,
 // or says that none exists.
-void validate_layout(const Layout& layout, int world_size, const ModelDims& dims,
+void validate_layout(const Layout& layout, int world_size, const Workload& work,
                      double guidance_scale, const std::string& where);
 
 // The rules validate_layout applies, one message per failure; empty = valid.
-std::vector<std::string> layout_problems(const Layout& layout, int world_size, const ModelDims& dims,
+std::vector<std::string> layout_problems(const Layout& layout, int world_size, const Workload& work,
                                          double guidance_scale);
 
 // Every layout valid for `world_size` ranks: each (sp, cp, tp) factorisation,
 // ordered by tp, then cp (sp is what remains); when sp > 1, ulysses and ring
 // are listed separately where both are valid (ulysses first).
-std::vector<Layout> valid_layouts(int world_size, const ModelDims& dims, double guidance_scale);
+std::vector<Layout> valid_layouts(int world_size, const Workload& work, double guidance_scale);
 
 }  // namespace ditgen::parallel

@@ -12,33 +12,6 @@ namespace ditgen::parallel {
 
 namespace {
 
-// Per block: the parts tensor parallelism splits.
-double block_sharded(const ModelDims& m) {
-  const double d = m.hidden(), f = m.ff_inner, k = m.adaln_chunks;
-  return (3 * d * d + 3 * d)  // QKV
-         + d * d              // out projection weight
-         + (d * f + f)        // MLP in
-         + f * d              // MLP out weight
-         + (k * d * d + k * d);  // adaLN modulation
-}
-
-// Per block: the timestep embedder and class table (diffusers: one per block).
-double block_embedder(const ModelDims& m) {
-  const double d = m.hidden();
-  return (256 * d + d + d * d + d) + (m.num_classes + 1) * d;
-}
-
-// Per block, replicated besides the embedder: biases added after all-reduce.
-double block_row_biases(const ModelDims& m) { return 2.0 * m.hidden(); }
-
-// Once per model, replicated, excluding pos_embed.
-double model_once(const ModelDims& m) {
-  const double d = m.hidden(), pa = m.patch_area();
-  return (d * m.latent_channels * pa + d)        // patch embedding
-         + (2 * d * d + 2 * d)                   // final adaLN
-         + (pa * m.out_channels * d + pa * m.out_channels);  // final projection
-}
-
 std::string pad(const std::string& s, size_t w, bool right) {
   if (s.size() >= w) return s;
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
@@ -46,18 +19,11 @@ std::string pad(const std::string& s, size_t w, bool right) {
 
 }  // namespace
 
-double weight_elements_per_rank(const ModelDims& m, int tp) {
-  const double pos_embed = static_cast<double>(m.tokens) * m.hidden();
-  return m.layers * (block_sharded(m) / tp + block_row_biases(m) + block_embedder(m)) + model_once(m) + pos_embed;
+double weight_elements_per_rank(const Workload& m, int tp) {
+  return m.layers * (m.split_per_layer / tp + m.whole_per_layer) + m.whole_once;
 }
 
-int64_t dit_param_count(const ModelDims& m, bool embedders_per_block) {
-  const double n = m.layers * (block_sharded(m) + block_row_biases(m)) +
-                   (embedders_per_block ? m.layers : 1) * block_embedder(m) + model_once(m);
-  return static_cast<int64_t>(n);
-}
-
-PlanRow plan_layout(const Layout& l, const ModelDims& m, int64_t images_per_batch, bool cfg, int e) {
+PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch, bool cfg, int e) {
   const int64_t sequences = images_per_batch * (cfg ? 2 : 1);
   if (l.cp == 2 && !cfg) throw ConfigError("parallel.cp = 2 needs classifier-free guidance (guidance_scale > 1)");
   if (l.cp < 1 || l.sp < 1 || l.tp < 1 || sequences % l.cp != 0)
@@ -70,15 +36,15 @@ PlanRow plan_layout(const Layout& l, const ModelDims& m, int64_t images_per_batc
   const double p1 = l.sp > 1 ? shards[1] : p;
   r.batch_per_rank = sequences / l.cp;
   r.tokens_per_rank = shards[0];
-  const double d = m.hidden(), dt = d / l.tp, f = m.ff_inner, k = m.adaln_chunks, L = m.layers;
-  const double sp = l.sp, tp = l.tp, latent = static_cast<double>(m.latent_h) * m.latent_w;
+  const double d = m.hidden(), dt = d / l.tp, f = m.mlp_hidden, g = m.gathered_per_layer, L = m.layers;
+  const double sp = l.sp, tp = l.tp;
   const bool ulysses = l.sp_mode == "ulysses";
 
   r.weight_bytes_per_rank = weight_elements_per_rank(m, l.tp) * e;
 
   // Activations: live through the block + the larger stage.
-  const double throughout = 2 * b * p * d + b * d + b * k * d + (l.tp > 1 ? b * k * d / tp : 0) +
-                            b * (m.latent_channels + m.out_channels) * latent;
+  const double throughout = 2 * b * p * d + b * d + b * g + (l.tp > 1 ? b * g / tp : 0) +
+                            b * (static_cast<double>(m.input_elements) + m.output_elements);
   double attention = 3 * b * p * dt + b * p * dt + b * p * d;
   if (l.sp > 1) attention += ulysses ? 4 * b * n * dt / sp : 2 * b * p * dt + b * p * m.heads / tp;
   const double mlp = b * p * f / tp + b * p * d;
@@ -88,13 +54,13 @@ PlanRow plan_layout(const Layout& l, const ModelDims& m, int64_t images_per_batc
   if (l.sp > 1) {
     r.comm_sp = ulysses ? L * (3 * b * p * dt * (sp - 1) / sp + b * (n - p) * dt / sp)
                         : L * 2 * b * (n - p1) * dt;
-    r.comm_gather += (sp - 1) * b * p * m.patch_area() * m.out_channels;
+    r.comm_gather += (sp - 1) * b * p * m.output_per_token;
   }
   if (l.tp > 1) {
     r.comm_tp = L * 2 * (2 * (tp - 1) / tp * b * p * d);
-    r.comm_gather += L * b * k * d * (tp - 1) / tp;
+    r.comm_gather += L * b * g * (tp - 1) / tp;
   }
-  if (l.cp == 2) r.comm_cp = b * m.latent_channels * latent;
+  if (l.cp == 2) r.comm_cp = b * m.eps_elements;
   r.comm_sp *= e;
   r.comm_tp *= e;
   r.comm_cp *= e;
@@ -103,7 +69,7 @@ PlanRow plan_layout(const Layout& l, const ModelDims& m, int64_t images_per_batc
   return r;
 }
 
-std::vector<PlanRow> plan_valid_layouts(int world_size, const ModelDims& m, int64_t images_per_batch,
+std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& m, int64_t images_per_batch,
                                         double guidance_scale, int e) {
   std::vector<PlanRow> rows;
   for (const Layout& l : valid_layouts(world_size, m, guidance_scale))

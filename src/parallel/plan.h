@@ -1,12 +1,16 @@
 // `ditgen plan`'s arithmetic: per-rank weight memory, peak activation memory
-// of one forward, and bytes sent per denoising step, for a DiT under a given
-// layout, from the model's sizes alone (no weight is loaded).
+// of one forward, and bytes sent per denoising step, for a transformer's
+// Workload (layout.h) under a given layout, from config.json alone (no
+// weight is loaded). The model family supplies the Workload, weights
+// included (models/: e.g. the DiT's per-block split and whole parts).
 //
-// Notation. L layers, H heads, D = H * head_dim, F = MLP inner size, N tokens
-// per image, C latent (eps) channels, O out_channels, h x w latent, P2 =
-// patch * patch, K = adaLN chunks (6), e = bytes per element (4: float32;
-// ditgen computes in float32 on the CPU, so this is 4 unless planning a
-// half-precision device run).
+// Notation. L layers, H heads, D = H * head_dim, F = MLP inner size
+// (mlp_hidden), N tokens per sequence, G = gathered_per_layer (DiT: its
+// adaLN modulation K*D, K = 6 chunks), R = output_per_token (DiT: patch^2 *
+// out_channels), I / O = input / output elements per sequence, E =
+// eps_elements, e = bytes per element (4: float32; ditgen computes in
+// float32 on the CPU, so this is 4 unless planning a half-precision device
+// run).
 //   b = images_per_batch * (2 if CFG) / cp   sequences in one forward per rank
 //                                            (cp gives each rank one CFG half)
 //   p = ceil(N / sp)                          tokens per sp rank: rank 0's shard,
@@ -15,27 +19,15 @@
 //   Dt = D / tp                               a tp rank's share of heads*head_dim
 //
 // Weights per rank (elements; times e):
-//   tp-sharded, per block, divided by tp:
-//     QKV 3D^2 + 3D (column split by heads, biases split with them)
-//     out proj D^2 (row split)      MLP in D*F + F (column split)   MLP out F*D (row split)
-//     adaLN K*D*D + K*D (column split per chunk)
-//   replicated, per block:
-//     out-proj and MLP-out biases D + D (added once, after the all-reduce)
-//     timestep embedder 256*D + D + D*D + D, class table (classes+1)*D
-//     (diffusers stores one embedder per block: ditgen holds them all)
-//   replicated, once:
-//     patch embedding D*C*P2 + D, pos_embed N*D (a computed table ditgen
-//     keeps; a buffer in diffusers, not a parameter), final layer: adaLN
-//     2D*D + 2D and projection P2*O*D + P2*O
-//   weights = L * (sharded / tp + replicated_block) + replicated_once
+//   L * (split_per_layer / tp + whole_per_layer) + whole_once
 // sp and cp replicate all weights.
 //
 // Activations per rank (elements; times e): the peak working set of one
 // forward = what is live throughout a block + the larger of its attention
 // and MLP stages:
-//   throughout: residual b*p*D, modulated LayerNorm b*p*D, conditioning b*D,
-//     modulation b*K*D (+ the local chunk b*K*D/tp before its all-gather,
-//     tp > 1), model input and output latents b*(C + O)*h*w
+//   throughout: residual b*p*D, normalised input b*p*D, conditioning b*D,
+//     gathered conditioning b*G (+ the local part b*G/tp before its
+//     all-gather, tp > 1), model input and output b*(I + O)
 //   attention: q, k, v 3*b*p*Dt, attention output b*p*Dt, out projection b*p*D
 //     (tp: partial sums, all-reduced in place);
 //     ulysses (sp > 1): + q, k, v, output in head-shard form 4*b*N*Dt/sp;
@@ -60,10 +52,10 @@
 //       = L * 2*b*(N-p1)*Dt
 //   comm_tp: per block 2 all-reduces of b*p*D (attention out projection, MLP
 //     out)  = L * 2 * 2*(tp-1)/tp * b*p*D
-//   comm_gather: the adaLN all-gather per block, L * b*K*D*(tp-1)/tp (tp > 1),
-//     and the model output gathered over sp once per forward,
-//     (sp-1)*b*p*P2*O (sp > 1). The final layer is replicated: no traffic.
-//   comm_cp: the eps exchange with the peer, b*C*h*w (cp = 2)
+//   comm_gather: the per-block conditioning all-gather, L * b*G*(tp-1)/tp
+//     (tp > 1), and the model output gathered over sp once per forward,
+//     (sp-1)*b*p*R (sp > 1).
+//   comm_cp: the eps exchange with the peer, b*E (cp = 2)
 //
 // Relation to the issue's formulas "Ulysses 4/N*O(p*hs)*L, ring
 // 2*O(p*hs)*L, tp 4*O(p*hs)*L": there p*hs is the whole sequence of a
@@ -94,20 +86,15 @@ struct PlanRow {
 };
 
 // Weight elements one rank holds under tensor-parallel size tp.
-double weight_elements_per_rank(const ModelDims& dims, int tp);
-
-// Parameters of the DiT (pos_embed excluded). embedders_per_block: diffusers
-// layout, one timestep embedder and class table per block; false: one shared
-// (the original DiT repository).
-int64_t dit_param_count(const ModelDims& dims, bool embedders_per_block);
+double weight_elements_per_rank(const Workload& work, int tp);
 
 // Throws ConfigError if cp = 2 without CFG.
-PlanRow plan_layout(const Layout& layout, const ModelDims& dims, int64_t images_per_batch, bool cfg,
+PlanRow plan_layout(const Layout& layout, const Workload& work, int64_t images_per_batch, bool cfg,
                     int bytes_per_element = 4);
 
 // plan_layout for every valid_layouts(world_size, ...); CFG iff
 // guidance_scale > 1 (as diffusers).
-std::vector<PlanRow> plan_valid_layouts(int world_size, const ModelDims& dims, int64_t images_per_batch,
+std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& work, int64_t images_per_batch,
                                         double guidance_scale, int bytes_per_element = 4);
 
 // "0 B", "12.00 KiB", "45.16 MiB", "2.79 GiB".

@@ -1,8 +1,8 @@
-// End-to-end model parity on the CUDA backend: the whole DitPipeline (DiT
+// End-to-end model parity on the CUDA backend: the whole ClassPipeline (DiT
 // transformer and VAE decoder) placed on the GPU, against
 //   (a) diffusers' DiTPipeline on the committed fixtures (tests/fixtures/
 //       dit_odd, dit_small_bf16: the same references and inputs as
-//       tests/pipeline/test_dit_pipeline.cpp). Placement{kCUDA, kF32} must
+//       tests/pipeline/test_class_pipeline.cpp). Placement{kCUDA, kF32} must
 //       match at the CPU test's 1e-4 (float32 cuBLAS without TF32, the
 //       default); bfloat16 / float16 placements are reported (MESSAGE) and
 //       held to loose bounds;
@@ -29,7 +29,7 @@
 #include "models/fixture.h"
 #include "models/placement.h"
 #include "ops/test_helpers.h"
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/class_pipeline.h"
 #include "pipeline/pipeline_checks.h"
 
 using namespace ditgen;
@@ -69,18 +69,18 @@ Tensor shapes_reference(const std::string& file, const std::string& name) {
 
 TEST_CASE("model parity: CUDA float32 pipeline matches diffusers (DDIM, DPM-Solver++ 2M, no CFG, VAE image)") {
   for (const Case& c : {kOdd, kBf16}) {
-    const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(c.fixture), {}, kCudaF32);
+    const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(c.fixture), {}, kCudaF32);
     check_close(run_fixture(pipe, c, "ddim", c.guidance, 4), fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents"),
                 c.fixture + " cuda float32 ddim", 1e-4);
     check_close(run_fixture(pipe, c, "dpmpp_2m", c.guidance, 4),
                 fixture_tensor(c.fixture, "expected.safetensors", "dpm_latents"), c.fixture + " cuda float32 dpmpp_2m",
                 1e-4);
-    const Tensor images = pipe.decode(fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents"));
+    const Tensor images = images_of(pipe.decode(fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents")));
     CHECK(images.is_cpu());
     check_close(images, fixture_tensor(c.fixture, "expected.safetensors", "image"), c.fixture + " cuda float32 image",
                 1e-4);
   }
-  const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture), {}, kCudaF32);
+  const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture), {}, kCudaF32);
   check_close(run_fixture(pipe, kOdd, "ddim", 1.0f, 4),
               fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"),
               "dit_odd cuda float32 ddim no CFG", 1e-4);
@@ -92,7 +92,7 @@ TEST_CASE("model parity: CUDA bfloat16 and float16 pipelines stay near diffusers
   for (DType t : {DType::kBF16, DType::kF16}) {
     const std::string dtype = dtype_name(t);
     CAPTURE(dtype);
-    const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture), {}, {Device::kCUDA, t});
+    const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture), {}, {Device::kCUDA, t});
     const std::string name = std::string("dit_odd cuda ") + dtype_name(t);
     const Tensor ddim = run_fixture(pipe, kOdd, "ddim", kOdd.guidance, 4);
     CHECK(compare(ddim, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents"), name + " ddim") <
@@ -100,15 +100,15 @@ TEST_CASE("model parity: CUDA bfloat16 and float16 pipelines stay near diffusers
     const Tensor nocfg = run_fixture(pipe, kOdd, "ddim", 1.0f, 4);
     CHECK(compare(nocfg, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"),
                   name + " ddim no CFG") < latent_bound(t));
-    const Tensor images = pipe.decode(fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents"));
+    const Tensor images = images_of(pipe.decode(fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents")));
     CHECK(compare(images, fixture_tensor(kOdd.fixture, "expected.safetensors", "image"), name + " image") <
           image_bound(t));
   }
 }
 
 TEST_CASE("model parity: samples/dit-shapes on CUDA bfloat16 stays near diffusers ('red circle', 'blue star')") {
-  const auto pipe = pipeline::DitPipeline::load(kShapes, {}, {Device::kCUDA, DType::kBF16});
-  pipeline::DitRequest req;
+  const auto pipe = pipeline::ClassPipeline::load(kShapes, {}, {Device::kCUDA, DType::kBF16});
+  pipeline::Request req;
   req.labels = {pipe.label_id(std::string("red circle"), "test"), pipe.label_id(std::string("blue star"), "test")};
   req.steps = 25;
   req.guidance_scale = 4.0f;
@@ -118,32 +118,32 @@ TEST_CASE("model parity: samples/dit-shapes on CUDA bfloat16 stays near diffuser
   CHECK(compare(latents, shapes_reference("expected.safetensors", "latents"), "dit-shapes cuda bfloat16 latents") <
         latent_bound(DType::kBF16));
   // The bfloat16 VAE on the bfloat16 latents: both errors together.
-  const Tensor images = pipe.decode(latents);
+  const Tensor images = images_of(pipe.decode(latents));
   CHECK(compare(images, shapes_reference("expected.safetensors", "image"), "dit-shapes cuda bfloat16 images") <
         latent_bound(DType::kBF16));
 }
 
 TEST_CASE("model parity: samples/dit-shapes on CUDA bfloat16 shows the requested colour and shape (>= 90%)") {
-  const auto pipe = pipeline::DitPipeline::load(kShapes, {}, {Device::kCUDA, DType::kBF16});
+  const auto pipe = pipeline::ClassPipeline::load(kShapes, {}, {Device::kCUDA, DType::kBF16});
   const testing::ClassAgreement a = testing::class_agreement(pipe, "cuda bfloat16");
   CHECK(a.both * 10 >= a.outputs * 9);
 }
 
 TEST_CASE("model parity: CUDA float32 pipeline equals the CPU pipeline on the same request") {
-  const auto cpu = pipeline::DitPipeline::load(kShapes);
-  const auto gpu = pipeline::DitPipeline::load(kShapes, {}, kCudaF32);
-  pipeline::DitRequest req;
+  const auto cpu = pipeline::ClassPipeline::load(kShapes);
+  const auto gpu = pipeline::ClassPipeline::load(kShapes, {}, kCudaF32);
+  pipeline::Request req;
   req.labels = {0, 7, 13, 22, 29};  // drawn noise (seed + i), batches of 2, 2, 1
   req.seed = 5;
   req.steps = 10;
   req.guidance_scale = 4.0f;
   req.scheduler = "ddim";
   req.batch_size = 2;
-  const pipeline::DitResult want = cpu.generate(req);
-  const pipeline::DitResult got = gpu.generate(req);
+  const pipeline::Result want = cpu.generate(req);
+  const pipeline::Result got = gpu.generate(req);
   CHECK(got.scheduler == want.scheduler);
   check_close(got.latents, want.latents, "dit-shapes cuda float32 vs cpu: ddim latents", 1e-4);
-  check_close(got.images, want.images, "dit-shapes cuda float32 vs cpu: images", 1e-4);
+  check_close(got.frames, want.frames, "dit-shapes cuda float32 vs cpu: images", 1e-4);
 
   req.scheduler = "dpmpp_2m";
   req.guidance_scale = 1.0f;  // and without CFG

@@ -18,22 +18,18 @@ using namespace ditgen::parallel;
 namespace {
 
 // 16 heads, MLP 64, 256 tokens: enough to exercise every divisibility rule.
-ModelDims dims16() {
-  ModelDims m;
+Workload dims16() {
+  Workload m;
   m.heads = 16;
   m.head_dim = 4;
   m.layers = 2;
   m.tokens = 256;
-  m.ff_inner = 64;
-  m.latent_channels = 4;
-  m.latent_h = m.latent_w = 32;
-  m.out_channels = 8;
-  m.num_classes = 10;
+  m.mlp_hidden = 64;
   return m;
 }
 
 // The ConfigError message of validate_layout, or "" if it passes.
-std::string error_of(const Layout& l, int world, const ModelDims& m, double guidance) {
+std::string error_of(const Layout& l, int world, const Workload& m, double guidance) {
   try {
     validate_layout(l, world, m, guidance, "run.json");
   } catch (const ConfigError& e) {
@@ -135,7 +131,7 @@ TEST_CASE("shard sizes: the first n % parts shards hold one more") {
 }
 
 TEST_CASE("validation: each rule named with its numbers") {
-  const ModelDims m = dims16();
+  const Workload m = dims16();
   CHECK(error_of(Layout{2, 2, 2}, 8, m, 4.0).empty());
   CHECK(error_of(Layout{3, 1, 2, "ring"}, 6, m, 4.0).empty());  // ring: heads % tp only
 
@@ -173,7 +169,7 @@ TEST_CASE("validation: each rule named with its numbers") {
 }
 
 TEST_CASE("validation lists the layouts that would work") {
-  const ModelDims m = dims16();
+  const Workload m = dims16();
   // 6 ranks, by hand: tp1 cp1 sp6: 16 % 6 -> ring only; tp1 cp2 sp3: ring
   // only; tp2 cp1 sp3: 16 % (3*2) -> ring only; tp2 cp2: 6/4 no; tp3, tp6:
   // 16 % 3 != 0.
@@ -183,17 +179,17 @@ TEST_CASE("validation lists the layouts that would work") {
   CHECK(e.substr(e.size() - 14) == "sp3 x tp2 ring");
 
   // A model nothing fits: 2 heads, 2 tokens, 3 ranks, no guidance.
-  ModelDims tiny = m;
+  Workload tiny = m;
   tiny.heads = 2;
   tiny.tokens = 2;
-  tiny.ff_inner = 8;
+  tiny.mlp_hidden = 8;
   const std::string none = error_of(Layout{3, 1, 1}, 3, tiny, 1.0);
   CHECK(has(none, "No layout works for 3 ranks"));
   CHECK(valid_layouts(3, tiny, 1.0).empty());
 }
 
 TEST_CASE("valid layouts of 8 ranks for a 16-head model, by hand") {
-  const ModelDims m = dims16();
+  const Workload m = dims16();
   // tp 1: cp1 sp8 (16 % 8 = 0: ulysses and ring), cp2 sp4 (both);
   // tp 2: cp1 sp4 (16 % 8: both), cp2 sp2 (16 % 4: both);
   // tp 4: cp1 sp2 (16 % 8: both), cp2 sp1; tp 8: cp1 sp1 (16 % 8, 64 % 8).
@@ -204,7 +200,7 @@ TEST_CASE("valid layouts of 8 ranks for a 16-head model, by hand") {
   CHECK(names(valid_layouts(8, m, 1.0)) ==
         "sp8 ulysses, sp8 ring, sp4 x tp2 ulysses, sp4 x tp2 ring, sp2 x tp4 ulysses, sp2 x tp4 ring, tp8");
   // 12 heads: ulysses sp8 fails (12 % 8), tp8 fails; sp4 x tp2 ulysses fails (12 % 8).
-  ModelDims m12 = m;
+  Workload m12 = m;
   m12.heads = 12;
   CHECK(names(valid_layouts(8, m12, 4.0)) ==
         "sp8 ring, sp4 x cp2 ulysses, sp4 x cp2 ring, sp4 x tp2 ring, sp2 x cp2 x tp2 ulysses, "

@@ -1,6 +1,7 @@
-// plan_layout's figures against numbers worked out by hand for a tiny DiT,
-// the DiT-XL/2 parameter count, and the per-step communication of the three
-// sp/tp schemes against the formulas. No MPI needed.
+// plan_layout's figures against numbers worked out by hand for a tiny DiT's
+// workload, and the per-step communication of the three sp/tp schemes
+// against the formulas. No MPI needed. (DiT's own weight counts:
+// tests/models/test_dit_spec.cpp.)
 #include <doctest/doctest.h>
 
 #include <string>
@@ -13,48 +14,55 @@ using namespace ditgen::parallel;
 
 namespace {
 
-// L = 1, H = 2, head_dim 4 (D = 8), N = 4 tokens (latent 4x4, patch 2, so
-// P2 = 4), F = 32, C = 4, O = 8, 10 classes.
-ModelDims tiny() {
-  ModelDims m;
+// The workload of a tiny DiT, by hand: L = 1, H = 2, head_dim 4 (D = 8),
+// N = 4 tokens (latent 4x4, patch 2, so P2 = 4), F = 32, C = 4, O = 8, 10
+// classes. Its weights (tests/models/test_dit_spec.cpp checks that DiT's
+// registry entry gives exactly these): tp-split per block: QKV 3*64+3*8 =
+// 216, out 64, MLP in 8*32+32 = 288, MLP out 32*8 = 256, adaLN 6*64+6*8 =
+// 432: 1256. Whole per block: biases 8+8 = 16, timestep embedder
+// 256*8+8+64+8 = 2128, class table 11*8 = 88: 2232. Once: patch 8*4*4+8 =
+// 136, pos_embed 4*8 = 32, final adaLN 2*64+16 = 144, final projection
+// 4*8*8+32 = 288: 600.
+Workload tiny() {
+  Workload m;
   m.heads = 2;
   m.head_dim = 4;
   m.layers = 1;
   m.tokens = 4;
-  m.ff_inner = 32;
-  m.latent_channels = 4;
-  m.latent_h = m.latent_w = 4;
-  m.out_channels = 8;
-  m.num_classes = 10;
+  m.mlp_hidden = 32;
+  m.gathered_per_layer = 6 * 8;  // adaLN modulation (B, 6D)
+  m.output_per_token = 4 * 8;    // P2 * O
+  m.input_elements = 4 * 16;     // C * h * w
+  m.output_elements = 8 * 16;    // O * h * w
+  m.eps_elements = 4 * 16;
+  m.split_per_layer = 1256;
+  m.whole_per_layer = 2232;
+  m.whole_once = 600;
   return m;
 }
 
-ModelDims dit_xl(int64_t image) {
-  ModelDims m;
+// DiT-XL/2 at 256 or 512 (patch 2, C = 4, O = 8); weights are not needed here.
+Workload dit_xl(int64_t image) {
+  Workload m;
   m.heads = 16;
   m.head_dim = 72;
   m.layers = 28;
-  m.latent_h = m.latent_w = image / 8;
+  const int64_t latent = image / 8;
   m.tokens = (image / 16) * (image / 16);  // patch 2
-  m.ff_inner = 4608;
-  m.latent_channels = 4;
-  m.out_channels = 8;
-  m.num_classes = 1000;
+  m.mlp_hidden = 4608;
+  m.gathered_per_layer = 6 * m.hidden();
+  m.output_per_token = 4 * 8;
+  m.input_elements = 4 * latent * latent;
+  m.output_elements = 8 * latent * latent;
+  m.eps_elements = 4 * latent * latent;
   return m;
 }
 
 }  // namespace
 
-TEST_CASE("tiny model weights per rank, by hand") {
-  // tp-sharded per block: QKV 3*64+3*8 = 216, out 64, MLP in 8*32+32 = 288,
-  // MLP out 32*8 = 256, adaLN 6*64+6*8 = 432: 1256.
-  // Replicated per block: biases 8+8 = 16, timestep embedder
-  // 256*8+8+64+8 = 2128, class table 11*8 = 88: 2232.
-  // Once: patch 8*4*4+8 = 136, pos_embed 4*8 = 32, final adaLN 2*64+16 =
-  // 144, final projection 4*8*8+32 = 288: 600.
+TEST_CASE("weights per rank: what tp splits is divided by tp") {
   CHECK(weight_elements_per_rank(tiny(), 1) == 1256 + 2232 + 600);
   CHECK(weight_elements_per_rank(tiny(), 2) == 1256 / 2 + 2232 + 600);
-  CHECK(dit_param_count(tiny(), true) == 1256 + 2232 + 600 - 32);
   const PlanRow r = plan_layout(Layout{1, 2, 1}, tiny(), 1, true, 4);
   CHECK(r.weight_bytes_per_rank == 4088 * 4);  // cp replicates weights
 }
@@ -127,26 +135,12 @@ TEST_CASE("tiny model, tp2 and cp2, by hand") {
   CHECK_THROWS_AS(plan_layout(Layout{1, 2, 1}, tiny(), 1, false, 4), ConfigError);
 }
 
-TEST_CASE("DiT-XL/2 parameter count") {
-  const ModelDims m = dit_xl(256);
-  // The original DiT repository counts 675,129,632: one shared timestep
-  // embedder and class table, and its fixed pos_embed (N*D) as a parameter.
-  CHECK(dit_param_count(m, false) + m.tokens * m.hidden() == 675129632);
-  // diffusers' DiTTransformer2DModel has one embedder per block (27 more
-  // copies of 256*D + D + D*D + D + 1001*D = 2,777,472) and pos_embed as a
-  // buffer.
-  CHECK(dit_param_count(m, true) == 675129632 - 294912 + 27 * 2777472);
-  CHECK(dit_param_count(m, true) == 749826464);
-  // What a rank holds without tp: all of it, plus the pos_embed table.
-  CHECK(weight_elements_per_rank(m, 1) == 749826464.0 + 294912);
-}
-
 TEST_CASE("per-step communication against the issue's formulas") {
   // "Ulysses 4/N*O(p*hs)*L, ring 2*O(p*hs)*L, tp 4*O(p*hs)*L" with p*hs =
   // b*N*D; ours counts only what leaves the rank, so each is the formula
   // times (n-1)/n (even shards).
   for (int64_t image : {256, 512}) {
-    const ModelDims m = dit_xl(image);
+    const Workload m = dit_xl(image);
     CAPTURE(image);
     const double b = 2, bytes = 4, n = 8;
     const double phs_l = b * m.tokens * m.hidden() * m.layers * bytes;
@@ -156,7 +150,7 @@ TEST_CASE("per-step communication against the issue's formulas") {
     CHECK(plan_layout(Layout{1, 1, 8}, m, 1, true).comm_tp == doctest::Approx(4 * phs_l * keep));
   }
   // DiT-XL/2-256 on 8 ranks, in bytes: b*N*D*L*4 = 66,060,288.
-  const ModelDims m = dit_xl(256);
+  const Workload m = dit_xl(256);
   CHECK(plan_layout(Layout{8, 1, 1, "ulysses"}, m, 1, true).comm_sp == 28901376);
   CHECK(plan_layout(Layout{8, 1, 1, "ring"}, m, 1, true).comm_sp == 115605504);
   CHECK(plan_layout(Layout{1, 1, 8}, m, 1, true).comm_tp == 231211008);

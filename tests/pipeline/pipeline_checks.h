@@ -12,7 +12,7 @@
 #include "io/png.h"
 #include "models/fixture.h"
 #include "ops/test_helpers.h"
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/class_pipeline.h"
 
 namespace ditgen::testing {
 
@@ -27,9 +27,9 @@ inline const FixtureCase kOdd{"dit_odd", {1, 7}, 6, 4.0f};
 inline const FixtureCase kBf16{"dit_small_bf16", {0, 3}, 5, 1.5f};
 
 // Final latents of the fixture's request from diffusers' initial noise.
-inline Tensor run_fixture(const pipeline::DitPipeline& pipe, const FixtureCase& c, const std::string& scheduler,
+inline Tensor run_fixture(const pipeline::ClassPipeline& pipe, const FixtureCase& c, const std::string& scheduler,
                           float guidance, int batch_size) {
-  pipeline::DitRequest req;
+  pipeline::Request req;
   req.labels = c.labels;
   req.steps = c.steps;
   req.guidance_scale = guidance;
@@ -40,6 +40,13 @@ inline Tensor run_fixture(const pipeline::DitPipeline& pipe, const FixtureCase& 
 }
 
 // Relative L2 and max|d|/max|ref| both under tol; prints both.
+// Decoded images of an image pipeline, (n, 1, 3, H, W) frames, as (n, 3, H, W).
+inline Tensor images_of(const Tensor& frames) {
+  REQUIRE(frames.ndim() == 5);
+  REQUIRE(frames.dim(1) == 1);
+  return frames.reshape({frames.dim(0), frames.dim(2), frames.dim(3), frames.dim(4)});
+}
+
 inline void check_close(const Tensor& got, const Tensor& ref, const std::string& what, double tol) {
   REQUIRE(got.shape() == ref.shape());
   const double l2 = rel_l2(got, ref), mx = max_rel(got, ref);
@@ -56,27 +63,27 @@ struct ClassAgreement {
 // (DDIM 25 steps, guidance 4, seed 0, batch 30, as configs/default.json),
 // each output classified by src/eval's port of the training script's
 // classifier; mismatches and the totals are printed.
-inline ClassAgreement class_agreement(const pipeline::DitPipeline& pipe, const std::string& what) {
+inline ClassAgreement class_agreement(const pipeline::ClassPipeline& pipe, const std::string& what) {
   const auto& colours = eval::shape_colour_names();
   const auto& shapes = eval::shape_names();
   const int64_t classes = static_cast<int64_t>(colours.size() * shapes.size());
-  pipeline::DitRequest req;
+  pipeline::Request req;
   for (int repeat = 0; repeat < 2; ++repeat)
     for (int64_t id = 0; id < classes; ++id) req.labels.push_back(id);
   req.steps = 25;
   req.guidance_scale = 4.0f;
   req.scheduler = "ddim";
   req.batch_size = 30;
-  const pipeline::DitResult result = pipe.generate(req);
+  const pipeline::Result result = pipe.generate(req);
 
   ClassAgreement a;
   a.outputs = static_cast<int>(req.labels.size());
-  REQUIRE(result.images.dim(0) == a.outputs);
+  const Tensor images = images_of(result.frames);
+  REQUIRE(images.dim(0) == a.outputs);
   for (int i = 0; i < a.outputs; ++i) {
     const int64_t id = req.labels[i];
     REQUIRE(pipe.label_name(id) == colours[id / 5] + " " + shapes[id % 5]);  // id2label as the classifier assumes
-    const Tensor img = result.images.slice0(i, i + 1).reshape(
-        {result.images.dim(1), result.images.dim(2), result.images.dim(3)});
+    const Tensor img = images.slice0(i, i + 1).reshape({images.dim(1), images.dim(2), images.dim(3)});
     const auto rgb = io::float_image_to_rgb8(img);
     const auto g = eval::classify_shape_image(rgb.data(), img.dim(1), img.dim(2));
     const bool c = g.colour == id / 5, s = g.shape == id % 5;

@@ -14,7 +14,7 @@
 #include "eval/shape_classifier.h"
 #include "io/png.h"
 #include "io/safetensors.h"
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/class_pipeline.h"
 #include "pipeline/pipeline_checks.h"
 
 using namespace ditgen;
@@ -31,8 +31,8 @@ Tensor reference(const std::string& file, const std::string& name) {
 }  // namespace
 
 TEST_CASE("default model: ditgen matches diffusers for 'red circle' and 'blue star'") {
-  const auto pipe = pipeline::DitPipeline::load(kModel);
-  pipeline::DitRequest req;
+  const auto pipe = pipeline::ClassPipeline::load(kModel);
+  pipeline::Request req;
   req.labels = {pipe.label_id(std::string("red circle"), "test"), pipe.label_id(std::string("blue star"), "test")};
   req.steps = 25;
   req.guidance_scale = 4.0f;
@@ -45,14 +45,14 @@ TEST_CASE("default model: ditgen matches diffusers for 'red circle' and 'blue st
                                   << testing::max_rel(latents, want));
   CHECK(testing::rel_l2(latents, want) < 1e-4);
   CHECK(testing::max_rel(latents, want) < 1e-4);
-  const Tensor images = pipe.decode(latents);
+  const Tensor images = images_of(pipe.decode(latents));
   const Tensor want_images = reference("expected.safetensors", "image");
   MESSAGE("images: relative L2 " << testing::rel_l2(images, want_images));
   CHECK(testing::rel_l2(images, want_images) < 1e-4);
 }
 
 TEST_CASE("default model: generated images show the requested colour and shape (>= 90%)") {
-  const auto pipe = pipeline::DitPipeline::load(kModel);
+  const auto pipe = pipeline::ClassPipeline::load(kModel);
   const testing::ClassAgreement a = testing::class_agreement(pipe, "cpu float32");
   CHECK(a.both * 10 >= a.outputs * 9);
 }

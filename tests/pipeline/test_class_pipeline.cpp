@@ -7,7 +7,7 @@
 #include "../ops/test_helpers.h"
 #include <cstring>
 
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/class_pipeline.h"
 #include "pipeline/pipeline_checks.h"
 #include "sched/noise.h"
 #include "util/error.h"
@@ -28,19 +28,19 @@ using Case = testing::FixtureCase;
 
 TEST_CASE("DiT pipeline latents match diffusers (DDIM, DPM-Solver++ 2M, no CFG)") {
   for (const Case& c : {kOdd, kBf16}) {
-    const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(c.fixture));
+    const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(c.fixture));
     check_close(run_fixture(pipe, c, "ddim", c.guidance, 4), fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents"),
                 c.fixture + " ddim", 1e-4);
     check_close(run_fixture(pipe, c, "dpmpp_2m", c.guidance, 4),
                 fixture_tensor(c.fixture, "expected.safetensors", "dpm_latents"), c.fixture + " dpmpp_2m", 1e-4);
   }
-  const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
+  const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture));
   check_close(run_fixture(pipe, kOdd, "ddim", 1.0f, 4),
               fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"), "dit_odd ddim no CFG", 1e-4);
 }
 
 TEST_CASE("the model's own scheduler is the default, and batching does not change results") {
-  const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
+  const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture));
   CHECK(pipe.default_scheduler() == "ddim");
   const Tensor batched = run_fixture(pipe, kOdd, "", kOdd.guidance, 2);
   const Tensor single = run_fixture(pipe, kOdd, "", kOdd.guidance, 1);  // one output per forward
@@ -51,15 +51,15 @@ TEST_CASE("the model's own scheduler is the default, and batching does not chang
 
 TEST_CASE("VAE decoding of the final latents matches diffusers' image") {
   for (const Case& c : {kOdd, kBf16}) {
-    const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(c.fixture));
-    const Tensor images = pipe.decode(fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents"));
+    const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(c.fixture));
+    const Tensor images = images_of(pipe.decode(fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents")));
     check_close(images, fixture_tensor(c.fixture, "expected.safetensors", "image"), c.fixture + " image", 1e-4);
   }
 }
 
 TEST_CASE("drawn noise: output i depends only on seed + i") {
-  const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
-  pipeline::DitRequest req;
+  const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture));
+  pipeline::Request req;
   req.labels = {1, 7, 3};
   req.seed = 100;
   req.steps = 2;
@@ -72,7 +72,7 @@ TEST_CASE("drawn noise: output i depends only on seed + i") {
 }
 
 TEST_CASE("class names resolve through id2label, with comma-separated synonyms") {
-  const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
+  const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture));
   CHECK(pipe.label_id(std::string("scarlet ring"), "f") == 0);
   CHECK(pipe.label_id(std::string("pale heart"), "f") == 7);
   CHECK(pipe.label_id(int64_t{9}, "f") == 9);
@@ -83,10 +83,10 @@ TEST_CASE("class names resolve through id2label, with comma-separated synonyms")
 }
 
 TEST_CASE("PAB: range 1 reproduces the output without PAB exactly; counts follow the rule") {
-  const auto pipe = pipeline::DitPipeline::load(testing::fixture_dir(kOdd.fixture));
+  const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture));
   Case c = kOdd;
   c.steps = 20;  // DDIM leading: t = 950, 900, ..., 0
-  pipeline::DitRequest req;
+  pipeline::Request req;
   req.labels = c.labels;
   req.steps = c.steps;
   req.guidance_scale = c.guidance;

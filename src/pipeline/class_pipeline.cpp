@@ -1,4 +1,4 @@
-#include "pipeline/dit_pipeline.h"
+#include "pipeline/class_pipeline.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,36 +11,48 @@
 
 namespace ditgen::pipeline {
 
-models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae) {
-  // As diffusers' pipelines: a float16 VAE with force_upcast decodes in float32.
-  if (place.dtype == DType::kF16 && vae.force_upcast) return {place.device, DType::kF32};
-  return place;
+ClassPipeline::ClassPipeline(ModelParts parts) : Pipeline(std::move(parts)), id2label_(parts_.dir.id2label()) {
+  if (parts_.spec->conditioning() != models::Conditioning::kClassLabels)
+    throw std::logic_error("ClassPipeline for a model that is not class-conditional");
 }
 
-DitPipeline DitPipeline::load(const std::string& model_dir, const ParallelRun& par,
-                              const models::Placement& place) {
-  DitPipeline p;
-  p.par_ = par;
-  p.dir_ = io::ModelDir::open(model_dir);
-  const std::string t_cfg_path = p.dir_.part_config_path("transformer");
-  const auto t_cfg = models::DitConfig::from_json(p.dir_.part_config("transformer"), t_cfg_path);
-  const std::string v_cfg_path = p.dir_.part_config_path("vae");
-  const auto v_cfg = models::VaeConfig::from_json(p.dir_.part_config("vae"), v_cfg_path);
-  p.vae_config_ = v_cfg;
-  if (v_cfg.latent_channels != t_cfg.in_channels)
-    throw ModelError(v_cfg_path + ": latent_channels " + std::to_string(v_cfg.latent_channels) +
-                     " does not match the transformer's in_channels " + std::to_string(t_cfg.in_channels));
-  // diffusers writes -Infinity into some scheduler configs: its own parser.
-  p.scheduler_config_ = sched::load_scheduler_config(p.dir_.part_config_path("scheduler"));
-  p.id2label_ = p.dir_.id2label();
-  // Check the scheduler config now rather than after the weights are loaded.
-  p.default_scheduler_ = sched::make_scheduler("", p.scheduler_config_, p.dir_.part_config_path("scheduler"))->name();
-  p.transformer_ = std::make_shared<models::DitTransformer>(
-      models::DitTransformer::load(io::WeightStore::open_dir(p.dir_.part_dir("transformer")), t_cfg, par.shard, place));
-  if (par.output_rank)
-    p.vae_ = std::make_shared<models::VaeDecoder>(
-        models::VaeDecoder::load(io::WeightStore::open_dir(p.dir_.part_dir("vae")), v_cfg, vae_placement(place, v_cfg)));
+ClassPipeline ClassPipeline::load(const std::string& model_dir, const ParallelRun& par,
+                                  const models::Placement& place) {
+  ClassPipeline p(ModelParts::read(model_dir));
+  p.load_weights(par, place);
   return p;
+}
+
+void ClassPipeline::load_weights(const ParallelRun& par, const models::Placement& place) {
+  par_ = par;
+  transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);
+  load_vae(par, place);
+}
+
+Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where) const {
+  if (g.class_labels.empty())
+    throw ConfigError(where + ": generate.class_labels: a " + std::string(parts_.spec->family()) +
+                      " model needs class labels");
+  Request r;
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, parts_.vae.scale_factor(),
+                                             where + ": generate.height/width");
+  for (size_t i = 0; i < g.class_labels.size(); ++i) {
+    const auto& l = g.class_labels[i];
+    std::variant<int64_t, std::string> label;
+    if (const int* id = std::get_if<int>(&l)) label = static_cast<int64_t>(*id);
+    else label = std::get<std::string>(l);
+    r.labels.push_back(label_id(label, where + ": generate.class_labels[" + std::to_string(i) + "]"));
+    r.captions.push_back(label_name(r.labels.back()));
+  }
+  r.seed = g.seed;
+  r.steps = g.steps;
+  r.guidance_scale = static_cast<float>(g.guidance_scale);
+  r.scheduler = g.scheduler;
+  r.batch_size = g.batch_size;
+  // The step count against the scheduler (e.g. more steps than training timesteps).
+  sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"))
+      ->set_timesteps(r.steps);
+  return r;
 }
 
 int64_t resolve_class_label(const std::variant<int64_t, std::string>& label,
@@ -76,27 +88,25 @@ int64_t resolve_class_label(const std::variant<int64_t, std::string>& label,
   throw ConfigError(field + ": unknown class name '" + name + "'" + hint);
 }
 
-int64_t DitPipeline::label_id(const std::variant<int64_t, std::string>& label, const std::string& field) const {
-  return resolve_class_label(label, id2label_, transformer_->config().num_classes, field);
+int64_t ClassPipeline::label_id(const std::variant<int64_t, std::string>& label, const std::string& field) const {
+  return resolve_class_label(label, id2label_, parts_.spec->num_classes(), field);
 }
 
-std::string DitPipeline::label_name(int64_t id) const {
+std::string ClassPipeline::label_name(int64_t id) const {
   for (const auto& [i, names] : id2label_)
     if (i == id) return names;
   return std::to_string(id);
 }
 
-Shape DitPipeline::latent_shape() const {
-  const auto& c = transformer_->config();
-  return {c.in_channels, c.sample_size, c.sample_size};
-}
+Shape ClassPipeline::latent_shape() const { return parts_.spec->latent_shape(0, 0, parts_.vae.scale_factor(), ""); }
 
-Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step, PabSummary* pab_summary) const {
-  const auto& cfg = transformer_->config();
-  const Shape one = latent_shape();
+Tensor ClassPipeline::sample(const Request& req, const StepCallback& on_step, PabSummary* pab_summary) const {
+  if (!transformer_) throw std::logic_error("ClassPipeline::sample before load_weights");
+  const models::TransformerSpec& spec = *parts_.spec;
+  const Shape one = req.latent_shape.empty() ? latent_shape() : req.latent_shape;
   const int64_t per_image = shape_numel(one);
   const int64_t outputs = static_cast<int64_t>(req.labels.size());
-  const int64_t channels = cfg.in_channels;
+  const int64_t channels = spec.in_channels(), null_class = spec.num_classes();
   if (req.init_noise) {
     Shape want = {outputs, one[0], one[1], one[2]};
     if (req.init_noise->shape() != want)
@@ -117,28 +127,28 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step, P
     // This batch's starting noise: drawn per output with seed + index.
     Tensor latents = req.init_noise ? req.init_noise->slice0(first, first + count).clone()
                                     : sched::gaussian_noise(one, count, req.seed + static_cast<uint64_t>(first));
-    auto scheduler = sched::make_scheduler(req.scheduler, scheduler_config_, dir_.part_config_path("scheduler"));
+    auto scheduler = sched::make_scheduler(req.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"));
     scheduler->set_timesteps(req.steps);
     const auto& timesteps = scheduler->timesteps();
 
     // Model batch: [cond; uncond] with the null class when guided, or this
     // rank's half of it under cp.
     std::vector<int64_t> labels(req.labels.begin() + first, req.labels.begin() + first + count);
-    if (uncond_half) labels.assign(count, cfg.num_classes);
-    if (cfg_guidance && !cfg_split) labels.insert(labels.end(), count, cfg.num_classes);
+    if (uncond_half) labels.assign(count, null_class);
+    if (cfg_guidance && !cfg_split) labels.insert(labels.end(), count, null_class);
     const int64_t model_batch = static_cast<int64_t>(labels.size());
     const int64_t copies = model_batch / count;
     Tensor model_in = Tensor::empty({model_batch, one[0], one[1], one[2]});
     Tensor eps = Tensor::empty({count, one[0], one[1], one[2]});
     const int64_t hw = one[1] * one[2];
     const int64_t n = channels * hw;                    // eps values per sample
-    const int64_t out_stride = cfg.out_channels * hw;  // per-sample stride of the model output
+    const int64_t out_stride = spec.out_channels() * hw;  // per-sample stride of the model output
     Tensor halves = Tensor::empty({2, count, n});       // cp: [cond, uncond] eps
     // One PAB cache per generation: the count starts at 0, and the CFG
     // halves (one forward here, or the two cp ranks) share each step.
     std::optional<pab::BroadcastCache> pab;
     if (req.pab.enabled() || req.pab_analysis) {
-      pab.emplace(req.pab, static_cast<int>(cfg.num_layers));
+      pab.emplace(req.pab, static_cast<int>(spec.num_layers()));
       pab->set_recorder(req.pab_analysis);
     }
 
@@ -150,7 +160,12 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step, P
         pab->begin_step(static_cast<double>(timesteps[s]),
                         s + 1 < timesteps.size() ? std::optional<double>(static_cast<double>(timesteps[s + 1]))
                                                  : std::nullopt);
-      Tensor out = transformer_->forward(model_in, t, labels, pab ? &*pab : nullptr);  // (model_batch, out_C, h, w)
+      models::ForwardArgs args;
+      args.latents = &model_in;
+      args.timesteps = std::move(t);
+      args.class_labels = labels;
+      args.pab = pab ? &*pab : nullptr;
+      Tensor out = transformer_->forward(args);  // (model_batch, out_C, h, w)
       profile::ScopedTimer timer("guidance+scheduler");
       // eps = the first in_channels channels (learned sigma dropped).
       const float* cond_eps = out.data();
@@ -187,33 +202,6 @@ Tensor DitPipeline::sample(const DitRequest& req, const StepCallback& on_step, P
     std::memcpy(result.data() + first * per_image, latents.data(), latents.nbytes());
   }
   return result;
-}
-
-Tensor DitPipeline::decode(const Tensor& latents) const {
-  if (!vae_) throw std::logic_error("DitPipeline::decode on a rank that is not the output rank");
-  profile::ScopedTimer timer("vae_decode");
-  const float sf = vae_->config().scaling_factor;
-  const int64_t n = latents.dim(0);
-  Tensor images;
-  for (int64_t i = 0; i < n; ++i) {  // one at a time: the decoder's activations dominate memory
-    Tensor z = latents.slice0(i, i + 1).clone();
-    // DiTPipeline multiplies by 1/scaling_factor (not a division: differs in the last bit).
-    const float inv_sf = 1.0f / sf;
-    for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
-    Tensor img = vae_->decode(z);  // (1, 3, H, W) in about [-1, 1]
-    if (!images.defined()) images = Tensor::empty({n, img.dim(1), img.dim(2), img.dim(3)});
-    float* dst = images.data() + i * img.numel();
-    for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
-  }
-  return images;
-}
-
-DitResult DitPipeline::generate(const DitRequest& req, const StepCallback& on_step) const {
-  DitResult r;
-  r.latents = sample(req, on_step, &r.pab);
-  if (par_.output_rank) r.images = decode(r.latents);
-  r.scheduler = req.scheduler.empty() ? default_scheduler() : req.scheduler;
-  return r;
 }
 
 }  // namespace ditgen::pipeline

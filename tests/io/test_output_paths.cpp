@@ -1,8 +1,10 @@
 // output_path_for and grid_path_for: numbering of several outputs, "{i}"
 // patterns, paths without extension, dots in directory names.
-#include "config_test_support.h"
+#include <doctest/doctest.h>
 
-namespace ditgen::test {
+#include "io/output_paths.h"
+
+namespace ditgen::io {
 
 TEST_CASE("one output keeps its path") {
   CHECK(output_path_for("out/dit.png", 0, 1) == "out/dit.png");
@@ -40,4 +42,15 @@ TEST_CASE("grid path") {
   CHECK(grid_path_for("out.d/dit") == "out.d/dit_grid.png");
 }
 
-}  // namespace ditgen::test
+}  // namespace ditgen::io
+
+namespace ditgen::io {
+
+TEST_CASE("frames of a video go after the output index, as PNG") {
+  CHECK(frame_path_for("out/clip.mp4", 1, 3, 7) == "out/clip_0001_f007.png");
+  CHECK(frame_path_for("out/clip.png", 0, 1, 0) == "out/clip_f000.png");
+  CHECK(frame_path_for("out/clip_{i}.png", 2, 4, 15) == "out/clip_0002_f015.png");
+  CHECK(frame_path_for("clip", 0, 1, 123) == "clip_f123.png");
+}
+
+}  // namespace ditgen::io

@@ -1,18 +1,15 @@
-// output_path_for / grid_path_for: file names of a run's outputs. Plain string
-// work on the last path component rather than std::filesystem, so the
-// directory part is returned exactly as the user wrote it.
+#include "io/output_paths.h"
+
 #include <cstdio>
 
-#include "config/config.h"
-
-namespace ditgen {
+namespace ditgen::io {
 namespace {
 
 constexpr const char* kIndexPlaceholder = "{i}";
 
-std::string zero_padded(int index) {
+std::string zero_padded(int index, int width = 4) {
   char digits[16];
-  std::snprintf(digits, sizeof digits, "%04d", index);
+  std::snprintf(digits, sizeof digits, "%0*d", width, index);
   return digits;
 }
 
@@ -51,10 +48,14 @@ std::string output_path_for(const std::string& pattern, int index, int count) {
   return with_suffix(pattern, suffix, "");
 }
 
+std::string frame_path_for(const std::string& pattern, int index, int count, int frame) {
+  return with_suffix(output_path_for(pattern, index, count), "_f" + zero_padded(frame, 3), ".png");
+}
+
 std::string grid_path_for(const std::string& pattern) {
   if (pattern.find(kIndexPlaceholder) != std::string::npos)
     return with_suffix(replace_all(pattern, kIndexPlaceholder, "grid"), "", ".png");
   return with_suffix(pattern, "_grid", ".png");
 }
 
-}  // namespace ditgen
+}  // namespace ditgen::io

@@ -1,0 +1,143 @@
+// The PNG, PNG-frames and contact-sheet writers. A frame is converted to
+// 8-bit RGB once per writer that needs it (the conversion is cheap next to
+// PNG encoding).
+#include "io/output_writer.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "io/output_paths.h"
+
+namespace ditgen::io {
+
+namespace {
+
+// Frame f of an output's (F, 3, H, W) frames as 8-bit RGB.
+RgbImage frame_rgb(const Tensor& frames, int64_t f) {
+  const Tensor chw = frames.slice0(f, f + 1).reshape({frames.dim(1), frames.dim(2), frames.dim(3)});
+  return {static_cast<int>(chw.dim(2)), static_cast<int>(chw.dim(1)), float_image_to_rgb8(chw)};
+}
+
+void check_item(const OutputItem& item, const OutputPlan& plan, const char* who) {
+  if (item.frames.ndim() != 4 || item.frames.dim(1) != 3 || item.frames.dim(0) < 1)
+    throw std::invalid_argument(std::string(who) + ": output " + std::to_string(item.index) + " has frames " +
+                                shape_str(item.frames.shape()) + ", expected (F, 3, H, W)");
+  if (item.index < 0 || item.index >= plan.outputs)
+    throw std::invalid_argument(std::string(who) + ": output index " + std::to_string(item.index) + " of " +
+                                std::to_string(plan.outputs));
+}
+
+class PngWriter final : public OutputWriter {
+ public:
+  explicit PngWriter(OutputPlan plan) : plan_(std::move(plan)) {}
+  std::vector<std::string> planned_paths() const override {
+    std::vector<std::string> p;
+    for (int i = 0; i < plan_.outputs; ++i) p.push_back(output_path_for(plan_.pattern, i, plan_.outputs));
+    return p;
+  }
+  std::vector<std::string> write(const OutputItem& item) override {
+    check_item(item, plan_, "png writer");
+    if (item.frames.dim(0) != 1)
+      throw std::invalid_argument("png writer: output " + std::to_string(item.index) + " has " +
+                                  std::to_string(item.frames.dim(0)) + " frames (a video: PNG frames or mp4)");
+    const std::string path = output_path_for(plan_.pattern, item.index, plan_.outputs);
+    write_png(path, frame_rgb(item.frames, 0), item.text);
+    return {path};
+  }
+
+ private:
+  OutputPlan plan_;
+};
+
+class PngFramesWriter final : public OutputWriter {
+ public:
+  explicit PngFramesWriter(OutputPlan plan) : plan_(std::move(plan)) {}
+  std::vector<std::string> planned_paths() const override {
+    std::vector<std::string> p;
+    for (int i = 0; i < plan_.outputs; ++i)
+      for (int f = 0; f < plan_.frames; ++f) p.push_back(frame_path_for(plan_.pattern, i, plan_.outputs, f));
+    return p;
+  }
+  std::vector<std::string> write(const OutputItem& item) override {
+    check_item(item, plan_, "png frames writer");
+    std::vector<std::string> written;
+    for (int64_t f = 0; f < item.frames.dim(0); ++f) {
+      written.push_back(frame_path_for(plan_.pattern, item.index, plan_.outputs, static_cast<int>(f)));
+      write_png(written.back(), frame_rgb(item.frames, f), item.text);
+    }
+    return written;
+  }
+
+ private:
+  OutputPlan plan_;
+};
+
+class ContactSheetWriter final : public OutputWriter {
+ public:
+  ContactSheetWriter(OutputPlan plan, PngText text, int max_strip)
+      : plan_(std::move(plan)), text_(std::move(text)), max_strip_(max_strip) {}
+  std::vector<std::string> planned_paths() const override { return {grid_path_for(plan_.pattern)}; }
+  std::vector<std::string> write(const OutputItem& item) override {
+    check_item(item, plan_, "contact sheet writer");
+    const int frames = static_cast<int>(item.frames.dim(0));
+    if (frames == 1) {
+      tiles_.push_back({frame_rgb(item.frames, 0), item.caption});
+    } else {
+      strip_ = std::min(frames, max_strip_);
+      const auto picked = filmstrip_frames(frames, strip_);
+      for (size_t k = 0; k < picked.size(); ++k)
+        tiles_.push_back({frame_rgb(item.frames, picked[k]), k == 0 ? item.caption : ""});
+    }
+    return {};
+  }
+  std::vector<std::string> finish() override {
+    if (tiles_.empty()) return {};
+    ContactSheetOptions sheet;
+    // Images: a grid; videos: one filmstrip row per output.
+    sheet.columns = strip_ > 0 ? strip_ : grid_columns(static_cast<int>(tiles_.size()));
+    const std::string path = grid_path_for(plan_.pattern);
+    write_png(path, make_contact_sheet(tiles_, sheet), text_);
+    return {path};
+  }
+
+ private:
+  OutputPlan plan_;
+  PngText text_;
+  int max_strip_;
+  int strip_ = 0;  // frames per filmstrip row; 0 while the outputs are images
+  std::vector<Tile> tiles_;
+};
+
+}  // namespace
+
+std::unique_ptr<OutputWriter> make_png_writer(const OutputPlan& plan) { return std::make_unique<PngWriter>(plan); }
+
+std::unique_ptr<OutputWriter> make_png_frames_writer(const OutputPlan& plan) {
+  return std::make_unique<PngFramesWriter>(plan);
+}
+
+std::unique_ptr<OutputWriter> make_contact_sheet_writer(const OutputPlan& plan, PngText text, int max_strip) {
+  if (max_strip < 1) throw std::invalid_argument("contact sheet writer: max_strip must be >= 1");
+  return std::make_unique<ContactSheetWriter>(plan, std::move(text), max_strip);
+}
+
+std::vector<int> filmstrip_frames(int frames, int count) {
+  if (frames < 1 || count < 1 || count > frames)
+    throw std::invalid_argument("filmstrip_frames: " + std::to_string(count) + " of " + std::to_string(frames));
+  std::vector<int> idx;
+  if (count == 1) return {0};
+  for (int k = 0; k < count; ++k)
+    idx.push_back(static_cast<int>(std::lround(static_cast<double>(k) * (frames - 1) / (count - 1))));
+  return idx;
+}
+
+int grid_columns(int n) {
+  if (n <= 4) return n;
+  const double root = std::sqrt(static_cast<double>(n));
+  int best = 0;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0 && (best == 0 || std::abs(d - root) < std::abs(best - root))) best = d;
+  return best >= root / 2 && best <= 2 * root ? best : 0;
+}
+
+}  // namespace ditgen::io

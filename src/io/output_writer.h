@@ -1,0 +1,64 @@
+// Output writers: one interface for every kind of file a run writes from
+// its results (a PNG per image, PNG frames per video, the contact sheet,
+// and the video container the Latte issue adds), so `run_generate` only
+// wires them. Each writer receives every output in order as a frames tensor
+// (F, 3, H, W) with F = 1 for images, writes its files atomically (temporary
+// name, then rename) and says which files it wrote; finish() runs after the
+// last output (the contact sheet needs them all). planned_paths() lists
+// what it will write, so unwritable paths fail before any weight is read.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/contact_sheet.h"
+#include "io/png.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::io {
+
+// One generated output as writers receive it.
+struct OutputItem {
+  int index = 0;                 // 0-based, of `outputs`
+  Tensor frames;                 // (F, 3, H, W) host float32 in [0, 1]
+  std::string caption;           // what it shows (class name, prompt): the contact sheet's label
+  PngText text;                  // metadata: webui "parameters", "ditgen_config"
+};
+
+class OutputWriter {
+ public:
+  virtual ~OutputWriter() = default;
+  virtual std::vector<std::string> planned_paths() const = 0;
+  // Writes this output's files; returns their paths.
+  virtual std::vector<std::string> write(const OutputItem& item) = 0;
+  // After the last output; returns the paths written then.
+  virtual std::vector<std::string> finish() { return {}; }
+};
+
+// Where and how the outputs go: output.path's pattern, the run's output
+// count and frames per output (1: images).
+struct OutputPlan {
+  std::string pattern;
+  int outputs = 1;
+  int frames = 1;
+};
+
+// One PNG per image (frames == 1) at output_path_for.
+std::unique_ptr<OutputWriter> make_png_writer(const OutputPlan& plan);
+// One PNG per frame of each video at frame_path_for.
+std::unique_ptr<OutputWriter> make_png_frames_writer(const OutputPlan& plan);
+// The contact sheet at grid_path_for: one captioned cell per image, or per
+// video one filmstrip row of up to `max_strip` evenly spaced frames (the
+// caption under its first frame). `text`: the sheet's PNG metadata.
+std::unique_ptr<OutputWriter> make_contact_sheet_writer(const OutputPlan& plan, PngText text, int max_strip = 8);
+
+// The frames of a filmstrip: `count` (<= frames) indices spread evenly over
+// [0, frames), first and last included.
+std::vector<int> filmstrip_frames(int frames, int count);
+
+// Columns of a contact sheet of n images: up to 4 in one row; else a
+// divisor of n near sqrt(n), so every row is full (30 outputs: 6 rows of 5);
+// when n has none that is not too thin (a prime), 0 = ceil(sqrt(n)).
+int grid_columns(int n);
+
+}  // namespace ditgen::io

@@ -1,0 +1,37 @@
+// The model-family registry: each part of a diffusers directory
+// (transformer, vae, text encoder) names its class in config.json's
+// `_class_name`; the registry maps that name (and the legacy names diffusers
+// still loads, such as `Transformer2DModel` + `norm_type`) to a family, and
+// a transformer family to the spec that parses its config once. Families
+// that the contract names but this version does not build yet are listed
+// too, so a user gets "not supported yet: <family>" (exit 2) rather than
+// "unknown class". Adding a family: a model file, a pipeline (or reuse of
+// one), one entry in registry.cpp.
+#pragma once
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "models/transformer.h"
+
+namespace ditgen::models {
+
+enum class Part { kTransformer, kVae, kTextEncoder };
+const char* part_name(Part part);  // "transformer", "vae", "text_encoder"
+
+// The family of a part from its parsed config.json at `path`: "dit",
+// "pixart", "latte", "vae", "t5". ModelError naming the file and
+// `_class_name` for a class no family takes (listing those that exist).
+std::string family_of(Part part, const nlohmann::json& config, const std::string& path);
+
+// The spec of a transformer/config.json, parsed once. ModelError for an
+// unknown or malformed config; ConfigError "not supported yet" for a family
+// the contract names that this version does not run.
+std::unique_ptr<TransformerSpec> transformer_spec(const nlohmann::json& config, const std::string& path);
+
+// Checks that a vae/config.json is a VAE family this version decodes with
+// (AutoencoderKL); the same errors as above.
+void check_vae_family(const nlohmann::json& config, const std::string& path);
+
+}  // namespace ditgen::models

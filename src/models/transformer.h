@@ -1,0 +1,80 @@
+// The model-family seam: what every transformer family answers from its
+// config.json alone (TransformerSpec: sizes, conditioning, attention kinds,
+// the parallel Workload, size checks) and the denoiser a pipeline calls
+// (Transformer: one forward pass). A family is a model file implementing
+// both plus one entry in the registry (models/registry.cpp); the CLI, `plan`,
+// the preflight checks, the PAB setup and the pipelines speak only to these
+// interfaces, never to a family's own config struct.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "models/placement.h"
+#include "pab/broadcast.h"
+#include "parallel/communicator.h"
+#include "parallel/layout.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+// How a family is conditioned; pipelines are chosen by it (one pipeline per
+// conditioning kind, shared by the families that condition alike).
+enum class Conditioning { kClassLabels, kText };
+
+// This rank's groups in a parallel layout (DESIGN.md §4). Null
+// communicators mean size 1; they must outlive the model.
+struct ShardGroups {
+  parallel::Communicator* tp = nullptr;
+  parallel::Communicator* sp = nullptr;
+  bool ring = false;  // sp_mode "ring" (default "ulysses")
+};
+
+// One forward pass. Latents and the result are host float32 whatever the
+// model's placement, so pipelines and schedulers stay on the CPU.
+struct ForwardArgs {
+  const Tensor* latents = nullptr;      // (B, C, h, w) images; (B, C, F, h, w) videos
+  std::vector<float> timesteps;         // B
+  std::vector<int64_t> class_labels;    // B, class-conditional families (num_classes = the null class)
+  pab::BroadcastCache* pab = nullptr;   // Pyramid Attention Broadcast, or null
+};
+
+class Transformer {
+ public:
+  virtual ~Transformer() = default;
+  // (B, out_channels, ...) host float32 on every rank of the shard.
+  virtual Tensor forward(const ForwardArgs& args) const = 0;
+};
+
+class TransformerSpec {
+ public:
+  virtual ~TransformerSpec() = default;
+
+  virtual const char* family() const = 0;  // "dit"
+  virtual Conditioning conditioning() const = 0;
+  // Which PAB kinds exist in this model (kMlp: a feed-forward per block).
+  virtual bool has_pab_kind(pab::Kind kind) const = 0;
+  virtual int64_t num_layers() const = 0;
+  virtual int64_t head_dim() const = 0;
+  virtual int64_t in_channels() const = 0;      // latent (and eps) channels
+  virtual int64_t out_channels() const = 0;     // 2 * in_channels with learned sigma
+  virtual int64_t num_classes() const { return 0; }  // class-conditional families
+
+  // The latent shape of one output, (C, h, w), for a requested image of
+  // height x width pixels (0 = the model's default) and a VAE of
+  // `vae_factor` pixels per latent. ConfigError naming `where` (the config
+  // field) for a size the model cannot make.
+  virtual Shape latent_shape(int64_t height, int64_t width, int64_t vae_factor, const std::string& where) const = 0;
+  // What one forward asks of the parallel layer for outputs of that shape:
+  // attention sizes for the layout checks, element counts for `plan`.
+  virtual parallel::Workload workload(const Shape& latent) const = 0;
+
+  // Validates every weight's name and shape against the config, then loads
+  // this rank's part onto `place`.
+  virtual std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
+                                            const Placement& place) const = 0;
+};
+
+}  // namespace ditgen::models

@@ -1,0 +1,136 @@
+// The pipeline interface: condition -> denoise (scheduler + CFG +
+// transformer) -> decode, the same for every family (DESIGN.md §3). One
+// pipeline per conditioning kind (class labels now, text next), shared by
+// the families that condition alike; which one a model directory gets is
+// decided by its transformer's family (models/registry.h), in
+// pipeline/registry.cpp. Writing the results is the output writers' job
+// (io/output_writer.h): pipelines hand back frames, never files.
+//
+// A pipeline is opened from config files alone, so every check that needs
+// no weight (sizes, labels, the scheduler, PAB kinds) runs in milliseconds
+// before load_weights() reads the checkpoint.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "io/model_dir.h"
+#include "models/placement.h"
+#include "models/transformer.h"
+#include "models/vae.h"
+#include "pab/broadcast.h"
+#include "pab/change_recorder.h"
+#include "parallel/communicator.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::pipeline {
+
+// One run's outputs, as the pipeline samples them. Each output's result
+// does not depend on the batch it falls into or on the layout.
+struct Request {
+  std::vector<int64_t> labels;        // class-conditional: one output per class id
+  std::vector<std::string> captions;  // per output: what it shows (class name, prompt); for metadata
+  uint64_t seed = 0;                  // output i uses seed + i
+  int steps = 50;
+  float guidance_scale = 4.0f;
+  std::string scheduler;              // "" = the model's scheduler_config.json
+  int batch_size = 4;
+  Shape latent_shape;                 // of one output, (C, h, w); empty = the model's default
+  std::optional<Tensor> init_noise;   // (outputs, C, h, w) instead of drawn noise
+  pab::Schedule pab;                  // Pyramid Attention Broadcast; default off
+  pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
+
+  int64_t outputs() const { return static_cast<int64_t>(labels.size()); }
+};
+
+// PAB over a whole run (every batch's generation).
+struct PabSummary {
+  std::array<pab::KindStats, pab::kKinds> kinds{};
+  int64_t cache_peak_bytes = 0;  // largest cache held at once, this rank
+};
+
+struct Result {
+  Tensor latents;         // (outputs, C, h, w) final latents, before 1/scaling_factor
+  Tensor frames;          // (outputs, F, 3, H, W) in [0, 1]; F = 1 for images; output rank only
+  std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m")
+  PabSummary pab;
+};
+
+// This rank's place in a parallel layout (DESIGN.md §4); the default is a
+// single process. Communicators must outlive the pipeline.
+struct ParallelRun {
+  models::ShardGroups shard;             // tp and sp groups
+  parallel::Communicator* cp = nullptr;  // the CFG pair (size 2), or null
+  bool output_rank = true;               // loads the VAE, decodes and writes
+};
+
+// Called after each denoising step: (step index 0-based, steps, batch index, batches).
+using StepCallback = std::function<void(int, int, int, int)>;
+
+// A model directory's configs, read once: what every pipeline starts from.
+struct ModelParts {
+  io::ModelDir dir;
+  std::unique_ptr<models::TransformerSpec> spec;  // transformer/config.json, through the registry
+  models::VaeConfig vae;
+  nlohmann::json scheduler_config;
+  std::string default_scheduler;  // the scheduler scheduler_config.json makes ("ddim", "dpmpp_2m")
+
+  // Reads and cross-checks them (the VAE's latent channels against the
+  // transformer's, the scheduler config by building it once).
+  static ModelParts read(const std::string& model_dir);
+};
+
+class Pipeline {
+ public:
+  virtual ~Pipeline() = default;
+
+  // The pipeline for a model directory, chosen by its transformer's family;
+  // reads config files only (model_index.json, each part's config.json, the
+  // scheduler config). ModelError / ConfigError ("not supported yet") naming
+  // the file otherwise.
+  static std::unique_ptr<Pipeline> open(const std::string& model_dir);
+
+  const io::ModelDir& model_dir() const { return parts_.dir; }
+  const models::TransformerSpec& transformer() const { return *parts_.spec; }
+  const models::VaeConfig& vae_config() const { return parts_.vae; }
+  const std::string& default_scheduler() const { return parts_.default_scheduler; }
+
+  // Stage 0, no weights: the config's generate section checked against the
+  // model and turned into a Request (conditions resolved, latent shape, the
+  // step count against the scheduler). ConfigError naming `where` (the config
+  // file) and the field. --init-noise and PAB are added by the caller.
+  virtual Request prepare(const GenerateConfig& generate, const std::string& where) const = 0;
+
+  // Reads, validates and places the weights this rank needs (the VAE on the
+  // output rank only).
+  virtual void load_weights(const ParallelRun& par, const models::Placement& place) = 0;
+
+  // Condition and denoise: the final latents (outputs, C, h, w).
+  virtual Tensor sample(const Request& req, const StepCallback& on_step = {}, PabSummary* pab = nullptr) const = 0;
+  // Latents (before 1/scaling_factor) -> frames (outputs, F, 3, H, W) in
+  // [0, 1]; output rank only.
+  Tensor decode(const Tensor& latents) const;
+  // sample + decode (on the output rank).
+  Result generate(const Request& req, const StepCallback& on_step = {}) const;
+
+ protected:
+  explicit Pipeline(ModelParts parts) : parts_(std::move(parts)) {}
+  Pipeline(Pipeline&&) = default;
+  // Loads the VAE decoder when this is the output rank.
+  void load_vae(const ParallelRun& par, const models::Placement& place);
+
+  ModelParts parts_;
+  std::shared_ptr<models::VaeDecoder> vae_;
+  ParallelRun par_;
+};
+
+// The VAE's placement for a pipeline placed on `place`: the same, except
+// float16 with force_upcast (vae/config.json, default true) decodes in float32.
+models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae);
+
+}  // namespace ditgen::pipeline
