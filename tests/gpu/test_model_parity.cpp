@@ -75,7 +75,7 @@ TEST_CASE("model parity: CUDA float32 pipeline matches diffusers (DDIM, DPM-Solv
     check_close(run_fixture(pipe, c, "dpmpp_2m", c.guidance, 4),
                 fixture_tensor(c.fixture, "expected.safetensors", "dpm_latents"), c.fixture + " cuda float32 dpmpp_2m",
                 1e-4);
-    const Tensor images = images_of(pipe.decode(fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents")));
+    const Tensor images = testing::images_of(pipe.decode(fixture_tensor(c.fixture, "expected.safetensors", "ddim_latents")));
     CHECK(images.is_cpu());
     check_close(images, fixture_tensor(c.fixture, "expected.safetensors", "image"), c.fixture + " cuda float32 image",
                 1e-4);
@@ -100,7 +100,7 @@ TEST_CASE("model parity: CUDA bfloat16 and float16 pipelines stay near diffusers
     const Tensor nocfg = run_fixture(pipe, kOdd, "ddim", 1.0f, 4);
     CHECK(compare(nocfg, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"),
                   name + " ddim no CFG") < latent_bound(t));
-    const Tensor images = images_of(pipe.decode(fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents")));
+    const Tensor images = testing::images_of(pipe.decode(fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents")));
     CHECK(compare(images, fixture_tensor(kOdd.fixture, "expected.safetensors", "image"), name + " image") <
           image_bound(t));
   }
@@ -118,7 +118,7 @@ TEST_CASE("model parity: samples/dit-shapes on CUDA bfloat16 stays near diffuser
   CHECK(compare(latents, shapes_reference("expected.safetensors", "latents"), "dit-shapes cuda bfloat16 latents") <
         latent_bound(DType::kBF16));
   // The bfloat16 VAE on the bfloat16 latents: both errors together.
-  const Tensor images = images_of(pipe.decode(latents));
+  const Tensor images = testing::images_of(pipe.decode(latents));
   CHECK(compare(images, shapes_reference("expected.safetensors", "image"), "dit-shapes cuda bfloat16 images") <
         latent_bound(DType::kBF16));
 }

@@ -21,6 +21,7 @@ using testing::check_close;
 using testing::kBf16;
 using testing::kOdd;
 using testing::run_fixture;
+using testing::images_of;
 using Case = testing::FixtureCase;
 
 

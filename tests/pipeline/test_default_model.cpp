@@ -45,7 +45,7 @@ TEST_CASE("default model: ditgen matches diffusers for 'red circle' and 'blue st
                                   << testing::max_rel(latents, want));
   CHECK(testing::rel_l2(latents, want) < 1e-4);
   CHECK(testing::max_rel(latents, want) < 1e-4);
-  const Tensor images = images_of(pipe.decode(latents));
+  const Tensor images = testing::images_of(pipe.decode(latents));
   const Tensor want_images = reference("expected.safetensors", "image");
   MESSAGE("images: relative L2 " << testing::rel_l2(images, want_images));
   CHECK(testing::rel_l2(images, want_images) < 1e-4);
