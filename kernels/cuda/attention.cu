@@ -6,7 +6,7 @@
 // merges a strided share of the row's head_dim outputs with
 // math::lse_merge (kernels/math/softmax.h, as the CPU op), then lane 0
 // writes the merged lse.
-#include "kernels/cuda/attention_args.h"
+#include "kernels/cuda/attention_checks.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"

@@ -2,7 +2,8 @@
 // 128; see attention_path.h): tiled, online softmax in float32
 // (kernels/math/softmax.h, the CPU kernel's recurrence), no n x n buffer,
 // any q/kv length (partial tiles masked), strided Q/K/V/out rows as
-// AttentionArgs, optional log-sum-exp output.
+// AttentionArgs, optional log-sum-exp output, optional per-sample key
+// counts (each block walks only its sample's first kv_lens[b] keys).
 //
 // bf16 / f16 storage: tensor cores through mma.sync.m16n8k16 (sm_80 PTX,
 // float32 accumulation). A block is 4 warps and 64 queries, each warp owns
@@ -30,7 +31,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cuda/attention_args.h"
+#include "kernels/cuda/attention_checks.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
@@ -52,6 +53,7 @@ struct FlashParams {
   void* out;
   int64_t out_row_stride, out_batch_stride;
   float* lse;
+  const int32_t* kv_lens;  // device copy of AttentionArgs::kv_lens, or null
   int64_t heads, q_len, kv_len, q_tiles;
   float scale;
 };
@@ -150,6 +152,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) flash_mma_kernel(FlashParams p
   const int64_t tile = blockIdx.x % p.q_tiles, bh = blockIdx.x / p.q_tiles;
   const int64_t h = bh % p.heads, b = bh / p.heads;
   const int64_t q0 = tile * kMmaRows;
+  const int64_t kv_len = p.kv_lens ? p.kv_lens[b] : p.kv_len;  // this sample's keys
   auto slice = [&](const Operand& o) {
     return static_cast<const uint16_t*>(o.base) + b * o.batch_stride + h * D;
   };
@@ -176,10 +179,10 @@ __global__ void __launch_bounds__(kMmaWarps * 32) flash_mma_kernel(FlashParams p
   float row_max[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of this warp
   float row_sum[2] = {0.0f, 0.0f};            // this thread's share; summed over the group at the end
 
-  for (int64_t k0 = 0; k0 < p.kv_len; k0 += kMmaKeys) {
+  for (int64_t k0 = 0; k0 < kv_len; k0 += kMmaKeys) {
     __syncthreads();  // Q fragments / previous tile's fragments are read before the tiles are overwritten
-    load_tile16<kMmaKeys, kDk, kPitch, D, kVec>(ks, slice(p.k), p.k.row_stride, k0, p.kv_len);
-    load_tile16<kMmaKeys, D, kPitch, D, kVec>(vs, slice(p.v), p.v.row_stride, k0, p.kv_len);
+    load_tile16<kMmaKeys, kDk, kPitch, D, kVec>(ks, slice(p.k), p.k.row_stride, k0, kv_len);
+    load_tile16<kMmaKeys, D, kPitch, D, kVec>(vs, slice(p.v), p.v.row_stride, k0, kv_len);
     __syncthreads();
 
     // Scores S = Q K^T for 16 rows x 64 keys per warp.
@@ -199,7 +202,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) flash_mma_kernel(FlashParams p
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int64_t key = k0 + j * 8 + 2 * t + (c & 1);
-        s[j][c] = key < p.kv_len ? s[j][c] * p.scale : -INFINITY;
+        s[j][c] = key < kv_len ? s[j][c] * p.scale : -INFINITY;
         tile_max[c >> 1] = fmaxf(tile_max[c >> 1], s[j][c]);
       }
     float corr[2];
@@ -295,6 +298,7 @@ __global__ void __launch_bounds__(kF32Threads) flash_f32_kernel(FlashParams p) {
   const int64_t tile = blockIdx.x % p.q_tiles, bh = blockIdx.x / p.q_tiles;
   const int64_t h = bh % p.heads, b = bh / p.heads;
   const int64_t q0 = tile * kF32Rows;
+  const int64_t kv_len = p.kv_lens ? p.kv_lens[b] : p.kv_len;  // this sample's keys
   auto slice = [&](const Operand& o) { return static_cast<const float*>(o.base) + b * o.batch_stride + h * D; };
   // rows [row0, row0 + 32) of a slice into dst, zero past `rows`.
   auto load = [&](float* dst, const float* src, int64_t row_stride, int64_t row0, int64_t rows) {
@@ -311,9 +315,9 @@ __global__ void __launch_bounds__(kF32Threads) flash_f32_kernel(FlashParams p) {
   float row_max = -INFINITY, row_sum = 0.0f;  // row_sum: this thread's share
   const float* qrow = qs + row * kPitch;
 
-  for (int64_t k0 = 0; k0 < p.kv_len; k0 += kF32Keys) {
+  for (int64_t k0 = 0; k0 < kv_len; k0 += kF32Keys) {
     __syncthreads();  // previous P·V done with kvs and ps (first pass: qs loaded)
-    load(kvs, slice(p.k), p.k.row_stride, k0, p.kv_len);
+    load(kvs, slice(p.k), p.k.row_stride, k0, kv_len);
     __syncthreads();
     // Keys lane4 + 4j of this tile.
     float s[kF32KeysPerThread];
@@ -327,7 +331,7 @@ __global__ void __launch_bounds__(kF32Threads) flash_f32_kernel(FlashParams p) {
     float tile_max = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kF32KeysPerThread; ++j) {
-      const bool valid = k0 + lane4 + kF32Lanes * j < p.kv_len;
+      const bool valid = k0 + lane4 + kF32Lanes * j < kv_len;
       s[j] = valid ? s[j] * p.scale : -INFINITY;
       tile_max = fmaxf(tile_max, s[j]);
     }
@@ -347,7 +351,7 @@ __global__ void __launch_bounds__(kF32Threads) flash_f32_kernel(FlashParams p) {
 #pragma unroll
     for (int i = 0; i < kCols; ++i) o[i] *= corr;
     __syncthreads();  // ps written; everyone is done reading K
-    load(kvs, slice(p.v), p.v.row_stride, k0, p.kv_len);
+    load(kvs, slice(p.v), p.v.row_stride, k0, kv_len);
     __syncthreads();
     const float* prow = ps + row * (kF32Keys + 1);
     for (int j = 0; j < kF32Keys; ++j) {
@@ -435,6 +439,15 @@ void attention_flash(const AttentionArgs& a) {
   p.q_len = a.q_len;
   p.kv_len = a.kv_len;
   p.scale = a.scale;
+  // Per-sample key counts live in host memory: the kernels read a device
+  // copy (a blocking copy, only for calls that pass them; the buffer's
+  // release is stream-ordered like every DeviceBuffer's).
+  DeviceBuffer kv_lens;
+  if (a.kv_lens) {
+    kv_lens = DeviceBuffer(static_cast<size_t>(a.batch) * sizeof(int32_t));
+    copy_to_device(kv_lens.get(), a.kv_lens, kv_lens.bytes());
+    p.kv_lens = kv_lens.as<const int32_t>();
+  }
   switch (a.head_dim) {
     case 64: launch_flash<64>(a, p); break;
     case 72: launch_flash<72>(a, p); break;

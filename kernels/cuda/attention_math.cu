@@ -15,7 +15,9 @@
 // read and written in place without transposes. The query chunk is sized so
 // the score buffers stay under kScoreBytes whatever the sequence length.
 // The softmax uses kernels/math/softmax.h, as the CPU and flash kernels do.
-#include "kernels/cuda/attention_args.h"
+// Per-sample key counts (kv_lens) shrink the key dimension of that sample's
+// GEMMs and softmax to its first kv_lens[b] keys.
+#include "kernels/cuda/attention_checks.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/device.h"
@@ -62,19 +64,22 @@ __global__ void softmax_rows_kernel(const float* scores, T* probs, int64_t rows,
 void attention_math(const AttentionArgs& a) {
   check_attention_args(a, "attention_math");
   if (a.batch == 0 || a.q_len == 0) return;
-  const int64_t H = a.heads, D = a.head_dim, kv = a.kv_len;
+  const int64_t H = a.heads, D = a.head_dim, kv_max = a.kv_len;
   const int64_t esize = static_cast<int64_t>(dtype_size(a.dtype));
   const bool f32 = a.dtype == DType::kF32;
   // Bytes per query row of all heads: float32 scores, plus the separate
   // probabilities unless they overwrite the scores (float32).
-  const int64_t row_bytes = H * kv * (4 + (f32 ? 0 : esize));
+  const int64_t row_bytes = H * kv_max * (4 + (f32 ? 0 : esize));
   const int64_t chunk = std::clamp<int64_t>(kScoreBytes / row_bytes, 1, a.q_len);
-  DeviceBuffer scores(static_cast<size_t>(H * chunk * kv) * 4);  // [heads, chunk, kv] float32
-  DeviceBuffer probs_buf(f32 ? 0 : static_cast<size_t>(H * chunk * kv * esize));  // [heads, chunk, kv] storage type
+  DeviceBuffer scores(static_cast<size_t>(H * chunk * kv_max) * 4);  // [heads, chunk, kv] float32
+  DeviceBuffer probs_buf(f32 ? 0 : static_cast<size_t>(H * chunk * kv_max * esize));  // [heads, chunk, kv] storage type
   void* probs = f32 ? scores.get() : probs_buf.get();
   auto at = [&](const void* base, int64_t off) { return static_cast<const char*>(base) + off * esize; };
 
-  for (int64_t b = 0; b < a.batch; ++b)
+  for (int64_t b = 0; b < a.batch; ++b) {
+    // This sample's keys: its first kv_lens[b] (the score rows shrink to
+    // them, so the softmax and lse see no others).
+    const int64_t kv = a.kv_lens ? a.kv_lens[b] : kv_max;
     for (int64_t q0 = 0; q0 < a.q_len; q0 += chunk) {
       const int64_t rows = std::min(chunk, a.q_len - q0);
       const void* q = at(a.q, b * a.q_batch_stride + q0 * a.q_row_stride);
@@ -96,6 +101,7 @@ void attention_math(const AttentionArgs& a) {
       gemm_strided_batched_ex(false, false, rows, D, kv, 1.0f, probs, kv, rows * kv, v, a.v_row_stride, D, 0.0f, out,
                               a.out_row_stride, D, H, a.dtype, a.dtype);
     }
+  }
 }
 
 }  // namespace ditgen::cuda

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "parallel/sequence_attention.h"
 #include "parallel/shard.h"
-#include "parallel/tensor_collectives.h"
+#include "parallel/tensor_parallel.h"
+#include "parallel/token_shard.h"
 #include "io/model_dir.h"
 #include "ops/ops.h"
 #include "util/error.h"
@@ -123,6 +125,8 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   DitTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
+  m.seq_attn_ = parallel::SequenceParallelAttention(
+      shard.sp, shard.ring ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
   m.place_ = place;
   // Every weight goes to the model's device and dtype once, here (on the
   // CPU in float32 it stays borrowed from the mmapped file).
@@ -183,161 +187,14 @@ Tensor block_conditioning(const DitBlock& k, const Tensor& t_emb, const std::vec
   return cond;
 }
 
-// Rows [begin, end) of every sample of a (B, N, C) tensor, as (B, end-begin, C).
-Tensor token_rows(const Tensor& x, parallel::Range r) {
-  const int64_t bsz = x.dim(0), n = x.dim(1), c = x.dim(2);
-  if (r.begin == 0 && r.end == n) return x;
-  Tensor y = Tensor::empty({bsz, r.size(), c}, x.device(), x.dtype());
-  ops::copy_rows(x, r.begin * c, n * c, y, 0, r.size() * c, bsz, r.size() * c);
-  return y;
-}
-
-// Token-sharded buffers as collectives move them: rank j's block holds, for
-// each of `rows` sequences, its tokens [even_shard(n, sp, j)], each `width`
-// elements: [j][row][P_j][width]. unshard_tokens turns that into whole
-// sequences [row][n][width]; shard_tokens does the reverse.
-void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int sp, int64_t width, Tensor& whole) {
-  int64_t offset = 0;
-  for (int j = 0; j < sp; ++j) {
-    const parallel::Range r = parallel::even_shard(n, sp, j);
-    const int64_t len = r.size() * width;
-    ops::copy_rows(sharded, offset, len, whole, r.begin * width, n * width, rows, len);
-    offset += rows * len;
-  }
-}
-
-void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int sp, int64_t width, Tensor& sharded) {
-  int64_t offset = 0;
-  for (int j = 0; j < sp; ++j) {
-    const parallel::Range r = parallel::even_shard(n, sp, j);
-    const int64_t len = r.size() * width;
-    ops::copy_rows(whole, r.begin * width, n * width, sharded, offset, len, rows, len);
-    offset += rows * len;
-  }
-}
-
-// Attention over (B, q_len, heads*head_dim) query rows of stride q_stride
-// starting at element q_off of q; keys and values rows of stride kv_stride
-// starting at k_off of k and v_off of v (k and v may be one [k | v] buffer).
-ops::AttentionArgs attention_args(const Tensor& q, int64_t q_off, const Tensor& k, int64_t k_off, const Tensor& v,
-                                  int64_t v_off, Tensor& out, int64_t bsz, int64_t heads, int64_t head_dim,
-                                  int64_t q_len, int64_t kv_len, int64_t q_stride, int64_t kv_stride) {
-  ops::AttentionArgs a;
-  a.q = q.raw_at(q_off), a.k = k.raw_at(k_off), a.v = v.raw_at(v_off), a.out = out.raw();
-  a.device = q.device(), a.dtype = q.dtype();
-  a.batch = bsz, a.heads = heads, a.q_len = q_len, a.kv_len = kv_len, a.head_dim = head_dim;
-  a.q_row_stride = a.out_row_stride = q_stride;
-  a.k_row_stride = a.v_row_stride = kv_stride;
-  a.q_batch_stride = a.out_batch_stride = q_len * q_stride;
-  a.k_batch_stride = a.v_batch_stride = kv_len * kv_stride;
-  a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  return a;
-}
-
 }  // namespace
 
 Tensor DitTransformer::modulation(const DitBlock& blk, const Tensor& cond) const {
-  const int64_t bsz = cond.dim(0), d = cfg_.inner_dim(), tp = shard_.tp_size(), dl = d / tp;
+  const int64_t bsz = cond.dim(0), dl = cfg_.inner_dim() / shard_.tp_size();
   const Tensor act = ops::silu(cond);
   Tensor local = place_.empty({bsz, 6 * dl});  // this rank's columns of each chunk
   for (int chunk = 0; chunk < 6; ++chunk) ops::linear_into(act, blk.ada_w[chunk], &blk.ada_b[chunk], local, chunk * dl);
-  if (tp == 1) return local;
-  // All-gather the (B, 6D/tp) pieces, then put each rank's columns of each
-  // chunk in place: mod[b][chunk*D + r*Dl + j] = piece_r[b][chunk*Dl + j].
-  Tensor pieces = place_.empty({tp, bsz, 6 * dl});
-  parallel::all_gather(*shard_.tp, local, pieces);
-  Tensor mod = place_.empty({bsz, 6 * d});
-  for (int64_t r = 0; r < tp; ++r)
-    for (int chunk = 0; chunk < 6; ++chunk)
-      ops::copy_rows(pieces, r * bsz * 6 * dl + chunk * dl, 6 * dl, mod, chunk * d + r * dl, 6 * d, bsz, dl);
-  return mod;
-}
-
-Tensor DitTransformer::row_parallel_linear(const Tensor& x, const Tensor& w, const Tensor& bias) const {
-  Tensor y = ops::linear(x, w, nullptr);
-  if (shard_.tp_size() > 1) parallel::all_reduce_sum(*shard_.tp, y);
-  ops::add_broadcast_(y, bias);
-  return y;
-}
-
-void DitTransformer::attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
-  if (shard_.sp_size() == 1) {
-    const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2);
-    ops::attention(attention_args(q, 0, k, 0, v, 0, out, bsz, dl / cfg_.head_dim, cfg_.head_dim, p, p, dl, dl));
-  } else if (shard_.ring) {
-    attention_ring(q, k, v, out);
-  } else {
-    attention_ulysses(q, k, v, out);
-  }
-}
-
-// Ulysses: all-to-all from (B, P_me, Dl) token shards of q, k, v to head
-// shards (B, N, Dl/sp) of the whole sequence, attention there, and the
-// reverse all-to-all of the output.
-void DitTransformer::attention_ulysses(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
-  parallel::Communicator& comm = *shard_.sp;
-  const int sp = comm.size();
-  const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim;
-  const int64_t n = cfg_.grid() * cfg_.grid(), w = dl / sp;  // w: this rank's head columns after the switch
-  std::vector<int64_t> send(sp), recv(sp);
-  for (int j = 0; j < sp; ++j) {
-    send[j] = 3 * bsz * p * w;
-    recv[j] = 3 * bsz * parallel::even_shard(n, sp, j).size() * w;
-  }
-  // Send buffer: for each destination j, [q|k|v][b][token][its w columns]
-  // (b and token together are the B*P rows of q, k, v).
-  Tensor sendbuf = place_.empty({std::max(3 * bsz * p * dl, bsz * n * w)}), recvbuf = place_.empty({3 * bsz * n * w});
-  const Tensor* qkv[3] = {&q, &k, &v};
-  for (int j = 0; j < sp; ++j)
-    for (int t = 0; t < 3; ++t)
-      ops::copy_rows(*qkv[t], j * w, dl, sendbuf, (j * 3 + t) * bsz * p * w, w, bsz * p, w);
-  parallel::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
-  // Reassemble (3, B, N, w) in global token order ([q|k|v] x batch as rows).
-  Tensor full = place_.empty({3, bsz, n, w});
-  unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full);
-  Tensor o = place_.empty({bsz, n, w});
-  ops::attention(
-      attention_args(full, 0, full, bsz * n * w, full, 2 * bsz * n * w, o, bsz, w / hd, hd, n, n, w, w));
-  // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
-  for (int j = 0; j < sp; ++j) {
-    send[j] = bsz * parallel::even_shard(n, sp, j).size() * w;
-    recv[j] = bsz * p * w;
-  }
-  shard_tokens(o, bsz, n, sp, w, sendbuf);
-  parallel::all_to_all_v(comm, sendbuf, send, recvbuf, recv);
-  for (int j = 0; j < sp; ++j) ops::copy_rows(recvbuf, j * bsz * p * w, w, out, j * w, dl, bsz * p, w);
-}
-
-// Ring: this rank's queries meet every K/V shard as the shards travel
-// around the ring; partial outputs merge by log-sum-exp.
-void DitTransformer::attention_ring(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const {
-  parallel::Communicator& comm = *shard_.sp;
-  const int sp = comm.size(), me = comm.rank();
-  const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = cfg_.head_dim, heads = dl / hd;
-  const int64_t n = cfg_.grid() * cfg_.grid(), p_max = parallel::even_shard(n, sp, 0).size();
-  // K and V travel together as (B, P_src, 2*Dl) rows [k | v].
-  Tensor cur = place_.empty({bsz * p_max * 2 * dl}), next = place_.empty({bsz * p_max * 2 * dl});
-  ops::copy_rows(k, 0, dl, cur, 0, 2 * dl, bsz * p, dl);
-  ops::copy_rows(v, 0, dl, cur, dl, 2 * dl, bsz * p, dl);
-  // Log-sum-exp rows are float32 whatever the activation dtype.
-  Tensor lse = Tensor::empty({bsz, heads, p}, place_.device, DType::kF32);
-  Tensor part_lse = Tensor::empty({bsz, heads, p}, place_.device, DType::kF32);
-  Tensor part = place_.empty({bsz, p, dl});
-  for (int s = 0; s < sp; ++s) {
-    const int src = (me - s + sp) % sp;  // whose K/V we hold now
-    const int64_t p_src = parallel::even_shard(n, sp, src).size();
-    ops::AttentionArgs a =
-        attention_args(q, 0, cur, 0, cur, dl, s == 0 ? out : part, bsz, heads, hd, p, p_src, dl, 2 * dl);
-    a.lse = static_cast<float*>((s == 0 ? lse : part_lse).raw());
-    ops::attention(a);
-    if (s > 0) ops::attention_merge_(out, lse, part, part_lse, heads);
-    if (s + 1 < sp) {
-      const int64_t p_next = parallel::even_shard(n, sp, (me - s - 1 + sp) % sp).size();
-      parallel::send_recv(comm, cur, bsz * p_src * 2 * dl, (me + 1) % sp, next, bsz * p_next * 2 * dl,
-                      (me - 1 + sp) % sp);
-      std::swap(cur, next);
-    }
-  }
+  return parallel::gather_chunk_columns(shard_.tp, local, 6);  // (B, 6D)
 }
 
 int64_t DitTransformer::comm_bytes() const {
@@ -368,7 +225,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   Tensor hidden;  // (B, P, D) residual stream of this rank's tokens
   {
     profile::ScopedTimer t("patch_embed");
-    hidden = ops::linear(token_rows(ops::patchify(place_.put(x), c.patch_size), mine), patch_w, &patch_b);
+    hidden = ops::linear(parallel::token_rows(ops::patchify(place_.put(x), c.patch_size), mine), patch_w, &patch_b);
     ops::add_broadcast_(hidden, pos_embed.slice0(mine.begin, mine.end));
   }
   // (B, 256) sinusoids, computed on the host (tiny) and moved once per forward.
@@ -407,11 +264,11 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       }
       {
         profile::ScopedTimer t("attention");
-        attention(q, k, v, attn);
+        seq_attn_.self_attention(q, k, v, c.head_dim, n, attn);
       }
       {
         profile::ScopedTimer t("out_proj");
-        attn_out = row_parallel_linear(attn, blk.out_w, blk.out_b);
+        attn_out = parallel::row_parallel_linear(shard_.tp, attn, blk.out_w, blk.out_b);
       }
       if (pab) pab->computed(static_cast<int>(bi), pab::Kind::kSpatial, attn_out, comm_bytes() - sent_before);
     }
@@ -440,7 +297,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       }
       {
         profile::ScopedTimer t("mlp_out");
-        ff_out = row_parallel_linear(ff, blk.ff2_w, blk.ff2_b);
+        ff_out = parallel::row_parallel_linear(shard_.tp, ff, blk.ff2_w, blk.ff2_b);
       }
       if (pab) pab->computed(static_cast<int>(bi), pab::Kind::kMlp, ff_out, comm_bytes() - sent_before);
     }
@@ -454,17 +311,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
   ops::layer_norm_modulate(hidden, final_mod, 0, d, kAdaNormEps, normed);
   Tensor out = ops::linear(normed, final_w, &final_b);  // (B, P, p*p*out)
-  if (sp > 1) {
-    // Every rank needs the whole prediction: gather the token shards.
-    const int64_t row = out.dim(2);
-    std::vector<int64_t> counts(sp);
-    for (int j = 0; j < sp; ++j) counts[j] = bsz * parallel::even_shard(n, sp, j).size() * row;
-    Tensor gathered = place_.empty({bsz * n * row});
-    parallel::all_gather_v(*shard_.sp, out, gathered, counts);
-    Tensor whole = place_.empty({bsz, n, row});
-    unshard_tokens(gathered, bsz, n, sp, row, whole);
-    out = whole;
-  }
+  out = parallel::gather_tokens(shard_.sp, out, n);  // every rank needs the whole prediction
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

@@ -3,18 +3,16 @@
 // Weights are borrowed from the mmapped safetensors when
 // stored as F32 (F16/BF16 converted once at load). Every size comes from the
 // part's config.json; every tensor is checked by name and shape before any is
-// loaded. The forward is written as explicit block stages so that PAB (a
-// later issue) can hook attention and MLP outputs.
+// loaded. The forward is written as explicit block stages so that PAB
+// (pab/broadcast.h) can reuse the attention and MLP outputs of a block.
 //
-// Parallel layouts (DESIGN.md §4) live here too, described by a DitShard:
-// tp splits QKV, the MLP input and each adaLN chunk by output rows (heads /
-// features) and the attention output and MLP output projections by input
-// columns, followed by one all-reduce with the bias added once after it; each
-// rank loads only its own slices, so its weight memory falls as 1/tp. sp
-// splits the tokens (uneven shards allowed); attention then runs either
-// Ulysses-style (an all-to-all turns the token shard into a head shard and
-// one turns it back) or as ring attention (K/V blocks travel around the ring,
-// partial results merged by log-sum-exp). Every rank returns the full output.
+// Under a parallel layout (DESIGN.md §4, DitShard) each rank loads only its
+// own slices of the weights (its heads and MLP features with tp) and runs
+// its own tokens (with sp); the parallel mechanisms themselves (token
+// sharding, Ulysses / ring attention, the tp splits and their collectives)
+// are the src/parallel/ module's (sequence_attention.h, token_shard.h,
+// tensor_parallel.h), which this model calls. Every rank returns the full
+// output.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parallel/communicator.h"
+#include "parallel/sequence_attention.h"
 #include "io/safetensors.h"
 #include "models/placement.h"
 #include "pab/broadcast.h"
@@ -100,17 +99,12 @@ class DitTransformer {
  private:
   // (B, 6D) adaLN modulation of one block from its conditioning.
   Tensor modulation(const DitBlock& blk, const Tensor& cond) const;
-  // This rank's attention output (B, P, Dl) from its q, k, v (B, P, Dl).
-  void attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
-  void attention_ulysses(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
-  void attention_ring(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) const;
   // Bytes this rank has sent through its tp and sp groups so far.
   int64_t comm_bytes() const;
-  // y (B, P, D) = x W^T summed over the tp ranks, plus the bias once.
-  Tensor row_parallel_linear(const Tensor& x, const Tensor& w, const Tensor& bias) const;
 
   DitConfig cfg_;
   DitShard shard_;
+  parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
   Placement place_;
   Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
   Tensor pos_embed;                 // (N, D)            2-D sin-cos, N = grid^2

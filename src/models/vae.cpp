@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "io/model_dir.h"
+#include "ops/attention_operands.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -313,15 +314,10 @@ Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
   normed = Tensor();
 
   Tensor attn = place_.empty({n, c});  // (HW, C) attention output, token rows
-  ops::AttentionArgs args;
-  args.q = qkv.raw_at(0), args.k = qkv.raw_at(c), args.v = qkv.raw_at(2 * c), args.out = attn.raw();
-  args.device = qkv.device(), args.dtype = qkv.dtype();
-  args.batch = 1, args.heads = 1, args.q_len = n, args.kv_len = n, args.head_dim = c;
-  args.q_row_stride = args.k_row_stride = args.v_row_stride = 3 * c;
-  args.out_row_stride = c;
-  args.q_batch_stride = args.k_batch_stride = args.v_batch_stride = n * 3 * c;
-  args.out_batch_stride = n * c;
-  args.scale = 1.0f / std::sqrt(static_cast<float>(c));
+  // One sample, one head of size c, q/k/v read from the fused rows.
+  ops::AttentionArgs args = ops::attention_args(ops::rows_of(qkv, 0, 3 * c, n), ops::rows_of(qkv, c, 3 * c, n),
+                                                ops::rows_of(qkv, 2 * c, 3 * c, n), ops::rows_of(attn, 0, c, n), 1,
+                                                1, c);
   args.follow_attention_mode = false;  // --attention is the transformer's; head size c here (512 in SD VAEs)
   ops::attention(args);
   qkv = Tensor();

@@ -176,6 +176,11 @@ void attention(const AttentionArgs& a) {
     throw std::invalid_argument("attention: bad arguments (null operand or non-positive size)");
   if (a.device == Device::kCPU && a.dtype != DType::kF32)
     throw std::invalid_argument("attention: CPU operands must be float32");
+  if (a.kv_lens)
+    for (int64_t b = 0; b < a.batch; ++b)
+      if (a.kv_lens[b] < 1 || a.kv_lens[b] > a.kv_len)
+        throw std::invalid_argument("attention: kv_lens[" + std::to_string(b) + "] = " + std::to_string(a.kv_lens[b]) +
+                                    " outside [1, kv_len = " + std::to_string(a.kv_len) + "]");
   [[maybe_unused]] const AttentionMode mode = a.follow_attention_mode ? g_attention_mode : AttentionMode::kAuto;
   DITGEN_DISPATCH_TO(a.device == Device::kCUDA, "attention", attention(a, mode), attention(a));
 }

@@ -67,8 +67,9 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
 // ---- Attention ----------------------------------------------------------------
 // Scaled dot-product attention with O(n) extra memory (CPU: tiled, online
 // softmax; CUDA: flash or math path, see set_attention_mode), on operands
-// laid out as ditgen::AttentionArgs says (src/tensor/attention_args.h);
-// build the pointers with Tensor::raw_at.
+// laid out as ditgen::AttentionArgs says (src/tensor/attention_args.h:
+// strides, optional lse and per-sample key counts); build one from tensors
+// with ops::attention_args (ops/attention_operands.h).
 struct AttentionArgs : ditgen::AttentionArgs {
   Device device = Device::kCPU;  // of q, k, v, out and lse
   // false: this call takes the automatic path whatever set_attention_mode

@@ -2,7 +2,10 @@
 // tokens are rows, element (b, n, h, d) of q lives at
 // q + b*q_batch_stride + n*q_row_stride + h*head_dim + d (in elements of
 // dtype); same for k, v, out. This lets attention read Q/K/V straight out of
-// projection outputs, no transposes. One definition for the op front end
+// projection outputs, no transposes. Sample b attends to its first
+// kv_lens[b] keys when kv_lens is given (cross-attention to prompts of
+// different lengths, padded to kv_len), to all kv_len otherwise; rows of q
+// and out are never masked. One definition for the op front end
 // (ops::AttentionArgs adds the device) and the CUDA kernels (cuda::attention);
 // no CUDA syntax.
 #pragma once
@@ -26,6 +29,11 @@ struct AttentionArgs {
   // each row's log-sum-exp of the scaled scores, so partial results over key
   // blocks can be merged (ring attention). Null: not written.
   float* lse = nullptr;
+  // Optional per-sample key counts: `batch` int32 values in [1, kv_len], in
+  // host memory (whatever the operands' device). Keys at positions >=
+  // kv_lens[b] take no part in sample b's softmax (nor its lse). Null: every
+  // sample uses all kv_len keys.
+  const int32_t* kv_lens = nullptr;
 };
 
 }  // namespace ditgen

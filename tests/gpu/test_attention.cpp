@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "gpu/gpu_test_helpers.h"
 #include "ops/ops.h"
@@ -62,8 +63,9 @@ struct Problem {
     return a;
   }
 
-  // CPU reference over all keys: out [B, q_len, inner], lse [B, heads, q_len].
-  void reference(Tensor& out, Tensor& lse) {
+  // CPU reference over all keys (or each sample's first kv_lens[b]): out
+  // [B, q_len, inner], lse [B, heads, q_len].
+  void reference(Tensor& out, Tensor& lse, const int32_t* kv_lens = nullptr) {
     out = Tensor::empty({c.batch, c.q_len, inner});
     lse = Tensor::empty({c.batch, c.heads, c.q_len});
     ops::AttentionArgs a;
@@ -73,6 +75,7 @@ struct Problem {
     a.q_batch_stride = bat(q_stride, c.q_len), a.k_batch_stride = a.v_batch_stride = bat(kv_stride, c.kv_len);
     a.out_batch_stride = c.q_len * inner;
     a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.kv_lens = kv_lens;
     ops::attention(a);
   }
 
@@ -135,6 +138,39 @@ TEST_CASE("cuda attention (flash and math paths) matches ops::attention, with ls
           CHECK(rel_l2(lse.to_host(ref_lse.shape()), ref_lse) < 1e-5);
         }
   if (skipped_flash) MESSAGE("flash cases skipped: this device has compute capability < 8.0");
+}
+
+TEST_CASE("cuda attention with per-sample key counts (kv_lens) matches ops::attention, with lse") {
+  // Batches of 3 with key counts at 1, inside and at the end of key tiles.
+  const Case cases[] = {{3, 3, 37, 65, 72, 0}, {3, 2, 70, 300, 64, 0}, {3, 2, 19, 70, 80, 5}, {3, 1, 5, 33, 128, 3}};
+  for (cuda::DType t : gputest::kAllTypes)
+    for (const Case& c : cases)
+      for (cuda::AttentionMode mode : {cuda::AttentionMode::kFlash, cuda::AttentionMode::kMath})
+        for (bool interleaved : {false, true}) {
+          if (mode == cuda::AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) continue;
+          CAPTURE(cuda::dtype_name(t));
+          CAPTURE(c.kv_len);
+          CAPTURE(c.head_dim);
+          CAPTURE(mode == cuda::AttentionMode::kFlash ? "flash" : "math");
+          CAPTURE(interleaved);
+          const std::vector<int32_t> lens = {1, static_cast<int32_t>(c.kv_len / 2 + 1), static_cast<int32_t>(c.kv_len)};
+          Problem p(c, t, interleaved);
+          DeviceTensor out(c.batch * c.q_len * p.out_stride, t), lse(c.batch * c.heads * c.q_len, cuda::DType::kF32);
+          cuda::AttentionArgs a = p.device_args(0, c.kv_len, out, lse);
+          a.kv_lens = lens.data();  // host memory
+          cuda::attention(a, mode);
+          Tensor ref, ref_lse;
+          p.reference(ref, ref_lse, lens.data());
+          CHECK(rel_l2(p.unpad(out), ref) < gputest::tolerance(t));
+          CHECK(rel_l2(lse.to_host(ref_lse.shape()), ref_lse) < 1e-5);
+        }
+  // Out-of-range counts are refused before anything runs.
+  Problem p(Case{2, 1, 3, 4, 64, 0}, cuda::DType::kF32);
+  DeviceTensor out(2 * 3 * 64, cuda::DType::kF32), lse(2 * 3, cuda::DType::kF32);
+  cuda::AttentionArgs a = p.device_args(0, 4, out, lse);
+  const std::vector<int32_t> bad = {4, 5};
+  a.kv_lens = bad.data();
+  CHECK_THROWS_AS(cuda::attention(a), std::invalid_argument);
 }
 
 TEST_CASE("cuda attention merged over key blocks by lse equals attention over all keys") {

@@ -11,7 +11,9 @@
 // in chunks of 256 with a running max / sum per query (online softmax); V
 // rows are copied into whole-vector rows for the P V kernel. The softmax
 // recurrence and the log-sum-exp merge are kernels/math/softmax.h's, shared
-// with the CUDA kernels.
+// with the CUDA kernels. With per-sample key counts (kv_lens) a work item
+// simply walks fewer keys: the same loop, so attention over the first
+// kv_lens[b] keys gives the bits of attention over those keys alone.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -131,6 +133,9 @@ void pv_rows(const float* pt, int64_t ld_pt, int64_t keys, const float* v, int64
 void attention(const AttentionArgs& a) {
   if (!a.q || !a.k || !a.v || !a.out || a.head_dim <= 0 || a.q_len < 0 || a.kv_len <= 0)
     throw std::invalid_argument("attention: bad arguments");
+  if (a.kv_lens)
+    for (int64_t b = 0; b < a.batch; ++b)
+      if (a.kv_lens[b] < 1 || a.kv_lens[b] > a.kv_len) throw std::invalid_argument("attention: bad kv_lens");
   const int64_t d = a.head_dim;
   const int64_t d_pad = round_up(d, kVec);  // packed V / output row length
   const int64_t vecs = d_pad / kVec;
@@ -152,6 +157,7 @@ void attention(const AttentionArgs& a) {
       const int64_t qtile = task % q_tiles, bh = task / q_tiles;
       const int64_t h = bh % a.heads, b = bh / a.heads;
       const int64_t q0 = qtile * kQ, bq = std::min(kQ, a.q_len - q0);
+      const int64_t kv_len = a.kv_lens ? a.kv_lens[b] : a.kv_len;  // this sample's keys
       const float* kb = static_cast<const float*>(a.k) + b * a.k_batch_stride + h * d;
       const float* vb = static_cast<const float*>(a.v) + b * a.v_batch_stride + h * d;
 
@@ -167,8 +173,8 @@ void attention(const AttentionArgs& a) {
       std::fill(row_sum.begin(), row_sum.end(), 0.0f);
       std::fill(acc.begin(), acc.end(), 0.0f);
 
-      for (int64_t k0 = 0; k0 < a.kv_len; k0 += kKeyTile) {
-        const int64_t bk = std::min(kKeyTile, a.kv_len - k0);
+      for (int64_t k0 = 0; k0 < kv_len; k0 += kKeyTile) {
+        const int64_t bk = std::min(kKeyTile, kv_len - k0);
         const int64_t bk_pad = round_up(bk, kKeyRows);
         // S^T, kKeyRows keys at a time; rows past the last key repeat it
         // (valid memory) and are masked out below.

@@ -1,0 +1,93 @@
+#include "parallel/frame_switch.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ops/ops.h"
+#include "parallel/shard.h"
+#include "parallel/tensor_collectives.h"
+
+namespace ditgen::parallel {
+
+namespace {
+
+Tensor flat(const Tensor& like, int64_t count) {
+  return Tensor::empty({std::max<int64_t>(count, 1)}, like.device(), like.dtype());
+}
+
+void check(const char* who, const Tensor& x, int64_t dim, int64_t total, int parts, int rank) {
+  if (x.ndim() != 4 || x.dim(dim) != even_shard(total, parts, rank).size())
+    throw std::invalid_argument(std::string(who) + ": " + shape_str(x.shape()) + " is not rank " +
+                                std::to_string(rank) + "'s shard of " + std::to_string(total) + " along dim " +
+                                std::to_string(dim));
+}
+
+}  // namespace
+
+Tensor frames_to_tokens(Communicator* sp, const Tensor& x, int64_t frames) {
+  const int parts = sp ? sp->size() : 1, me = sp ? sp->rank() : 0;
+  check("frames_to_tokens", x, 1, frames, parts, me);
+  if (parts == 1) return x;
+  const int64_t bsz = x.dim(0), fl = x.dim(1), n = x.dim(2), c = x.dim(3);
+  const int64_t nl = even_shard(n, parts, me).size();
+  std::vector<int64_t> send(parts), recv(parts);
+  for (int j = 0; j < parts; ++j) {
+    send[j] = bsz * fl * even_shard(n, parts, j).size() * c;
+    recv[j] = bsz * even_shard(frames, parts, j).size() * nl * c;
+  }
+  // To rank j: [b][my frames][j's tokens][C] (b and frame together are x's B*F_me rows).
+  Tensor sendbuf = flat(x, bsz * fl * n * c), recvbuf = flat(x, bsz * frames * nl * c);
+  int64_t off = 0;
+  for (int j = 0; j < parts; ++j) {
+    const Range t = even_shard(n, parts, j);
+    ops::copy_rows(x, t.begin * c, n * c, sendbuf, off, t.size() * c, bsz * fl, t.size() * c);
+    off += send[j];
+  }
+  all_to_all_v(*sp, sendbuf, send, recvbuf, recv);
+  // From rank r: [b][r's frames][my tokens][C], frames r's range of each sample.
+  Tensor out = Tensor::empty({bsz, frames, nl, c}, x.device(), x.dtype());
+  off = 0;
+  for (int r = 0; r < parts; ++r) {
+    const Range f = even_shard(frames, parts, r);
+    const int64_t len = f.size() * nl * c;
+    ops::copy_rows(recvbuf, off, len, out, f.begin * nl * c, frames * nl * c, bsz, len);
+    off += recv[r];
+  }
+  return out;
+}
+
+Tensor tokens_to_frames(Communicator* sp, const Tensor& x, int64_t tokens) {
+  const int parts = sp ? sp->size() : 1, me = sp ? sp->rank() : 0;
+  check("tokens_to_frames", x, 2, tokens, parts, me);
+  if (parts == 1) return x;
+  const int64_t bsz = x.dim(0), frames = x.dim(1), nl = x.dim(2), c = x.dim(3), n = tokens;
+  const int64_t fl = even_shard(frames, parts, me).size();
+  std::vector<int64_t> send(parts), recv(parts);
+  for (int j = 0; j < parts; ++j) {
+    send[j] = bsz * even_shard(frames, parts, j).size() * nl * c;
+    recv[j] = bsz * fl * even_shard(n, parts, j).size() * c;
+  }
+  // To rank j: [b][j's frames][my tokens][C].
+  Tensor sendbuf = flat(x, bsz * frames * nl * c), recvbuf = flat(x, bsz * fl * n * c);
+  int64_t off = 0;
+  for (int j = 0; j < parts; ++j) {
+    const Range f = even_shard(frames, parts, j);
+    const int64_t len = f.size() * nl * c;
+    ops::copy_rows(x, f.begin * nl * c, frames * nl * c, sendbuf, off, len, bsz, len);
+    off += send[j];
+  }
+  all_to_all_v(*sp, sendbuf, send, recvbuf, recv);
+  // From rank r: [b][my frames][r's tokens][C].
+  Tensor out = Tensor::empty({bsz, fl, n, c}, x.device(), x.dtype());
+  off = 0;
+  for (int r = 0; r < parts; ++r) {
+    const Range t = even_shard(n, parts, r);
+    ops::copy_rows(recvbuf, off, t.size() * c, out, t.begin * c, n * c, bsz * fl, t.size() * c);
+    off += recv[r];
+  }
+  return out;
+}
+
+}  // namespace ditgen::parallel

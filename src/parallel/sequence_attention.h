@@ -1,0 +1,62 @@
+// Sequence-parallel attention (DESIGN.md §4): the attention core of a
+// transformer whose tokens are sharded over the sp ranks. Every rank holds
+// the q, k, v rows of its tokens [even_shard(n, sp, rank)] for its heads
+// (with tp, its own heads only: H_local = heads / tp) and gets back the
+// attention output of those rows over the whole sequence:
+//   sp = 1   plain attention;
+//   ulysses  an all-to-all turns the token shards of q, k, v into head
+//            shards of the whole sequence (H_local / sp heads each),
+//            attention runs there, and one all-to-all turns the output
+//            back (H_local must divide by sp);
+//   ring     the K/V shards travel around the ring (sp - 1 send/recv
+//            steps); each step's partial output over one key block merges
+//            into the running one by log-sum-exp.
+// Cross-attention (queries sharded, keys and values whole on every rank,
+// such as text tokens, with optional per-sample key counts) needs no
+// communication. The module moves tensors through ops:: and
+// parallel/tensor_collectives.h only, so it runs on any device and dtype;
+// it knows tokens, heads and bytes, never a model's fields.
+#pragma once
+#include <cstdint>
+
+#include "parallel/communicator.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::parallel {
+
+enum class SequenceMode { kUlysses, kRing };
+
+class SequenceParallelAttention {
+ public:
+  // sp: the sequence-parallel group (null = size 1); it must outlive this.
+  explicit SequenceParallelAttention(Communicator* sp = nullptr, SequenceMode mode = SequenceMode::kUlysses)
+      : sp_(sp), mode_(mode) {}
+
+  int size() const { return sp_ ? sp_->size() : 1; }
+  int rank() const { return sp_ ? sp_->rank() : 0; }
+  SequenceMode mode() const { return mode_; }
+  Communicator* communicator() const { return sp_; }
+  // This rank's tokens of a sequence of n.
+  int64_t local_tokens(int64_t n) const;
+
+  // Self-attention over the whole sequence of n tokens. q, k, v, out:
+  // (B, P_me, H_local*head_dim) rows of this rank's tokens; out is written.
+  void self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n,
+                      Tensor& out) const;
+
+  // Cross-attention of this rank's queries q (B, P_me, H*head_dim) to keys
+  // and values k, v (B, M, H*head_dim) that every rank holds whole; out like
+  // q. kv_lens (host, B values in [1, M], or null): sample b attends to its
+  // first kv_lens[b] keys only. No communication.
+  static void cross_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, Tensor& out,
+                              const int32_t* kv_lens = nullptr);
+
+ private:
+  void ulysses(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n, Tensor& out) const;
+  void ring(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n, Tensor& out) const;
+
+  Communicator* sp_ = nullptr;
+  SequenceMode mode_ = SequenceMode::kUlysses;
+};
+
+}  // namespace ditgen::parallel
