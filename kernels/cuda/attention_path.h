@@ -11,14 +11,15 @@
 // head size on any device.
 #pragma once
 #include "kernels/cuda/dtype.h"
+#include "tensor/attention_args.h"
 
 namespace ditgen::cuda {
 
 enum class AttentionPath { kFlash, kMath };
 
-// The --attention choice: kAuto applies choose_attention_path; the others
-// force a path (forcing flash where it cannot run is an error).
-enum class AttentionMode { kAuto, kFlash, kMath };
+// The --attention choice (ditgen::AttentionMode, tensor/attention_args.h):
+// kAuto applies choose_attention_path; the others force a path (forcing
+// flash where it cannot run is an error).
 
 constexpr bool flash_head_dim_supported(int head_dim) {
   return head_dim == 64 || head_dim == 72 || head_dim == 128;

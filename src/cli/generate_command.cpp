@@ -122,6 +122,7 @@ void run_generate(const CliOptions& opts) {
   auto on_step = [&](int step, int steps, int batch, int) { progress.step_done(batch * steps + step); };
   const pipeline::Result result = pipe->generate(req, on_step);
   progress.finish();
+  write_test_comm_stats(layout, static_cast<int64_t>(req.steps) * batches);
   if (!rank0) return;  // the output rank decodes and writes
   if (!opts.pab_analyze.empty()) write_pab_analysis(opts.pab_analyze, analysis);
   if (req.pab.enabled()) {

@@ -3,7 +3,10 @@
 #include <cstdlib>
 
 #include "parallel/mpi_runtime.h"
+#include "util/atomic_file.h"
 #include "util/error.h"
+
+#include <nlohmann/json.hpp>
 
 #ifdef DITGEN_WITH_NCCL
 #include "parallel/nccl_communicator.h"
@@ -49,6 +52,19 @@ void inject_test_failure(int world_rank) {
   const char* v = std::getenv("DITGEN_TEST_FAIL_RANK");
   if (v && *v && std::atoi(v) == world_rank)
     throw RuntimeFailure("injected failure on rank " + std::to_string(world_rank) + " (DITGEN_TEST_FAIL_RANK)");
+}
+
+void write_test_comm_stats(const RankLayout& layout, int64_t forwards) {
+  const char* path = std::getenv("DITGEN_TEST_COMM_STATS");
+  if (!path || !*path || layout.world_rank != 0) return;
+  auto sent = [](const std::unique_ptr<parallel::Communicator>& c) { return c ? c->bytes_sent() : 0; };
+  const std::string json = nlohmann::json{{"tp", sent(layout.tp)},
+                                          {"sp", sent(layout.sp)},
+                                          {"cp", sent(layout.cp)},
+                                          {"forwards", forwards}}
+                               .dump() +
+                           "\n";
+  write_file_atomic(path, json.data(), json.size());
 }
 
 }  // namespace ditgen::cli

@@ -35,4 +35,11 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
 // the others wait in a collective (the whole job must still end promptly).
 void inject_test_failure(int world_rank);
 
+// Test hook: DITGEN_TEST_COMM_STATS=FILE makes the output rank write the
+// bytes it sent through its tp, sp and cp groups over the run, and the
+// number of transformer forwards, as JSON ({"tp": .., "sp": .., "cp": ..,
+// "forwards": ..}), so tests can hold `plan`'s per-step figures against
+// what a real run counts.
+void write_test_comm_stats(const RankLayout& layout, int64_t forwards);
+
 }  // namespace ditgen::cli

@@ -72,7 +72,7 @@ DitConfig DitConfig::from_json(const nlohmann::json& cfg, const std::string& pat
   return c;
 }
 
-DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c, const DitShard& shard,
+DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c, const ShardGroups& shard,
                                    const Placement& place) {
   const int64_t d = c.inner_dim(), f = c.ff_inner_dim, p = c.patch_size;
   const int tp = shard.tp_size(), tr = shard.tp_rank(), sp = shard.sp_size();

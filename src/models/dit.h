@@ -6,7 +6,7 @@
 // loaded. The forward is written as explicit block stages so that PAB
 // (pab/broadcast.h) can reuse the attention and MLP outputs of a block.
 //
-// Under a parallel layout (DESIGN.md §4, DitShard) each rank loads only its
+// Under a parallel layout (DESIGN.md §4, ShardGroups) each rank loads only its
 // own slices of the weights (its heads and MLP features with tp) and runs
 // its own tokens (with sp); the parallel mechanisms themselves (token
 // sharding, Ulysses / ring attention, the tp splits and their collectives)
@@ -24,6 +24,7 @@
 #include "parallel/sequence_attention.h"
 #include "io/safetensors.h"
 #include "models/placement.h"
+#include "models/transformer.h"
 #include "pab/broadcast.h"
 #include "tensor/tensor.h"
 
@@ -50,17 +51,6 @@ struct DitConfig {
   static DitConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// This rank's part of the model. Null communicators mean size 1.
-struct DitShard {
-  parallel::Communicator* tp = nullptr;
-  parallel::Communicator* sp = nullptr;
-  bool ring = false;  // sp_mode "ring" (default "ulysses")
-  int tp_size() const { return tp ? tp->size() : 1; }
-  int tp_rank() const { return tp ? tp->rank() : 0; }
-  int sp_size() const { return sp ? sp->size() : 1; }
-  int sp_rank() const { return sp ? sp->rank() : 0; }
-};
-
 // One transformer block's weights as held by this rank (Dl = D/tp,
 // Fl = F/tp; with tp = 1 these are the whole tensors, borrowed from the file).
 struct DitBlock {
@@ -79,7 +69,7 @@ class DitTransformer {
   // Validates names and shapes of every tensor, then loads this rank's part
   // onto `place` (its device and compute dtype). The shard's communicators
   // must outlive the model.
-  static DitTransformer load(const io::WeightStore& weights, const DitConfig& cfg, const DitShard& shard = {},
+  static DitTransformer load(const io::WeightStore& weights, const DitConfig& cfg, const ShardGroups& shard = {},
                              const Placement& place = {});
 
   // x: (B, in_channels, S, S) latents (host float32); timesteps: B values;
@@ -93,7 +83,7 @@ class DitTransformer {
                  pab::BroadcastCache* pab = nullptr) const;
 
   const DitConfig& config() const { return cfg_; }
-  const DitShard& shard() const { return shard_; }
+  const ShardGroups& shard() const { return shard_; }
   const Placement& placement() const { return place_; }
 
  private:
@@ -103,7 +93,7 @@ class DitTransformer {
   int64_t comm_bytes() const;
 
   DitConfig cfg_;
-  DitShard shard_;
+  ShardGroups shard_;
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
   Placement place_;
   Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear

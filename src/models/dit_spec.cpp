@@ -86,11 +86,7 @@ parallel::Workload DitSpec::workload(const Shape& latent) const {
 
 std::unique_ptr<Transformer> DitSpec::load(const io::WeightStore& weights, const ShardGroups& g,
                                            const Placement& place) const {
-  DitShard shard;
-  shard.tp = g.tp;
-  shard.sp = g.sp;
-  shard.ring = g.ring;
-  return std::make_unique<DitModel>(DitTransformer::load(weights, cfg_, shard, place));
+  return std::make_unique<DitModel>(DitTransformer::load(weights, cfg_, g, place));
 }
 
 std::unique_ptr<TransformerSpec> make_dit_spec(const nlohmann::json& cfg, const std::string& path) {

@@ -79,11 +79,7 @@ struct AttentionArgs : ditgen::AttentionArgs {
 };
 void attention(const AttentionArgs& args);
 
-// How CUDA attention is computed (--attention): kAuto = flash on compute
-// capability >= 8.0 for the head sizes it supports, the math path otherwise;
-// kFlash forces flash (an error where it cannot run); kMath forces the math
-// path. The CPU has one implementation and ignores the choice.
-enum class AttentionMode { kAuto, kFlash, kMath };
+// --attention (ditgen::AttentionMode, tensor/attention_args.h).
 void set_attention_mode(AttentionMode mode);
 AttentionMode attention_mode();
 

@@ -57,7 +57,9 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
     r.comm_gather += (sp - 1) * b * p * m.output_per_token;
   }
   if (l.tp > 1) {
-    r.comm_tp = L * 2 * (2 * (tp - 1) / tp * b * p * d);
+    // Product first, then the division, as the communicator counts: exact
+    // in double for every size ditgen meets, so plan and run agree to the byte.
+    r.comm_tp = L * 2 * (2 * (tp - 1) * (b * p * d) / tp);
     r.comm_gather += L * b * g * (tp - 1) / tp;
   }
   if (l.cp == 2) r.comm_cp = b * m.eps_elements;

@@ -15,6 +15,13 @@
 
 namespace ditgen {
 
+// How CUDA attention is computed (--attention): kAuto = flash on compute
+// capability >= 8.0 for the head sizes it supports, the math path otherwise;
+// kFlash forces flash (an error where it cannot run); kMath forces the math
+// path. The CPU has one implementation and ignores the choice. One enum for
+// the op front end and the kernels.
+enum class AttentionMode { kAuto, kFlash, kMath };
+
 struct AttentionArgs {
   const void* q = nullptr;
   const void* k = nullptr;

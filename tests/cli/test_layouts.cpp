@@ -1,8 +1,9 @@
 // Parallel layouts under mpirun (DESIGN.md §4): every layout reproduces the
 // single-process latents of the 5x5-token, 12-head fixture (uneven token
-// shards for sp 2, 3, 4), an impossible layout fails fast with exit code 2
-// and lists the layouts that would work, and a rank that fails ends the
-// whole job promptly.
+// shards for sp 2, 3, 4) and sends exactly the bytes per step that `plan`
+// computes for it (rank 0's count), an impossible layout fails fast with
+// exit code 2 and lists the layouts that would work, and a rank that fails
+// ends the whole job promptly.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
@@ -18,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "parallel/plan.h"
+#include "pipeline/pipeline.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -37,9 +40,13 @@ std::string mpirun(int ranks) {
 }
 
 // The fixture's DDIM run (6 steps, CFG 4) from diffusers' noise; returns the saved latents.
-Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ranks, const std::string& sets) {
+Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ranks, const std::string& sets,
+                   const std::string& comm_stats = "") {
   const std::string latents = dir.file(name + ".safetensors");
-  const std::string cmd = (ranks > 1 ? mpirun(ranks) : std::string()) + kDitgen + " --config " +
+  const std::string env = comm_stats.empty() ? "" : "DITGEN_TEST_COMM_STATS=" + comm_stats + " ";
+  const std::string cmd = env + (ranks > 1 ? mpirun(ranks) + (env.empty() ? "" : "-x DITGEN_TEST_COMM_STATS ")
+                                           : std::string()) +
+                          kDitgen + " --config " +
                           testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
                           testing::fixture_dir("dit_odd") + " --init-noise " + testing::fixture_dir("dit_odd") +
                           "/reference/noise.safetensors --save-latents " + latents + " --output " +
@@ -49,31 +56,57 @@ Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ran
   return io::SafetensorsFile::open(latents)->load("latents").clone();
 }
 
-void check_layout(int ranks, const std::string& sets) {
+// `plan`'s bytes per denoising step for this layout of the fixture's run
+// (2 outputs in one batch of 2, CFG), from config.json alone.
+parallel::PlanRow planned(const parallel::Layout& layout) {
+  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("dit_odd"));
+  const auto& model = pipe->transformer();
+  return parallel::plan_layout(layout, model.workload(model.latent_shape(0, 0, pipe->vae_config().scale_factor(), "")),
+                               2, true, 4);
+}
+
+void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout) {
+  REQUIRE(layout.world_size() == ranks);
   testing::TempDir dir("ditgen_layout");
   const Tensor single = run_fixture(dir, "single", 1, "");
-  const Tensor parallel = run_fixture(dir, "parallel", ranks, sets);
+  const Tensor parallel = run_fixture(dir, "parallel", ranks, sets, dir.file("comm.json"));
   const Tensor ref = testing::fixture_tensor("dit_odd", "expected.safetensors", "ddim_latents");
   const double err = testing::rel_l2(parallel, single);
   MESSAGE(sets << ": relative L2 vs single process " << err << ", vs diffusers " << testing::rel_l2(parallel, ref));
   CHECK(err < 1e-5);
   CHECK(testing::rel_l2(parallel, ref) < 1e-4);
+
+  // What rank 0 sent, per step (one forward per DDIM step), against plan.
+  const auto sent = nlohmann::json::parse(std::ifstream(dir.file("comm.json")));
+  const double forwards = sent["forwards"].get<double>();
+  REQUIRE(forwards == 6);
+  const parallel::PlanRow plan = planned(layout);
+  MESSAGE(sets << ": bytes per step sent by rank 0: tp " << sent["tp"].get<int64_t>() / forwards << ", sp "
+               << sent["sp"].get<int64_t>() / forwards << ", cp " << sent["cp"].get<int64_t>() / forwards
+               << "; plan: sp " << plan.comm_sp << ", tp " << plan.comm_tp << ", cp " << plan.comm_cp << ", gathers "
+               << plan.comm_gather);
+  const double measured = (sent["tp"].get<double>() + sent["sp"].get<double>() + sent["cp"].get<double>()) / forwards;
+  CHECK(measured == plan.comm_bytes_per_step_per_rank);
+  CHECK(sent["cp"].get<double>() / forwards == plan.comm_cp);
 }
 
 }  // namespace
 
-TEST_CASE("layout cp2") { check_layout(2, "--set parallel.cp=2"); }
-TEST_CASE("layout sp2 ulysses") { check_layout(2, "--set parallel.sp=2"); }
-TEST_CASE("layout sp2 ring") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring"); }
-TEST_CASE("layout sp3 ulysses (25 tokens: shards 9, 8, 8)") { check_layout(3, "--set parallel.sp=3"); }
-TEST_CASE("layout sp4 ulysses (uneven shards)") { check_layout(4, "--set parallel.sp=4"); }
-TEST_CASE("layout sp4 ring (uneven shards)") { check_layout(4, "--set parallel.sp=4 --set parallel.sp_mode=ring"); }
-TEST_CASE("layout tp2") { check_layout(2, "--set parallel.tp=2"); }
-TEST_CASE("layout tp3") { check_layout(3, "--set parallel.tp=3"); }
-TEST_CASE("layout sp2 x cp2") { check_layout(4, "--set parallel.sp=2 --set parallel.cp=2"); }
-TEST_CASE("layout tp2 x sp2") { check_layout(4, "--set parallel.tp=2 --set parallel.sp=2"); }
+TEST_CASE("layout cp2") { check_layout(2, "--set parallel.cp=2", {1, 2, 1}); }
+TEST_CASE("layout sp2 ulysses") { check_layout(2, "--set parallel.sp=2", {2, 1, 1}); }
+TEST_CASE("layout sp2 ring") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring", {2, 1, 1, "ring"}); }
+TEST_CASE("layout sp3 ulysses (25 tokens: shards 9, 8, 8)") { check_layout(3, "--set parallel.sp=3", {3, 1, 1}); }
+TEST_CASE("layout sp4 ulysses (uneven shards)") { check_layout(4, "--set parallel.sp=4", {4, 1, 1}); }
+TEST_CASE("layout sp4 ring (uneven shards)") {
+  check_layout(4, "--set parallel.sp=4 --set parallel.sp_mode=ring", {4, 1, 1, "ring"});
+}
+TEST_CASE("layout tp2") { check_layout(2, "--set parallel.tp=2", {1, 1, 2}); }
+TEST_CASE("layout tp3") { check_layout(3, "--set parallel.tp=3", {1, 1, 3}); }
+TEST_CASE("layout sp2 x cp2") { check_layout(4, "--set parallel.sp=2 --set parallel.cp=2", {2, 2, 1}); }
+TEST_CASE("layout tp2 x sp2") { check_layout(4, "--set parallel.tp=2 --set parallel.sp=2", {2, 1, 2}); }
 TEST_CASE("layout sp2 x cp2 x tp2") {
-  check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring");
+  check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring",
+               {2, 2, 2, "ring"});
 }
 
 TEST_CASE("an impossible layout fails fast with exit 2 and lists the layouts that work") {

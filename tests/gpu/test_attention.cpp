@@ -112,9 +112,9 @@ TEST_CASE("cuda attention (flash and math paths) matches ops::attention, with ls
   bool skipped_flash = false;
   for (cuda::DType t : gputest::kAllTypes)
     for (const Case& c : kCases)
-      for (cuda::AttentionMode mode : {cuda::AttentionMode::kFlash, cuda::AttentionMode::kMath})
+      for (AttentionMode mode : {AttentionMode::kFlash, AttentionMode::kMath})
         for (bool interleaved : {false, true}) {
-          if (mode == cuda::AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) {
+          if (mode == AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) {
             skipped_flash = true;
             continue;
           }
@@ -125,7 +125,7 @@ TEST_CASE("cuda attention (flash and math paths) matches ops::attention, with ls
           CAPTURE(c.kv_len);
           CAPTURE(c.head_dim);
           CAPTURE(c.pad);
-          CAPTURE(mode == cuda::AttentionMode::kFlash ? "flash" : "math");
+          CAPTURE(mode == AttentionMode::kFlash ? "flash" : "math");
           CAPTURE(interleaved);
           Problem p(c, t, interleaved);
           DeviceTensor out(c.batch * c.q_len * p.out_stride, t), lse(c.batch * c.heads * c.q_len, cuda::DType::kF32);
@@ -145,13 +145,13 @@ TEST_CASE("cuda attention with per-sample key counts (kv_lens) matches ops::atte
   const Case cases[] = {{3, 3, 37, 65, 72, 0}, {3, 2, 70, 300, 64, 0}, {3, 2, 19, 70, 80, 5}, {3, 1, 5, 33, 128, 3}};
   for (cuda::DType t : gputest::kAllTypes)
     for (const Case& c : cases)
-      for (cuda::AttentionMode mode : {cuda::AttentionMode::kFlash, cuda::AttentionMode::kMath})
+      for (AttentionMode mode : {AttentionMode::kFlash, AttentionMode::kMath})
         for (bool interleaved : {false, true}) {
-          if (mode == cuda::AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) continue;
+          if (mode == AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) continue;
           CAPTURE(cuda::dtype_name(t));
           CAPTURE(c.kv_len);
           CAPTURE(c.head_dim);
-          CAPTURE(mode == cuda::AttentionMode::kFlash ? "flash" : "math");
+          CAPTURE(mode == AttentionMode::kFlash ? "flash" : "math");
           CAPTURE(interleaved);
           const std::vector<int32_t> lens = {1, static_cast<int32_t>(c.kv_len / 2 + 1), static_cast<int32_t>(c.kv_len)};
           Problem p(c, t, interleaved);
@@ -176,10 +176,10 @@ TEST_CASE("cuda attention with per-sample key counts (kv_lens) matches ops::atte
 TEST_CASE("cuda attention merged over key blocks by lse equals attention over all keys") {
   const Case c{2, 3, 37, 29, 72, 0};
   for (cuda::DType t : gputest::kAllTypes)
-    for (cuda::AttentionMode mode : {cuda::AttentionMode::kFlash, cuda::AttentionMode::kMath}) {
-      if (mode == cuda::AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) continue;
+    for (AttentionMode mode : {AttentionMode::kFlash, AttentionMode::kMath}) {
+      if (mode == AttentionMode::kFlash && !flash_runs_here(c.head_dim, t)) continue;
       CAPTURE(cuda::dtype_name(t));
-      CAPTURE(mode == cuda::AttentionMode::kFlash ? "flash" : "math");
+      CAPTURE(mode == AttentionMode::kFlash ? "flash" : "math");
       Problem p(c, t);
       const int64_t out_n = c.batch * c.q_len * p.out_stride, lse_n = c.batch * c.heads * c.q_len;
       DeviceTensor acc(out_n, t), acc_lse(lse_n, cuda::DType::kF32);
@@ -206,7 +206,7 @@ TEST_CASE("cuda attention: the automatic path is attention_path.h's choice; impo
       DeviceTensor out(3 * d, t), lse(3, cuda::DType::kF32);
       const cuda::AttentionArgs a = p.device_args(0, 3, out, lse);
       CHECK(cuda::attention_path(a) == cuda::choose_attention_path(info.major, info.minor, static_cast<int>(d), t));
-      CHECK(cuda::attention_path(a, cuda::AttentionMode::kMath) == cuda::AttentionPath::kMath);
-      if (!flash_runs_here(d, t)) CHECK_THROWS_AS(cuda::attention(a, cuda::AttentionMode::kFlash), std::invalid_argument);
+      CHECK(cuda::attention_path(a, AttentionMode::kMath) == cuda::AttentionPath::kMath);
+      if (!flash_runs_here(d, t)) CHECK_THROWS_AS(cuda::attention(a, AttentionMode::kFlash), std::invalid_argument);
     }
 }

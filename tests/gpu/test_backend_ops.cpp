@@ -323,13 +323,13 @@ ops::AttentionArgs packed_args(Tensor& qkv, Tensor& out, Tensor* lse, int64_t he
   return a;
 }
 
-const char* mode_name(ops::AttentionMode m) {
-  return m == ops::AttentionMode::kMath ? "math" : m == ops::AttentionMode::kFlash ? "flash" : "auto";
+const char* mode_name(AttentionMode m) {
+  return m == AttentionMode::kMath ? "math" : m == AttentionMode::kFlash ? "flash" : "auto";
 }
 
 // Restores the process-wide attention mode when a test case ends.
 struct ModeGuard {
-  ops::AttentionMode saved = ops::attention_mode();
+  AttentionMode saved = ops::attention_mode();
   ~ModeGuard() { ops::set_attention_mode(saved); }
 };
 
@@ -350,7 +350,7 @@ TEST_CASE("backend ops: attention from packed q|k|v rows, with lse, and attentio
   ModeGuard guard;
   for (DType t : gputest::kAllTypes)
     for (const Case& c : cases)
-      for (ops::AttentionMode mode : {ops::AttentionMode::kAuto, ops::AttentionMode::kMath}) {
+      for (AttentionMode mode : {AttentionMode::kAuto, AttentionMode::kMath}) {
         ops::set_attention_mode(mode);
         CAPTURE(dtype_str(t));
         CAPTURE(c.batch);

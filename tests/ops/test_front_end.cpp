@@ -127,8 +127,8 @@ TEST_CASE("CPU tensors are float32; CUDA tensors need a build with CUDA and a de
 }
 
 TEST_CASE("attention modes by name, as --attention spells them") {
-  CHECK(ops::attention_mode_from_name("auto") == ops::AttentionMode::kAuto);
-  CHECK(ops::attention_mode_from_name("flash") == ops::AttentionMode::kFlash);
-  CHECK(ops::attention_mode_from_name("math") == ops::AttentionMode::kMath);
+  CHECK(ops::attention_mode_from_name("auto") == AttentionMode::kAuto);
+  CHECK(ops::attention_mode_from_name("flash") == AttentionMode::kFlash);
+  CHECK(ops::attention_mode_from_name("math") == AttentionMode::kMath);
   CHECK_THROWS_AS(ops::attention_mode_from_name("fast"), std::invalid_argument);
 }

@@ -12,15 +12,6 @@ namespace {
 
 Tensor like(const Tensor& x, Shape shape) { return Tensor::empty(std::move(shape), Device::kCUDA, x.dtype()); }
 
-cuda::AttentionMode to_cuda(AttentionMode m) {
-  switch (m) {
-    case AttentionMode::kFlash: return cuda::AttentionMode::kFlash;
-    case AttentionMode::kMath: return cuda::AttentionMode::kMath;
-    case AttentionMode::kAuto: break;
-  }
-  return cuda::AttentionMode::kAuto;
-}
-
 }  // namespace
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Tensor& a, const Tensor& b,
@@ -83,13 +74,13 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
   return y;
 }
 
-void attention(const AttentionArgs& a, AttentionMode mode) { cuda::attention(a, to_cuda(mode)); }
+void attention(const AttentionArgs& a, AttentionMode mode) { cuda::attention(a, mode); }
 
 const char* attention_path_name(int64_t head_dim, DType dtype, AttentionMode mode) {
   cuda::AttentionArgs probe;
   probe.head_dim = head_dim;
   probe.dtype = dtype;
-  return cuda::attention_path_name(cuda::attention_path(probe, to_cuda(mode)));
+  return cuda::attention_path_name(cuda::attention_path(probe, mode));
 }
 
 void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor& lse2, int64_t heads) {
