@@ -117,8 +117,12 @@ VaeConfig VaeConfig::from_json(const nlohmann::json& cfg, const std::string& pat
   c.layers_per_block = get_int_or(cfg, "layers_per_block", c.layers_per_block, path);
   c.norm_num_groups = get_int_or(cfg, "norm_num_groups", c.norm_num_groups, path);
   c.scaling_factor = static_cast<float>(io::get_number_or(cfg, "scaling_factor", c.scaling_factor, path));
+  // diffusers' DiT / PixArt / Latte pipelines only divide by scaling_factor
+  // and ignore shift_factor (an SD3/Flux VAE key): a VAE that needs it would
+  // decode wrongly here, so it is refused rather than silently dropped.
   if (cfg.contains("shift_factor") && !cfg["shift_factor"].is_null())
-    c.shift_factor = static_cast<float>(io::get_number_or(cfg, "shift_factor", 0.0, path));
+    throw ModelError(path + ": shift_factor: not supported yet (got " + cfg["shift_factor"].dump() +
+                     "; only null or absent)");
   c.use_post_quant_conv = io::get_bool_or(cfg, "use_post_quant_conv", true, path);
   c.mid_block_add_attention = io::get_bool_or(cfg, "mid_block_add_attention", true, path);
   c.force_upcast = io::get_bool_or(cfg, "force_upcast", true, path);
