@@ -23,6 +23,7 @@
 #include "io/model_dir.h"
 #include "ops/ops.h"
 #include "util/error.h"
+#include "util/strings.h"
 #include "util/profile.h"
 
 namespace ditgen::models {
@@ -30,16 +31,6 @@ namespace ditgen::models {
 namespace {
 
 constexpr float kNormEps = 1e-6f;  // resnet_eps of every decoder GroupNorm (and the attention's)
-
-void require(bool ok, const std::string& path, const std::string& msg) {
-  if (!ok) throw ModelError(path + ": " + msg);
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
 
 // The first of `names` present in the store (new name first, then legacy);
 // ModelError listing all of them when none is.
