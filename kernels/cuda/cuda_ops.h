@@ -82,11 +82,7 @@ void conv2d(const void* x, const void* w, const void* bias, void* y, int64_t bat
 void upsample_nearest(const void* x, void* y, int64_t batch, int64_t channels, int64_t height, int64_t width,
                       int64_t factor, DType dtype);
 
-// ---- Embeddings and patches (embeddings.cu) ------------------------------------------
-// out[n, dim] = diffusers get_timestep_embedding of timesteps[n] (float32,
-// device memory); an odd dim leaves the last column 0, as on the CPU.
-void timestep_embedding(const float* timesteps, int64_t n, void* out, int64_t dim, bool flip_sin_to_cos,
-                        float downscale_freq_shift, float scale, float max_period, DType dtype);
+// ---- Patches (embeddings.cu) ----------------------------------------------------------
 // y[B, (H/p)*(W/p), C*p*p] from x[B, C, H, W], (c, i, j) order inside a patch.
 void patchify(const void* x, void* y, int64_t batch, int64_t channels, int64_t height, int64_t width, int64_t p,
               DType dtype);

@@ -1,5 +1,6 @@
-// diffusers get_timestep_embedding, per element, shared by the CPU op and the
-// CUDA kernel (DITGEN_HD):
+// diffusers get_timestep_embedding, per element (DITGEN_HD, so a device
+// kernel could share it; today only the host op uses it, every backend
+// uploads the host rows):
 //   freq_i = exp(-log(max_period) * i / (half - downscale_freq_shift))
 //   arg = scale * (t * freq_i); row = [sin(arg) | cos(arg)] (or flipped)
 // with torch's float32 steps. The exponential is taken in double and rounded

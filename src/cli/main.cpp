@@ -59,11 +59,9 @@ int main(int argc, char** argv) {
       cli::run_generate(opts);
     parallel::MpiRuntime::finalize();
     return kExitOk;
-  } catch (const Error& e) {
-    fail(e.exit_code(), e.what());
-  } catch (const std::bad_alloc&) {
-    fail(kExitRuntime, "out of memory");
   } catch (const std::exception& e) {
-    fail(kExitOther, e.what());
+    fail(exit_code_for(e), error_text(e));  // the one rule: util/error.h
+  } catch (...) {
+    fail(kExitOther, "unknown error");
   }
 }

@@ -1,8 +1,13 @@
 // The command line of DESIGN.md §1, parsed with CLI11 into plain options.
 // It lives in the config layer (not src/cli/) so it is unit-tested with the
-// config it feeds. Parsing only checks the form of arguments; what the run
-// cannot do yet (--device cuda, --attention flash, plan, PAB analysis) parses
-// fine and is rejected by main, which knows the milestone.
+// config it feeds. Parsing checks the form of arguments (names in their
+// allowed sets, integers in range, --init-noise an existing file); whether
+// this build and machine can run a value (--device cuda, --attention flash,
+// a half-precision model.dtype) is decided later by choose_device
+// (config/device_choice.h), and --world-size's layouts by the plan command.
+// The §1 flags not built yet (--prompt, --prompt-file, --negative-prompt,
+// --frames, --resume and the encode subcommand) are not declared, so CLI11
+// rejects them as unexpected arguments: ConfigError, exit 2.
 //
 // --output/--seed/--steps become --set entries appended after the user's own
 // --set list, so one precedence rule holds for every field:

@@ -24,6 +24,7 @@
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
 #include "util/error.h"
+#include "util/strings.h"
 #include "util/profile.h"
 
 namespace ditgen::models {
@@ -31,16 +32,6 @@ namespace ditgen::models {
 namespace {
 
 constexpr float kNormEps = 1e-6f;  // resnet_eps of every decoder GroupNorm (and the attention's)
-
-void require(bool ok, const std::string& path, const std::string& msg) {
-  if (!ok) throw ModelError(path + ": " + msg);
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
 
 // The first of `names` present in the store (new name first, then legacy);
 // ModelError listing all of them when none is.
@@ -118,8 +109,12 @@ VaeConfig VaeConfig::from_json(const nlohmann::json& cfg, const std::string& pat
   c.layers_per_block = get_int_or(cfg, "layers_per_block", c.layers_per_block, path);
   c.norm_num_groups = get_int_or(cfg, "norm_num_groups", c.norm_num_groups, path);
   c.scaling_factor = static_cast<float>(io::get_number_or(cfg, "scaling_factor", c.scaling_factor, path));
+  // diffusers' DiT / PixArt / Latte pipelines only divide by scaling_factor
+  // and ignore shift_factor (an SD3/Flux VAE key): a VAE that needs it would
+  // decode wrongly here, so it is refused rather than silently dropped.
   if (cfg.contains("shift_factor") && !cfg["shift_factor"].is_null())
-    c.shift_factor = static_cast<float>(io::get_number_or(cfg, "shift_factor", 0.0, path));
+    throw ModelError(path + ": shift_factor: not supported yet (got " + cfg["shift_factor"].dump() +
+                     "; only null or absent)");
   c.use_post_quant_conv = io::get_bool_or(cfg, "use_post_quant_conv", true, path);
   c.mid_block_add_attention = io::get_bool_or(cfg, "mid_block_add_attention", true, path);
   c.force_upcast = io::get_bool_or(cfg, "force_upcast", true, path);

@@ -33,7 +33,6 @@ struct VaeConfig {
   int64_t norm_num_groups = 32;
   std::vector<int64_t> block_out_channels = {64};  // encoder order; the decoder walks it reversed
   float scaling_factor = 0.18215f;
-  std::optional<float> shift_factor;  // null in config.json: none
   bool use_post_quant_conv = true;
   bool mid_block_add_attention = true;
   // diffusers' force_upcast (default true): a float16 pipeline decodes with
@@ -45,7 +44,8 @@ struct VaeConfig {
 
   // Reads vae/config.json (_class_name AutoencoderKL; absent keys take
   // diffusers' defaults, as from_config does). ModelError naming `path` and
-  // the key for anything mistyped or unsupported.
+  // the key for anything mistyped or unsupported, such as a non-null
+  // shift_factor (the DiT-family pipelines never apply one).
   static VaeConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
@@ -80,7 +80,7 @@ class VaeDecoder {
   static VaeDecoder load(const io::WeightStore& weights, const VaeConfig& cfg, const Placement& place = {});
 
   // latents (B, latent_channels, h, w), host float32, ALREADY divided by scaling_factor
-  // (and shift_factor added back, if any) -> (B, out_channels, h*f, w*f)
+  // -> (B, out_channels, h*f, w*f)
   // with f = scale_factor(), raw (not clamped), host float32. Images are decoded one at a
   // time, so peak memory does not grow with the batch.
   Tensor decode(const Tensor& latents) const;

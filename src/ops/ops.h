@@ -113,8 +113,11 @@ Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t chan
 // ---- Data movement ------------------------------------------------------------------
 // Copies `rows` rows of `row_len` elements from src (row r at src_offset +
 // r * src_stride) to dst (row r at dst_offset + r * dst_stride); src and dst
-// on one device with one dtype, every row inside both tensors (checked),
-// and not overlapping (CUDA copies do not allow it).
+// on one device with one dtype and every row inside both tensors (both
+// checked: std::invalid_argument). The source and destination ranges must
+// not overlap; that is the caller's duty, not checked (cudaMemcpy2D's result
+// is undefined for overlapping ranges, and the CPU's row-by-row memmove only
+// makes an overlap within one row safe).
 // The shuffles of the parallel layouts are built from it.
 void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,
                int64_t dst_stride, int64_t rows, int64_t row_len);

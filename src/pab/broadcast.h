@@ -80,7 +80,6 @@ class BroadcastCache {
   const KindStats& stats(Kind k) const { return stats_[static_cast<int>(k)]; }
   int64_t cache_bytes() const { return bytes_; }
   int64_t cache_peak_bytes() const { return peak_bytes_; }
-  int steps_started() const { return count_; }
 
  private:
   bool applies(int block, Kind kind) const;

@@ -8,8 +8,8 @@
 // How main() uses it:
 //   MpiRuntime::init(&argc, &argv);      // first thing; no-op without mpirun
 //   try { ... run with MpiRuntime::world() ... }
-//   catch (const Error& e) { report; MpiRuntime::abort(e.exit_code()); }
-//   catch (...)            { report; MpiRuntime::abort(kExitOther); }
+//   catch (const std::exception& e) { report; MpiRuntime::abort(exit_code_for(e)); }
+//   catch (...)                      { report; MpiRuntime::abort(kExitOther); }
 //   return 0;                            // finalize() runs at exit
 // Failure rule (DESIGN.md §1): a failing rank must stop the whole job
 // promptly, never leave the others hanging in a collective. So every error

@@ -7,7 +7,8 @@
 // so ditgen and diffusers produce the same latents from the same noise.
 // step() works elementwise on any shape (a batch of images, a CFG-doubled
 // batch, a shard): per-step coefficients are precomputed scalars, and the
-// update is one allocation-free loop over all elements.
+// update is one allocation-free loop over all elements. Both schedulers have
+// diffusers' init_noise_sigma 1, so the initial noise is used unscaled.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,7 +41,6 @@ class Scheduler {
 
   // stable-diffusion.cpp sampler name: "ddim" / "dpmpp_2m".
   virtual std::string name() const = 0;
-  float init_noise_sigma() const { return 1.0f; }
 
  protected:
   std::vector<int64_t> timesteps_;

@@ -8,6 +8,12 @@
 // the handler may interrupt a writer at any point. If every slot is taken the
 // write still happens, only without signal cleanup (64 concurrent outputs is
 // far more than ditgen ever writes).
+//
+// Test hook: with DITGEN_TEST_PAUSE_IN_WRITE=<seconds> in the environment,
+// each write stops after its data is flushed into the temporary file and
+// before the close and rename, prints "ditgen: test: pausing in write of
+// <temporary path>" to stderr and sleeps, so the CLI tests can signal the
+// process inside that window and check the temporary file is removed.
 #include "util/atomic_file.h"
 
 #include <fcntl.h>
@@ -16,9 +22,12 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 #include "util/error.h"
 
@@ -62,6 +71,18 @@ class TempRegistration {
  private:
   TempSlot* slot_ = nullptr;
 };
+
+// The DITGEN_TEST_PAUSE_IN_WRITE hook (see the top of this file); a no-op
+// unless the variable holds a positive number of seconds.
+void pause_in_write_for_tests(std::FILE* f, const std::string& temp) {
+  const char* v = std::getenv("DITGEN_TEST_PAUSE_IN_WRITE");
+  const double seconds = v ? std::strtod(v, nullptr) : 0.0;
+  if (!(seconds > 0.0)) return;
+  std::fflush(f);  // the data is in the file, as a slow write would leave it
+  std::fprintf(stderr, "ditgen: test: pausing in write of %s\n", temp.c_str());
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
 
 void cleanup_and_exit_on_signal(int sig) {
   cleanup_temp_files_now();
@@ -110,6 +131,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   };
   try {
     writer(f);
+    pause_in_write_for_tests(f, temp);
   } catch (...) {
     std::fclose(f);
     unlink(temp.c_str());

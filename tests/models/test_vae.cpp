@@ -95,9 +95,18 @@ TEST_CASE("VAE config errors name the file and key") {
   cfg = io::read_json_file(path);
   cfg["act_fn"] = "gelu";
   CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"), doctest::Contains("act_fn"), ModelError);
-  cfg = io::read_json_file(path);
-  cfg["shift_factor"] = 0.0609;
-  CHECK(models::VaeConfig::from_json(cfg, "x/config.json").shift_factor.value() == doctest::Approx(0.0609));
+}
+
+TEST_CASE("VAE config: a non-null shift_factor is refused, null or absent is fine") {
+  const std::string path = testing::fixture_dir("dit_odd") + "/vae/config.json";
+  nlohmann::json cfg = io::read_json_file(path);
+  cfg["shift_factor"] = 0.1;
+  CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"),
+                       doctest::Contains("x/config.json: shift_factor: not supported yet"), ModelError);
+  cfg["shift_factor"] = nullptr;
+  CHECK_NOTHROW(models::VaeConfig::from_json(cfg, "x/config.json"));
+  cfg.erase("shift_factor");
+  CHECK_NOTHROW(models::VaeConfig::from_json(cfg, "x/config.json"));
 }
 
 TEST_CASE("VAE weights are validated against config.json before loading") {

@@ -1,6 +1,6 @@
 // The __host__ __device__ formulas of kernels/math/ (norm.h, softmax.h,
 // embedding.h) against plain double-precision loops: the CUDA kernels run the
-// same functions, so these tests cover the formulas on both backends.
+// same norm and softmax functions, so these tests cover them on both backends.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -37,7 +37,10 @@ void attention(const AttentionArgs& args);
 void attention_merge_(float* out, float* lse, const float* out2, const float* lse2, int64_t batch, int64_t heads,
                       int64_t q_len, int64_t head_dim, int64_t row_stride, int64_t batch_stride);
 
-// rows x row_len floats between two strided layouts (may overlap: memmove).
+// rows x row_len floats between two strided layouts; arguments checked by
+// ops::copy_rows. Ranges must not overlap (ops.h): the memmove per row keeps
+// an overlap within one row harmless, but rows overlapping other rows are
+// not supported.
 void copy_rows(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t row_len);
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);

@@ -1,6 +1,7 @@
 // Sinusoidal embeddings and patch (un)folding, following diffusers' formulas
 // and float precision: timestep embeddings in float32 (as torch computes
-// them, per element as kernels/math/embedding.h shared with the CUDA op),
+// them, per element as kernels/math/embedding.h; every backend uses this
+// host op, the DiT uploads its few rows),
 // 2-D position embeddings in float64 then rounded (as diffusers does).
 #include <cmath>
 #include <stdexcept>
