@@ -25,10 +25,6 @@ namespace {
 constexpr int64_t kTimestepChannels = 256;  // Timesteps(num_channels=256) in CombinedTimestepLabelEmbeddings
 constexpr float kAdaNormEps = 1e-6f;        // AdaLayerNormZero / norm_out eps
 
-void require(bool ok, const std::string& path, const std::string& msg) {
-  if (!ok) throw ModelError(path + ": " + msg);
-}
-
 }  // namespace
 
 DitConfig DitConfig::from_json(const nlohmann::json& cfg, const std::string& path) {

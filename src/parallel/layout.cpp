@@ -8,6 +8,7 @@
 
 #include "parallel/shard.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace ditgen::parallel {
 
@@ -178,8 +179,9 @@ void validate_layout(const Layout& l, int world_size, const Workload& d, double 
   if (valid.empty()) {
     msg += ". No layout works for " + std::to_string(world_size) + " ranks" + model;
   } else {
-    msg += ". Valid layouts for " + std::to_string(world_size) + " ranks" + model + ": ";
-    for (size_t i = 0; i < valid.size(); ++i) msg += (i ? ", " : "") + valid[i].short_str();
+    std::vector<std::string> names;
+    for (const Layout& v : valid) names.push_back(v.short_str());
+    msg += ". Valid layouts for " + std::to_string(world_size) + " ranks" + model + ": " + join(names);
   }
   throw ConfigError(msg);
 }

@@ -161,3 +161,23 @@ TEST_CASE("default_threads divides the cores among the ranks, at least 1") {
 }
 
 }  // namespace ditgen::test
+
+namespace ditgen::test {
+
+TEST_CASE("flags of the contract not built yet: 'not supported yet', exit 2, not 'unknown option'") {
+  CHECK(parse_error({"--config", "run.json", "--prompt", "a cat"}).find("not supported yet: --prompt") !=
+        std::string::npos);
+  CHECK(parse_error({"--config", "run.json", "--prompt-file", "p.txt"}).find("not supported yet: --prompt-file") !=
+        std::string::npos);
+  CHECK(parse_error({"--config", "run.json", "--negative-prompt", "x"}).find("not supported yet: --negative-prompt") !=
+        std::string::npos);
+  CHECK(parse_error({"--config", "run.json", "--frames", "16"}).find("not supported yet: --frames") !=
+        std::string::npos);
+  CHECK(parse_error({"--config", "run.json", "--resume"}).find("not supported yet: --resume") != std::string::npos);
+  CHECK(parse_error({"encode", "--model", "m", "--prompt", "a", "--output", "e.safetensors"})
+            .find("not supported yet: ditgen encode") != std::string::npos);
+  // A real typo is still an unknown option.
+  CHECK(parse_error({"--config", "run.json", "--promt", "a"}).find("not supported yet") == std::string::npos);
+}
+
+}  // namespace ditgen::test

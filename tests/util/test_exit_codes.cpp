@@ -51,16 +51,12 @@ TEST_CASE("a tensor of the wrong shape at weight load is a bad model: exit 3") {
 }
 
 TEST_CASE("a parallel layout the model cannot split is a bad config: exit 2") {
-  parallel::ModelDims dims;
+  parallel::Workload dims;
   dims.heads = 16;
   dims.head_dim = 4;
   dims.layers = 2;
   dims.tokens = 256;
-  dims.ff_inner = 64;
-  dims.latent_channels = 4;
-  dims.latent_h = dims.latent_w = 32;
-  dims.out_channels = 8;
-  dims.num_classes = 10;
+  dims.mlp_hidden = 64;
   const parallel::Layout layout{3, 1, 1, "ulysses"};  // 16 heads are not divisible by sp 3
   CHECK_THROWS_AS(parallel::validate_layout(layout, 3, dims, 4.0, "run.json"), ConfigError);
   CHECK(exit_code_of([&] { parallel::validate_layout(layout, 3, dims, 4.0, "run.json"); }) == kExitBadConfig);
