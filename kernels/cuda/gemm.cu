@@ -28,8 +28,10 @@ cudaDataType_t cuda_type(DType t) {
     case DType::kF32: return CUDA_R_32F;
     case DType::kBF16: return CUDA_R_16BF;
     case DType::kF16: return CUDA_R_16F;
+    case DType::kI32:
+    case DType::kI64: break;
   }
-  throw std::invalid_argument("gemm: unknown dtype");
+  throw std::invalid_argument(std::string("gemm: unsupported dtype ") + dtype_name(t));
 }
 
 cublasComputeType_t compute_type(DType t) {

@@ -36,8 +36,10 @@ template <class F> void dispatch_dtype(DType t, F&& f) {
     case DType::kF32: f(TypeTag<float>{}); return;
     case DType::kBF16: f(TypeTag<__nv_bfloat16>{}); return;
     case DType::kF16: f(TypeTag<__half>{}); return;
+    case DType::kI32:
+    case DType::kI64: break;  // host-only integer tensors never reach a kernel
   }
-  throw std::invalid_argument("cuda: unknown dtype");
+  throw std::invalid_argument(std::string("cuda: unsupported dtype ") + dtype_name(t));
 }
 
 // Blocks for a grid-stride loop over n items: enough to fill any current GPU

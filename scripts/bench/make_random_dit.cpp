@@ -5,8 +5,11 @@
 // are N(0, 0.02) with a fixed seed: outputs are noise, but the shapes, FLOPs
 // and memory are those of the real model. scripts/make_random_model.py makes
 // the whole pipeline (VAE too) with diffusers where PyTorch is available.
+// --dtype bfloat16 / float16 stores the weights in that dtype (the float32
+// draws rounded to nearest even, as torch's .to() would), as released
+// checkpoints often are.
 //
-//   make_random_dit --preset dit-xl-2-256 --out /tmp/dit-xl-2-256-transformer
+//   make_random_dit --preset dit-xl-2-256 --out /tmp/dit-xl-2-256-transformer [--dtype bfloat16]
 //   bench_dit_forward --model /tmp/dit-xl-2-256-transformer --device cuda --dtype bfloat16
 #include <cstdio>
 #include <cstdlib>
@@ -43,28 +46,37 @@ Tensor random(Shape shape, std::mt19937& rng) {
 }
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(code ? stderr : stdout, "usage: make_random_dit --preset dit-xl-2-256|dit-xl-2-512|dit-b-2-256 --out DIR\n");
+  std::fprintf(code ? stderr : stdout,
+               "usage: make_random_dit --preset dit-xl-2-256|dit-xl-2-512|dit-b-2-256 --out DIR "
+               "[--dtype float32|bfloat16|float16]\n");
   std::exit(code);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  std::string preset = "dit-xl-2-256", out;
+  std::string preset = "dit-xl-2-256", out, dtype_arg = "float32";
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
-    if ((k == "--preset" || k == "--out") && i + 1 < argc)
-      (k == "--preset" ? preset : out) = argv[++i];
+    if ((k == "--preset" || k == "--out" || k == "--dtype") && i + 1 < argc)
+      (k == "--preset" ? preset : k == "--out" ? out : dtype_arg) = argv[++i];
     else
       usage(k == "--help" || k == "-h" ? 0 : 2);
   }
   if (out.empty() || !kPresets.count(preset)) usage(2);
+  DType dtype = DType::kF32;
+  if (dtype_arg == "bfloat16") dtype = DType::kBF16;
+  else if (dtype_arg == "float16") dtype = DType::kF16;
+  else if (dtype_arg != "float32") usage(2);
   const Preset p = kPresets.at(preset);
   const int64_t d = p.heads * p.head_dim, f = 4 * d, patch = 2, in = 4, out_ch = 8, classes = 1000;
 
   std::mt19937 rng(0);
   std::vector<std::pair<std::string, Tensor>> w;
-  auto add = [&](const std::string& name, Shape shape) { w.emplace_back(name, random(std::move(shape), rng)); };
+  // Converted as drawn, so only the stored dtype's copy is ever held.
+  auto add = [&](const std::string& name, Shape shape) {
+    w.emplace_back(name, random(std::move(shape), rng).to(dtype));
+  };
   add("pos_embed.proj.weight", {d, in, patch, patch});
   add("pos_embed.proj.bias", {d});
   for (int64_t i = 0; i < p.layers; ++i) {
@@ -102,7 +114,8 @@ int main(int argc, char** argv) try {
   io::write_safetensors(out + "/diffusion_pytorch_model.safetensors", w);
   int64_t params = 0;
   for (const auto& [name, t] : w) params += t.numel();
-  std::printf("wrote %s: %s, %lld parameters\n", out.c_str(), preset.c_str(), static_cast<long long>(params));
+  std::printf("wrote %s: %s, %lld %s parameters\n", out.c_str(), preset.c_str(), static_cast<long long>(params),
+              dtype_name(dtype));
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "make_random_dit: %s\n", e.what());

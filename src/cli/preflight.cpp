@@ -45,7 +45,10 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
       if (f->info("noise").shape != want)
         throw ConfigError("tensor 'noise' has shape " + shape_str(f->info("noise").shape) + ", expected " +
                           shape_str(want) + " (outputs, C, h, w)");
-      req.init_noise = f->load("noise").clone();
+      // Noise is float32 (the sampler's dtype): a 16-bit file widens exactly;
+      // clone() detaches a float32 one from the mapping.
+      const Tensor noise = f->load("noise");
+      req.init_noise = noise.dtype() == DType::kF32 ? noise.clone() : noise.to(DType::kF32);
     } catch (const Error& e) {  // a bad argument file is a bad argument: exit 2
       const std::string msg = e.what();
       throw ConfigError("--init-noise " + (msg.rfind(opts.init_noise, 0) == 0 ? msg : opts.init_noise + ": " + msg));

@@ -1,5 +1,6 @@
 // safetensors: reading (mmap + a header validated field by field), writing
-// (float32, atomic) and the per-directory WeightStore (single file or shards).
+// (each tensor in its dtype, atomic) and the per-directory WeightStore
+// (single file or shards).
 //
 // Format: u64 little-endian header length N, N bytes of JSON, then the data
 // section. The JSON maps tensor names to {"dtype", "shape", "data_offsets"}
@@ -8,9 +9,11 @@
 // offsets, shapes, dtypes, types of JSON values) is checked against the file
 // size before a single tensor byte is touched; tensors may not overlap.
 //
-// The mapping lives as long as the SafetensorsFile; borrowed float32 tensors
-// hold a shared_ptr to it (via self_), so dropping the file handle early is
-// safe. The mapping is PROT_READ: borrowed tensors must never be written.
+// Tensors load in their stored dtype: nothing here converts (that is the
+// consumer's choice, once, with Tensor::to / ops::convert). The mapping lives
+// as long as the SafetensorsFile; borrowed tensors hold a shared_ptr to it
+// (via self_), so dropping the file handle early is safe. The mapping is
+// PROT_READ: borrowed tensors must never be written.
 #include "io/safetensors.h"
 
 #include <fcntl.h>
@@ -45,44 +48,42 @@ using nlohmann::json;
 // A header larger than this is hostile or broken (real ones are < 1 MB).
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 
-struct DTypeEntry {
-  DType dtype;
+struct StoredTypeEntry {
+  StoredType type;
   const char* name;
   size_t size;
+  bool loadable;  // has a tensor DType:
+  DType dtype;    // this one
 };
-constexpr DTypeEntry kDTypes[] = {
-    {DType::kF64, "F64", 8},         {DType::kF32, "F32", 4},        {DType::kF16, "F16", 2},
-    {DType::kBF16, "BF16", 2},       {DType::kI64, "I64", 8},        {DType::kI32, "I32", 4},
-    {DType::kI16, "I16", 2},         {DType::kI8, "I8", 1},          {DType::kU8, "U8", 1},
-    {DType::kBool, "BOOL", 1},       {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
-    {DType::kU64, "U64", 8},         {DType::kU32, "U32", 4},        {DType::kU16, "U16", 2},
+constexpr StoredTypeEntry kStoredTypes[] = {
+    {StoredType::kF64, "F64", 8, false, DType::kF32},         {StoredType::kF32, "F32", 4, true, DType::kF32},
+    {StoredType::kF16, "F16", 2, true, DType::kF16},          {StoredType::kBF16, "BF16", 2, true, DType::kBF16},
+    {StoredType::kI64, "I64", 8, true, DType::kI64},          {StoredType::kI32, "I32", 4, true, DType::kI32},
+    {StoredType::kI16, "I16", 2, false, DType::kF32},         {StoredType::kI8, "I8", 1, false, DType::kF32},
+    {StoredType::kU8, "U8", 1, false, DType::kF32},           {StoredType::kBool, "BOOL", 1, false, DType::kF32},
+    {StoredType::kF8E4M3, "F8_E4M3", 1, false, DType::kF32},  {StoredType::kF8E5M2, "F8_E5M2", 1, false, DType::kF32},
+    {StoredType::kU64, "U64", 8, false, DType::kF32},         {StoredType::kU32, "U32", 4, false, DType::kF32},
+    {StoredType::kU16, "U16", 2, false, DType::kF32},
 };
 
-const DTypeEntry* find_dtype(const std::string& name) {
-  for (const DTypeEntry& e : kDTypes)
+const StoredTypeEntry* find_stored_type(const std::string& name) {
+  for (const StoredTypeEntry& e : kStoredTypes)
     if (name == e.name) return &e;
   return nullptr;
 }
 
-// IEEE half -> float, exact for every input (subnormals, +-0, inf, NaN payloads).
-inline float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exponent = (h >> 10) & 0x1fu;
-  const uint32_t mantissa = h & 0x3ffu;
-  uint32_t bits;
-  if (exponent == 0) {
-    // Zero or subnormal: mantissa * 2^-24, exact in float (both factors are).
-    bits = sign | std::bit_cast<uint32_t>(static_cast<float>(mantissa) * 0x1p-24f);
-  } else if (exponent == 31) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else {
-    bits = sign | ((exponent + (127 - 15)) << 23) | (mantissa << 13);
-  }
-  return std::bit_cast<float>(bits);
+const StoredTypeEntry& entry_of(StoredType t) {
+  for (const StoredTypeEntry& e : kStoredTypes)
+    if (e.type == t) return e;
+  return kStoredTypes[0];  // unreachable: every enumerator has an entry
 }
 
-// bfloat16 is the upper half of a float32.
-inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+// The file's tag for a tensor dtype (write_safetensors).
+const char* tag_of(DType t) {
+  for (const StoredTypeEntry& e : kStoredTypes)
+    if (e.loadable && e.dtype == t) return e.name;
+  return "?";
+}
 
 // A JSON non-negative integer (nlohmann stores "5" as unsigned, "-0" as signed).
 bool as_u64(const json& j, uint64_t& out) {
@@ -130,9 +131,9 @@ TensorInfo parse_tensor_entry(const std::string& path, const std::string& name, 
   auto dtype_it = entry.find("dtype");
   if (dtype_it == entry.end()) throw ModelError(where + "missing \"dtype\"");
   if (!dtype_it->is_string()) throw ModelError(where + "\"dtype\" must be a string, got " + json_type(*dtype_it));
-  const DTypeEntry* dtype = find_dtype(dtype_it->get<std::string>());
+  const StoredTypeEntry* dtype = find_stored_type(dtype_it->get<std::string>());
   if (!dtype) throw ModelError(where + "unknown dtype '" + dtype_it->get<std::string>() + "'");
-  info.dtype = dtype->dtype;
+  info.type = dtype->type;
 
   auto shape_it = entry.find("shape");
   if (shape_it == entry.end()) throw ModelError(where + "missing \"shape\"");
@@ -215,34 +216,25 @@ ParsedHeader parse_header(const std::string& path, const uint8_t* map, uint64_t 
   return parsed;
 }
 
-void check_loadable(const std::string& path, const TensorInfo& info) {
-  if (info.dtype != DType::kF32 && info.dtype != DType::kF16 && info.dtype != DType::kBF16)
-    throw ModelError(path + ": tensor '" + info.name + "' has dtype " + dtype_name(info.dtype) +
-                     ", expected F32, F16 or BF16");
-}
-
-template <float (*Convert)(uint16_t)>
-void convert_halves(const uint8_t* src, float* dst, int64_t count) {
-#pragma omp parallel for schedule(static) if (count > (1 << 20))
-  for (int64_t i = 0; i < count; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);  // src may be unaligned
-    dst[i] = Convert(h);
-  }
+// The tensor dtype `info` loads as; ModelError naming the tensor otherwise.
+DType loadable_dtype(const std::string& path, const TensorInfo& info) {
+  DType d;
+  if (!tensor_dtype(info.type, d))
+    throw ModelError(path + ": tensor '" + info.name + "' has dtype " + stored_type_name(info.type) +
+                     ", expected F32, BF16, F16, I32 or I64");
+  return d;
 }
 
 }  // namespace
 
-const char* dtype_name(DType d) {
-  for (const DTypeEntry& e : kDTypes)
-    if (e.dtype == d) return e.name;
-  return "?";
-}
+const char* stored_type_name(StoredType t) { return entry_of(t).name; }
 
-size_t dtype_size(DType d) {
-  for (const DTypeEntry& e : kDTypes)
-    if (e.dtype == d) return e.size;
-  return 0;
+size_t stored_type_size(StoredType t) { return entry_of(t).size; }
+
+bool tensor_dtype(StoredType t, DType& out) {
+  const StoredTypeEntry& e = entry_of(t);
+  if (e.loadable) out = e.dtype;
+  return e.loadable;
 }
 
 // ---------------------------------------------------------------- SafetensorsFile
@@ -315,23 +307,19 @@ Tensor SafetensorsFile::load_rows(const std::string& name, int64_t row_begin, in
 
 Tensor SafetensorsFile::load_rows_of(const TensorInfo& ti, int64_t row_begin, int64_t row_end,
                                      const Shape& out_shape) const {
-  check_loadable(path_, ti);
+  const DType dtype = loadable_dtype(path_, ti);
   const int64_t rows = ti.shape.empty() ? 1 : ti.shape[0];
   const int64_t row_elems = rows ? shape_numel(ti.shape) / rows : 0;
   const int64_t count = (row_end - row_begin) * row_elems;
-  const size_t elem_size = dtype_size(ti.dtype);
+  const size_t elem_size = dtype_size(dtype);
   const uint8_t* src = map_ + data_offset_ + ti.begin + static_cast<uint64_t>(row_begin * row_elems) * elem_size;
 
-  if (ti.dtype == DType::kF32 && reinterpret_cast<uintptr_t>(src) % alignof(float) == 0)
-    return Tensor::borrow(reinterpret_cast<float*>(const_cast<uint8_t*>(src)), out_shape, self_.lock());
+  // Every element type's size is its alignment (2, 4 or 8 bytes).
+  if (reinterpret_cast<uintptr_t>(src) % elem_size == 0)
+    return Tensor::borrow(const_cast<uint8_t*>(src), dtype, out_shape, self_.lock());
 
-  Tensor out = Tensor::empty(out_shape);
-  if (ti.dtype == DType::kF32)
-    std::memcpy(out.data(), src, static_cast<size_t>(count) * sizeof(float));
-  else if (ti.dtype == DType::kF16)
-    convert_halves<f16_to_f32>(src, out.data(), count);
-  else
-    convert_halves<bf16_to_f32>(src, out.data(), count);
+  Tensor out = Tensor::empty(out_shape, Device::kCPU, dtype);
+  if (count) std::memcpy(out.raw(), src, static_cast<size_t>(count) * elem_size);
   return out;
 }
 
@@ -340,21 +328,15 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
   if (ti.shape.size() != 2 || col_begin < 0 || col_end < col_begin || col_end > ti.shape[1])
     throw ModelError(path_ + ": tensor '" + name + "': columns [" + std::to_string(col_begin) + ", " +
                      std::to_string(col_end) + ") out of range for shape " + shape_str(ti.shape));
-  check_loadable(path_, ti);
+  const DType dtype = loadable_dtype(path_, ti);
   const int64_t rows = ti.shape[0], cols = ti.shape[1], width = col_end - col_begin;
-  const size_t elem_size = dtype_size(ti.dtype);
+  const size_t elem_size = dtype_size(dtype);
   const uint8_t* base = map_ + data_offset_ + ti.begin;
-  Tensor out = Tensor::empty({rows, width});
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* src = base + static_cast<uint64_t>(r * cols + col_begin) * elem_size;
-    float* dst = out.data() + r * width;
-    if (ti.dtype == DType::kF32)
-      std::memcpy(dst, src, static_cast<size_t>(width) * sizeof(float));
-    else if (ti.dtype == DType::kF16)
-      convert_halves<f16_to_f32>(src, dst, width);
-    else
-      convert_halves<bf16_to_f32>(src, dst, width);
-  }
+  Tensor out = Tensor::empty({rows, width}, Device::kCPU, dtype);
+  uint8_t* dst = static_cast<uint8_t*>(out.raw());
+  const size_t row_bytes = static_cast<size_t>(width) * elem_size;
+  for (int64_t r = 0; r < rows && row_bytes; ++r)
+    std::memcpy(dst + r * row_bytes, base + static_cast<uint64_t>(r * cols + col_begin) * elem_size, row_bytes);
   // Every page of the tensor was touched; drop them from this process (they
   // stay in the page cache, shared with the other ranks reading this file).
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
@@ -376,13 +358,19 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
       throw RuntimeFailure(path + ": cannot write tensor '" + name + "': duplicate or reserved name");
     if (!tensor.defined() && tensor.numel() != 0)
       throw RuntimeFailure(path + ": cannot write tensor '" + name + "': it holds no data");
-    header[name] = {{"dtype", "F32"}, {"shape", tensor.shape()}, {"data_offsets", {offset, offset + tensor.nbytes()}}};
+    if (tensor.defined() && !tensor.is_cpu())
+      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': it is on " + device_name(tensor.device()));
+    header[name] = {{"dtype", tag_of(tensor.dtype())},
+                    {"shape", tensor.shape()},
+                    {"data_offsets", {offset, offset + tensor.nbytes()}}};
     offset += tensor.nbytes();
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
 
   // Pad with spaces (valid JSON whitespace) so the data section starts 8-byte
-  // aligned, which keeps every float32 tensor 4-byte aligned for zero copy.
+  // aligned, which keeps every tensor aligned for zero copy as long as those
+  // before it end on its element size (all of one dtype, say: the format
+  // allows no gaps between tensors to realign).
   std::string text = header.dump();
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
   const uint64_t header_len = text.size();
@@ -391,7 +379,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
     std::fwrite(&header_len, 8, 1, f);
     std::fwrite(text.data(), 1, text.size(), f);
     for (const auto& [name, tensor] : tensors)
-      if (tensor.nbytes()) std::fwrite(tensor.data(), 1, tensor.nbytes(), f);
+      if (tensor.nbytes()) std::fwrite(tensor.raw(), 1, tensor.nbytes(), f);
   });
 }
 
@@ -527,7 +515,10 @@ size_t WeightStore::where_index(const std::string& name) const {
 void WeightStore::expect(const std::string& name, const Shape& shape) const {
   const TensorInfo& ti = info(name);
   const std::string& file = file_of(name);
-  check_loadable(file, ti);
+  // Model weights are floating (an index tensor loads, but is no weight).
+  if (!is_floating(loadable_dtype(file, ti)))
+    throw ModelError(file + ": tensor '" + name + "' has dtype " + stored_type_name(ti.type) +
+                     ", expected F32, BF16 or F16");
   if (ti.shape != shape)
     throw ModelError(file + ": tensor '" + name + "' has shape " + shape_str(ti.shape) + ", expected " +
                      shape_str(shape) + " (from config.json)");

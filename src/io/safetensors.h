@@ -1,6 +1,8 @@
 // safetensors reading (mmap, fully validated header) and writing.
-// A file is mapped read-only once; float32 tensors are borrowed in place
-// (zero copy) when aligned, F16/BF16 are converted to float32 on load.
+// A file is mapped read-only once; tensors load in their stored dtype
+// (F32, BF16, F16, I32, I64), borrowed in place (zero copy) when aligned for
+// their element type, copied only when not: a bfloat16 checkpoint stays
+// bfloat16 in memory, never widened here (conversion is the consumer's, once).
 // Every offset, size, dtype and shape in the header is checked against the
 // file size before anything is read, so hostile files fail with ModelError
 // naming the file and tensor, never a crash or an overread.
@@ -16,15 +18,18 @@
 
 namespace ditgen::io {
 
-// Every dtype of the safetensors format: a file holding any of them opens;
-// only load() insists on F32, F16 or BF16.
-enum class DType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool, kF8E4M3, kF8E5M2, kU64, kU32, kU16 };
-const char* dtype_name(DType d);  // "F32", ...
-size_t dtype_size(DType d);
+// Every element type of the safetensors format (the file's "dtype" tags): a
+// file holding any of them opens; only the five with a tensor DType load.
+enum class StoredType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool, kF8E4M3, kF8E5M2, kU64, kU32, kU16 };
+const char* stored_type_name(StoredType t);  // the file's tag: "F32", "BF16", ...
+size_t stored_type_size(StoredType t);
+// The tensor dtype holding `t`'s values as stored: F32, BF16, F16, I32, I64
+// map to their DType; the rest have none (false).
+bool tensor_dtype(StoredType t, DType& out);
 
 struct TensorInfo {
   std::string name;
-  DType dtype;
+  StoredType type;
   Shape shape;
   uint64_t begin = 0;  // byte offsets relative to the start of the data section
   uint64_t end = 0;
@@ -42,15 +47,15 @@ class SafetensorsFile {
   std::vector<std::string> names() const;                 // sorted
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-  // The whole tensor as float32 (F32 borrowed in place when 4-byte aligned,
-  // F16/BF16/F32-unaligned converted into owned storage). Other dtypes:
-  // ModelError naming the tensor and its dtype.
+  // The whole tensor in its stored dtype, borrowed in place when the data is
+  // aligned for its element type (else copied into owned storage). Other
+  // stored types: ModelError naming the tensor and its dtype.
   Tensor load(const std::string& name) const;
   // Rows [row_begin, row_end) of the leading dimension, reading only those
   // bytes (tensor parallelism loads its own slices).
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
   // Columns [col_begin, col_end) of a 2-D tensor, copied into owned storage
-  // (tensor parallelism's row-split layers). The file pages it read are
+  // in the stored dtype (tensor parallelism's row-split layers). The file pages it read are
   // released from this process afterwards, so its resident memory holds only
   // the slice.
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
@@ -60,7 +65,7 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile() = default;
-  // Rows [row_begin, row_end) of `ti` (a scalar counts as one row) as float32.
+  // Rows [row_begin, row_end) of `ti` (a scalar counts as one row).
   Tensor load_rows_of(const TensorInfo& ti, int64_t row_begin, int64_t row_end, const Shape& out_shape) const;
   std::string path_;
   const uint8_t* map_ = nullptr;  // whole file
@@ -71,7 +76,8 @@ class SafetensorsFile {
   std::weak_ptr<const SafetensorsFile> self_;  // lets borrowed tensors keep the map alive
 };
 
-// Writes float32 tensors to `path` atomically (temporary name, then rename).
+// Writes CPU tensors, each in its own dtype, to `path` atomically (temporary
+// name, then rename).
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
@@ -91,8 +97,9 @@ class WeightStore {
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
 
-  // Checks that `name` exists with exactly `shape` (ModelError naming the
-  // file, the tensor, and expected vs found shape or dtype otherwise).
+  // Checks that `name` exists with exactly `shape` and a floating dtype
+  // (ModelError naming the file, the tensor, and expected vs found shape or
+  // dtype otherwise).
   void expect(const std::string& name, const Shape& shape) const;
 
  private:

@@ -124,32 +124,35 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   m.seq_attn_ = parallel::SequenceParallelAttention(
       shard.sp, shard.ring ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
   m.place_ = place;
-  // Every weight goes to the model's device and dtype once, here (on the
-  // CPU in float32 it stays borrowed from the mmapped file).
+  // Every weight goes to the model's device and dtype once, here; on the
+  // CPU the GEMM weights (matrix) stay as stored, borrowed from the mmapped
+  // file, and the rest (put) becomes float32.
   auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
-  m.patch_w = whole("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
+  auto matrix = [&](const std::string& name) { return place.matrix(w.load(name)); };
+  m.patch_w = matrix("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
   m.patch_b = whole("pos_embed.proj.bias");
   m.pos_embed = place.put(ops::sincos_pos_embed_2d(d, c.grid(), c.grid(), static_cast<double>(c.grid()), 1.0));
-  m.final_ada_w = whole("proj_out_1.weight");
+  m.final_ada_w = matrix("proj_out_1.weight");
   m.final_ada_b = whole("proj_out_1.bias");
-  m.final_w = whole("proj_out_2.weight");
+  m.final_w = matrix("proj_out_2.weight");
   m.final_b = whole("proj_out_2.bias");
   // This rank's rows [r0, r0 + n) of a column-split layer (borrowed from the
   // file, zero copy), and its input columns of a row-split one.
   const int64_t dl = d / tp, fl = f / tp;
   auto rows = [&](const std::string& name, int64_t r0, int64_t n) {
-    return place.put(w.load_rows(name, r0, r0 + n));
+    Tensor t = w.load_rows(name, r0, r0 + n);
+    return t.ndim() == 2 ? place.matrix(t) : place.put(t);  // a weight's rows, or a bias's
   };
   auto cols = [&](const std::string& name, int64_t c0, int64_t n) {
-    return place.put(tp == 1 ? w.load(name) : w.load_cols(name, c0, c0 + n));
+    return place.matrix(tp == 1 ? w.load(name) : w.load_cols(name, c0, c0 + n));
   };
   m.blocks.resize(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
     DitBlock& k = m.blocks[i];
-    k.t_linear1_w = whole(b + "norm1.emb.timestep_embedder.linear_1.weight");
+    k.t_linear1_w = matrix(b + "norm1.emb.timestep_embedder.linear_1.weight");
     k.t_linear1_b = whole(b + "norm1.emb.timestep_embedder.linear_1.bias");
-    k.t_linear2_w = whole(b + "norm1.emb.timestep_embedder.linear_2.weight");
+    k.t_linear2_w = matrix(b + "norm1.emb.timestep_embedder.linear_2.weight");
     k.t_linear2_b = whole(b + "norm1.emb.timestep_embedder.linear_2.bias");
     k.class_table = whole(b + "norm1.emb.class_embedder.embedding_table.weight");
     for (int chunk = 0; chunk < 6; ++chunk) {

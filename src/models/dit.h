@@ -85,6 +85,8 @@ class DitTransformer {
   const DitConfig& config() const { return cfg_; }
   const ShardGroups& shard() const { return shard_; }
   const Placement& placement() const { return place_; }
+  // Block i's weights as loaded (tests check where they live and their dtype).
+  const DitBlock& block(size_t i) const { return blocks.at(i); }
 
  private:
   // (B, 6D) adaLN modulation of one block from its conditioning.

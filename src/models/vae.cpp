@@ -239,7 +239,7 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const 
     a.norm_b = place.put(w.load(att + "group_norm.bias"));
     Tensor qkv_w = Tensor::empty({3 * c_last, c_last}), qkv_b = Tensor::empty({3 * c_last});  // fused on the host
     for (int i = 0; i < 3; ++i) {
-      Tensor pw = w.load(proj[i].w), pb = w.load(proj[i].b);
+      Tensor pw = w.load(proj[i].w).to(DType::kF32), pb = w.load(proj[i].b).to(DType::kF32);  // as stored -> float32
       std::copy(pw.data(), pw.data() + c_last * c_last, qkv_w.data() + i * c_last * c_last);
       std::copy(pb.data(), pb.data() + c_last, qkv_b.data() + i * c_last);
     }

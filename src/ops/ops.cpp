@@ -1,7 +1,11 @@
 // The op front end (ops.h): checks each op's arguments once, for every
-// device, then dispatches by the tensors' device to ops/cpu (float32) or,
-// in a CUDA build, ops/gpu. This file is the only place that knows both
-// backends exist.
+// device, then dispatches by the tensors' device and dtype to ops/cpu or, in
+// a CUDA build, ops/gpu. This file is the only place that knows both
+// backends exist, and the only place that decides which dtypes reach them:
+// the CPU computes in float32, so every CPU operand is float32 except a
+// GEMM weight (linear, linear_into, gemm's b), which may stay bfloat16 or
+// float16 as it was stored (the CPU GEMM widens it in blocks); CUDA takes
+// float32, bfloat16 or float16, every operand of one op in one dtype.
 #include "ops/ops.h"
 
 #include <cmath>
@@ -23,8 +27,8 @@ std::string where(const Tensor& t) {
   return std::string(device_name(t.device())) + " " + dtype_name(t.dtype()) + " " + shape_str(t.shape());
 }
 
-// Every operand on the first one's device, with its dtype (float32 is the
-// only CPU dtype, so this also keeps the CPU path float32).
+// Every operand on the first one's device, with its dtype (the dispatch
+// then checks that dtype once for the device).
 void same_place(const char* op, const Tensor& first, std::initializer_list<const Tensor*> others) {
   if (!first.defined()) throw std::invalid_argument(std::string(op) + ": undefined input tensor");
   for (const Tensor* t : others) {
@@ -37,6 +41,25 @@ void same_place(const char* op, const Tensor& first, std::initializer_list<const
 }
 
 bool on_cuda(const Tensor& t) { return t.device() == Device::kCUDA; }
+
+// The CPU ops compute in float32: an operand of another dtype is the
+// caller's to convert (ops::convert), never converted silently here.
+void require_cpu_float32(const char* op, const Tensor& t) {
+  if (t.dtype() != DType::kF32)
+    throw std::invalid_argument(std::string(op) + ": the CPU computes in float32, got a " + where(t) +
+                                " tensor (convert it with ops::convert)");
+}
+
+// A GEMM weight beside activations x: x's device; on the CPU float32,
+// bfloat16 or float16 (widened inside the GEMM), on CUDA x's dtype.
+void weight_place(const char* op, const Tensor& x, const Tensor& w) {
+  if (!w.defined()) throw std::invalid_argument(std::string(op) + ": undefined weight tensor");
+  if (w.device() != x.device() || (on_cuda(x) && w.dtype() != x.dtype()))
+    throw std::invalid_argument(std::string(op) + ": tensors on different devices or dtypes: " + where(x) +
+                                " and weight " + where(w));
+  if (!is_floating(w.dtype()))
+    throw std::invalid_argument(std::string(op) + ": weight must be float32, bfloat16 or float16, got " + where(w));
+}
 
 #ifndef DITGEN_WITH_CUDA
 [[noreturn]] void unreachable_cuda(const char* op) {
@@ -58,9 +81,12 @@ void check_modulation(const char* op, const Tensor& x, const Tensor& mod, std::i
 
 }  // namespace
 
-// The dispatch, one macro so the CUDA branch exists only in CUDA builds:
-// `cuda` says whether the operands are on CUDA; gpu_call / cpu_call are the
-// ops::gpu / ops::cpu calls (the same call when the signatures match).
+// The dispatch, macros so the CUDA branch exists only in CUDA builds.
+// DITGEN_DISPATCH_ON(lead, ...): by the lead operand's device and dtype (on
+// the CPU it must be float32; same_place has made the others match it);
+// gpu_call / cpu_call are the ops::gpu / ops::cpu calls (DITGEN_DISPATCH:
+// the same call when the signatures match). DITGEN_DISPATCH_TO(cuda, ...):
+// by device alone, for attention, which checks its own dtype.
 #ifdef DITGEN_WITH_CUDA
 #define DITGEN_DISPATCH_TO(cuda, op_name, gpu_call, cpu_call) \
   if (cuda) return gpu::gpu_call;                              \
@@ -70,10 +96,21 @@ void check_modulation(const char* op, const Tensor& x, const Tensor& mod, std::i
   if (cuda) unreachable_cuda(op_name);                         \
   return cpu::cpu_call
 #endif
-#define DITGEN_DISPATCH(tensor, op_name, call) DITGEN_DISPATCH_TO(on_cuda(tensor), op_name, call, call)
+#define DITGEN_DISPATCH_ON(lead, op_name, gpu_call, cpu_call) \
+  if (!on_cuda(lead)) require_cpu_float32(op_name, lead);      \
+  DITGEN_DISPATCH_TO(on_cuda(lead), op_name, gpu_call, cpu_call)
+#define DITGEN_DISPATCH(tensor, op_name, call) DITGEN_DISPATCH_ON(tensor, op_name, call, call)
+
+Tensor convert(const Tensor& x, DType dtype) {
+  if (!x.defined()) throw std::invalid_argument("convert: undefined input tensor");
+  if (on_cuda(x) && !is_floating(dtype))
+    throw std::invalid_argument(std::string("convert: CUDA tensors are floating, not ") + dtype_name(dtype));
+  return x.to(x.device(), dtype);
+}
 
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c) {
-  same_place("gemm", a, {&b, &c});
+  same_place("gemm", a, {&c});
+  weight_place("gemm", a, b);
   if (a.ndim() != 2 || b.ndim() != 2 || c.ndim() != 2)
     throw std::invalid_argument("gemm: 2-D operands expected, got " + shape_str(a.shape()) + ", " +
                                 shape_str(b.shape()) + ", " + shape_str(c.shape()));
@@ -82,13 +119,15 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor
   if (k != kb || c.dim(0) != m || c.dim(1) != n)
     throw std::invalid_argument("gemm: op(a) " + std::to_string(m) + "x" + std::to_string(k) + ", op(b) " +
                                 std::to_string(kb) + "x" + std::to_string(n) + ", c " + shape_str(c.shape()));
-  DITGEN_DISPATCH_TO(on_cuda(a), "gemm", gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c),
-                     gemm(trans_a, trans_b, m, n, k, alpha, a.data(), a.dim(1), b.data(), b.dim(1), beta, c.data(), n));
+  DITGEN_DISPATCH_ON(a, "gemm", gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c),
+                     gemm(trans_a, trans_b, m, n, k, alpha, a.data(), a.dim(1), b.raw(), b.dtype(), b.dim(1), beta,
+                          c.data(), n));
 }
 
 namespace {
 void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
-  same_place("linear", x, {&w, bias});
+  same_place("linear", x, {bias});
+  weight_place("linear", x, w);
   if (w.ndim() != 2) throw std::invalid_argument("linear: weight must be 2-D, got " + shape_str(w.shape()));
   if (x.ndim() < 1 || x.dim(-1) != w.dim(1))
     throw std::invalid_argument("linear: input " + shape_str(x.shape()) + " does not match weight " +
@@ -110,7 +149,7 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
     throw std::invalid_argument("linear_into: columns [" + std::to_string(col) + ", " +
                                 std::to_string(col + w.dim(0)) + ") of " + shape_str(y.shape()) + " for " +
                                 std::to_string(rows) + " rows");
-  DITGEN_DISPATCH_TO(on_cuda(x), "linear_into", linear_into(x, w, bias, y, col),
+  DITGEN_DISPATCH_ON(x, "linear_into", linear_into(x, w, bias, y, col),
                      linear_into(x, w, bias, y.data() + col, width));
 }
 
@@ -147,7 +186,7 @@ void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, 
   if (out.shape() != x.shape())
     throw std::invalid_argument("layer_norm_modulate: x " + shape_str(x.shape()) + ", out " +
                                 shape_str(out.shape()));
-  DITGEN_DISPATCH_TO(on_cuda(x), "layer_norm_modulate", layer_norm_modulate(x, mod, shift_col, scale_col, eps, out),
+  DITGEN_DISPATCH_ON(x, "layer_norm_modulate", layer_norm_modulate(x, mod, shift_col, scale_col, eps, out),
                      layer_norm_modulate(x, mod.data() + shift_col, mod.data() + scale_col, mod.dim(1), eps, out));
 }
 
@@ -156,7 +195,7 @@ void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate
   if (x.shape() != y.shape())
     throw std::invalid_argument("gated_residual_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
   check_modulation("gated_residual_", x, mod, {gate_col});
-  DITGEN_DISPATCH_TO(on_cuda(x), "gated_residual_", gated_residual_(x, y, mod, gate_col),
+  DITGEN_DISPATCH_ON(x, "gated_residual_", gated_residual_(x, y, mod, gate_col),
                      gated_residual_(x, y, mod.data() + gate_col, mod.dim(1)));
 }
 
@@ -255,7 +294,7 @@ void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor
                                 std::to_string(src_stride) + " of " + shape_str(src.shape()) + " to offset " +
                                 std::to_string(dst_offset) + " stride " + std::to_string(dst_stride) + " of " +
                                 shape_str(dst.shape()));
-  DITGEN_DISPATCH_TO(on_cuda(src), "copy_rows",
+  DITGEN_DISPATCH_ON(src, "copy_rows",
                      copy_rows(src, src_offset, src_stride, dst, dst_offset, dst_stride, rows, row_len),
                      copy_rows(src.data() + src_offset, src_stride, dst.data() + dst_offset, dst_stride, rows,
                                row_len));

@@ -1,8 +1,11 @@
 // Op front end: the one place models call for compute. Every op takes
-// tensors on one device and dispatches by that device (src/ops/ops.cpp, the
-// only dispatch point) to its CPU implementation (src/ops/cpu/, float32) or
-// its CUDA one (src/ops/gpu/ over kernels/cuda/, float32, bfloat16 or
-// float16 storage with float32 arithmetic). Arguments are checked here, once,
+// tensors on one device and dispatches by that device and their dtype
+// (src/ops/ops.cpp, the only dispatch point) to its CPU implementation
+// (src/ops/cpu/: float32 operands, GEMM weights also bfloat16 / float16,
+// float32 arithmetic) or its CUDA one (src/ops/gpu/ over kernels/cuda/,
+// float32, bfloat16 or float16 storage with float32 arithmetic). A CPU
+// operand of another dtype is std::invalid_argument naming the op and dtype:
+// conversion is explicit (convert below), done once where it is needed. Arguments are checked here, once,
 // for every device. Model code written against this header runs unchanged
 // on either device: the CPU tests exercise the same model code a GPU runs.
 // Shapes use the diffusers/PyTorch conventions: Linear weights are [out, in],
@@ -25,12 +28,21 @@ const char* blas_threading();
 // OpenBLAS's kernel family in use ("SkylakeX", "Haswell", ...).
 const char* blas_core();
 
+// ---- Conversion -------------------------------------------------------------
+// x's elements as `dtype`, on x's device: x itself (shared) when it already
+// is, else a converted copy (Tensor::to: round to nearest even between the
+// floating types, exact casts to and from the integer ones).
+Tensor convert(const Tensor& x, DType dtype);
+
 // ---- GEMM ---------------------------------------------------------------
 // c[M, N] = alpha * op(a) * op(b) + beta * c on 2-D tensors (op = transpose
-// when asked); M, N, K come from the shapes.
+// when asked); M, N, K come from the shapes. On the CPU b (the weight) may
+// be bfloat16 or float16 (widened in blocks, float32 arithmetic).
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c);
 
-// y[..., N] = x[..., K] · w[N, K]^T + bias[N]  (torch.nn.Linear).
+// y[..., N] = x[..., K] · w[N, K]^T + bias[N]  (torch.nn.Linear). On the
+// CPU w may be bfloat16 or float16 (kept as stored, widened a block of rows
+// at a time inside the GEMM); x, bias and y are float32.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
 // Same, into columns [col, col + N) of y, a [rows, W] tensor (x's rows), so
 // several projections can fill one wider buffer.

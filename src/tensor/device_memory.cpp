@@ -1,12 +1,16 @@
 // Device storage for Tensor: aligned host memory, and with the CUDA backend
 // the caching allocator of kernels/cuda/device.h plus its copy and cast
 // primitives. The only file of the tensor layer with a DITGEN_WITH_CUDA branch.
+// Host-side conversion is convert_host (tensor/convert.h); a host <-> device
+// copy moves the bytes in the host tensor's dtype and casts on the device.
 #include "tensor/device_memory.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "tensor/convert.h"
 #include "util/error.h"
 
 #ifdef DITGEN_WITH_CUDA
@@ -66,33 +70,41 @@ void fill_zero(Device device, void* ptr, size_t bytes) {
 void copy(void* dst, Device dst_device, DType dst_dtype, const void* src, Device src_device, DType src_dtype,
           int64_t n) {
   if (n <= 0) return;
-  if (dst_device == Device::kCPU && src_device == Device::kCPU) {
-    // CPU memory is float32 only (Tensor::empty enforces it).
-    std::memmove(dst, src, static_cast<size_t>(n) * sizeof(float));
-    return;
-  }
+  if (dst_device == Device::kCPU && src_device == Device::kCPU)
+    return convert_host(src, src_dtype, dst, dst_dtype, n);
 #ifdef DITGEN_WITH_CUDA
+  // CUDA tensors are floating (Tensor::empty enforces it); a host integer
+  // tensor goes through a host float32 copy first.
+  if (!is_floating(src_dtype) || !is_floating(dst_dtype)) {
+    if (src_device == Device::kCPU) {
+      std::vector<float> widened(static_cast<size_t>(n));
+      convert_host(src, src_dtype, widened.data(), DType::kF32, n);
+      return copy(dst, dst_device, dst_dtype, widened.data(), Device::kCPU, DType::kF32, n);
+    }
+    std::vector<float> narrowed(static_cast<size_t>(n));
+    copy(narrowed.data(), Device::kCPU, DType::kF32, src, src_device, src_dtype, n);
+    return convert_host(narrowed.data(), DType::kF32, dst, dst_dtype, n);
+  }
   const size_t src_bytes = static_cast<size_t>(n) * dtype_size(src_dtype);
-  if (src_device == Device::kCPU) {  // host float32 -> device dst_dtype
-    if (dst_dtype == DType::kF32) return cuda::copy_to_device(dst, src, src_bytes);
+  const size_t dst_bytes = static_cast<size_t>(n) * dtype_size(dst_dtype);
+  if (src_device == Device::kCPU) {  // host src_dtype -> device dst_dtype: upload as stored, cast there
+    if (dst_dtype == src_dtype) return cuda::copy_to_device(dst, src, src_bytes);
     cuda::DeviceBuffer staged(src_bytes);
     cuda::copy_to_device(staged.get(), src, src_bytes);
-    cuda::cast(staged.get(), DType::kF32, dst, dst_dtype, n);
+    cuda::cast(staged.get(), src_dtype, dst, dst_dtype, n);
     cuda::synchronize();  // staged is freed (stream-ordered) on return; keep the host contract blocking
     return;
   }
-  if (dst_device == Device::kCPU) {  // device src_dtype -> host float32
-    if (src_dtype == DType::kF32) return cuda::copy_to_host(dst, src, src_bytes);
-    cuda::DeviceBuffer staged(static_cast<size_t>(n) * sizeof(float));
-    cuda::cast(src, src_dtype, staged.get(), DType::kF32, n);
-    cuda::copy_to_host(dst, staged.get(), static_cast<size_t>(n) * sizeof(float));
+  if (dst_device == Device::kCPU) {  // device src_dtype -> host dst_dtype: cast there, download
+    if (src_dtype == dst_dtype) return cuda::copy_to_host(dst, src, src_bytes);
+    cuda::DeviceBuffer staged(dst_bytes);
+    cuda::cast(src, src_dtype, staged.get(), dst_dtype, n);
+    cuda::copy_to_host(dst, staged.get(), dst_bytes);
     return;
   }
   if (src_dtype == dst_dtype) return cuda::copy_on_device(dst, src, src_bytes);
   cuda::cast(src, src_dtype, dst, dst_dtype, n);
 #else
-  (void)dst_dtype;
-  (void)src_dtype;
   no_cuda();
 #endif
 }

@@ -19,7 +19,8 @@ std::shared_ptr<void> allocate(Device device, size_t bytes);
 void fill_zero(Device device, void* ptr, size_t bytes);
 
 // Copies n elements between any two devices, converting dtype on the way
-// (CPU memory is always float32). Blocking when the host is involved.
+// (as convert_host on the CPU, by the device's cast kernel on CUDA).
+// Blocking when the host is involved.
 void copy(void* dst, Device dst_device, DType dst_dtype, const void* src, Device src_device, DType src_dtype,
           int64_t n);
 

@@ -1,8 +1,10 @@
-// Element types of tensor storage and devices. CPU tensors are float32 (the
-// CPU backend computes in float32 throughout); CUDA tensors may also hold
-// bfloat16 or float16, which the CUDA ops widen to float32 to compute
-// (model.dtype, DESIGN.md §3). Header-only and free of CUDA syntax: the
-// tensor layer, the CUDA kernels and the CPU tests share it.
+// Element types of tensor storage and devices. CPU tensors hold any of the
+// five: float32 (what the CPU ops compute in), bfloat16 and float16 (weights
+// kept in their stored dtype, mmapped, and widened inside the GEMM), int32
+// and int64 (index tensors read from files). CUDA tensors hold the three
+// floating types, which the CUDA ops widen to float32 to compute (model.dtype,
+// DESIGN.md §3). Header-only and free of CUDA syntax: the tensor layer, the
+// CUDA kernels and the CPU tests share it.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -10,15 +12,29 @@
 namespace ditgen {
 
 enum class Device { kCPU, kCUDA };
-enum class DType { kF32, kBF16, kF16 };
+enum class DType { kF32, kBF16, kF16, kI32, kI64 };
 
-constexpr size_t dtype_size(DType t) { return t == DType::kF32 ? 4 : 2; }
+constexpr size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::kF32: return 4;
+    case DType::kBF16: return 2;
+    case DType::kF16: return 2;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+  }
+  return 0;
+}
+
+// float32, bfloat16 or float16: the types the ops and the CUDA backend take.
+constexpr bool is_floating(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
 
 constexpr const char* dtype_name(DType t) {
   switch (t) {
     case DType::kF32: return "float32";
     case DType::kBF16: return "bfloat16";
     case DType::kF16: return "float16";
+    case DType::kI32: return "int32";
+    case DType::kI64: return "int64";
   }
   return "?";
 }

@@ -33,14 +33,15 @@ int64_t shape_numel(const Shape& s) {
 Tensor Tensor::empty(Shape shape, Device device, DType dtype) {
   for (int64_t d : shape)
     if (d < 0) throw std::invalid_argument("Tensor::empty: negative dimension in " + shape_str(shape));
-  if (device == Device::kCPU && dtype != DType::kF32)
-    throw std::invalid_argument(std::string("Tensor::empty: CPU tensors are float32, not ") + dtype_name(dtype));
+  if (device == Device::kCUDA && !is_floating(dtype))
+    throw std::invalid_argument(std::string("Tensor::empty: CUDA tensors are float32, bfloat16 or float16, not ") +
+                                dtype_name(dtype));
   Tensor t;
   t.shape_ = std::move(shape);
   t.device_ = device;
   t.dtype_ = dtype;
   auto storage = device_memory::allocate(device, t.nbytes());
-  t.data_ = static_cast<float*>(storage.get());
+  t.data_ = storage.get();
   t.storage_ = std::move(storage);
   return t;
 }
@@ -53,7 +54,8 @@ Tensor Tensor::zeros(Shape shape, Device device, DType dtype) {
 
 Tensor Tensor::full(Shape shape, float value) {
   Tensor t = empty(std::move(shape));
-  for (int64_t i = 0, n = t.numel(); i < n; ++i) t.data_[i] = value;
+  float* p = t.data();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = value;
   return t;
 }
 
@@ -66,9 +68,12 @@ Tensor Tensor::from_vector(Shape shape, const std::vector<float>& values) {
   return t;
 }
 
-Tensor Tensor::borrow(float* data, Shape shape, std::shared_ptr<const void> owner) {
+Tensor Tensor::borrow(void* data, DType dtype, Shape shape, std::shared_ptr<const void> owner) {
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) != 0)
+    throw std::invalid_argument(std::string("Tensor::borrow: ") + dtype_name(dtype) + " storage at a misaligned address");
   Tensor t;
   t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
   t.data_ = data;
   t.storage_ = std::move(owner);
   return t;
@@ -76,7 +81,14 @@ Tensor Tensor::borrow(float* data, Shape shape, std::shared_ptr<const void> owne
 
 float* Tensor::data() {
   if (device_ != Device::kCPU || dtype_ != DType::kF32)
-    throw std::logic_error("host element access to a " + describe(*this) + " (only CPU float32 tensors have data())");
+    throw std::logic_error("host element access to a " + describe(*this) +
+                           " (only CPU float32 tensors have data(); data_as<T>() reads the others, to() converts)");
+  return static_cast<float*>(data_);
+}
+
+void* Tensor::checked_host(DType want) {
+  if (device_ != Device::kCPU || dtype_ != want)
+    throw std::logic_error("host access as " + std::string(dtype_name(want)) + " to a " + describe(*this));
   return data_;
 }
 
@@ -85,7 +97,7 @@ const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
 void* Tensor::raw_at(int64_t offset) {
   if (offset < 0 || offset > numel())
     throw std::out_of_range("Tensor::raw_at: element " + std::to_string(offset) + " of a " + describe(*this));
-  return static_cast<char*>(static_cast<void*>(data_)) + offset * static_cast<int64_t>(element_size());
+  return static_cast<char*>(data_) + offset * static_cast<int64_t>(element_size());
 }
 
 const void* Tensor::raw_at(int64_t offset) const { return const_cast<Tensor*>(this)->raw_at(offset); }
@@ -115,7 +127,7 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
   int64_t row = shape_[0] ? numel() / shape_[0] : 0;
   Tensor t = *this;
   t.shape_[0] = end - begin;
-  t.data_ = static_cast<float*>(const_cast<void*>(raw_at(begin * row)));
+  t.data_ = const_cast<void*>(raw_at(begin * row));
   return t;
 }
 

@@ -2,23 +2,28 @@
 // type, sharing its storage by reference count. Storage is owned (64-byte
 // aligned heap on the CPU, the caching allocator's memory on CUDA) or
 // borrowed from something kept alive by the same handle (an mmapped
-// safetensors file: float32 weights are used in place, never copied).
-// Views (reshape, leading-dimension slices) share storage; ops allocate their
-// outputs.
+// safetensors file: weights are used in place in their stored dtype, never
+// copied or widened). Views (reshape, leading-dimension slices) share
+// storage; ops allocate their outputs.
 //
-// CPU tensors are float32 (the CPU backend computes in float32); CUDA
-// tensors are float32, bfloat16 or float16 (src/tensor/dtype.h). Host code
-// reads elements through data(), which exists for CPU float32 tensors only:
-// a CUDA tensor reached by CPU code is a clear error, never a bad pointer.
-// Everything device-agnostic goes through raw() and the ops front end.
+// CPU tensors hold float32, bfloat16, float16, int32 or int64; CUDA tensors
+// float32, bfloat16 or float16 (src/tensor/dtype.h). The CPU ops compute in
+// float32, so host code mostly reads elements through data(), which exists
+// for CPU float32 tensors only; data_as<T>() reads the other dtypes (T =
+// BFloat16, Float16, int32_t, int64_t, float; checked against the dtype).
+// A CUDA tensor reached by CPU code is a clear error, never a bad pointer.
+// Conversion is explicit: to(dtype) / copy_from (ops::convert in the op
+// front end). Everything device-agnostic goes through raw() and the ops.
 #pragma once
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tensor/dtype.h"
+#include "tensor/half.h"
 
 namespace ditgen {
 
@@ -31,15 +36,17 @@ class Tensor {
   Tensor() = default;
 
   // Uninitialised / zero-filled owned storage. A CUDA tensor needs a build
-  // with the CUDA backend and a bound device (RuntimeFailure otherwise); a
-  // CPU tensor must be float32 (std::invalid_argument otherwise).
+  // with the CUDA backend and a bound device (RuntimeFailure otherwise) and
+  // a floating dtype (std::invalid_argument otherwise); a CPU tensor may have
+  // any dtype.
   static Tensor empty(Shape shape, Device device = Device::kCPU, DType dtype = DType::kF32);
   static Tensor zeros(Shape shape, Device device = Device::kCPU, DType dtype = DType::kF32);
   // CPU float32 constructors.
   static Tensor full(Shape shape, float value);
   static Tensor from_vector(Shape shape, const std::vector<float>& values);
-  // Borrowed CPU float32 storage: `owner` keeps `data` alive (e.g. an mmapped file).
-  static Tensor borrow(float* data, Shape shape, std::shared_ptr<const void> owner);
+  // Borrowed CPU storage of `dtype` elements: `owner` keeps `data` alive (e.g.
+  // an mmapped file). `data` must be aligned for the dtype (checked).
+  static Tensor borrow(void* data, DType dtype, Shape shape, std::shared_ptr<const void> owner);
 
   bool defined() const { return data_ != nullptr; }
   const Shape& shape() const { return shape_; }
@@ -58,6 +65,13 @@ class Tensor {
   const float* data() const;
   float& operator[](int64_t i) { return data()[i]; }
   float operator[](int64_t i) const { return data()[i]; }
+  // Host elements as T, for any CPU dtype: T must be the dtype's element type
+  // (float, BFloat16, Float16, int32_t, int64_t; std::logic_error naming the
+  // tensor otherwise, as data()).
+  template <class T> T* data_as() { return static_cast<T*>(checked_host(element_dtype<T>())); }
+  template <class T> const T* data_as() const {
+    return static_cast<const T*>(const_cast<Tensor*>(this)->checked_host(element_dtype<T>()));
+  }
 
   // The storage, whatever the device and dtype (for the op implementations).
   void* raw() { return data_; }
@@ -74,9 +88,12 @@ class Tensor {
   Tensor clone() const;
   // This tensor on `device` as `dtype`: itself (shared) when both already
   // match, else a converted copy (float32 <-> bfloat16 / float16 rounds to
-  // nearest even, as torch does). Host <-> device copies are blocking.
+  // nearest even, as torch does; integers <-> floats are exact casts, a value
+  // that does not fit exactly is std::invalid_argument). Host <-> device
+  // copies are blocking.
   Tensor to(Device device, DType dtype) const;
   Tensor to(Device device) const { return to(device, device == device_ ? dtype_ : DType::kF32); }
+  Tensor to(DType dtype) const { return to(device_, dtype); }
   // Overwrites this tensor's elements with src's (same numel; any devices
   // and dtypes; converted as to()).
   void copy_from(const Tensor& src);
@@ -84,8 +101,19 @@ class Tensor {
   std::vector<float> to_vector() const;
 
  private:
+  template <class T> static constexpr DType element_dtype() {
+    if constexpr (std::is_same_v<T, float>) return DType::kF32;
+    else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBF16;
+    else if constexpr (std::is_same_v<T, Float16>) return DType::kF16;
+    else if constexpr (std::is_same_v<T, int32_t>) return DType::kI32;
+    else if constexpr (std::is_same_v<T, int64_t>) return DType::kI64;
+    else static_assert(sizeof(T) == 0, "data_as<T>: T is not a tensor element type");
+  }
+  // data_ when this is a CPU tensor of `want` (std::logic_error otherwise).
+  void* checked_host(DType want);
+
   std::shared_ptr<const void> storage_;  // keeps data_ alive
-  float* data_ = nullptr;                // typed for the CPU; the raw storage address otherwise
+  void* data_ = nullptr;                 // the storage address (host or device)
   Shape shape_;
   Device device_ = Device::kCPU;
   DType dtype_ = DType::kF32;

@@ -53,7 +53,7 @@ Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ran
                           dir.file(name + "/img.png") + " --quiet --threads 1 " + sets;
   const Run r = run_command(cmd);
   REQUIRE_MESSAGE(r.code == 0, cmd << "\n" << r.output);
-  return io::SafetensorsFile::open(latents)->load("latents").clone();
+  return io::SafetensorsFile::open(latents)->load("latents").to(DType::kF32).clone();
 }
 
 // `plan`'s bytes per denoising step for this layout of the fixture's run

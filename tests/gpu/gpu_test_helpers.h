@@ -30,8 +30,8 @@ inline double tolerance(DType t) {
     case DType::kF32: return 1e-5;
     case DType::kF16: return 2e-3;
     case DType::kBF16: return 1e-2;
+    default: return 0;
   }
-  return 0;
 }
 
 // x after a round trip through storage type t.
@@ -40,8 +40,8 @@ inline float round_trip(float x, DType t) {
     case DType::kF32: return x;
     case DType::kBF16: return __bfloat162float(__float2bfloat16(x));
     case DType::kF16: return __half2float(__float2half(x));
+    default: return x;
   }
-  return x;
 }
 
 inline Tensor rounded(const Tensor& x, DType t) {

@@ -80,7 +80,7 @@ Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ran
   const Run r = run_command(cmd);
   REQUIRE_MESSAGE(r.code == 0, cmd << "\n" << r.output);
   MESSAGE(name << ": " << r.seconds << " s");
-  return io::SafetensorsFile::open(latents)->load("latents").clone();
+  return io::SafetensorsFile::open(latents)->load("latents").to(DType::kF32).clone();
 }
 
 void check_layout(int ranks, const std::string& sets) {

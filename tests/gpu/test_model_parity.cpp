@@ -62,7 +62,7 @@ const std::string kShapes = std::string(DITGEN_SOURCE_DIR) + "/samples/dit-shape
 const std::string kShapesReference = std::string(DITGEN_SOURCE_DIR) + "/tests/fixtures/dit_shapes_reference/";
 
 Tensor shapes_reference(const std::string& file, const std::string& name) {
-  return io::SafetensorsFile::open(kShapesReference + file)->load(name).clone();
+  return io::SafetensorsFile::open(kShapesReference + file)->load(name).to(DType::kF32).clone();
 }
 
 }  // namespace

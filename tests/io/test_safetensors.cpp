@@ -88,7 +88,7 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 
 }  // namespace
 
-TEST_CASE("safetensors: F32, F16 and BF16 tensors load as exact float32") {
+TEST_CASE("safetensors: F32, F16 and BF16 tensors load as stored and widen to exact float32") {
   TempDir dir;
   const std::string path = dir.file("mixed.safetensors");
   const std::vector<float> f32 = {1.5f, -2.25f, 0.0f, 3.0e38f, -1.0e-40f /* subnormal */, 7.0f};
@@ -114,7 +114,7 @@ TEST_CASE("safetensors: F32, F16 and BF16 tensors load as exact float32") {
   CHECK(file->names() == std::vector<std::string>{"a", "b", "bn", "h", "hn"});
   CHECK(file->metadata().at("format") == "pt");
   CHECK(file->metadata().at("note") == "hi");
-  CHECK(file->info("h").dtype == io::DType::kF16);
+  CHECK(file->info("h").type == StoredType::kF16);
   CHECK(file->info("a").shape == Shape{2, 3});
   CHECK(file->info("b").begin == 42);
   CHECK(file->info("b").end == 54);
@@ -124,6 +124,9 @@ TEST_CASE("safetensors: F32, F16 and BF16 tensors load as exact float32") {
   for (size_t i = 0; i < f32.size(); ++i) CHECK(same_bits(a[i], f32[i]));
 
   Tensor h = file->load("h");
+  REQUIRE(h.dtype() == DType::kF16);  // as stored, never widened on load
+  for (size_t i = 0; i < f16.size(); ++i) CHECK(h.data_as<Float16>()[i].bits == f16[i]);
+  h = h.to(DType::kF32);
   CHECK(h.shape() == Shape{9});
   CHECK(h[0] == 1.0f);
   CHECK(h[1] == -2.0f);
@@ -137,6 +140,9 @@ TEST_CASE("safetensors: F32, F16 and BF16 tensors load as exact float32") {
   CHECK(h[8] == 0.333251953125f);
 
   Tensor b = file->load("b");
+  REQUIRE(b.dtype() == DType::kBF16);
+  for (size_t i = 0; i < bf16.size(); ++i) CHECK(b.data_as<BFloat16>()[i].bits == bf16[i]);
+  b = b.to(DType::kF32);
   CHECK(b.shape() == Shape{3, 2});
   CHECK(b[0] == 1.0f);
   CHECK(b[1] == -3.0f);
@@ -147,10 +153,10 @@ TEST_CASE("safetensors: F32, F16 and BF16 tensors load as exact float32") {
   CHECK(b[4] == std::numeric_limits<float>::infinity());
   CHECK(b[5] == 3.140625f);
 
-  Tensor hn = file->load("hn");
+  Tensor hn = file->load("hn").to(DType::kF32);
   CHECK(hn.shape() == Shape{});
   CHECK(std::isnan(hn[0]));
-  CHECK(std::isnan(file->load("bn")[0]));
+  CHECK(std::isnan(file->load("bn").to(DType::kF32)[0]));
 }
 
 TEST_CASE("safetensors: aligned F32 is borrowed from the mapping, unaligned is copied") {
@@ -193,7 +199,60 @@ TEST_CASE("safetensors: aligned F32 is borrowed from the mapping, unaligned is c
   CHECK(file->load_rows("w", 3, 4).to_vector() == std::vector<float>{7, 8});
 }
 
-TEST_CASE("safetensors: load_rows converts only the requested rows") {
+TEST_CASE("safetensors: BF16, F16, I32 and I64 load as stored, borrowed when aligned, copied when not") {
+  TempDir dir;
+  const std::vector<uint16_t> bf16 = {0x3F80, 0xC040, 0x7F80, 0x0001}, f16 = {0x3C00, 0xC000, 0x7C00, 0x0001};
+  const std::vector<int32_t> i32 = {-7, 2147483647};
+  const std::vector<int64_t> i64 = {-1, int64_t{1} << 40};
+  std::string data = u16_bytes(bf16) + u16_bytes(f16);  // [0, 8), [8, 16)
+  data.append(reinterpret_cast<const char*>(i32.data()), 8);   // [16, 24)
+  data.append(reinterpret_cast<const char*>(i64.data()), 16);  // [24, 40)
+  const std::string entries =
+      R"({"b":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},)"
+      R"("h":{"dtype":"F16","shape":[4],"data_offsets":[8,16]},)"
+      R"("i":{"dtype":"I32","shape":[2],"data_offsets":[16,24]},)"
+      R"("l":{"dtype":"I64","shape":[2,1],"data_offsets":[24,40]}})";
+  for (int misalign : {0, 1}) {
+    CAPTURE(misalign);
+    std::string header = entries;
+    header.append((8 - header.size() % 8) % 8 + misalign, ' ');
+    const std::string path = dir.file("typed" + std::to_string(misalign) + ".safetensors");
+    write_bytes(path, safetensors_bytes(header, data));
+    auto file = SafetensorsFile::open(path);
+    const Tensor b = file->load("b"), h = file->load("h"), i = file->load("i"), l = file->load("l");
+    CHECK(b.dtype() == DType::kBF16);
+    CHECK(h.dtype() == DType::kF16);
+    CHECK(i.dtype() == DType::kI32);
+    CHECK(l.dtype() == DType::kI64);
+    CHECK(l.shape() == Shape{2, 1});
+    for (const Tensor* t : {&b, &h, &i, &l}) {
+      CHECK(points_into_mapping_of(t->raw(), path) == (misalign == 0));
+      CHECK(reinterpret_cast<uintptr_t>(t->raw()) % t->element_size() == 0);  // a copy is aligned too
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      CHECK(b.data_as<BFloat16>()[k].bits == bf16[k]);
+      CHECK(h.data_as<Float16>()[k].bits == f16[k]);
+    }
+    CHECK(i.data_as<int32_t>()[0] == -7);
+    CHECK(i.data_as<int32_t>()[1] == 2147483647);
+    CHECK(l.data_as<int64_t>()[1] == int64_t{1} << 40);
+    const Tensor l1 = file->load_rows("l", 1, 2);
+    CHECK(l1.data_as<int64_t>()[0] == int64_t{1} << 40);
+    if (misalign == 0) CHECK(l1.raw() == l.raw_at(1));
+    // Columns are copied in the stored dtype.
+    const Tensor col = file->load_cols("b", 1, 2);
+    CHECK(col.dtype() == DType::kBF16);
+    CHECK(col.shape() == Shape{2, 1});
+    CHECK_FALSE(points_into_mapping_of(col.raw(), path));
+    CHECK(col.data_as<BFloat16>()[0].bits == bf16[1]);
+    CHECK(col.data_as<BFloat16>()[1].bits == bf16[3]);
+    // Reading a 16-bit tensor as float32 is an error, not a reinterpretation.
+    CHECK_THROWS_AS(b.data(), std::logic_error);
+    CHECK_THROWS_AS(b.data_as<Float16>(), std::logic_error);
+  }
+}
+
+TEST_CASE("safetensors: load_rows reads only the requested rows") {
   TempDir dir;
   const std::string path = dir.file("rows.safetensors");
   // [4, 3] F16 with values 0..11 (exact in half)
@@ -210,6 +269,7 @@ TEST_CASE("safetensors: load_rows converts only the requested rows") {
   auto file = SafetensorsFile::open(path);
   CHECK(file->load("t").to_vector() == std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
   Tensor mid = file->load_rows("t", 1, 3);
+  CHECK(mid.dtype() == DType::kF16);
   CHECK(mid.shape() == Shape{2, 3});
   CHECK(mid.to_vector() == std::vector<float>{3, 4, 5, 6, 7, 8});
   CHECK(file->load_rows("t", 2, 2).shape() == Shape{0, 3});
@@ -220,18 +280,29 @@ TEST_CASE("safetensors: load_rows converts only the requested rows") {
   CHECK(contains(model_error_of([&] { file->load_rows("t", -1, 2); }), "'t'"));
 }
 
-TEST_CASE("safetensors: non-float dtypes open but do not load") {
+TEST_CASE("safetensors: types without a tensor dtype open but do not load") {
   TempDir dir;
   const std::string path = dir.file("ints.safetensors");
   write_bytes(path, safetensors_bytes(
                         R"({"ids":{"dtype":"I64","shape":[2],"data_offsets":[0,16]},)"
-                        R"("u":{"dtype":"U32","shape":[1],"data_offsets":[16,20]}})",
-                        std::string(20, '\0')));
+                        R"("u":{"dtype":"U32","shape":[1],"data_offsets":[16,20]},)"
+                        R"("d":{"dtype":"F64","shape":[1],"data_offsets":[24,32]}})",
+                        std::string(32, '\0')));
   auto file = SafetensorsFile::open(path);
-  CHECK(file->info("ids").dtype == io::DType::kI64);
-  const std::string msg = model_error_of([&] { file->load("ids"); });
-  CHECK(contains(msg, path));
-  CHECK(contains(msg, "tensor 'ids' has dtype I64, expected F32, F16 or BF16"));
+  CHECK(file->info("ids").type == StoredType::kI64);
+  CHECK(file->load("ids").dtype() == DType::kI64);
+  for (const char* name : {"u", "d"}) {
+    const std::string msg = model_error_of([&] { file->load(name); });
+    CHECK(contains(msg, path));
+    CHECK(contains(msg, std::string("tensor '") + name + "' has dtype " + (name[0] == 'u' ? "U32" : "F64") +
+                            ", expected F32, BF16, F16, I32 or I64"));
+  }
+  DType d;
+  CHECK_FALSE(tensor_dtype(StoredType::kU8, d));
+  REQUIRE(tensor_dtype(StoredType::kI32, d));
+  CHECK(d == DType::kI32);
+  CHECK(std::string(stored_type_name(StoredType::kBF16)) == "BF16");
+  CHECK(stored_type_size(StoredType::kF8E4M3) == 1);
   CHECK(contains(model_error_of([&] { file->load("nope"); }), "missing tensor 'nope'"));
 }
 
@@ -365,6 +436,24 @@ TEST_CASE("safetensors: write_safetensors round-trips with an aligned header") {
   CHECK_FALSE(fs::exists(dir.file("dup.safetensors")));
 }
 
+TEST_CASE("safetensors: write_safetensors writes each tensor in its own dtype") {
+  TempDir dir;
+  const std::string path = dir.file("typed.safetensors");
+  Tensor b = Tensor::empty({3}, Device::kCPU, DType::kBF16), l = Tensor::empty({2}, Device::kCPU, DType::kI64);
+  for (int i = 0; i < 3; ++i) b.data_as<BFloat16>()[i].bits = static_cast<uint16_t>(0x3F80 + i);
+  l.data_as<int64_t>()[0] = -5;
+  l.data_as<int64_t>()[1] = int64_t{1} << 50;
+  write_safetensors(path, {{"l", l}, {"b", b}});
+  auto file = SafetensorsFile::open(path);
+  CHECK(file->info("b").type == StoredType::kBF16);
+  CHECK(file->info("l").type == StoredType::kI64);
+  CHECK(file->info("b").end - file->info("b").begin == 6);
+  const Tensor b2 = file->load("b"), l2 = file->load("l");
+  for (int i = 0; i < 3; ++i) CHECK(b2.data_as<BFloat16>()[i].bits == 0x3F80 + i);
+  CHECK(l2.data_as<int64_t>()[1] == int64_t{1} << 50);
+  CHECK(points_into_mapping_of(l2.raw(), path));  // first in the file: 8-byte aligned
+}
+
 // ---------------------------------------------------------------- WeightStore
 
 namespace {
@@ -448,7 +537,7 @@ TEST_CASE("WeightStore: expect() names file, tensor, and found vs expected") {
                                            std::string(16, '\0')));
   WeightStore int_store = WeightStore::open_dir(ints.path.string());
   CHECK(model_error_of([&] { int_store.expect("ids", {2}); }) ==
-        ints_file + ": tensor 'ids' has dtype I64, expected F32, F16 or BF16");
+        ints_file + ": tensor 'ids' has dtype I64, expected F32, BF16 or F16");
 }
 
 TEST_CASE("WeightStore: sharded weights with an index") {

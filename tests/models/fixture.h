@@ -13,7 +13,7 @@ inline std::string fixture_dir(const std::string& name) {
 }
 
 inline Tensor fixture_tensor(const std::string& name, const std::string& file, const std::string& tensor) {
-  return io::SafetensorsFile::open(fixture_dir(name) + "/reference/" + file)->load(tensor).clone();
+  return io::SafetensorsFile::open(fixture_dir(name) + "/reference/" + file)->load(tensor).to(DType::kF32).clone();
 }
 
 }  // namespace ditgen::testing

@@ -1,6 +1,11 @@
 // DiT forward against diffusers' DiTTransformer2DModel on the committed
-// fixtures (float32 weights; bf16 sharded weights upcast by both sides).
+// fixtures (float32 weights; bf16 sharded weights upcast by both sides: here
+// inside the GEMM, the weights staying bf16 and mmapped).
 #include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "fixture.h"
 #include "io/model_dir.h"
@@ -32,6 +37,44 @@ static void check_forward(const std::string& name) {
 TEST_CASE("DiT forward matches diffusers: odd 5x5 grid, 12 heads, learned sigma") { check_forward("dit_odd"); }
 TEST_CASE("DiT forward matches diffusers: sharded bf16 weights, no learned sigma") {
   check_forward("dit_small_bf16");
+}
+
+// Whether `p` lies inside a mapping of `file` (from /proc/self/maps).
+static bool points_into_mapping_of(const void* p, const std::string& file) {
+  const std::string canonical = std::filesystem::canonical(file).string();
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode, path;
+    fields >> range >> perms >> offset >> dev >> inode >> path;
+    if (path != canonical) continue;
+    const uintptr_t begin = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const uintptr_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (addr >= begin && addr < end) return true;
+  }
+  return false;
+}
+
+TEST_CASE("DiT on the CPU keeps bf16 GEMM weights as stored, mmapped; the rest float32") {
+  auto dir = io::ModelDir::open(testing::fixture_dir("dit_small_bf16"));
+  auto cfg = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
+  const auto store = io::WeightStore::open_dir(dir.part_dir("transformer"));
+  const auto dit = models::DitTransformer::load(store, cfg);
+  const models::DitBlock& b = dit.block(0);
+  const std::string q = "transformer_blocks.0.attn1.to_q.weight";
+  for (const Tensor* w : {&b.q_w, &b.ada_w[3], &b.ff1_w, &b.ff2_w, &b.out_w, &b.t_linear2_w}) {
+    CHECK(w->dtype() == DType::kBF16);  // never widened on load
+    CHECK(w->device() == Device::kCPU);
+  }
+  CHECK(points_into_mapping_of(b.q_w.raw(), store.file_of(q)));  // borrowed: zero copy
+  CHECK(b.q_w.raw() == store.load(q).raw());
+  CHECK(points_into_mapping_of(b.ff2_w.raw(), store.file_of("transformer_blocks.0.ff.net.2.weight")));
+  // Biases and the class table (read by gather_rows) are converted once to float32.
+  CHECK(b.q_b.dtype() == DType::kF32);
+  CHECK(b.ada_b[0].dtype() == DType::kF32);
+  CHECK(b.class_table.dtype() == DType::kF32);
 }
 
 TEST_CASE("DiT config errors name the file and key") {

@@ -109,8 +109,33 @@ TEST_CASE("attention_merge_ checks the shapes of its tensors") {
                   std::invalid_argument);  // 6 channels are not 4 heads
 }
 
-TEST_CASE("CPU tensors are float32; CUDA tensors need a build with CUDA and a device") {
-  CHECK_THROWS_AS(Tensor::empty({2}, Device::kCPU, DType::kBF16), std::invalid_argument);
+TEST_CASE("CPU ops compute in float32; CUDA tensors need a build with CUDA and a device") {
+  // A 16-bit CPU tensor exists (a weight as stored), but only a GEMM takes
+  // one, as its weight: any other op names itself and the dtype.
+  Tensor h = Tensor::zeros({2, 4}, Device::kCPU, DType::kBF16);
+  const std::string msg = [&] {
+    try {
+      ops::silu_(h);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  }();
+  CHECK(msg.find("silu_") != std::string::npos);
+  CHECK(msg.find("bfloat16") != std::string::npos);
+  const Tensor x = Tensor::zeros({3, 4}), i32 = Tensor::zeros({4, 4}, Device::kCPU, DType::kI32);
+  CHECK_THROWS_AS(ops::layer_norm(h, nullptr, nullptr, 1e-5f), std::invalid_argument);
+  CHECK_THROWS_AS(ops::add_(h, h), std::invalid_argument);
+  CHECK_THROWS_AS(ops::patchify(Tensor::zeros({1, 1, 2, 2}, Device::kCPU, DType::kF16), 2), std::invalid_argument);
+  CHECK_THROWS_AS(ops::gather_rows(h, {0}), std::invalid_argument);
+  CHECK_THROWS_AS(ops::linear(h, Tensor::zeros({4, 4}), nullptr), std::invalid_argument);  // activations float32
+  CHECK_THROWS_AS(ops::linear(x, i32, nullptr), std::invalid_argument);                    // weights floating
+  const Tensor hb = Tensor::zeros({4}, Device::kCPU, DType::kBF16);
+  CHECK_THROWS_AS(ops::linear(x, Tensor::zeros({4, 4}), &hb), std::invalid_argument);  // bias float32
+  CHECK(ops::linear(x, h.reshape({2, 4}), nullptr).dtype() == DType::kF32);
+  CHECK(ops::convert(h, DType::kF32).dtype() == DType::kF32);
+  CHECK(ops::convert(x, DType::kF32).raw() == x.raw());
+
   const Tensor t = Tensor::full({2, 3}, 1.5f);
   CHECK(t.device() == Device::kCPU);
   CHECK(t.dtype() == DType::kF32);

@@ -25,7 +25,7 @@ const std::string kModel = std::string(DITGEN_SOURCE_DIR) + "/samples/dit-shapes
 const std::string kReference = std::string(DITGEN_SOURCE_DIR) + "/tests/fixtures/dit_shapes_reference/";
 
 Tensor reference(const std::string& file, const std::string& name) {
-  return io::SafetensorsFile::open(kReference + file)->load(name).clone();
+  return io::SafetensorsFile::open(kReference + file)->load(name).to(DType::kF32).clone();
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // CPU implementations of the ops of src/ops/ops.h: float32 on host memory,
 // OpenMP threads, OpenBLAS GEMMs. Called by the front end (ops.cpp) after it
-// has checked the arguments, and by the CUDA tests as the reference. Raw
-// pointers where the front end passes offsets into tensors (row strides of
-// adaLN chunks, attention operands); everything is float32.
+// has checked the arguments (dtypes included), and by the CUDA tests as the
+// reference. Raw pointers where the front end passes offsets into tensors
+// (row strides of adaLN chunks, attention operands); everything is float32
+// except GEMM weights, which may also be bfloat16 or float16 (widened to
+// float32 block by block inside the GEMM, gemm.cpp).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -13,6 +15,11 @@ namespace ditgen::ops::cpu {
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// The same with b of any floating dtype (16-bit: widened in row blocks;
+// float32: exactly the call above).
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc);
+// x, bias float32; w float32, bfloat16 or float16.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
 // Rows of length N written into y with row stride ldy.
 void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy);
