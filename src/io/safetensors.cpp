@@ -37,6 +37,7 @@
 #include "io/model_dir.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/strings.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little endian; so must the host be");
 
@@ -389,12 +390,6 @@ namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
-  return out;
 }
 
 // One of several candidate files: the diffusers name, then the transformers
