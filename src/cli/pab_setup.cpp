@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "io/line_plot.h"
-#include "parallel/plan.h"
+#include "util/strings.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 
@@ -50,8 +50,8 @@ std::string pab_summary_line(const pipeline::PabSummary& s) {
     line += std::string(" ") + pab::kind_name(static_cast<pab::Kind>(k)) + " " + std::to_string(st.computed) +
             " computed / " + std::to_string(st.reused) + " reused,";
   }
-  return line + " communication skipped " + parallel::format_bytes(static_cast<double>(skipped)) + ", cache peak " +
-         parallel::format_bytes(static_cast<double>(s.cache_peak_bytes));
+  return line + " communication skipped " + format_bytes(static_cast<double>(skipped)) + ", cache peak " +
+         format_bytes(static_cast<double>(s.cache_peak_bytes));
 }
 
 nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace ditgen::parallel {
 
@@ -77,21 +78,6 @@ std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& m, int64
   for (const Layout& l : valid_layouts(world_size, m, guidance_scale))
     rows.push_back(plan_layout(l, m, images_per_batch, guidance_scale > 1.0, e));
   return rows;
-}
-
-std::string format_bytes(double bytes) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0)
-    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
-  else
-    std::snprintf(buf, sizeof buf, "%.2f %s", bytes, units[u]);
-  return buf;
 }
 
 std::string format_plan_table(const std::vector<PlanRow>& rows, const std::string& title) {

@@ -97,9 +97,6 @@ PlanRow plan_layout(const Layout& layout, const Workload& work, int64_t images_p
 std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& work, int64_t images_per_batch,
                                         double guidance_scale, int bytes_per_element = 4);
 
-// "0 B", "12.00 KiB", "45.16 MiB", "2.79 GiB".
-std::string format_bytes(double bytes);
-
 // Aligned table, one row per layout, human units; `title` (if any) is the
 // first line.
 std::string format_plan_table(const std::vector<PlanRow>& rows, const std::string& title = "");

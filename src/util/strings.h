@@ -1,6 +1,7 @@
 // Small string helpers shared by error messages across layers (one
 // definition each, header-only: they are a few lines and used in cold paths).
 #pragma once
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,23 @@ inline std::string join(const std::vector<std::string>& items, const std::string
     out += items[i];
   }
   return out;
+}
+
+// "0 B", "1023 B", "12.00 KiB", "45.16 MiB", "2.79 GiB": binary units, two
+// decimals above bytes (plan tables, the PAB summary).
+inline std::string format_bytes(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%.0f B", bytes);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", bytes, units[u]);
+  return buf;
 }
 
 }  // namespace ditgen

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "parallel/plan.h"
+#include "util/strings.h"
 #include "util/error.h"
 
 using namespace ditgen;
