@@ -100,12 +100,19 @@ std::string ClassPipeline::label_name(int64_t id) const {
 
 Shape ClassPipeline::latent_shape() const { return parts_.spec->latent_shape(0, 0, parts_.vae.scale_factor(), ""); }
 
-Tensor ClassPipeline::sample(const Request& req, const StepCallback& on_step, PabSummary* pab_summary) const {
-  if (!transformer_) throw std::logic_error("ClassPipeline::sample before load_weights");
+Conditions ClassPipeline::condition(const Request& req) const {
+  for (size_t i = 0; i < req.labels.size(); ++i)
+    label_id(req.labels[i], "request label " + std::to_string(i));  // throws for an id outside the model
+  return {req.labels};
+}
+
+Tensor ClassPipeline::denoise(const Request& req, const Conditions& cond, const StepCallback& on_step,
+                              PabSummary* pab_summary) const {
+  if (!transformer_) throw std::logic_error("ClassPipeline::denoise before load_weights");
   const models::TransformerSpec& spec = *parts_.spec;
   const Shape one = req.latent_shape.empty() ? latent_shape() : req.latent_shape;
   const int64_t per_image = shape_numel(one);
-  const int64_t outputs = static_cast<int64_t>(req.labels.size());
+  const int64_t outputs = static_cast<int64_t>(cond.class_labels.size());
   const int64_t channels = spec.in_channels(), null_class = spec.num_classes();
   if (req.init_noise) {
     Shape want = {outputs, one[0], one[1], one[2]};
@@ -133,7 +140,7 @@ Tensor ClassPipeline::sample(const Request& req, const StepCallback& on_step, Pa
 
     // Model batch: [cond; uncond] with the null class when guided, or this
     // rank's half of it under cp.
-    std::vector<int64_t> labels(req.labels.begin() + first, req.labels.begin() + first + count);
+    std::vector<int64_t> labels(cond.class_labels.begin() + first, cond.class_labels.begin() + first + count);
     if (uncond_half) labels.assign(count, null_class);
     if (cfg_guidance && !cfg_split) labels.insert(labels.end(), count, null_class);
     const int64_t model_batch = static_cast<int64_t>(labels.size());

@@ -40,7 +40,11 @@ class ClassPipeline final : public Pipeline {
 
   Request prepare(const GenerateConfig& generate, const std::string& where) const override;
   void load_weights(const ParallelRun& par, const models::Placement& place) override;
-  Tensor sample(const Request& req, const StepCallback& on_step = {}, PabSummary* pab = nullptr) const override;
+  // The class ids, checked against the model (a Request built by hand may
+  // hold anything).
+  Conditions condition(const Request& req) const override;
+  Tensor denoise(const Request& req, const Conditions& cond, const StepCallback& on_step = {},
+                 PabSummary* pab = nullptr) const override;
 
   // Class names or integer ids -> ids (names via model_index.json's id2label,
   // as DiTPipeline.get_label_ids; ids checked against num_classes).

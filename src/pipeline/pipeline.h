@@ -69,6 +69,14 @@ struct ParallelRun {
   bool output_rank = true;               // loads the VAE, decodes and writes
 };
 
+// The condition stage's result: what the transformer is conditioned on,
+// one entry per output (CFG's unconditional half is the denoise stage's).
+struct Conditions {
+  std::vector<int64_t> class_labels;  // class-conditional: the class id of each output
+  // Text pipelines add the prompt embeddings here (encoded, and the encoder
+  // released, before the denoising loop starts: DESIGN.md §2).
+};
+
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).
 using StepCallback = std::function<void(int, int, int, int)>;
 
@@ -110,12 +118,21 @@ class Pipeline {
   // output rank only).
   virtual void load_weights(const ParallelRun& par, const models::Placement& place) = 0;
 
-  // Condition and denoise: the final latents (outputs, C, h, w).
-  virtual Tensor sample(const Request& req, const StepCallback& on_step = {}, PabSummary* pab = nullptr) const = 0;
-  // Latents (before 1/scaling_factor) -> frames (outputs, F, 3, H, W) in
+  // Stage 1: the request's conditions as the transformer takes them.
+  virtual Conditions condition(const Request& req) const = 0;
+  // Stage 2: the denoising loop (scheduler + CFG + transformer): the final
+  // latents (outputs, C, h, w).
+  virtual Tensor denoise(const Request& req, const Conditions& cond, const StepCallback& on_step = {},
+                         PabSummary* pab = nullptr) const = 0;
+  // condition + denoise.
+  Tensor sample(const Request& req, const StepCallback& on_step = {}, PabSummary* pab = nullptr) const {
+    return denoise(req, condition(req), on_step, pab);
+  }
+  // Stage 3: latents (before 1/scaling_factor) -> frames (outputs, F, 3, H, W) in
   // [0, 1]; output rank only.
   Tensor decode(const Tensor& latents) const;
-  // sample + decode (on the output rank).
+  // condition + denoise + decode (on the output rank); writing is the
+  // output writers'.
   Result generate(const Request& req, const StepCallback& on_step = {}) const;
 
  protected:
