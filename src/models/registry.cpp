@@ -1,7 +1,9 @@
 // The registry table: one row per diffusers class name a part's config.json
-// may carry. Transformer2DModel is diffusers' legacy catch-all; as
-// diffusers' own loading maps it (DiTTransformer2DModel / PixArtTransformer2DModel
-// `_load_from_legacy...`), its norm_type says which family it is.
+// may carry. Transformer2DModel is diffusers' legacy catch-all; its
+// norm_type says which family it is, as diffusers remaps it on load
+// (_CLASS_REMAPPING_DICT in diffusers/models/model_loading_utils.py:
+// ada_norm_zero -> DiTTransformer2DModel, ada_norm_single ->
+// PixArtTransformer2DModel).
 #include "models/registry.h"
 
 #include "io/model_dir.h"
