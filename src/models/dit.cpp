@@ -71,7 +71,7 @@ DitConfig DitConfig::from_json(const nlohmann::json& cfg, const std::string& pat
 DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c, const ShardGroups& shard,
                                    const Placement& place) {
   const int64_t d = c.inner_dim(), f = c.ff_inner_dim, p = c.patch_size;
-  const int tp = shard.tp_size(), tr = shard.tp_rank(), sp = shard.sp_size();
+  const int tp = shard.tp_size(), sp = shard.sp_size();
   // The layout was validated against the config before loading; these
   // guard the slicing arithmetic below.
   if (c.num_heads % tp || f % tp)
@@ -136,15 +136,16 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   m.final_ada_b = whole("proj_out_1.bias");
   m.final_w = matrix("proj_out_2.weight");
   m.final_b = whole("proj_out_2.bias");
-  // This rank's rows [r0, r0 + n) of a column-split layer (borrowed from the
-  // file, zero copy), and its input columns of a row-split one.
-  const int64_t dl = d / tp, fl = f / tp;
-  auto rows = [&](const std::string& name, int64_t r0, int64_t n) {
-    Tensor t = w.load_rows(name, r0, r0 + n);
+  // tp: this rank's rows of the column-split layers (its heads' q/k/v and
+  // adaLN columns, its MLP features; borrowed from the file, zero copy) and
+  // the matching input columns of the row-split ones (parallel/tensor_parallel.h).
+  const parallel::Range heads = parallel::column_split(d, shard.tp), feats = parallel::column_split(f, shard.tp);
+  auto rows = [&](const std::string& name, parallel::Range r, int64_t offset = 0) {
+    Tensor t = w.load_rows(name, offset + r.begin, offset + r.end);
     return t.ndim() == 2 ? place.matrix(t) : place.put(t);  // a weight's rows, or a bias's
   };
-  auto cols = [&](const std::string& name, int64_t c0, int64_t n) {
-    return place.matrix(tp == 1 ? w.load(name) : w.load_cols(name, c0, c0 + n));
+  auto cols = [&](const std::string& name, parallel::Range r) {
+    return place.matrix(tp == 1 ? w.load(name) : w.load_cols(name, r.begin, r.end));
   };
   m.blocks.resize(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i) {
@@ -156,20 +157,20 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
     k.t_linear2_b = whole(b + "norm1.emb.timestep_embedder.linear_2.bias");
     k.class_table = whole(b + "norm1.emb.class_embedder.embedding_table.weight");
     for (int chunk = 0; chunk < 6; ++chunk) {
-      k.ada_w[chunk] = rows(b + "norm1.linear.weight", chunk * d + tr * dl, dl);
-      k.ada_b[chunk] = rows(b + "norm1.linear.bias", chunk * d + tr * dl, dl);
+      k.ada_w[chunk] = rows(b + "norm1.linear.weight", heads, chunk * d);
+      k.ada_b[chunk] = rows(b + "norm1.linear.bias", heads, chunk * d);
     }
-    k.q_w = rows(b + "attn1.to_q.weight", tr * dl, dl);
-    k.q_b = rows(b + "attn1.to_q.bias", tr * dl, dl);
-    k.k_w = rows(b + "attn1.to_k.weight", tr * dl, dl);
-    k.k_b = rows(b + "attn1.to_k.bias", tr * dl, dl);
-    k.v_w = rows(b + "attn1.to_v.weight", tr * dl, dl);
-    k.v_b = rows(b + "attn1.to_v.bias", tr * dl, dl);
-    k.out_w = cols(b + "attn1.to_out.0.weight", tr * dl, dl);
+    k.q_w = rows(b + "attn1.to_q.weight", heads);
+    k.q_b = rows(b + "attn1.to_q.bias", heads);
+    k.k_w = rows(b + "attn1.to_k.weight", heads);
+    k.k_b = rows(b + "attn1.to_k.bias", heads);
+    k.v_w = rows(b + "attn1.to_v.weight", heads);
+    k.v_b = rows(b + "attn1.to_v.bias", heads);
+    k.out_w = cols(b + "attn1.to_out.0.weight", heads);
     k.out_b = whole(b + "attn1.to_out.0.bias");
-    k.ff1_w = rows(b + "ff.net.0.proj.weight", tr * fl, fl);
-    k.ff1_b = rows(b + "ff.net.0.proj.bias", tr * fl, fl);
-    k.ff2_w = cols(b + "ff.net.2.weight", tr * fl, fl);
+    k.ff1_w = rows(b + "ff.net.0.proj.weight", feats);
+    k.ff1_b = rows(b + "ff.net.0.proj.bias", feats);
+    k.ff2_w = cols(b + "ff.net.2.weight", feats);
     k.ff2_b = whole(b + "ff.net.2.bias");
   }
   return m;
