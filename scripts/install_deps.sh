@@ -9,7 +9,8 @@ pkgs=(cmake g++ make pkg-config
       libcli11-dev nlohmann-json3-dev libstb-dev doctest-dev
       libavcodec-dev libavformat-dev libswscale-dev libavutil-dev
       libopenmpi-dev openmpi-bin
-      libopenblas-openmp-dev libopenblas0-openmp)
+      libopenblas-openmp-dev libopenblas0-openmp
+      libsentencepiece-dev)
 
 missing=()
 for p in "${pkgs[@]}"; do
