@@ -43,8 +43,12 @@ if [ ! -f $build/CMakeCache.txt ]; then
 fi
 cmake --build $build -j"${FUZZ_JOBS:-$(nproc)}" --target "${targets[@]}" || exit 2
 
-symbolizer=$(command -v llvm-symbolizer-16 || echo /usr/lib/llvm-16/bin/llvm-symbolizer)
-export ASAN_SYMBOLIZER_PATH="$symbolizer" ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+# Symbolized stacks need llvm-symbolizer (package llvm-16, not installed by
+# install_fuzz_deps.sh); without it reports show addresses only.
+for s in /usr/lib/llvm-16/bin/llvm-symbolizer "$(command -v llvm-symbolizer || true)"; do
+  [ -x "$s" ] && { export ASAN_SYMBOLIZER_PATH="$s"; break; }
+done
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 export OMP_NUM_THREADS=1  # one fuzzing process, no OpenMP pool to leak-check
 
