@@ -34,7 +34,8 @@ void ConfigContext::fail(const std::string& path, const std::string& what) const
 
 std::string describe_value(const nlohmann::json& value) {
   constexpr std::size_t kMaxChars = 60;
-  std::string text = value.dump();
+  // (replace: a message must never throw, whatever bytes the value holds)
+  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
   return text;
 }

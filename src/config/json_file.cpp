@@ -83,7 +83,8 @@ json parse_json_text(const std::string& text, const std::string& file) {
   json document;
   try {
     document = json::parse(text, watch_keys);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double ("1e400")
     throw ConfigError(file + ": invalid JSON: " + without_exception_tag(e.what()));
   }
   if (!duplicate_path.empty())

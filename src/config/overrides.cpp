@@ -21,6 +21,14 @@ json parse_override_value(const std::string& text) {
 }  // namespace
 
 SetOverride parse_set_override(const std::string& text, const ConfigContext& context) {
+  // A config file that is not UTF-8 is invalid JSON; a --set entry must not
+  // bring such bytes in either (every message and to_json dumps the values).
+  try {
+    (void)json(text).dump();
+  } catch (const json::type_error&) {
+    throw ConfigError(context.file() + ": --set " +
+                      json(text).dump(-1, ' ', false, json::error_handler_t::replace) + ": not valid UTF-8");
+  }
   const auto equals = text.find('=');
   if (equals == std::string::npos || equals == 0)
     throw ConfigError(context.file() + ": --set " + text +

@@ -157,7 +157,7 @@ nlohmann::json parse_scheduler_config(const std::string& text, const std::string
   }
   try {
     return nlohmann::json::parse(fixed);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for "1e400"
     throw ModelError(path + ": malformed JSON: " + e.what());
   }
 }

@@ -141,6 +141,17 @@ TEST_CASE("a truncated JSON file names the file and the parse position") {
   CHECK_FALSE(contains(message, "json.exception"));
 }
 
+// Found by fuzz_run_config: nlohmann reports a number beyond double as
+// out_of_range (not parse_error), which escaped as exit 1.
+TEST_CASE("a number too large for a double is invalid JSON (exit 2), naming the file") {
+  const std::string message =
+      load_error(write_file(R"({"model": {"path": "m"}, "generate": {"steps": 1e400}})"));
+  INFO(message);
+  CHECK(contains(message, "run.json"));
+  CHECK(contains(message, "invalid JSON"));
+  CHECK(contains(message, "1e400"));
+}
+
 TEST_CASE("an empty file is invalid JSON") {
   CHECK(contains(load_error(write_file("")), "invalid JSON"));
 }

@@ -57,6 +57,18 @@ TEST_CASE("later --set entries win") {
   CHECK(load_with({"generate.steps=5", "generate.steps=9"}).generate.steps == 9);
 }
 
+// Found by fuzz_run_config: "pab.mlp.range=3\xff..." became a string value
+// with invalid UTF-8, and the type error's message (json::dump) threw
+// nlohmann's type_error (exit 1) instead of a ConfigError.
+TEST_CASE("--set with bytes that are not UTF-8 is a ConfigError naming the entry") {
+  for (const std::string set : {"pab.mlp.range=3\xffpab", "output.path=out/\xff.png", "generate.st\xff" "eps=3"}) {
+    const std::string message = load_error(write_config(minimal_config()), {set});
+    INFO(message);
+    CHECK(contains(message, "run.json"));
+    CHECK(contains(message, "not valid UTF-8"));
+  }
+}
+
 TEST_CASE("--set to a path outside the schema is rejected with a suggestion") {
   const std::string message = load_error(write_config(minimal_config()), {"generate.stpes=3"});
   INFO(message);

@@ -161,6 +161,9 @@ TEST_CASE("parse_scheduler_config accepts Python's -Infinity / NaN tokens") {
   CHECK_NOTHROW(build("dpmpp_2m", j));
   expect_error([] { parse_scheduler_config("{\"a\": ", kPath); }, kExitBadModel,
                {kPath, "malformed JSON"});
+  // A number beyond double: nlohmann's out_of_range, not parse_error.
+  expect_error([] { parse_scheduler_config("{\"beta_end\": 1e400}", kPath); }, kExitBadModel,
+               {kPath, "malformed JSON", "1e400"});
   expect_error([] { load_scheduler_config("/nonexistent/scheduler_config.json"); }, kExitBadModel,
                {"/nonexistent/scheduler_config.json"});
 }
