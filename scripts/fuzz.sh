@@ -52,7 +52,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 export OMP_NUM_THREADS=1  # one fuzzing process, no OpenMP pool to leak-check
 
-failed=0
+failed=0 passed=0
 summary=()
 for t in "${targets[@]}"; do
   work=$build/work/$t artifacts=$build/artifacts/$t log=$build/logs/$t.log
@@ -69,14 +69,17 @@ for t in "${targets[@]}"; do
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$stats")
   line=$(printf '%-20s execs %-9s cov %-6s ft %-6s exit %s' "$t" "${execs:-?}" "${cov:-?}" "${ft:-?}" "$rc")
   if [ $rc -ne 0 ]; then
-    failed=1
+    failed=$((failed + 1))
     line+="  FAILED: $(ls -t "$artifacts" | head -1 | sed "s|^|$artifacts/|"), log $log"
     grep -E 'ERROR|SUMMARY|runtime error|terminate called|what\(\)|fuzz harness' "$log" | head -5
   fi
+  [ $rc -eq 0 ] && passed=$((passed + 1))
   echo "$line"
   summary+=("$line")
 done
 
 echo "== fuzz.sh summary"
 printf '%s\n' "${summary[@]}"
-exit $failed
+# The plain closing line CI reads: targets that ran clean / found something.
+echo "fuzz: $passed passed, $failed failed"
+[ $failed -eq 0 ]
