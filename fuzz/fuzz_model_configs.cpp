@@ -33,14 +33,6 @@ struct Fixture {
 
 volatile double g_sink;
 
-template <class F>
-void expect_error(F&& f) {
-  try {
-    f();
-  } catch (const ditgen::Error&) {
-  }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -52,15 +44,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   try {
     const ditgen::io::ModelDir model = ditgen::io::ModelDir::open(fixture.dir.path());
-    expect_error([&] { g_sink = static_cast<double>(model.id2label().size()); });
-    expect_error([&] {
+    ditgen::fuzz::allow_reader_errors([&] { g_sink = static_cast<double>(model.id2label().size()); });
+    ditgen::fuzz::allow_reader_errors([&] {
       const std::string path = model.part_config_path("transformer");
       const auto spec = ditgen::models::transformer_spec(model.part_config("transformer"), path);
       const ditgen::Shape latent = spec->latent_shape(0, 0, 8, "");
       const ditgen::parallel::Workload work = spec->workload(latent);
       g_sink = ditgen::parallel::weight_elements_per_rank(work, 1) + static_cast<double>(work.hidden());
     });
-    expect_error([&] {
+    ditgen::fuzz::allow_reader_errors([&] {
       const std::string path = model.part_config_path("vae");
       const nlohmann::json cfg = model.part_config("vae");
       ditgen::models::check_vae_family(cfg, path);

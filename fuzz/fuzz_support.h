@@ -13,7 +13,20 @@
 #include <string_view>
 #include <vector>
 
+#include "util/error.h"
+
 namespace ditgen::fuzz {
+
+// Runs f; a ditgen::Error (a bad file or config named and rejected: exit 2
+// or 3) is the expected way for a reader to refuse fuzzed input. Anything
+// else escapes to libFuzzer as a finding.
+template <class F>
+void allow_reader_errors(F&& f) {
+  try {
+    f();
+  } catch (const ditgen::Error&) {
+  }
+}
 
 // Aborts the fuzzer on a failure of the harness itself (not a finding).
 [[noreturn]] inline void harness_failure(const std::string& what) {
