@@ -8,19 +8,4 @@ set -euo pipefail
 
 pkgs=(clang-16 libclang-rt-16-dev libomp-16-dev)
 
-missing=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install_fuzz_deps: all ${#pkgs[@]} packages present"
-  exit 0
-fi
-
-echo "install_fuzz_deps: installing ${missing[*]}"
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+exec "$(dirname "$0")/apt_install_missing.sh" install_fuzz_deps "${pkgs[@]}"

@@ -21,6 +21,7 @@
 #include "temp_dir.h"
 #include "io/safetensors.h"
 #include "util/error.h"
+#include "mapping.h"
 
 namespace fs = std::filesystem;
 using namespace ditgen;
@@ -66,23 +67,7 @@ std::string u16_bytes(const std::vector<uint16_t>& values) {
 using testing::contains;
 using testing::model_error_of;
 
-// Whether `p` lies inside a mapping of `file` (from /proc/self/maps).
-bool points_into_mapping_of(const void* p, const std::string& file) {
-  const std::string canonical = fs::canonical(file).string();
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  while (std::getline(maps, line)) {
-    std::istringstream fields(line);
-    std::string range, perms, offset, dev, inode, path;
-    fields >> range >> perms >> offset >> dev >> inode >> path;
-    if (path != canonical) continue;
-    const uintptr_t begin = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
-    const uintptr_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
-    if (addr >= begin && addr < end) return true;
-  }
-  return false;
-}
+using testing::points_into_mapping_of;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 

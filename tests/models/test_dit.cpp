@@ -12,6 +12,7 @@
 #include "models/dit.h"
 #include "../ops/test_helpers.h"
 #include "util/error.h"
+#include "mapping.h"
 
 using namespace ditgen;
 
@@ -39,23 +40,7 @@ TEST_CASE("DiT forward matches diffusers: sharded bf16 weights, no learned sigma
   check_forward("dit_small_bf16");
 }
 
-// Whether `p` lies inside a mapping of `file` (from /proc/self/maps).
-static bool points_into_mapping_of(const void* p, const std::string& file) {
-  const std::string canonical = std::filesystem::canonical(file).string();
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  const auto addr = reinterpret_cast<uintptr_t>(p);
-  while (std::getline(maps, line)) {
-    std::istringstream fields(line);
-    std::string range, perms, offset, dev, inode, path;
-    fields >> range >> perms >> offset >> dev >> inode >> path;
-    if (path != canonical) continue;
-    const uintptr_t begin = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
-    const uintptr_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
-    if (addr >= begin && addr < end) return true;
-  }
-  return false;
-}
+using testing::points_into_mapping_of;
 
 TEST_CASE("DiT on the CPU keeps bf16 GEMM weights as stored, mmapped; the rest float32") {
   auto dir = io::ModelDir::open(testing::fixture_dir("dit_small_bf16"));

@@ -24,6 +24,7 @@
 #include "parallel/mpi_communicator.h"
 #include "parallel/mpi_runtime.h"
 #include "util/error.h"
+#include "mpi_test_main.h"
 
 using ditgen::parallel::Communicator;
 using ditgen::parallel::MpiCommunicator;
@@ -338,19 +339,4 @@ TEST_CASE("MPI errors become RuntimeFailure (exit 4) naming the call") {
   comm->barrier();  // the communicator is still usable
 }
 
-int main(int argc, char** argv) {
-  if (!MpiRuntime::launched_by_mpirun()) {
-    std::fprintf(stderr, "mpi_collectives: run me under mpirun -np N (N >= 2)\n");
-    return 1;
-  }
-  MpiRuntime::init(&argc, &argv);
-  doctest::Context context(argc, argv);
-  // Full output from rank 0; the others report only their failures.
-  if (world().rank() != 0) context.setOption("minimal", true);
-  int failed = context.run() != 0 ? 1 : 0;
-  if (context.shouldExit()) return failed;
-  if (failed) std::fprintf(stderr, "mpi_collectives: rank %d failed\n", world().rank());
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MpiRuntime::finalize();
-  return failed;
-}
+int main(int argc, char** argv) { return ditgen::testing::run_mpi_doctest(argc, argv, "mpi_collectives"); }

@@ -28,6 +28,7 @@
 #include "parallel/shard.h"
 #include "parallel/tensor_parallel.h"
 #include "parallel/token_shard.h"
+#include "mpi_test_main.h"
 
 using namespace ditgen;
 using namespace ditgen::parallel;
@@ -152,18 +153,4 @@ TEST_CASE("the frame switch turns frame shards into token shards and back (uneve
   }
 }
 
-int main(int argc, char** argv) {
-  if (!MpiRuntime::launched_by_mpirun()) {
-    std::fprintf(stderr, "mpi_parallel_attention: run me under mpirun -np N (N >= 2)\n");
-    return 1;
-  }
-  MpiRuntime::init(&argc, &argv);
-  doctest::Context context(argc, argv);
-  if (world().rank() != 0) context.setOption("minimal", true);
-  int failed = context.run() != 0 ? 1 : 0;
-  if (context.shouldExit()) return failed;
-  if (failed) std::fprintf(stderr, "mpi_parallel_attention: rank %d failed\n", world().rank());
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MpiRuntime::finalize();
-  return failed;
-}
+int main(int argc, char** argv) { return ditgen::testing::run_mpi_doctest(argc, argv, "mpi_parallel_attention"); }

@@ -1,0 +1,30 @@
+// Whether a pointer lies inside this process's mapping of a file (from
+// /proc/self/maps): how tests tell a tensor borrowed from an mmapped
+// safetensors file (zero copy) from a copy. Shared by every test area.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ditgen::testing {
+
+inline bool points_into_mapping_of(const void* p, const std::string& file) {
+  const std::string canonical = std::filesystem::canonical(file).string();
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode, path;
+    fields >> range >> perms >> offset >> dev >> inode >> path;
+    if (path != canonical) continue;
+    const uintptr_t begin = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const uintptr_t end = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (addr >= begin && addr < end) return true;
+  }
+  return false;
+}
+
+}  // namespace ditgen::testing
