@@ -278,6 +278,30 @@ TEST_CASE("backend ops: layer_norm (with and without affine), layer_norm_modulat
   }
 }
 
+TEST_CASE("backend ops: rms_norm, relu_, mul_ (the T5 encoder's)") {
+  for (DType t : gputest::kAllTypes) {
+    CAPTURE(dtype_str(t));
+    for (Shape xs : {Shape{3, 7, 40}, Shape{5, 37}, Shape{2, 333}}) {
+      CAPTURE(shape_str(xs));
+      const Tensor x = input(xs, 47, t, -3, 5), w = input({xs.back()}, 48, t, 0.5f, 2.0f);
+      check_close(ops::rms_norm(up(x, t), up(w, t), 1e-6f), ops::rms_norm(x, w, 1e-6f), t);
+    }
+    CHECK_THROWS_AS(ops::rms_norm(up(input({3, 40}, 49, t), t), up(input({39}, 49, t), t), 1e-6f),
+                    std::invalid_argument);
+
+    const Tensor a = input({5, 333}, 36, t, -2, 2), b = input({5, 333}, 37, t, -2, 2);
+    Tensor ref = a.clone(), got = up(a, t);
+    ops::relu_(ref);
+    ops::relu_(got);
+    check_equal(got, ref);  // max(x, 0) of a stored value: exact
+    ops::mul_(ref, b);
+    ops::mul_(got, up(b, t));
+    check_close(got, ref, t);
+    Tensor other = up(input({333, 5}, 38, t), t);
+    CHECK_THROWS_AS(ops::mul_(got, other), std::invalid_argument);
+  }
+}
+
 TEST_CASE("backend ops: group_norm with and without fused SiLU") {
   struct Case {
     Shape shape;
