@@ -86,8 +86,10 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
 // Scaled dot-product attention with O(n) extra memory (CPU: tiled, online
 // softmax; CUDA: flash or math path, see set_attention_mode), on operands
 // laid out as ditgen::AttentionArgs says (src/tensor/attention_args.h:
-// strides, optional lse and per-sample key counts); build one from tensors
-// with ops::attention_args (ops/attention_operands.h).
+// strides, optional lse, per-sample key counts and additive score bias);
+// build one from tensors with ops::attention_args (ops/attention_operands.h)
+// and set the extras on it. A score bias (T5) takes the CUDA math path: the
+// automatic choice goes there, and a forced flash path is an error.
 struct AttentionArgs : ditgen::AttentionArgs {
   Device device = Device::kCPU;  // of q, k, v, out and lse
   // false: this call takes the automatic path whatever set_attention_mode

@@ -428,6 +428,44 @@ TEST_CASE("backend ops: attention from packed q|k|v rows, with lse, and attentio
       }
 }
 
+TEST_CASE("backend ops: attention with a score bias (T5), every mode") {
+  // T5 self-attention: scale 1 and a [heads, N, N] relative-position bias,
+  // the same for every sample. auto and math take the math path; a forced
+  // flash path is refused (the flash kernel adds no bias).
+  const int64_t batch = 2, heads = 3, tokens = 37, head_dim = 64, inner = heads * head_dim;
+  ModeGuard guard;
+  const Tensor table = random_tensor({heads, tokens, tokens}, 62, -4, 4);
+  const Tensor dtable = table.to(kCUDA, DType::kF32);
+  auto with_bias = [&](ops::AttentionArgs a, const Tensor& bias) {
+    a.scale = 1.0f;
+    a.bias = static_cast<const float*>(bias.raw());
+    a.bias_head_stride = tokens * tokens;
+    a.bias_row_stride = tokens;
+    return a;
+  };
+  for (DType t : gputest::kAllTypes) {
+    CAPTURE(dtype_str(t));
+    Tensor qkv = input({batch, tokens, 3 * inner}, 63, t, -1, 1);
+    Tensor ref = Tensor::empty({batch, tokens, inner}), ref_lse = Tensor::empty({batch, heads, tokens});
+    ops::attention(with_bias(packed_args(qkv, ref, &ref_lse, heads, head_dim, 0, tokens), table));
+    Tensor dqkv = up(qkv, t);
+    for (AttentionMode mode : {AttentionMode::kAuto, AttentionMode::kMath, AttentionMode::kFlash}) {
+      CAPTURE(std::string(mode_name(mode)));
+      ops::set_attention_mode(mode);
+      Tensor out = Tensor::empty({batch, tokens, inner}, kCUDA, t);
+      Tensor lse = Tensor::empty({batch, heads, tokens}, kCUDA, DType::kF32);
+      const ops::AttentionArgs a = with_bias(packed_args(dqkv, out, &lse, heads, head_dim, 0, tokens), dtable);
+      if (mode == AttentionMode::kFlash) {
+        CHECK_THROWS_AS(ops::attention(a), std::invalid_argument);
+        continue;
+      }
+      ops::attention(a);
+      check_close(out, ref, t);
+      check_close(lse, ref_lse, DType::kF32);
+    }
+  }
+}
+
 TEST_CASE("backend ops: conv2d (stride 1 and 2, padding 0 and 1, 3x3 and 1x1 kernels)") {
   struct Case {
     Shape x, w;
