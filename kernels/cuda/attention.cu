@@ -1,7 +1,8 @@
 // Attention entry point on the GPU and the log-sum-exp merge.
 // attention() picks flash or math with the pure rule of attention_path.h
-// for the bound device (or the path forced by --attention), so the choice
-// is the same function the CPU tests check. attention_merge_ is one warp per
+// for the bound device and the call's score bias (or the path forced by
+// --attention; forced flash with a bias is refused), so the choice is the
+// same function the CPU tests check. attention_merge_ is one warp per
 // query row: the lane-0 read of both lse values is broadcast, every lane
 // merges a strided share of the row's head_dim outputs with
 // math::lse_merge (kernels/math/softmax.h, as the CPU op), then lane 0
@@ -49,6 +50,10 @@ __global__ void merge_kernel(T* out, float* lse, const T* __restrict__ out2, con
 
 AttentionPath attention_path(const AttentionArgs& a, AttentionMode mode) {
   if (mode == AttentionMode::kMath) return AttentionPath::kMath;
+  const bool score_bias = a.bias != nullptr;
+  if (mode == AttentionMode::kFlash && score_bias)
+    throw std::invalid_argument("attention: flash attention takes no score bias (AttentionArgs::bias, T5's relative "
+                                "position bias): use --attention math or auto");
   const DeviceInfo& info = current_device_info();
   const int head_dim = static_cast<int>(std::min<int64_t>(a.head_dim, 1 << 20));
   if (mode == AttentionMode::kFlash && !flash_supported(info.major, info.minor, head_dim, a.dtype))
@@ -56,7 +61,7 @@ AttentionPath attention_path(const AttentionArgs& a, AttentionMode mode) {
                                 "128; this is " + info.name + " (" + std::to_string(info.major) + "." +
                                 std::to_string(info.minor) + ") with head_dim " + std::to_string(a.head_dim) +
                                 ": use --attention math or auto");
-  const AttentionPath path = choose_attention_path(info.major, info.minor, head_dim, a.dtype);
+  const AttentionPath path = choose_attention_path(info.major, info.minor, head_dim, a.dtype, score_bias);
   if (path == AttentionPath::kFlash && !flash_image_available()) {
     if (mode == AttentionMode::kFlash)
       throw std::invalid_argument("attention: this build has no sm_80+ image for flash attention on " + info.name +

@@ -3,7 +3,8 @@
 // (kernels/math/softmax.h, the CPU kernel's recurrence), no n x n buffer,
 // any q/kv length (partial tiles masked), strided Q/K/V/out rows as
 // AttentionArgs, optional log-sum-exp output, optional per-sample key
-// counts (each block walks only its sample's first kv_lens[b] keys).
+// counts (each block walks only its sample's first kv_lens[b] keys). No
+// score bias: calls with one take the math path (attention_path.h).
 //
 // bf16 / f16 storage: tensor cores through mma.sync.m16n8k16 (sm_80 PTX,
 // float32 accumulation). A block is 4 warps and 64 queries, each warp owns
@@ -423,6 +424,8 @@ bool flash_image_available() {
 
 void attention_flash(const AttentionArgs& a) {
   check_attention_args(a, "attention_flash");
+  if (a.bias)
+    throw std::invalid_argument("attention_flash: no score bias (AttentionArgs::bias) support; use the math path");
   if (!flash_head_dim_supported(static_cast<int>(std::min<int64_t>(a.head_dim, 1 << 20))))
     throw std::invalid_argument("attention_flash: head_dim " + std::to_string(a.head_dim) +
                                 " has no flash kernel (64, 72, 128); use the math path");

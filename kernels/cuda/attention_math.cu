@@ -1,14 +1,18 @@
-// Math attention on the GPU: the path for compute capability < 8.0 and for
-// head sizes the flash kernel is not built for (kernels/cuda/attention_path.h).
+// Math attention on the GPU: the path for compute capability < 8.0, for
+// head sizes the flash kernel is not built for, and for calls with a score
+// bias (kernels/cuda/attention_path.h).
 //
 // Per batch item and chunk of queries, for all heads at once:
 //   S[h] = scale * Q[h] K[h]^T     cuBLAS strided-batched GEMM, float32 scores
 //                                  (bf16/f16 inputs, float32 accumulation)
-//   P[h] = softmax(S[h]) by rows   softmax_rows_kernel: max, sum of exp,
-//                                  normalise; writes each row's log-sum-exp
-//                                  when asked; P in the storage type (in place
-//                                  for float32) because cuBLAS wants A and B
-//                                  of one type
+//   P[h] = softmax(S[h] + bias[h]) softmax_rows_kernel, by rows: adds the
+//                                  optional float32 score bias (T5's
+//                                  relative position bias) as it reads S;
+//                                  max, sum of exp, normalise; writes each
+//                                  row's log-sum-exp (of the biased scores)
+//                                  when asked; P in the storage type (in
+//                                  place for float32) because cuBLAS wants A
+//                                  and B of one type
 //   out[h] = P[h] V[h]             strided-batched GEMM into the strided output
 // Heads are the GEMM batch: their matrices are interleaved in the token rows
 // (batch stride head_dim, leading dimension the row stride), so Q/K/V/out are
@@ -32,31 +36,41 @@ namespace {
 constexpr int64_t kScoreBytes = int64_t{256} << 20;
 constexpr int kSoftmaxThreads = 128;
 
+// Where the score bias of a chunk's rows lies: row i of head h at
+// bias + h * head_stride + i * row_stride, bias pre-offset to the chunk's
+// first query q0 (AttentionArgs::bias); bias null: none.
+struct ScoreBias {
+  const float* bias;
+  int64_t head_stride, row_stride;
+};
+
 // One block per score row: row r = h * rows + i of scores [heads, rows, kv]
-// (float32); probabilities to probs (same layout, storage type; may alias
-// scores for float32). lse (if any) of row (b, h, q0 + i) at
-// lse[(b * heads + h) * q_len + q0 + i], passed pre-offset to (b, q0).
+// (float32), plus the bias row of (h, i) when there is one; probabilities to
+// probs (same layout, storage type; may alias scores for float32). lse (if
+// any) of row (b, h, q0 + i) at lse[(b * heads + h) * q_len + q0 + i], passed
+// pre-offset to (b, q0).
 template <class T>
-__global__ void softmax_rows_kernel(const float* scores, T* probs, int64_t rows, int64_t kv_len, float* lse,
-                                    int64_t q_len) {
+__global__ void softmax_rows_kernel(const float* scores, T* probs, int64_t rows, int64_t kv_len, ScoreBias sb,
+                                    float* lse, int64_t q_len) {
   __shared__ float scratch[32];
   const int64_t r = blockIdx.x;
+  const int64_t h = r / rows, i = r - h * rows;
   const float* s = scores + r * kv_len;
+  const float* b = sb.bias ? sb.bias + h * sb.head_stride + i * sb.row_stride : nullptr;
+  auto score = [&](int64_t j) { return b ? s[j] + b[j] : s[j]; };
   T* p = probs + r * kv_len;
   float mx = -INFINITY;
-  for (int64_t j = threadIdx.x; j < kv_len; j += blockDim.x) mx = fmaxf(mx, s[j]);
+  for (int64_t j = threadIdx.x; j < kv_len; j += blockDim.x) mx = fmaxf(mx, score(j));
   mx = block_max(mx, scratch);
   float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < kv_len; j += blockDim.x) sum += math::softmax_weight(s[j], mx);
+  for (int64_t j = threadIdx.x; j < kv_len; j += blockDim.x) sum += math::softmax_weight(score(j), mx);
   sum = block_sum(sum, scratch);
   const float inv = 1.0f / sum;
   // Each element is read before it is overwritten by the same thread, so
   // probs may alias scores.
-  for (int64_t j = threadIdx.x; j < kv_len; j += blockDim.x) p[j] = from_float<T>(math::softmax_weight(s[j], mx) * inv);
-  if (lse && threadIdx.x == 0) {
-    const int64_t h = r / rows, i = r - h * rows;
-    lse[h * q_len + i] = math::softmax_lse(mx, sum);
-  }
+  for (int64_t j = threadIdx.x; j < kv_len; j += blockDim.x)
+    p[j] = from_float<T>(math::softmax_weight(score(j), mx) * inv);
+  if (lse && threadIdx.x == 0) lse[h * q_len + i] = math::softmax_lse(mx, sum);
 }
 
 }  // namespace
@@ -91,10 +105,12 @@ void attention_math(const AttentionArgs& a) {
                               scores.get(), kv, rows * kv, H, a.dtype, DType::kF32);
       const unsigned blocks = static_cast<unsigned>(checked_int(H * rows, "attention_math softmax rows"));
       float* lse = a.lse ? a.lse + b * H * a.q_len + q0 : nullptr;
+      // The bias is the same for every sample; this chunk's rows start at query q0.
+      const ScoreBias sb{a.bias ? a.bias + q0 * a.bias_row_stride : nullptr, a.bias_head_stride, a.bias_row_stride};
       dispatch_dtype(a.dtype, [&](auto tag) {
         using T = typename decltype(tag)::type;
         softmax_rows_kernel<T><<<blocks, kSoftmaxThreads, 0, stream()>>>(scores.as<float>(), static_cast<T*>(probs),
-                                                                        rows, kv, lse, a.q_len);
+                                                                        rows, kv, sb, lse, a.q_len);
         DITGEN_CUDA_CHECK_LAUNCH();
       });
       // out[h] (rows x D) = P[h] (rows x kv) · V[h] (kv x D)

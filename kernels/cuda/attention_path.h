@@ -1,14 +1,17 @@
 // Which CUDA attention implementation runs, as a pure function of the device's
-// compute capability, the head size and the storage type, so the rule of
-// DESIGN.md §3 is testable on a machine without a GPU.
+// compute capability, the head size, the storage type and whether the call
+// has a score bias, so the rule of DESIGN.md §3 is testable on a machine
+// without a GPU.
 //
 // Flash (attention_flash.cu) runs on every compute capability >= 8.0, written
 // as an ordered (major, minor) comparison so that 8.6, 8.9, 9.0, 10.x, 12.x
 // and later parts are included (never an equality test on 8.0): its bf16/f16
 // kernel uses mma.sync.m16n8k16, an sm_80 instruction. It is compiled for
-// head sizes 64, 72 and 128 only. Everything else (Volta, Turing, other head
-// sizes) takes the cuBLAS math path (attention_math.cu), which handles any
-// head size on any device.
+// head sizes 64, 72 and 128 only, and adds no score bias
+// (AttentionArgs::bias, T5's relative position bias). Everything else
+// (Volta, Turing, other head sizes, biased scores) takes the cuBLAS math path
+// (attention_math.cu), which handles any head size and the bias on any
+// device. Forcing flash on a call with a bias is an error (attention.cu).
 #pragma once
 #include "kernels/cuda/dtype.h"
 #include "tensor/attention_args.h"
@@ -36,8 +39,10 @@ constexpr bool flash_supported(int major, int minor, int head_dim, DType dtype) 
          (dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16);
 }
 
-constexpr AttentionPath choose_attention_path(int major, int minor, int head_dim, DType dtype) {
-  return flash_supported(major, minor, head_dim, dtype) ? AttentionPath::kFlash : AttentionPath::kMath;
+// score_bias: the call has AttentionArgs::bias, which only the math path adds.
+constexpr AttentionPath choose_attention_path(int major, int minor, int head_dim, DType dtype,
+                                              bool score_bias = false) {
+  return !score_bias && flash_supported(major, minor, head_dim, dtype) ? AttentionPath::kFlash : AttentionPath::kMath;
 }
 
 constexpr const char* attention_path_name(AttentionPath p) { return p == AttentionPath::kFlash ? "flash" : "math"; }

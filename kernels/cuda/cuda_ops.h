@@ -45,11 +45,13 @@ void linear(const void* x, const void* w, const void* bias, void* y, int64_t m, 
             DType dtype);
 
 // ---- Elementwise (elementwise.cu) --------------------------------------------------
-// y[n] = silu(x[n]) / gelu_tanh(x[n]); y == x is allowed (in place).
+// y[n] = silu(x[n]) / gelu_tanh(x[n]) / relu(x[n]); y == x is allowed (in place).
 void silu(const void* x, void* y, int64_t n, DType dtype);
 void gelu_tanh(const void* x, void* y, int64_t n, DType dtype);
-// x[n] += y[n].
+void relu(const void* x, void* y, int64_t n, DType dtype);
+// x[n] += y[n] / x[n] *= y[n].
 void add_(void* x, const void* y, int64_t n, DType dtype);
+void mul_(void* x, const void* y, int64_t n, DType dtype);
 // x[B, N, C] += gate[b, :] * y[B, N, C], gate row b at gate + b * gate_stride.
 void gated_residual_(void* x, const void* y, const void* gate, int64_t gate_stride, int64_t batch, int64_t tokens,
                      int64_t channels, DType dtype);
@@ -59,10 +61,13 @@ void add_broadcast_(void* x, const void* y, int64_t rows, int64_t n, DType dtype
 // y[i] = x[i] converted (round to nearest even), i < n; x and y must not overlap.
 void cast(const void* x, DType x_dtype, void* y, DType y_dtype, int64_t n);
 
-// ---- Normalisation (layer_norm.cu, group_norm.cu) -----------------------------------
+// ---- Normalisation (layer_norm.cu, rms_norm.cu, group_norm.cu) -----------------------
 // y[rows, C] = LayerNorm(x[rows, C]) over the last dim; weight/bias [C] may be null.
 void layer_norm(const void* x, const void* weight, const void* bias, void* y, int64_t rows, int64_t channels,
                 float eps, DType dtype);
+// y[rows, C] = weight * x / sqrt(mean(x^2) + eps) over the last dim (RMSNorm,
+// T5LayerNorm); weight [C].
+void rms_norm(const void* x, const void* weight, void* y, int64_t rows, int64_t channels, float eps, DType dtype);
 // adaLN: y[B, N, C] = LN(x) * (1 + scale[b]) + shift[b], shift/scale row b at
 // + b * mod_stride (chunks of the adaLN linear output, used in place).
 void layer_norm_modulate(const void* x, const void* shift, const void* scale, int64_t mod_stride, void* y,

@@ -13,20 +13,30 @@ namespace ditgen::cuda {
 
 namespace {
 
-enum class Unary { kSilu, kGeluTanh };
+enum class Unary { kSilu, kGeluTanh, kRelu };
+
+template <Unary U>
+__device__ __forceinline__ float apply(float v) {
+  if constexpr (U == Unary::kSilu) return math::silu(v);
+  if constexpr (U == Unary::kGeluTanh) return math::gelu_tanh(v);
+  return math::relu(v);
+}
 
 template <class T, Unary U>
 __global__ void unary_kernel(const T* x, T* y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const float v = to_float(x[i]);
-    y[i] = from_float<T>(U == Unary::kSilu ? math::silu(v) : math::gelu_tanh(v));
-  }
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = from_float<T>(apply<U>(to_float(x[i])));
 }
 
-template <class T>
-__global__ void add_kernel(T* x, const T* __restrict__ y, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
-    x[i] = from_float<T>(to_float(x[i]) + to_float(y[i]));
+enum class Binary { kAdd, kMul };
+
+// x[i] = x[i] + y[i] / x[i] * y[i]
+template <class T, Binary B>
+__global__ void binary_kernel(T* x, const T* __restrict__ y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const float a = to_float(x[i]), b = to_float(y[i]);
+    x[i] = from_float<T>(B == Binary::kAdd ? a + b : a * b);
+  }
 }
 
 // x[b, t, c] += gate[b * gate_stride + c] * y[b, t, c]
@@ -62,20 +72,27 @@ void unary(const void* x, void* y, int64_t n, DType dtype) {
   });
 }
 
+template <Binary B>
+void binary(void* x, const void* y, int64_t n, DType dtype) {
+  if (n <= 0) return;
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    binary_kernel<T, B><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<T*>(x), static_cast<const T*>(y), n);
+    DITGEN_CUDA_CHECK_LAUNCH();
+  });
+}
+
 }  // namespace
 
 void silu(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kSilu>(x, y, n, dtype); }
 
 void gelu_tanh(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kGeluTanh>(x, y, n, dtype); }
 
-void add_(void* x, const void* y, int64_t n, DType dtype) {
-  if (n <= 0) return;
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    add_kernel<T><<<grid_for(n), kThreads, 0, stream()>>>(static_cast<T*>(x), static_cast<const T*>(y), n);
-    DITGEN_CUDA_CHECK_LAUNCH();
-  });
-}
+void relu(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kRelu>(x, y, n, dtype); }
+
+void add_(void* x, const void* y, int64_t n, DType dtype) { binary<Binary::kAdd>(x, y, n, dtype); }
+
+void mul_(void* x, const void* y, int64_t n, DType dtype) { binary<Binary::kMul>(x, y, n, dtype); }
 
 void gated_residual_(void* x, const void* y, const void* gate, int64_t gate_stride, int64_t batch, int64_t tokens,
                      int64_t channels, DType dtype) {

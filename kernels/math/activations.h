@@ -3,7 +3,8 @@
 // polynomial, 2^n by exponent bits): branch-free so CPU loops vectorise under
 // `omp simd` without libmvec, and within ~2 ulp of expf over the float range.
 // GELU(tanh) is written as x * sigmoid(2u), identical to 0.5x(1 + tanh(u)) but
-// with one exp and no cancellation.
+// with one exp and no cancellation. ReLU lets a NaN through, as torch.relu
+// does.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -45,6 +46,9 @@ DITGEN_HD float fast_exp(float x) {
 DITGEN_HD float sigmoid(float x) { return 1.0f / (1.0f + fast_exp(-x)); }
 
 DITGEN_HD float silu(float x) { return x / (1.0f + fast_exp(-x)); }
+
+// max(x, 0), written so that a NaN x stays NaN (torch.relu).
+DITGEN_HD float relu(float x) { return x < 0.0f ? 0.0f : x; }
 
 // GELU with the tanh approximation (torch approximate="tanh"):
 // 0.5 x (1 + tanh(u)) = x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3).

@@ -1,9 +1,10 @@
 // Normalisation formulas shared by the CPU ops and the CUDA kernels
-// (DITGEN_HD): LayerNorm's rstd and affine / adaLN modulation, the adaLN-Zero
-// gated residual, GroupNorm's per-channel apply, and mean/variance moments
-// with Chan's parallel combine, which lets a GPU reduction split one group
-// over many threads and blocks and still centre every partial sum on its own
-// mean (no E[x^2] - E[x]^2 cancellation).
+// (DITGEN_HD): LayerNorm's rstd and affine / adaLN modulation, RMSNorm's
+// (T5LayerNorm's) rstd and apply, the adaLN-Zero gated residual, GroupNorm's
+// per-channel apply, and mean/variance moments with Chan's parallel combine,
+// which lets a GPU reduction split one group over many threads and blocks and
+// still centre every partial sum on its own mean (no E[x^2] - E[x]^2
+// cancellation).
 #pragma once
 #include <math.h>
 
@@ -16,6 +17,13 @@ namespace ditgen::math {
 DITGEN_HD float norm_rstd(float sq_dev_sum, float n, float eps) { return 1.0f / sqrtf(sq_dev_sum / n + eps); }
 
 DITGEN_HD float normalize(float x, float mean, float rstd) { return (x - mean) * rstd; }
+
+// RMSNorm (T5LayerNorm): 1 / sqrt(mean(x^2) + eps) from the sum of squares
+// of n values; no mean is subtracted.
+DITGEN_HD float rms_rstd(float sq_sum, float n, float eps) { return 1.0f / sqrtf(sq_sum / n + eps); }
+
+// weight * (x * rstd), in T5LayerNorm's order (normalise, then scale).
+DITGEN_HD float rms_apply(float x, float rstd, float weight) { return weight * (x * rstd); }
 
 // adaLN: LN(x) * (1 + scale) + shift.
 DITGEN_HD float modulate(float xhat, float shift, float scale) { return xhat * (1.0f + scale) + shift; }

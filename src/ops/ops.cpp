@@ -156,12 +156,20 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
 void silu_(Tensor& x) { DITGEN_DISPATCH(x, "silu_", silu_(x)); }
 Tensor silu(const Tensor& x) { DITGEN_DISPATCH(x, "silu", silu(x)); }
 void gelu_tanh_(Tensor& x) { DITGEN_DISPATCH(x, "gelu_tanh_", gelu_tanh_(x)); }
+void relu_(Tensor& x) { DITGEN_DISPATCH(x, "relu_", relu_(x)); }
 
 void add_(Tensor& x, const Tensor& y) {
   same_place("add_", x, {&y});
   if (x.shape() != y.shape())
     throw std::invalid_argument("add_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
   DITGEN_DISPATCH(x, "add_", add_(x, y));
+}
+
+void mul_(Tensor& x, const Tensor& y) {
+  same_place("mul_", x, {&y});
+  if (x.shape() != y.shape())
+    throw std::invalid_argument("mul_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+  DITGEN_DISPATCH(x, "mul_", mul_(x, y));
 }
 
 void add_broadcast_(Tensor& x, const Tensor& y) {
@@ -177,6 +185,14 @@ Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, flo
   if (x.ndim() < 1 || (weight && weight->numel() != x.dim(-1)) || (bias && bias->numel() != x.dim(-1)))
     throw std::invalid_argument("layer_norm: input " + shape_str(x.shape()) + " with affine of another size");
   DITGEN_DISPATCH(x, "layer_norm", layer_norm(x, weight, bias, eps));
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+  same_place("rms_norm", x, {&weight});
+  if (x.ndim() < 1 || weight.numel() != x.dim(-1))
+    throw std::invalid_argument("rms_norm: input " + shape_str(x.shape()) + " with weight " +
+                                shape_str(weight.shape()));
+  DITGEN_DISPATCH(x, "rms_norm", rms_norm(x, weight, eps));
 }
 
 void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, int64_t scale_col, float eps,

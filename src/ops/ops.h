@@ -52,7 +52,9 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
 void silu_(Tensor& x);                       // x * sigmoid(x), in place
 Tensor silu(const Tensor& x);
 void gelu_tanh_(Tensor& x);                  // GELU, tanh approximation, in place
+void relu_(Tensor& x);                       // max(x, 0), in place (NaN stays NaN, as torch.relu)
 void add_(Tensor& x, const Tensor& y);       // x += y (same shape)
+void mul_(Tensor& x, const Tensor& y);       // x *= y (same shape; T5's gated feed-forward)
 // x += y repeated: x viewed as [x.numel() / y.numel(), y.numel()] rows
 // (a bias over every token, a position table over every sample).
 void add_broadcast_(Tensor& x, const Tensor& y);
@@ -60,6 +62,10 @@ void add_broadcast_(Tensor& x, const Tensor& y);
 // ---- Normalisation ----------------------------------------------------------
 // LayerNorm over the last dim, optional affine (weight/bias may be null).
 Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, float eps);
+// RMSNorm over the last dim C (T5LayerNorm): y = weight * (x / sqrt(mean(x^2)
+// + eps)), no mean subtraction, no bias; weight [C]; the sum of squares in
+// float32.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps);
 
 // adaLN modulation: x [B, N, C]; out = LN(x) * (1 + scale[b]) + shift[b]
 // where shift and scale are C columns of row b of mod [B, M], starting at
@@ -80,8 +86,10 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
 // Scaled dot-product attention with O(n) extra memory (CPU: tiled, online
 // softmax; CUDA: flash or math path, see set_attention_mode), on operands
 // laid out as ditgen::AttentionArgs says (src/tensor/attention_args.h:
-// strides, optional lse and per-sample key counts); build one from tensors
-// with ops::attention_args (ops/attention_operands.h).
+// strides, optional lse, per-sample key counts and additive score bias);
+// build one from tensors with ops::attention_args (ops/attention_operands.h)
+// and set the extras on it. A score bias (T5) takes the CUDA math path: the
+// automatic choice goes there, and a forced flash path is an error.
 struct AttentionArgs : ditgen::AttentionArgs {
   Device device = Device::kCPU;  // of q, k, v, out and lse
   // false: this call takes the automatic path whatever set_attention_mode

@@ -3,8 +3,9 @@
 // storage type, Q/K/V read from packed projection rows ([K | V] per token)
 // with aligned and unaligned (padded) row strides, contiguous and
 // interleaved batches (batch stride one token row), partial query and key
-// tiles, the log-sum-exp output, and ring-attention merging of key blocks.
-// Tolerances: gpu_test_helpers.h (float32 1e-5; the half types also round
+// tiles, the log-sum-exp output, ring-attention merging of key blocks, and
+// an additive score bias (T5's relative position bias: the math path, which
+// the automatic choice takes for it; forced flash is refused). Tolerances: gpu_test_helpers.h (float32 1e-5; the half types also round
 // the probabilities before P·V, within the stated bounds).
 #include <doctest/doctest.h>
 
@@ -35,12 +36,14 @@ struct Problem {
   cuda::DType t;
   bool interleaved;
   int64_t inner, q_stride, kv_stride, out_stride;
+  float scale;  // 1/sqrt(head_dim); T5 uses 1
   Tensor q, kv;  // [B, q_len, q_stride], [B, kv_len, kv_stride] = [K | V | pad] (or [len, B, stride] interleaved)
   DeviceTensor dq, dkv;
 
   Problem(Case c_, cuda::DType t_, bool interleaved_ = false)
       : c(c_), t(t_), interleaved(interleaved_), inner(c.heads * c.head_dim), q_stride(inner + c.pad),
         kv_stride(2 * inner + c.pad), out_stride(inner + c.pad),
+        scale(1.0f / std::sqrt(static_cast<float>(c.head_dim))),
         q(gputest::rounded(random_tensor({c.batch, c.q_len, q_stride}, 11, -2, 2), t)),
         kv(gputest::rounded(random_tensor({c.batch, c.kv_len, kv_stride}, 12, -2, 2), t)), dq(q, t), dkv(kv, t) {}
 
@@ -59,13 +62,14 @@ struct Problem {
     a.out_row_stride = row(out_stride);
     a.q_batch_stride = bat(q_stride, c.q_len), a.k_batch_stride = a.v_batch_stride = bat(kv_stride, c.kv_len);
     a.out_batch_stride = bat(out_stride, c.q_len);
-    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.scale = scale;
     return a;
   }
 
-  // CPU reference over all keys (or each sample's first kv_lens[b]): out
-  // [B, q_len, inner], lse [B, heads, q_len].
-  void reference(Tensor& out, Tensor& lse, const int32_t* kv_lens = nullptr) {
+  // CPU reference over all keys (or each sample's first kv_lens[b]), with
+  // the score bias of `bias` (host memory) if any: out [B, q_len, inner],
+  // lse [B, heads, q_len].
+  void reference(Tensor& out, Tensor& lse, const int32_t* kv_lens = nullptr, const AttentionArgs* bias = nullptr) {
     out = Tensor::empty({c.batch, c.q_len, inner});
     lse = Tensor::empty({c.batch, c.heads, c.q_len});
     ops::AttentionArgs a;
@@ -74,8 +78,13 @@ struct Problem {
     a.q_row_stride = row(q_stride), a.k_row_stride = a.v_row_stride = row(kv_stride), a.out_row_stride = inner;
     a.q_batch_stride = bat(q_stride, c.q_len), a.k_batch_stride = a.v_batch_stride = bat(kv_stride, c.kv_len);
     a.out_batch_stride = c.q_len * inner;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+    a.scale = scale;
     a.kv_lens = kv_lens;
+    if (bias) {
+      a.bias = bias->bias;
+      a.bias_head_stride = bias->bias_head_stride;
+      a.bias_row_stride = bias->bias_row_stride;
+    }
     ops::attention(a);
   }
 
@@ -171,6 +180,63 @@ TEST_CASE("cuda attention with per-sample key counts (kv_lens) matches ops::atte
   const std::vector<int32_t> bad = {4, 5};
   a.kv_lens = bad.data();
   CHECK_THROWS_AS(cuda::attention(a), std::invalid_argument);
+}
+
+TEST_CASE("cuda attention with a score bias (math path) matches ops::attention, with kv_lens and lse") {
+  // T5's call (scale 1, a [heads, q_len, kv_len] bias table, here with padded
+  // rows), on odd sizes; head sizes 64 and 72 have a flash kernel, which the
+  // bias must keep out of the automatic choice.
+  const Case cases[] = {{2, 5, 23, 23, 8, 0}, {2, 5, 70, 29, 8, 0}, {2, 5, 19, 300, 8, 3}, {2, 3, 37, 65, 64, 0},
+                        {2, 2, 130, 300, 72, 5}};
+  for (cuda::DType t : gputest::kAllTypes)
+    for (const Case& c : cases)
+      for (AttentionMode mode : {AttentionMode::kAuto, AttentionMode::kMath})
+        for (bool with_lens : {false, true})
+          for (bool interleaved : {false, true}) {
+            CAPTURE(cuda::dtype_name(t));
+            CAPTURE(c.q_len);
+            CAPTURE(c.kv_len);
+            CAPTURE(c.head_dim);
+            CAPTURE(mode == AttentionMode::kAuto ? "auto" : "math");
+            CAPTURE(with_lens);
+            CAPTURE(interleaved);
+            Problem p(c, t, interleaved);
+            p.scale = 1.0f;
+            const int64_t row_stride = c.kv_len + 3, head_stride = c.q_len * row_stride;
+            const Tensor table = random_tensor({c.heads * head_stride}, 13, -4, 4);
+            DeviceTensor dtable(table, cuda::DType::kF32);
+            const std::vector<int32_t> lens = {static_cast<int32_t>(c.kv_len / 2 + 1), static_cast<int32_t>(c.kv_len)};
+            DeviceTensor out(c.batch * c.q_len * p.out_stride, t), lse(c.batch * c.heads * c.q_len, cuda::DType::kF32);
+            cuda::AttentionArgs a = p.device_args(0, c.kv_len, out, lse);
+            a.bias = static_cast<const float*>(dtable.data());
+            a.bias_head_stride = head_stride;
+            a.bias_row_stride = row_stride;
+            a.kv_lens = with_lens ? lens.data() : nullptr;
+            CHECK(cuda::attention_path(a, mode) == cuda::AttentionPath::kMath);
+            cuda::attention(a, mode);
+            AttentionArgs host_bias;
+            host_bias.bias = table.data();
+            host_bias.bias_head_stride = head_stride;
+            host_bias.bias_row_stride = row_stride;
+            Tensor ref, ref_lse;
+            p.reference(ref, ref_lse, a.kv_lens, &host_bias);
+            CHECK(rel_l2(p.unpad(out), ref) < gputest::tolerance(t));
+            CHECK(rel_l2(lse.to_host(ref_lse.shape()), ref_lse) < 1e-5);
+          }
+}
+
+TEST_CASE("cuda attention: flash refuses a score bias, forced or called directly") {
+  Problem p(Case{1, 2, 5, 7, 64, 0}, cuda::DType::kBF16);
+  DeviceTensor out(5 * 128, cuda::DType::kBF16), lse(2 * 5, cuda::DType::kF32);
+  DeviceTensor table(Tensor::zeros({2 * 5 * 7}), cuda::DType::kF32);
+  cuda::AttentionArgs a = p.device_args(0, 7, out, lse);
+  a.bias = static_cast<const float*>(table.data());
+  a.bias_head_stride = 5 * 7;
+  a.bias_row_stride = 7;
+  CHECK_THROWS_AS(cuda::attention(a, AttentionMode::kFlash), std::invalid_argument);
+  CHECK_THROWS_AS(cuda::attention_path(a, AttentionMode::kFlash), std::invalid_argument);
+  CHECK_THROWS_AS(cuda::attention_flash(a), std::invalid_argument);
+  CHECK(cuda::attention_path(a) == cuda::AttentionPath::kMath);
 }
 
 TEST_CASE("cuda attention merged over key blocks by lse equals attention over all keys") {

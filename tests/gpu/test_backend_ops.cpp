@@ -278,6 +278,30 @@ TEST_CASE("backend ops: layer_norm (with and without affine), layer_norm_modulat
   }
 }
 
+TEST_CASE("backend ops: rms_norm, relu_, mul_ (the T5 encoder's)") {
+  for (DType t : gputest::kAllTypes) {
+    CAPTURE(dtype_str(t));
+    for (Shape xs : {Shape{3, 7, 40}, Shape{5, 37}, Shape{2, 333}}) {
+      CAPTURE(shape_str(xs));
+      const Tensor x = input(xs, 47, t, -3, 5), w = input({xs.back()}, 48, t, 0.5f, 2.0f);
+      check_close(ops::rms_norm(up(x, t), up(w, t), 1e-6f), ops::rms_norm(x, w, 1e-6f), t);
+    }
+    CHECK_THROWS_AS(ops::rms_norm(up(input({3, 40}, 49, t), t), up(input({39}, 49, t), t), 1e-6f),
+                    std::invalid_argument);
+
+    const Tensor a = input({5, 333}, 36, t, -2, 2), b = input({5, 333}, 37, t, -2, 2);
+    Tensor ref = a.clone(), got = up(a, t);
+    ops::relu_(ref);
+    ops::relu_(got);
+    check_equal(got, ref);  // max(x, 0) of a stored value: exact
+    ops::mul_(ref, b);
+    ops::mul_(got, up(b, t));
+    check_close(got, ref, t);
+    Tensor other = up(input({333, 5}, 38, t), t);
+    CHECK_THROWS_AS(ops::mul_(got, other), std::invalid_argument);
+  }
+}
+
 TEST_CASE("backend ops: group_norm with and without fused SiLU") {
   struct Case {
     Shape shape;
@@ -402,6 +426,44 @@ TEST_CASE("backend ops: attention from packed q|k|v rows, with lse, and attentio
           check_close(acc, cacc, t);
         }
       }
+}
+
+TEST_CASE("backend ops: attention with a score bias (T5), every mode") {
+  // T5 self-attention: scale 1 and a [heads, N, N] relative-position bias,
+  // the same for every sample. auto and math take the math path; a forced
+  // flash path is refused (the flash kernel adds no bias).
+  const int64_t batch = 2, heads = 3, tokens = 37, head_dim = 64, inner = heads * head_dim;
+  ModeGuard guard;
+  const Tensor table = random_tensor({heads, tokens, tokens}, 62, -4, 4);
+  const Tensor dtable = table.to(kCUDA, DType::kF32);
+  auto with_bias = [&](ops::AttentionArgs a, const Tensor& bias) {
+    a.scale = 1.0f;
+    a.bias = static_cast<const float*>(bias.raw());
+    a.bias_head_stride = tokens * tokens;
+    a.bias_row_stride = tokens;
+    return a;
+  };
+  for (DType t : gputest::kAllTypes) {
+    CAPTURE(dtype_str(t));
+    Tensor qkv = input({batch, tokens, 3 * inner}, 63, t, -1, 1);
+    Tensor ref = Tensor::empty({batch, tokens, inner}), ref_lse = Tensor::empty({batch, heads, tokens});
+    ops::attention(with_bias(packed_args(qkv, ref, &ref_lse, heads, head_dim, 0, tokens), table));
+    Tensor dqkv = up(qkv, t);
+    for (AttentionMode mode : {AttentionMode::kAuto, AttentionMode::kMath, AttentionMode::kFlash}) {
+      CAPTURE(std::string(mode_name(mode)));
+      ops::set_attention_mode(mode);
+      Tensor out = Tensor::empty({batch, tokens, inner}, kCUDA, t);
+      Tensor lse = Tensor::empty({batch, heads, tokens}, kCUDA, DType::kF32);
+      const ops::AttentionArgs a = with_bias(packed_args(dqkv, out, &lse, heads, head_dim, 0, tokens), dtable);
+      if (mode == AttentionMode::kFlash) {
+        CHECK_THROWS_AS(ops::attention(a), std::invalid_argument);
+        continue;
+      }
+      ops::attention(a);
+      check_close(out, ref, t);
+      check_close(lse, ref_lse, DType::kF32);
+    }
+  }
 }
 
 TEST_CASE("backend ops: conv2d (stride 1 and 2, padding 0 and 1, 3x3 and 1x1 kernels)") {

@@ -1,5 +1,5 @@
-// CUDA silu / gelu_tanh / add_ / gated_residual_ against the CPU ops on odd
-// shapes, every storage type (tolerances: gpu_test_helpers.h).
+// CUDA silu / gelu_tanh / relu / add_ / mul_ / gated_residual_ against the
+// CPU ops on odd shapes, every storage type (tolerances: gpu_test_helpers.h).
 #include <doctest/doctest.h>
 
 #include "gpu/gpu_test_helpers.h"
@@ -43,5 +43,26 @@ TEST_CASE("cuda add_ and gated_residual_ match the CPU ops") {
     Tensor ref = x.clone();
     ops::gated_residual_(ref, y, mod, 2 * c);
     CHECK(rel_l2(dx2.to_host(x.shape()), ref) < gputest::tolerance(t));
+  }
+}
+
+TEST_CASE("cuda relu and mul_ match the CPU ops (T5's gated feed-forward)") {
+  const int64_t b = 3, n = 37, c = 41;
+  for (cuda::DType t : gputest::kAllTypes) {
+    CAPTURE(cuda::dtype_name(t));
+    Tensor x = gputest::rounded(random_tensor({b, n, c}, 5, -4.0f, 4.0f), t);
+    Tensor y = gputest::rounded(random_tensor({b, n, c}, 6, -3.0f, 3.0f), t);
+    DeviceTensor dx(x, t), dy(y, t), dr(x.numel(), t);
+    cuda::relu(dx.data(), dr.data(), x.numel(), t);
+    Tensor relu = x.clone();
+    ops::relu_(relu);
+    // max(x, 0) of a value already in the storage type: exact.
+    CHECK(rel_l2(dr.to_host(x.shape()), relu) == 0.0);
+    cuda::relu(dx.data(), dx.data(), x.numel(), t);  // in place
+    CHECK(rel_l2(dx.to_host(x.shape()), relu) == 0.0);
+
+    cuda::mul_(dx.data(), dy.data(), x.numel(), t);  // relu(x) * y
+    ops::mul_(relu, y);
+    CHECK(rel_l2(dx.to_host(x.shape()), relu) < gputest::tolerance(t));
   }
 }

@@ -1,7 +1,8 @@
 // The flash / math choice of the CUDA attention (kernels/cuda/attention_path.h)
 // over the table of DESIGN.md §3: flash on every compute capability >= 8.0
 // for head sizes 64, 72 and 128, math below 8.0 or for other head sizes,
-// whatever the storage type. Pure host code: runs without a GPU.
+// whatever the storage type, and math for every call with a score bias
+// (T5's relative position bias). Pure host code: runs without a GPU.
 #include <doctest/doctest.h>
 
 #include <initializer_list>
@@ -14,6 +15,7 @@ using namespace ditgen::cuda;
 static_assert(choose_attention_path(8, 0, 64, DType::kBF16) == AttentionPath::kFlash);
 static_assert(choose_attention_path(7, 5, 64, DType::kBF16) == AttentionPath::kMath);
 static_assert(choose_attention_path(12, 0, 72, DType::kF32) == AttentionPath::kFlash);
+static_assert(choose_attention_path(9, 0, 64, DType::kBF16, true) == AttentionPath::kMath);
 
 TEST_CASE("choose_attention_path: flash from compute capability 8.0 up, for head sizes 64/72/128") {
   struct Cc { int major, minor; bool ampere_or_later; };
@@ -43,4 +45,22 @@ TEST_CASE("choose_attention_path: later minor and major versions stay on flash")
   // And anything below 8.0 stays on math, including 7.9 and 6.x.
   for (Cc cc : {Cc{7, 9}, Cc{6, 1}, Cc{5, 2}})
     CHECK(choose_attention_path(cc.major, cc.minor, 64, DType::kF16) == AttentionPath::kMath);
+}
+
+TEST_CASE("choose_attention_path: a score bias always takes the math path") {
+  // The flash kernel adds no bias: wherever it would run, a biased call goes
+  // to math; where it would not, nothing changes.
+  struct Cc { int major, minor; };
+  for (Cc cc : {Cc{7, 5}, Cc{8, 0}, Cc{8, 9}, Cc{9, 0}, Cc{12, 0}})
+    for (int head_dim : {64, 72, 128, 80, 8})
+      for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
+        CAPTURE(cc.major);
+        CAPTURE(cc.minor);
+        CAPTURE(head_dim);
+        CAPTURE(dtype_name(t));
+        CHECK(choose_attention_path(cc.major, cc.minor, head_dim, t, true) == AttentionPath::kMath);
+        CHECK(choose_attention_path(cc.major, cc.minor, head_dim, t, false) ==
+              choose_attention_path(cc.major, cc.minor, head_dim, t));
+      }
+  CHECK(choose_attention_path(9, 0, 64, DType::kBF16, false) == AttentionPath::kFlash);
 }

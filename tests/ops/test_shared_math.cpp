@@ -69,7 +69,7 @@ TEST_CASE("moments: Welford pushes and Chan combines match a two-pass reference"
   CHECK(math::moments_combine(empty, all).mean == all.mean);
 }
 
-TEST_CASE("norm formulas: rstd, normalize, modulate, gated residual, group-norm apply") {
+TEST_CASE("norm formulas: rstd, normalize, rms rstd and apply, modulate, gated residual, group-norm apply") {
   const std::vector<float> v = random_values(45, 2, -3.0f, 5.0f);
   const Ref ref = two_pass(v, 0, v.size());
   const float rstd = math::norm_rstd(static_cast<float>(ref.m2), 45.0f, 1e-5f);
@@ -82,6 +82,12 @@ TEST_CASE("norm formulas: rstd, normalize, modulate, gated residual, group-norm 
           doctest::Approx(xhat * 0.5 + 0.25).epsilon(1e-5));
     CHECK(math::gated_residual(x, 0.3f, -2.0f) == doctest::Approx(x - 0.6).epsilon(1e-6));
   }
+  // RMSNorm: no mean subtracted, weight applied after normalising.
+  double sq = 0;
+  for (float x : v) sq += double(x) * x;
+  const float rms = math::rms_rstd(static_cast<float>(sq), 45.0f, 1e-6f);
+  CHECK(rms == doctest::Approx(1.0 / std::sqrt(sq / 45.0 + 1e-6)).epsilon(1e-6));
+  for (float x : v) CHECK(math::rms_apply(x, rms, 1.5f) == doctest::Approx(1.5 * x / std::sqrt(sq / 45.0 + 1e-6)));
   // Split mean: x - (hi + lo) is accurate where x - hi alone is not.
   const double mean_d = 1000.0 + 1e-5;
   const float hi = static_cast<float>(mean_d), lo = static_cast<float>(mean_d - hi);

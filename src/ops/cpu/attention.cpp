@@ -13,7 +13,11 @@
 // recurrence and the log-sum-exp merge are kernels/math/softmax.h's, shared
 // with the CUDA kernels. With per-sample key counts (kv_lens) a work item
 // simply walks fewer keys: the same loop, so attention over the first
-// kv_lens[b] keys gives the bits of attention over those keys alone.
+// kv_lens[b] keys gives the bits of attention over those keys alone. An
+// additive score bias (AttentionArgs::bias, T5's relative position bias) is
+// added to each chunk's S^T tile between the score micro-kernel and the
+// online softmax, for the tile's real queries only; without one that loop is
+// skipped and the rest is unchanged.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -55,6 +59,7 @@ constexpr int64_t kKeyTile = 256;                 // keys per online-softmax chu
 constexpr int kKeyRows = 8;                       // S^T rows (keys) per score micro-tile
 constexpr int kQueryVecs = kVec == 16 ? 2 : 1;    // query vectors per score micro-tile
 constexpr int kOutRows = kVec == 16 ? 4 : 2;      // query rows per P V micro-tile
+constexpr int64_t kBiasBlock = 8;                 // keys per block of the bias add: 2 KB of S^T, L1-resident
 constexpr int kMaxOutVecs = 6;                    // output vectors per P V micro-tile
 static_assert(kQueryTile % (kQueryVecs * kVec) == 0 && kQueryTile % kOutRows == 0);
 
@@ -183,6 +188,22 @@ void attention(const AttentionArgs& a) {
           for (int r = 0; r < kKeyRows; ++r) rows[r] = kb + (k0 + std::min(j + r, bk - 1)) * a.k_row_stride;
           for (int64_t i = 0; i < kQ; i += kQueryVecs * kVec)
             score_tile(rows, d, qt.data() + i, kQ, st.data() + j * kQ + i, kQ);
+        }
+        // S^T[j][i] += bias(h, q0 + i, k0 + j): a transposed add, done in
+        // blocks of kBiasBlock keys so that the part of S^T written across
+        // stays in L1 while the bias rows are read along (whole rows of 256
+        // keys missed L1 and cost several times more). Columns i >= bq are
+        // padding and stay as they are (their bias rows may lie past the
+        // caller's table).
+        if (a.bias) {
+          const float* bias = a.bias + h * a.bias_head_stride + q0 * a.bias_row_stride + k0;
+          for (int64_t j0 = 0; j0 < bk; j0 += kBiasBlock) {
+            const int64_t j1 = std::min(bk, j0 + kBiasBlock);
+            for (int64_t i = 0; i < bq; ++i) {
+              const float* br = bias + i * a.bias_row_stride;
+              for (int64_t j = j0; j < j1; ++j) st[j * kQ + i] += br[j];
+            }
+          }
         }
         // Online softmax down the columns (one column per query).
         for (int64_t i = 0; i < kQ; ++i) correction[i] = row_max[i];

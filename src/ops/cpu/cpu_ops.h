@@ -27,12 +27,15 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y,
 void silu_(Tensor& x);
 Tensor silu(const Tensor& x);
 void gelu_tanh_(Tensor& x);
+void relu_(Tensor& x);
 void add_(Tensor& x, const Tensor& y);
+void mul_(Tensor& x, const Tensor& y);
 void add_broadcast_(Tensor& x, const Tensor& y);
 // gate row b at gate + b * gate_stride.
 void gated_residual_(Tensor& x, const Tensor& y, const float* gate, int64_t gate_stride);
 
 Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, float eps);
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps);
 // shift/scale row b at + b * mod_stride.
 void layer_norm_modulate(const Tensor& x, const float* shift, const float* scale, int64_t mod_stride, float eps,
                          Tensor& out);

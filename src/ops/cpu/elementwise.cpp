@@ -38,6 +38,13 @@ void gelu_tanh_(Tensor& x) {
   for (int64_t i = 0; i < n; ++i) p[i] = math::gelu_tanh(p[i]);
 }
 
+void relu_(Tensor& x) {
+  float* p = x.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) p[i] = math::relu(p[i]);
+}
+
 void add_(Tensor& x, const Tensor& y) {
   if (x.shape() != y.shape())
     throw std::invalid_argument("add_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
@@ -46,6 +53,16 @@ void add_(Tensor& x, const Tensor& y) {
   const int64_t n = x.numel();
 #pragma omp parallel for simd if (n > kParallelMin)
   for (int64_t i = 0; i < n; ++i) p[i] += q[i];
+}
+
+void mul_(Tensor& x, const Tensor& y) {
+  if (x.shape() != y.shape())
+    throw std::invalid_argument("mul_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
+  float* p = x.data();
+  const float* q = y.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) p[i] *= q[i];
 }
 
 void add_broadcast_(Tensor& x, const Tensor& y) {

@@ -42,7 +42,11 @@ Tensor silu(const Tensor& x) {
 
 void gelu_tanh_(Tensor& x) { cuda::gelu_tanh(x.raw(), x.raw(), x.numel(), x.dtype()); }
 
+void relu_(Tensor& x) { cuda::relu(x.raw(), x.raw(), x.numel(), x.dtype()); }
+
 void add_(Tensor& x, const Tensor& y) { cuda::add_(x.raw(), y.raw(), x.numel(), x.dtype()); }
+
+void mul_(Tensor& x, const Tensor& y) { cuda::mul_(x.raw(), y.raw(), x.numel(), x.dtype()); }
 
 void add_broadcast_(Tensor& x, const Tensor& y) {
   cuda::add_broadcast_(x.raw(), y.raw(), x.numel() / y.numel(), y.numel(), x.dtype());
@@ -57,6 +61,13 @@ Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, flo
   const int64_t c = x.dim(-1);
   cuda::layer_norm(x.raw(), weight ? weight->raw() : nullptr, bias ? bias->raw() : nullptr, y.raw(), x.numel() / c,
                    c, eps, x.dtype());
+  return y;
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+  Tensor y = like(x, x.shape());
+  const int64_t c = x.dim(-1);
+  cuda::rms_norm(x.raw(), weight.raw(), y.raw(), c > 0 ? x.numel() / c : 0, c, eps, x.dtype());
   return y;
 }
 

@@ -18,11 +18,14 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
 void silu_(Tensor& x);
 Tensor silu(const Tensor& x);
 void gelu_tanh_(Tensor& x);
+void relu_(Tensor& x);
 void add_(Tensor& x, const Tensor& y);
+void mul_(Tensor& x, const Tensor& y);
 void add_broadcast_(Tensor& x, const Tensor& y);
 void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate_col);
 
 Tensor layer_norm(const Tensor& x, const Tensor* weight, const Tensor* bias, float eps);
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps);
 void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, int64_t scale_col, float eps,
                          Tensor& out);
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
