@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/encode_command.h"
 #include "cli/generate_command.h"
 #include "cli/plan_command.h"
 #include "config/cli_options.h"
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
     if (opts.exit_now) return kExitOk;
     if (opts.command == CliOptions::Command::plan)
       cli::run_plan(opts);
+    else if (opts.command == CliOptions::Command::encode)
+      cli::run_encode(opts);
     else
       cli::run_generate(opts);
     parallel::MpiRuntime::finalize();

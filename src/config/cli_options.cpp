@@ -96,8 +96,29 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
        "--frames (video models)"},
       {app.add_flag("--resume", unbuilt_resume, "skip outputs that exist (not supported yet)"),
        "--resume (batch runs)"}};
-  CLI::App* encode = app.add_subcommand("encode", "text encoder only (not supported yet)");
-  encode->allow_extras();
+  EncodeOptions& enc = options.encode;
+  CLI::App* encode = app.add_subcommand(
+      "encode", "run only the tokenizer and text encoder; write ids, masks and embeddings to safetensors");
+  encode->add_option("--model", enc.model_dir, "model directory (or a text_encoder/ + tokenizer/ pair)")
+      ->type_name("DIR")
+      ->required();
+  auto* enc_prompt = encode->add_option("--prompt", enc.prompts, "prompt text (repeatable)")->type_name("TEXT");
+  auto* enc_file = encode->add_option("--prompt-file", enc.prompt_file, "prompts, one per line (or .jsonl)")
+                       ->type_name("FILE");
+  enc_prompt->excludes(enc_file);
+  encode->add_option("--output", enc.output, "output safetensors file")->type_name("FILE.safetensors")->required();
+  encode->add_option("--max-sequence-length", enc.max_sequence_length,
+                     "tokens per prompt after padding/truncation (default: the pipeline's)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20));
+  encode->add_option("--dtype", enc.dtype, "text encoder dtype")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
+  encode->add_flag("--ids-only", enc.ids_only, "write ids and masks only (no encoder run)");
+  encode->add_option("--device", options.device, "compute device")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  encode->add_option("--threads", options.threads, "CPU threads (default: all cores)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 16));
+  encode->add_flag("--quiet", options.quiet, "no progress output");
 
   std::string plan_config;
   std::vector<std::string> plan_sets;
@@ -112,7 +133,12 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
 
   try {
     app.parse(argc, argv);
-    if (encode->parsed()) not_supported("ditgen encode (the T5 text encoder comes in a later version)");
+    if (encode->parsed()) {
+      if (enc.prompts.empty() && enc.prompt_file.empty())
+        throw ConfigError("encode: give --prompt TEXT (repeatable) or --prompt-file FILE");
+      options.command = CliOptions::Command::encode;
+      return options;
+    }
     for (const auto& [option, what] : unbuilt)
       if (option->count() > 0) not_supported(what);
     if (plan->parsed()) {

@@ -6,8 +6,7 @@
 // a half-precision model.dtype) is decided later by choose_device
 // (config/device_choice.h), and --world-size's layouts by the plan command.
 // The §1 flags not built yet (--prompt, --prompt-file, --negative-prompt,
-// --frames, --resume and the encode subcommand) are not declared, so CLI11
-// rejects them as unexpected arguments: ConfigError, exit 2.
+// --frames, --resume) are declared and answer "not supported yet" (exit 2).
 //
 // --output/--seed/--steps become --set entries appended after the user's own
 // --set list, so one precedence rule holds for every field:
@@ -19,8 +18,19 @@
 
 namespace ditgen {
 
+// `ditgen encode` (DESIGN.md §1).
+struct EncodeOptions {
+  std::string model_dir;
+  std::vector<std::string> prompts;  // --prompt, in order
+  std::string prompt_file;           // or --prompt-file
+  std::string output;                // FILE.safetensors
+  int max_sequence_length = 0;       // 0 = the pipeline's default
+  std::string dtype = "auto";        // auto | float32 | bfloat16
+  bool ids_only = false;
+};
+
 struct CliOptions {
-  enum class Command { generate, plan };
+  enum class Command { generate, plan, encode };
   Command command = Command::generate;
 
   // --help or --version was printed: main exits 0 without running.
@@ -37,6 +47,7 @@ struct CliOptions {
   std::string pab_analyze;                 // "" = no analysis directory
   bool quiet = false;
   int world_size = 0;                      // plan: 0 = only the config's own layout
+  EncodeOptions encode;
 };
 
 // Throws ConfigError (exit 2) with CLI11's message on a bad command line.

@@ -340,11 +340,21 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
     std::memcpy(dst + r * row_bytes, base + static_cast<uint64_t>(r * cols + col_begin) * elem_size, row_bytes);
   // Every page of the tensor was touched; drop them from this process (they
   // stay in the page cache, shared with the other ranks reading this file).
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(base) / page * page;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(base + ti.end - ti.begin);
-  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  release_pages_of(ti);
   return out;
+}
+
+void SafetensorsFile::release_pages(const std::string& name) const { release_pages_of(info(name)); }
+
+void SafetensorsFile::release_pages_of(const TensorInfo& ti) const {
+  if (ti.end == ti.begin) return;
+  // Whole pages around the tensor: a neighbour sharing an edge page loses
+  // nothing (the map is read-only, so its pages are clean and fault back in).
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uint8_t* base = map_ + data_offset_ + ti.begin;
+  const uintptr_t first = reinterpret_cast<uintptr_t>(base) / page * page;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(base + (ti.end - ti.begin));
+  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 // ---------------------------------------------------------------- writing
@@ -392,14 +402,25 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// An index file: `<stem>.safetensors.index.json`, or with a variant as
+// transformers and diffusers write it, `<stem>.safetensors.index.<variant>.json`.
+bool is_index_name(const std::string& name) {
+  const std::string marker = ".safetensors.index.";
+  const size_t at = name.find(marker);
+  if (at == std::string::npos || at == 0 || !ends_with(name, ".json")) return false;
+  const std::string rest = name.substr(at + marker.size());  // "json" or "<variant>.json"
+  return rest == "json" || (rest.size() > 5 && rest.find('.') == rest.size() - 5);
+}
+
 // One of several candidate files: the diffusers name, then the transformers
-// name; anything else is ambiguous.
-std::string pick_one(const std::string& dir, const std::vector<std::string>& candidates, const std::string& suffix) {
+// name (both without a variant); anything else is ambiguous.
+std::string pick_one(const std::string& dir, const std::vector<std::string>& candidates, const std::string& suffix,
+                     const char* what) {
   if (candidates.size() == 1) return candidates[0];
   for (const char* preferred : {"diffusion_pytorch_model", "model"})
     if (std::find(candidates.begin(), candidates.end(), preferred + suffix) != candidates.end())
       return preferred + suffix;
-  throw ModelError(dir + ": several *" + suffix + " files (" + join(candidates) +
+  throw ModelError(dir + ": several " + what + " (" + join(candidates) +
                    "); expected one, or one named diffusion_pytorch_model" + suffix + " or model" + suffix);
 }
 
@@ -413,7 +434,7 @@ WeightStore WeightStore::open_dir(const std::string& dir) {
     if (!fs::is_directory(dir)) throw ModelError(dir + ": not a directory (expected model weights)");
     for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
       const std::string name = e.path().filename().string();
-      if (ends_with(name, index_suffix))
+      if (is_index_name(name))
         indexes.push_back(name);
       else if (ends_with(name, weights_suffix))
         weights.push_back(name);
@@ -429,14 +450,14 @@ WeightStore WeightStore::open_dir(const std::string& dir) {
   if (indexes.empty()) {
     if (weights.empty())
       throw ModelError(dir + ": no *.safetensors weights (a .bin/.pt checkpoint must be converted: see scripts/)");
-    const std::string file = (fs::path(dir) / pick_one(dir, weights, weights_suffix)).string();
+    const std::string file = (fs::path(dir) / pick_one(dir, weights, weights_suffix, "*.safetensors files")).string();
     store.source_ = file;
     store.files_.push_back(SafetensorsFile::open(file));
     for (const std::string& name : store.files_[0]->names()) store.where_[name] = 0;
     return store;
   }
 
-  const std::string index_path = (fs::path(dir) / pick_one(dir, indexes, index_suffix)).string();
+  const std::string index_path = (fs::path(dir) / pick_one(dir, indexes, index_suffix, "safetensors index files")).string();
   store.source_ = index_path;
   const json index = read_json_file(index_path);
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
@@ -500,6 +521,8 @@ Tensor WeightStore::load_rows(const std::string& name, int64_t row_begin, int64_
 Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const {
   return files_[where_index(name)]->load_cols(name, col_begin, col_end);
 }
+
+void WeightStore::release_pages(const std::string& name) const { files_[where_index(name)]->release_pages(name); }
 
 size_t WeightStore::where_index(const std::string& name) const {
   auto it = where_.find(name);

@@ -59,6 +59,12 @@ class SafetensorsFile {
   // released from this process afterwards, so its resident memory holds only
   // the slice.
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
+  // Drops the file pages holding `name` from this process (madvise
+  // MADV_DONTNEED on the read-only map): after a weight was converted or
+  // uploaded, its source stops counting in this process's resident memory.
+  // A tensor still borrowing those bytes stays valid: the pages fault back
+  // in from the file when read.
+  void release_pages(const std::string& name) const;
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -67,6 +73,7 @@ class SafetensorsFile {
   SafetensorsFile() = default;
   // Rows [row_begin, row_end) of `ti` (a scalar counts as one row).
   Tensor load_rows_of(const TensorInfo& ti, int64_t row_begin, int64_t row_end, const Shape& out_shape) const;
+  void release_pages_of(const TensorInfo& ti) const;
   std::string path_;
   const uint8_t* map_ = nullptr;  // whole file
   size_t map_size_ = 0;
@@ -84,6 +91,11 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 // The weights of one model part directory (e.g. <model>/transformer):
 // a single `*.safetensors` file, or shards listed by `*.safetensors.index.json`
 // (its weight_map validated: every shard exists and holds the tensors named).
+// Variant names as transformers and diffusers save them are found too:
+// `model.fp16.safetensors`, or `model.safetensors.index.fp16.json` listing
+// `model.fp16-00001-of-00002.safetensors` ...; a directory holding several
+// candidates takes diffusion_pytorch_model / model without a variant, and
+// is ambiguous (ModelError listing them) otherwise.
 class WeightStore {
  public:
   static WeightStore open_dir(const std::string& dir);
@@ -96,6 +108,7 @@ class WeightStore {
   Tensor load(const std::string& name) const;
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
+  void release_pages(const std::string& name) const;  // SafetensorsFile::release_pages
 
   // Checks that `name` exists with exactly `shape` and a floating dtype
   // (ModelError naming the file, the tensor, and expected vs found shape or

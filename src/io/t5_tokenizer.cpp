@@ -17,6 +17,7 @@
 
 #include "io/model_dir.h"
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace fs = std::filesystem;
 
@@ -183,30 +184,6 @@ std::string token_string(const nlohmann::json& cfg, const std::string& key, cons
 }
 
 }  // namespace
-
-size_t first_invalid_utf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t min = 0;
-    if (c < 0x80) { ++i; continue; }
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; min = 0x10000; }
-    else return i;
-    if (i + len > s.size()) return i;
-    uint32_t cp = c & (0x3F >> (len - 1));
-    for (size_t k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += len;
-  }
-  return std::string::npos;
-}
 
 struct T5Tokenizer::Impl {
   std::string spiece_path;

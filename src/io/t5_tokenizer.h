@@ -70,8 +70,4 @@ class T5Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The byte offset of the first invalid UTF-8 sequence in `s` (overlong forms,
-// surrogates and code points past U+10FFFF are invalid), or npos.
-size_t first_invalid_utf8(const std::string& s);
-
 }  // namespace ditgen::io

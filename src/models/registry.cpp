@@ -8,6 +8,7 @@
 
 #include "io/model_dir.h"
 #include "models/dit_spec.h"
+#include "models/t5_spec.h"
 #include "util/error.h"
 
 namespace ditgen::models {
@@ -15,6 +16,7 @@ namespace ditgen::models {
 namespace {
 
 using SpecFactory = std::unique_ptr<TransformerSpec> (*)(const nlohmann::json&, const std::string&);
+using TextSpecFactory = std::unique_ptr<TextEncoderSpec> (*)(const nlohmann::json&, const std::string&);
 
 struct Family {
   Part part;
@@ -22,7 +24,8 @@ struct Family {
   const char* family;
   // Transformers: the spec factory; null = named by the contract, not built yet.
   SpecFactory spec = nullptr;
-  bool built = true;  // vae / text encoder: whether this version runs it
+  bool built = true;  // vae: whether this version runs it
+  TextSpecFactory text_spec = nullptr;  // text encoders: the spec factory
 };
 
 // clang-format off
@@ -31,8 +34,12 @@ const Family kFamilies[] = {
     {Part::kTransformer, "PixArtTransformer2DModel", "pixart", nullptr},
     {Part::kTransformer, "LatteTransformer3DModel",  "latte",  nullptr},
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, true},
-    {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, false},
-    {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, false},
+    {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, true, &make_t5_spec},
+    {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, true, &make_t5_spec},
+    // Whole seq2seq checkpoints: the encoder's tensors carry the same names.
+    {Part::kTextEncoder, "T5ForConditionalGeneration",   "t5", nullptr, true, &make_t5_spec},
+    {Part::kTextEncoder, "UMT5ForConditionalGeneration", "t5", nullptr, true, &make_t5_spec},
+    {Part::kTextEncoder, "MT5EncoderModel",          "t5",     nullptr, true, &make_t5_spec},
 };
 // clang-format on
 
@@ -45,8 +52,28 @@ std::string legacy_transformer_class(const nlohmann::json& cfg, const std::strin
                    "' is no family ditgen runs (ada_norm_zero: DiT, ada_norm_single: PixArt)");
 }
 
-const Family& lookup(Part part, const nlohmann::json& cfg, const std::string& path) {
+// A text encoder's config.json is transformers': its class is
+// architectures[0] (diffusers' `_class_name` is accepted too), or, in a
+// config without either, its model_type's encoder class.
+std::string text_encoder_class(const nlohmann::json& cfg, const std::string& path) {
   std::string cls = io::get_string_or(cfg, "_class_name", "", path);
+  if (!cls.empty()) return cls;
+  if (cfg.contains("architectures")) {
+    const nlohmann::json& arch = cfg["architectures"];
+    if (!arch.is_array() || arch.empty() || !arch[0].is_string())
+      throw ModelError(path + ": architectures: expected a list of class names");
+    return arch[0].get<std::string>();
+  }
+  const std::string type = io::get_string_or(cfg, "model_type", "", path);
+  if (type == "t5") return "T5EncoderModel";
+  if (type == "umt5") return "UMT5EncoderModel";
+  if (type == "mt5") return "MT5EncoderModel";
+  return type;
+}
+
+const Family& lookup(Part part, const nlohmann::json& cfg, const std::string& path) {
+  std::string cls = part == Part::kTextEncoder ? text_encoder_class(cfg, path)
+                                               : io::get_string_or(cfg, "_class_name", "", path);
   if (part == Part::kTransformer && cls == "Transformer2DModel") cls = legacy_transformer_class(cfg, path);
   std::string known;
   for (const Family& f : kFamilies) {
@@ -54,7 +81,7 @@ const Family& lookup(Part part, const nlohmann::json& cfg, const std::string& pa
     if (f.class_name == cls) return f;
     known += std::string(known.empty() ? "" : ", ") + f.class_name;
   }
-  throw ModelError(path + ": _class_name: '" + cls + "' is not a " + part_name(part) + " class ditgen knows (" +
+  throw ModelError(path + (part == Part::kTextEncoder ? ": architectures: '" : ": _class_name: '") + cls + "' is not a " + part_name(part) + " class ditgen knows (" +
                    known + ")");
 }
 
@@ -82,6 +109,12 @@ std::unique_ptr<TransformerSpec> transformer_spec(const nlohmann::json& cfg, con
 void check_vae_family(const nlohmann::json& cfg, const std::string& path) {
   const Family& f = lookup(Part::kVae, cfg, path);
   if (!f.built) not_supported(std::string(f.class_name) + " VAEs (" + path + ")");
+}
+
+std::unique_ptr<TextEncoderSpec> text_encoder_spec(const nlohmann::json& cfg, const std::string& path) {
+  const Family& f = lookup(Part::kTextEncoder, cfg, path);
+  if (!f.text_spec) not_supported(std::string(f.class_name) + " text encoders (" + path + ")");
+  return f.text_spec(cfg, path);
 }
 
 }  // namespace ditgen::models

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/text_encoder.h"
 #include "models/transformer.h"
 
 namespace ditgen::models {
@@ -33,5 +34,10 @@ std::unique_ptr<TransformerSpec> transformer_spec(const nlohmann::json& config, 
 // Checks that a vae/config.json is a VAE family this version decodes with
 // (AutoencoderKL); the same errors as above.
 void check_vae_family(const nlohmann::json& config, const std::string& path);
+
+// The spec of a text_encoder/config.json (transformers' format: the class is
+// `architectures[0]`, or the model_type's encoder), parsed once; the same
+// errors as above.
+std::unique_ptr<TextEncoderSpec> text_encoder_spec(const nlohmann::json& config, const std::string& path);
 
 }  // namespace ditgen::models

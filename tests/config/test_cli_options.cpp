@@ -174,10 +174,35 @@ TEST_CASE("flags of the contract not built yet: 'not supported yet', exit 2, not
   CHECK(parse_error({"--config", "run.json", "--frames", "16"}).find("not supported yet: --frames") !=
         std::string::npos);
   CHECK(parse_error({"--config", "run.json", "--resume"}).find("not supported yet: --resume") != std::string::npos);
-  CHECK(parse_error({"encode", "--model", "m", "--prompt", "a", "--output", "e.safetensors"})
-            .find("not supported yet: ditgen encode") != std::string::npos);
   // A real typo is still an unknown option.
   CHECK(parse_error({"--config", "run.json", "--promt", "a"}).find("not supported yet") == std::string::npos);
+}
+
+}  // namespace ditgen::test
+
+namespace ditgen::test {
+
+TEST_CASE("encode: its options, and what it requires") {
+  std::ostringstream out;
+  const char* argv[] = {"ditgen", "encode", "--model", "m", "--prompt", "a cat", "--prompt", "b",
+                        "--output", "e.safetensors", "--max-sequence-length", "24", "--dtype", "bfloat16",
+                        "--ids-only", "--threads", "2"};
+  const CliOptions o = parse_cli(17, argv, out);
+  CHECK(o.command == CliOptions::Command::encode);
+  CHECK(o.encode.model_dir == "m");
+  CHECK(o.encode.prompts == std::vector<std::string>{"a cat", "b"});
+  CHECK(o.encode.output == "e.safetensors");
+  CHECK(o.encode.max_sequence_length == 24);
+  CHECK(o.encode.dtype == "bfloat16");
+  CHECK(o.encode.ids_only);
+  CHECK(o.threads == 2);
+  CHECK(parse_error({"encode", "--model", "m", "--output", "e.safetensors"}).find("--prompt") != std::string::npos);
+  CHECK(parse_error({"encode", "--model", "m", "--prompt", "a"}).find("--output") != std::string::npos);
+  CHECK(parse_error({"encode", "--model", "m", "--prompt", "a", "--prompt-file", "p.txt", "--output", "e"})
+            .find("excludes") != std::string::npos);
+  CHECK(parse_error({"encode", "--model", "m", "--prompt", "a", "--output", "e", "--dtype", "float8"}).size() > 0);
+  CHECK(parse_error({"encode", "--model", "m", "--prompt", "a", "--output", "e", "--max-sequence-length", "0"})
+            .size() > 0);
 }
 
 }  // namespace ditgen::test

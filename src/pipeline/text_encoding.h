@@ -1,0 +1,72 @@
+// The text stage of the text-conditional pipelines (DESIGN.md §2, §6) and
+// of `ditgen encode`: prompts -> the pipelines' preprocessing
+// (pipeline_prompt_text) -> T5 tokenizer (padding to max_length,
+// truncation, </s>) -> text encoder -> one embedding row per token. Each
+// distinct prompt is encoded once (a negative prompt shared by a batch, a
+// prompt repeated in a file), the encoder runs its own batches, and it is
+// released when encode() returns: its weights are unmapped before any
+// denoising starts, as DESIGN.md §2 asks.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/t5_tokenizer.h"
+#include "models/placement.h"
+#include "models/text_encoder.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::pipeline {
+
+// What the transformer stage receives for N prompts.
+struct PromptEmbeddings {
+  std::vector<std::string> texts;  // N, after preprocessing
+  io::T5Tokens tokens;             // ids and mask (N x L) and each prompt's token count
+  Tensor embeds;                   // (N, L, D) host float32; undefined when only tokenized
+};
+
+// Where and in what dtype the text encoder runs, from --device and
+// model.dtype / --dtype (DESIGN.md §2). On the CPU, which computes in
+// float32, "bfloat16" keeps the GEMM weights in bfloat16 (converted once
+// from a float32 or float16 checkpoint) and "float16" keeps them in float16;
+// "auto" is bfloat16 on CUDA and on CPUs with AVX512-BF16 or AMX, float32
+// elsewhere.
+models::Placement text_encoder_placement(Device device, const std::string& dtype);
+// Whether this CPU has AVX512-BF16 or AMX-BF16 (model.dtype auto).
+bool cpu_has_bf16();
+
+class TextStage {
+ public:
+  // A model directory with text_encoder/ and tokenizer/ (model_index.json
+  // optional: a bare pair works). Reads configs and the tokenizer, no
+  // weights. ModelError naming the file for a missing part, an unknown
+  // encoder class, or a tokenizer whose ids do not fit the encoder's table.
+  static TextStage open(const std::string& model_dir);
+
+  // The pipeline's max_sequence_length default, from model_index.json's
+  // pipeline class: Latte and PixArt-α 120, PixArt-Σ 300; 120 without one.
+  int64_t default_max_length() const { return default_max_length_; }
+  const models::TextEncoderSpec& encoder_spec() const { return *spec_; }
+  const io::T5Tokenizer& tokenizer() const { return tokenizer_; }
+  const std::string& encoder_dir() const { return encoder_dir_; }
+
+  // Preprocesses and tokenizes (ConfigError for max_length outside [1,
+  // kMaxSequenceLength]).
+  PromptEmbeddings tokenize(const std::vector<std::string>& prompts, int64_t max_length) const;
+  // tokenize, then loads the encoder onto `place`, encodes each distinct
+  // text once, and releases the encoder.
+  PromptEmbeddings encode(const std::vector<std::string>& prompts, int64_t max_length,
+                          const models::Placement& place) const;
+
+  static constexpr int64_t kMaxSequenceLength = 2048;
+
+ private:
+  TextStage(io::T5Tokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  io::T5Tokenizer tokenizer_;
+  std::unique_ptr<models::TextEncoderSpec> spec_;
+  std::string encoder_dir_;
+  int64_t default_max_length_ = 120;
+};
+
+}  // namespace ditgen::pipeline
