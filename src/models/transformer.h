@@ -6,6 +6,7 @@
 // the preflight checks, the PAB setup and the pipelines speak only to these
 // interfaces, never to a family's own config struct.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -42,6 +43,16 @@ struct ForwardArgs {
   const Tensor* latents = nullptr;      // (B, C, h, w) images; (B, C, F, h, w) videos
   std::vector<float> timesteps;         // B
   std::vector<int64_t> class_labels;    // B, class-conditional families (num_classes = the null class)
+  // Text-conditional families: the prompt embeddings (the text encoder's
+  // output, before the model's caption projection) and, per sample, how
+  // many of their rows the cross-attention sees (PixArt: the prompt's mask
+  // count, the rest being masked padding; empty = all L rows, as Latte).
+  const Tensor* text = nullptr;         // (B, L, caption_channels) host float32
+  std::vector<int32_t> text_lengths;    // B, each in [1, L]; or empty
+  // PixArt's micro-conditions (micro_conditions() models only): per sample
+  // the image's (height, width) in pixels and height / width.
+  std::vector<std::array<float, 2>> resolution;  // B
+  std::vector<float> aspect_ratio;               // B
   pab::BroadcastCache* pab = nullptr;   // Pyramid Attention Broadcast, or null
 };
 
@@ -65,6 +76,12 @@ class TransformerSpec {
   virtual int64_t in_channels() const = 0;      // latent (and eps) channels
   virtual int64_t out_channels() const = 0;     // 2 * in_channels with learned sigma
   virtual int64_t num_classes() const { return 0; }  // class-conditional families
+  // Text-conditional families: the width of the embeddings the model reads
+  // (config caption_channels: the text encoder's hidden size).
+  virtual int64_t caption_channels() const { return 0; }
+  // Whether forward needs ForwardArgs::resolution / aspect_ratio (PixArt's
+  // 1024 models: use_additional_conditions).
+  virtual bool micro_conditions() const { return false; }
 
   // The latent shape of one output, (C, h, w), for a requested image of
   // height x width pixels (0 = the model's default) and a VAE of
