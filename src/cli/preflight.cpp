@@ -35,6 +35,7 @@ void probe_writable_file(const std::string& path, const std::string& what) {
 pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe) {
   const std::string& where = opts.config_path;
   pipeline::Request req = pipe.prepare(cfg.generate, where);
+  req.text_encoder_dtype = cfg.model.dtype;
   if (!opts.init_noise.empty()) {
     const Shape& one = req.latent_shape;
     Shape want = {req.outputs()};

@@ -78,20 +78,23 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   app.add_option("--pab-stats", options.pab_stats, "write the PAB summary as JSON");
   app.add_option("--pab-analyze", options.pab_analyze, "write per-step attention change to DIR/pab.csv, DIR/pab.png");
   app.add_flag("--quiet", options.quiet, "no progress output");
+  // --prompt / --negative-prompt become --set generate.prompts /
+  // generate.negative_prompt (after the user's --set list, like --seed).
+  std::vector<std::string> prompt_flags;
+  std::string negative_flag;
+  auto* prompt_opt = app.add_option("--prompt", prompt_flags, "text prompt, one output each (repeatable; "
+                                                             "overrides generate.prompts)")->type_name("TEXT");
+  auto* negative_opt = app.add_option("--negative-prompt", negative_flag,
+                                      "CFG's negative prompt (overrides generate.negative_prompt)")->type_name("TEXT");
   // DESIGN.md §1 flags of parts this version does not build yet: declared,
   // so that using one says "not supported yet" (exit 2) rather than
   // "unknown option".
-  std::vector<std::string> unbuilt_prompts;
   std::string unbuilt_text;
   int unbuilt_frames = 0;
   bool unbuilt_resume = false;
   const std::pair<CLI::Option*, const char*> unbuilt[] = {
-      {app.add_option("--prompt", unbuilt_prompts, "text prompt (text-conditional models: not supported yet)"),
-       "--prompt (text-conditional models)"},
       {app.add_option("--prompt-file", unbuilt_text, "prompt file (not supported yet)"),
        "--prompt-file (batch prompt files)"},
-      {app.add_option("--negative-prompt", unbuilt_text, "negative prompt (not supported yet)"),
-       "--negative-prompt (text-conditional models)"},
       {app.add_option("--frames", unbuilt_frames, "video frames (video models: not supported yet)"),
        "--frames (video models)"},
       {app.add_flag("--resume", unbuilt_resume, "skip outputs that exist (not supported yet)"),
@@ -158,6 +161,9 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   }
 
   options.set_overrides = user_sets;
+  if (prompt_opt->count() > 0) options.set_overrides.push_back("generate.prompts=" + nlohmann::json(prompt_flags).dump());
+  if (negative_opt->count() > 0)
+    options.set_overrides.push_back("generate.negative_prompt=" + nlohmann::json(negative_flag).dump());
   append_flag_overrides(options, output_flag, output, seed_flag, seed, steps_flag, steps);
   return options;
 }

@@ -38,6 +38,8 @@ struct GenerateConfig {
   std::vector<ClassLabel> class_labels;  // class-conditional models
   std::vector<std::string> prompts;      // text-conditional models
   std::string negative_prompt;
+  std::string prompt_file;       // not supported yet (batch prompt files)
+  int max_sequence_length = 0;   // text tokens per prompt; 0 = the pipeline's default
   std::uint64_t seed = 0;        // output i uses seed + i
   int steps = 50;
   double guidance_scale = 4.0;   // CFG is on when > 1 (as diffusers)

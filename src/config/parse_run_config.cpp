@@ -57,6 +57,8 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   if (const json* prompts = generate.find("prompts"))
     c.prompts = parse_prompts(*prompts, generate.path_of("prompts"), context);
   c.negative_prompt = generate.string("negative_prompt", c.negative_prompt);
+  c.prompt_file = generate.string("prompt_file", c.prompt_file);
+  c.max_sequence_length = generate.integer("max_sequence_length", c.max_sequence_length, 1);
   c.seed = generate.unsigned64("seed", c.seed);
   c.steps = generate.integer("steps", c.steps, 1);
   c.guidance_scale = generate.number("guidance_scale", c.guidance_scale, 0, /*min_exclusive=*/false);
@@ -67,7 +69,9 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   c.height = generate.integer("height", c.height, 0);
   c.width = generate.integer("width", c.width, 0);
 
-  if (c.class_labels.empty() && c.prompts.empty())
+  if (!c.prompt_file.empty() && !c.prompts.empty())
+    context.fail(generate.path_of("prompt_file"), "give generate.prompts or generate.prompt_file, not both");
+  if (c.class_labels.empty() && c.prompts.empty() && c.prompt_file.empty())
     context.fail(generate.path_of("class_labels"),
                  "required: a non-empty list of class ids or names (or generate.prompts for a "
                  "text-conditional model)");

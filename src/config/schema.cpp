@@ -15,6 +15,7 @@ const std::vector<std::string>& schema_paths() {
     std::vector<std::string> p = {
         "model", "model.path", "model.dtype",
         "generate", "generate.class_labels", "generate.prompts", "generate.negative_prompt",
+        "generate.prompt_file", "generate.max_sequence_length",
         "generate.seed", "generate.steps", "generate.guidance_scale", "generate.scheduler",
         "generate.batch_size", "generate.frames", "generate.height", "generate.width",
         "parallel", "parallel.sp", "parallel.cp", "parallel.tp", "parallel.sp_mode",

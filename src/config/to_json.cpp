@@ -24,6 +24,8 @@ json generate_json(const GenerateConfig& g) {
   }
   if (!g.prompts.empty()) j["prompts"] = g.prompts;
   if (!g.negative_prompt.empty()) j["negative_prompt"] = g.negative_prompt;
+  if (!g.prompt_file.empty()) j["prompt_file"] = g.prompt_file;
+  if (g.max_sequence_length != 0) j["max_sequence_length"] = g.max_sequence_length;
   j["seed"] = g.seed;
   j["steps"] = g.steps;
   j["guidance_scale"] = g.guidance_scale;

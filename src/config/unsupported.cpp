@@ -17,14 +17,11 @@ std::string at(const std::string& file, const std::string& setting) {
 }  // namespace
 
 void reject_unsupported(const RunConfig& c, const std::string& path) {
-  const std::string text_models = " — this version runs class-conditional DiT models only";
-  if (!c.generate.prompts.empty())
-    not_supported("text-conditional models " + at(path, "generate.prompts") + text_models);
-  if (!c.generate.negative_prompt.empty())
-    not_supported("text-conditional models " + at(path, "generate.negative_prompt") + text_models);
+  if (!c.generate.prompt_file.empty())
+    not_supported("batch prompt files " + at(path, "generate.prompt_file") + " — list the prompts in generate.prompts");
   if (c.generate.frames != 0)
     not_supported("video models " + at(path, "generate.frames=" + std::to_string(c.generate.frames)) +
-                  text_models);
+                  " — this version runs DiT and PixArt image models");
 
   if (c.output.format == "mp4")
     not_supported("MP4 output " + at(path, "output.format=\"mp4\"") + " — use \"png\"");

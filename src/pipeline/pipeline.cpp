@@ -4,9 +4,13 @@
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
+#include <cstring>
+#include <optional>
 
 #include "models/registry.h"
 #include "pipeline/class_pipeline.h"
+#include "pipeline/text_pipeline.h"
+#include "sched/noise.h"
 #include "sched/scheduler.h"
 #include "sched/scheduler_config.h"
 #include "util/error.h"
@@ -44,9 +48,114 @@ std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir) {
   ModelParts parts = ModelParts::read(model_dir);
   switch (parts.spec->conditioning()) {
     case models::Conditioning::kClassLabels: return std::make_unique<ClassPipeline>(std::move(parts));
-    case models::Conditioning::kText: break;
+    case models::Conditioning::kText: return std::make_unique<TextPipeline>(std::move(parts));
   }
-  not_supported("text-conditional pipelines (" + parts.dir.part_config_path("transformer") + ")");
+  throw std::logic_error("Pipeline::open: unknown conditioning");
+}
+
+Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& req, const Shape& one,
+                              int64_t outputs, const ConditionBatch& condition_batch, const StepCallback& on_step,
+                              PabSummary* pab_summary) const {
+  const models::TransformerSpec& spec = *parts_.spec;
+  const int64_t per_image = shape_numel(one);
+  const int64_t channels = spec.in_channels();
+  Shape all = one;
+  all.insert(all.begin(), outputs);
+  if (req.init_noise && req.init_noise->shape() != all)
+    throw ConfigError("--init-noise: tensor 'noise' has shape " + shape_str(req.init_noise->shape()) +
+                      ", expected " + shape_str(all) + (one.size() == 4 ? " (outputs, C, F, h, w)" : " (outputs, C, h, w)"));
+  const bool cfg_guidance = req.guidance_scale > 1.0f;
+  const bool cfg_split = par_.cp && par_.cp->size() == 2;  // each cp rank runs one CFG half
+  if (cfg_split && !cfg_guidance)
+    throw ConfigError("parallel.cp = 2 needs guidance_scale > 1 (got " + std::to_string(req.guidance_scale) + ")");
+  const bool uncond_half = cfg_split && par_.cp->rank() == 1;
+  std::vector<bool> halves;  // the CFG halves in this rank's model batch
+  if (cfg_split) halves = {uncond_half};
+  else if (cfg_guidance) halves = {false, true};
+  else halves = {false};
+  const int64_t batch_size = std::max(1, req.batch_size);
+  const int batches = static_cast<int>((outputs + batch_size - 1) / batch_size);
+  const int64_t spatial = per_image / channels;  // values per channel (h*w, or F*h*w)
+
+  Tensor result = Tensor::empty(all);
+  for (int bi = 0; bi < batches; ++bi) {
+    const int64_t first = bi * batch_size, count = std::min(batch_size, outputs - first);
+    // This batch's starting noise: drawn per output with seed + index.
+    Tensor latents = req.init_noise ? req.init_noise->slice0(first, first + count).clone()
+                                    : sched::gaussian_noise(one, count, req.seed + static_cast<uint64_t>(first));
+    auto scheduler = sched::make_scheduler(req.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"));
+    scheduler->set_timesteps(req.steps);
+    const auto& timesteps = scheduler->timesteps();
+
+    const int64_t copies = static_cast<int64_t>(halves.size());
+    const int64_t model_batch = copies * count;
+    Shape in_shape = one;
+    in_shape.insert(in_shape.begin(), model_batch);
+    Shape eps_shape = one;
+    eps_shape.insert(eps_shape.begin(), count);
+    Tensor model_in = Tensor::empty(in_shape);
+    Tensor eps = Tensor::empty(eps_shape);
+    const int64_t n = channels * spatial;                    // eps values per sample
+    const int64_t out_stride = spec.out_channels() * spatial;  // per-sample stride of the model output
+    Tensor halves_eps = Tensor::empty({2, count, n});        // cp: [cond, uncond] eps
+    // One PAB cache per generation: the count starts at 0, and the CFG
+    // halves (one forward here, or the two cp ranks) share each step.
+    std::optional<pab::BroadcastCache> pab;
+    if (req.pab.enabled() || req.pab_analysis) {
+      pab.emplace(req.pab, static_cast<int>(spec.num_layers()));
+      pab->set_recorder(req.pab_analysis);
+    }
+    models::ForwardArgs args;
+    Tensor keep;
+    condition_batch(args, keep, first, count, halves);
+
+    for (size_t s = 0; s < timesteps.size(); ++s) {
+      for (int64_t c = 0; c < copies; ++c)
+        std::memcpy(model_in.data() + c * count * per_image, latents.data(), latents.nbytes());
+      if (pab)
+        pab->begin_step(static_cast<double>(timesteps[s]),
+                        s + 1 < timesteps.size() ? std::optional<double>(static_cast<double>(timesteps[s + 1]))
+                                                 : std::nullopt);
+      args.latents = &model_in;
+      args.timesteps.assign(model_batch, static_cast<float>(timesteps[s]));
+      args.pab = pab ? &*pab : nullptr;
+      Tensor out = model.forward(args);  // (model_batch, out_C, ...)
+      profile::ScopedTimer timer("guidance+scheduler");
+      // eps = the first in_channels channels (learned sigma dropped).
+      const float* cond_eps = out.data();
+      const float* uncond_eps = cfg_guidance ? out.data() + count * out_stride : nullptr;
+      int64_t stride = out_stride;
+      if (cfg_split) {  // exchange halves with the cp peer
+        Tensor mine = Tensor::empty({count, n});
+        for (int64_t i = 0; i < count; ++i)
+          std::memcpy(mine.data() + i * n, out.data() + i * out_stride, n * sizeof(float));
+        par_.cp->all_gather(mine.data(), mine.numel(), halves_eps.data());
+        cond_eps = halves_eps.data();
+        uncond_eps = halves_eps.data() + count * n;
+        stride = n;
+      }
+      const float g = req.guidance_scale;
+      for (int64_t i = 0; i < count; ++i) {
+        const float* cond = cond_eps + i * stride;
+        float* e = eps.data() + i * per_image;
+        if (cfg_guidance) {
+          const float* uncond = uncond_eps + i * stride;
+          for (int64_t j = 0; j < n; ++j) e[j] = uncond[j] + g * (cond[j] - uncond[j]);
+        } else {
+          std::memcpy(e, cond, n * sizeof(float));
+        }
+      }
+      scheduler->step(eps, static_cast<int>(s), latents);
+      if (on_step) on_step(static_cast<int>(s), static_cast<int>(timesteps.size()), bi, batches);
+    }
+    if (pab && pab_summary) {
+      pab::accumulate(pab_summary->kinds, *pab);
+      pab_summary->cache_peak_bytes = std::max(pab_summary->cache_peak_bytes, pab->cache_peak_bytes());
+    }
+    if (pab) pab->release();
+    std::memcpy(result.data() + first * per_image, latents.data(), latents.nbytes());
+  }
+  return result;
 }
 
 void Pipeline::load_vae(const ParallelRun& par, const models::Placement& place) {
@@ -63,9 +172,14 @@ Tensor Pipeline::decode(const Tensor& latents) const {
   Tensor frames;
   for (int64_t i = 0; i < n; ++i) {  // one at a time: the decoder's activations dominate memory
     Tensor z = latents.slice0(i, i + 1).clone();
-    // The pipelines multiply by 1/scaling_factor (not a division: differs in the last bit).
-    const float inv_sf = 1.0f / sf;
-    for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
+    // DiT's and Latte's pipelines multiply by 1/scaling_factor, PixArt's
+    // divides: the last bit differs, so each does as its reference does.
+    if (divide_by_scaling_factor_) {
+      for (int64_t j = 0; j < z.numel(); ++j) z[j] /= sf;
+    } else {
+      const float inv_sf = 1.0f / sf;
+      for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
+    }
     Tensor img = vae_->decode(z);  // (1, 3, H, W) in about [-1, 1]
     if (!frames.defined()) frames = Tensor::empty({n, 1, img.dim(1), img.dim(2), img.dim(3)});
     float* dst = frames.data() + i * img.numel();

@@ -34,6 +34,10 @@ namespace ditgen::pipeline {
 // does not depend on the batch it falls into or on the layout.
 struct Request {
   std::vector<int64_t> labels;        // class-conditional: one output per class id
+  std::vector<std::string> prompts;   // text-conditional: one output per prompt
+  std::string negative_prompt;        // text-conditional: CFG's unconditional text
+  int64_t max_sequence_length = 0;    // text-conditional: tokens per prompt; 0 = the pipeline's default
+  std::string text_encoder_dtype = "auto";  // model.dtype as written (the text encoder's placement)
   std::vector<std::string> captions;  // per output: what it shows (class name, prompt); for metadata
   uint64_t seed = 0;                  // output i uses seed + i
   int steps = 50;
@@ -45,7 +49,7 @@ struct Request {
   pab::Schedule pab;                  // Pyramid Attention Broadcast; default off
   pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
 
-  int64_t outputs() const { return static_cast<int64_t>(labels.size()); }
+  int64_t outputs() const { return static_cast<int64_t>(labels.empty() ? prompts.size() : labels.size()); }
 };
 
 // PAB over a whole run (every batch's generation).
@@ -73,8 +77,16 @@ struct ParallelRun {
 // one entry per output (CFG's unconditional half is the denoise stage's).
 struct Conditions {
   std::vector<int64_t> class_labels;  // class-conditional: the class id of each output
-  // Text pipelines add the prompt embeddings here (encoded, and the encoder
-  // released, before the denoising loop starts: DESIGN.md §2).
+  // Text-conditional: the prompt embeddings (encoded, and the encoder
+  // released, before the denoising loop starts: DESIGN.md §2) and how many
+  // rows of each the transformer's cross-attention sees.
+  Tensor prompt_embeds;                   // (N, L, D) one per output
+  std::vector<int32_t> prompt_lengths;    // N
+  Tensor negative_embeds;                 // (1, L, D) the negative prompt, shared
+  std::vector<int32_t> negative_lengths;  // N: the rows each output's unconditional half sees
+  int64_t outputs() const {
+    return static_cast<int64_t>(class_labels.empty() ? prompt_lengths.size() : class_labels.size());
+  }
 };
 
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).
@@ -140,6 +152,28 @@ class Pipeline {
   Pipeline(Pipeline&&) = default;
   // Loads the VAE decoder when this is the output rank.
   void load_vae(const ParallelRun& par, const models::Placement& place);
+
+  // Conditions one model batch of the denoising loop: outputs [first,
+  // first + count), once per entry of `halves` in that order (false: the
+  // conditional half, true: the unconditional one). Fills args.class_labels
+  // or args.text / text_lengths (keeping the text tensor alive in `keep`).
+  using ConditionBatch = std::function<void(models::ForwardArgs& args, Tensor& keep, int64_t first, int64_t count,
+                                            const std::vector<bool>& halves)>;
+  // The denoising loop every pipeline shares: per batch of outputs, the
+  // starting noise (Philox per output with seed + i, or --init-noise), the
+  // scheduler's timesteps, the model batch of CFG halves [cond; uncond] (or
+  // this rank's half under cp = 2, the halves' eps exchanged), guidance on
+  // the eps channels (learned sigma dropped), the scheduler step on the
+  // un-doubled latents, PAB's cache per generation. Returns the final
+  // latents (outputs, ...latent shape).
+  Tensor denoise_loop(const models::Transformer& model, const Request& req, const Shape& one, int64_t outputs,
+                      const ConditionBatch& condition_batch, const StepCallback& on_step,
+                      PabSummary* pab_summary) const;
+
+  // How the decode stage undoes the latent scaling: diffusers' DiT and Latte
+  // pipelines multiply by 1 / scaling_factor, PixArt's divides (the last
+  // bit differs).
+  bool divide_by_scaling_factor_ = false;
 
   ModelParts parts_;
   std::shared_ptr<models::VaeDecoder> vae_;

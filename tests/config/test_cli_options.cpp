@@ -165,11 +165,7 @@ TEST_CASE("default_threads divides the cores among the ranks, at least 1") {
 namespace ditgen::test {
 
 TEST_CASE("flags of the contract not built yet: 'not supported yet', exit 2, not 'unknown option'") {
-  CHECK(parse_error({"--config", "run.json", "--prompt", "a cat"}).find("not supported yet: --prompt") !=
-        std::string::npos);
   CHECK(parse_error({"--config", "run.json", "--prompt-file", "p.txt"}).find("not supported yet: --prompt-file") !=
-        std::string::npos);
-  CHECK(parse_error({"--config", "run.json", "--negative-prompt", "x"}).find("not supported yet: --negative-prompt") !=
         std::string::npos);
   CHECK(parse_error({"--config", "run.json", "--frames", "16"}).find("not supported yet: --frames") !=
         std::string::npos);
@@ -203,6 +199,22 @@ TEST_CASE("encode: its options, and what it requires") {
   CHECK(parse_error({"encode", "--model", "m", "--prompt", "a", "--output", "e", "--dtype", "float8"}).size() > 0);
   CHECK(parse_error({"encode", "--model", "m", "--prompt", "a", "--output", "e", "--max-sequence-length", "0"})
             .size() > 0);
+}
+
+}  // namespace ditgen::test
+
+namespace ditgen::test {
+
+TEST_CASE("--prompt and --negative-prompt become generate.prompts / generate.negative_prompt overrides") {
+  std::ostringstream out;
+  const char* argv[] = {"ditgen", "--config", "r.json", "--set", "generate.steps=3", "--prompt", "a \"cat\"",
+                        "--prompt", "dog", "--negative-prompt", "blur", "--seed", "5"};
+  const CliOptions o = parse_cli(13, argv, out);
+  REQUIRE(o.set_overrides.size() == 4);
+  CHECK(o.set_overrides[0] == "generate.steps=3");
+  CHECK(o.set_overrides[1] == "generate.prompts=[\"a \\\"cat\\\"\",\"dog\"]");
+  CHECK(o.set_overrides[2] == "generate.negative_prompt=\"blur\"");
+  CHECK(o.set_overrides[3] == "generate.seed=5");
 }
 
 }  // namespace ditgen::test

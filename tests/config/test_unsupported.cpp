@@ -33,10 +33,13 @@ TEST_CASE("a class-conditional PNG config on one process is supported") {
   CHECK_NOTHROW(reject_unsupported(load_config(path, {"model.dtype=float32", "output.grid=true"}), path));
 }
 
-TEST_CASE("text-to-video settings are not supported yet") {
-  const json prompts = with(without(minimal_config(), "generate.class_labels"), "generate.prompts", {"a cat"});
-  check_unsupported(prompts, "generate.prompts");
-  check_unsupported(with(minimal_config(), "generate.negative_prompt", "blurry"), "generate.negative_prompt");
+TEST_CASE("prompts pass (the model decides); video settings and prompt files are not supported yet") {
+  const json prompts = with(with(without(minimal_config(), "generate.class_labels"), "generate.prompts", {"a cat"}),
+                            "generate.negative_prompt", "blurry");
+  const std::string path = write_config(prompts);
+  CHECK_NOTHROW(reject_unsupported(load_config(path, {}), path));
+  check_unsupported(with(without(minimal_config(), "generate.class_labels"), "generate.prompt_file", "p.txt"),
+                    "generate.prompt_file");
   check_unsupported(with(minimal_config(), "generate.frames", 16), "generate.frames=16");
   check_unsupported(with(minimal_config(), "output.format", "mp4"), "output.format=\"mp4\"");
 }

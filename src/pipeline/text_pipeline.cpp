@@ -1,0 +1,112 @@
+#include "pipeline/text_pipeline.h"
+
+#include <cstring>
+
+#include "config/prompt_file.h"
+#include "sched/scheduler.h"
+#include "util/error.h"
+#include "util/profile.h"
+
+namespace ditgen::pipeline {
+
+TextPipeline::TextPipeline(ModelParts parts) : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root())) {
+  if (parts_.spec->conditioning() != models::Conditioning::kText)
+    throw std::logic_error("TextPipeline for a model that is not text-conditional");
+  const int64_t want = parts_.spec->caption_channels(), have = text_.encoder_spec().hidden_size();
+  if (want != have)
+    throw ModelError(parts_.dir.part_config_path("transformer") + ": caption_channels " + std::to_string(want) +
+                     " does not match the text encoder's d_model " + std::to_string(have) + " (" +
+                     text_.encoder_dir() + "/config.json)");
+  divide_by_scaling_factor_ = true;  // PixArtAlphaPipeline: latents / scaling_factor
+}
+
+Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where) const {
+  if (g.prompts.empty())
+    throw ConfigError(where + ": generate.prompts: a " + std::string(parts_.spec->family()) +
+                      " model is text-conditional: give prompts (not class_labels)");
+  Request r;
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, parts_.vae.scale_factor(),
+                                             where + ": generate.height/width");
+  for (size_t i = 0; i < g.prompts.size(); ++i)
+    config::check_prompt_text(g.prompts[i], where + ": generate.prompts[" + std::to_string(i) + "]");
+  config::check_prompt_text(g.negative_prompt, where + ": generate.negative_prompt");
+  r.prompts = g.prompts;
+  r.captions = g.prompts;
+  r.negative_prompt = g.negative_prompt;
+  r.max_sequence_length = g.max_sequence_length > 0 ? g.max_sequence_length : text_.default_max_length();
+  if (r.max_sequence_length > TextStage::kMaxSequenceLength)
+    throw ConfigError(where + ": generate.max_sequence_length: at most " +
+                      std::to_string(TextStage::kMaxSequenceLength) + ", got " +
+                      std::to_string(r.max_sequence_length));
+  r.seed = g.seed;
+  r.steps = g.steps;
+  r.guidance_scale = static_cast<float>(g.guidance_scale);
+  r.scheduler = g.scheduler;
+  r.batch_size = g.batch_size;
+  sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"))
+      ->set_timesteps(r.steps);
+  return r;
+}
+
+void TextPipeline::load_weights(const ParallelRun& par, const models::Placement& place) {
+  par_ = par;
+  device_ = place.device;
+  transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);
+  load_vae(par, place);
+}
+
+Conditions TextPipeline::condition(const Request& req) const {
+  profile::ScopedTimer timer("text_encoder");
+  // The prompts and the negative in one pass of the encoder (each distinct
+  // text once), which is released when encode returns.
+  std::vector<std::string> texts = req.prompts;
+  texts.push_back(req.negative_prompt);
+  const int64_t L = req.max_sequence_length > 0 ? req.max_sequence_length : text_.default_max_length();
+  const PromptEmbeddings e = text_.encode(texts, L, text_encoder_placement(device_, req.text_encoder_dtype));
+  const int64_t n = static_cast<int64_t>(req.prompts.size());
+  Conditions c;
+  c.prompt_embeds = e.embeds.slice0(0, n);
+  c.negative_embeds = e.embeds.slice0(n, n + 1);
+  // PixArt: the cross-attention sees each text's real tokens (its mask).
+  for (int64_t i = 0; i < n; ++i) {
+    c.prompt_lengths.push_back(static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(i)]));
+    c.negative_lengths.push_back(static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(n)]));
+  }
+  return c;
+}
+
+Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const StepCallback& on_step,
+                             PabSummary* pab_summary) const {
+  if (!transformer_) throw std::logic_error("TextPipeline::denoise before load_weights");
+  const Shape one = req.latent_shape;
+  const int64_t L = cond.prompt_embeds.dim(1), D = cond.prompt_embeds.dim(2);
+  const int64_t vae_factor = parts_.vae.scale_factor();
+  const float height = static_cast<float>(one.at(one.size() - 2) * vae_factor);
+  const float width = static_cast<float>(one.at(one.size() - 1) * vae_factor);
+  const bool micro = parts_.spec->micro_conditions();
+  // Each half's text: the prompt's rows, or the negative's (CFG's
+  // unconditional half), with the rows the cross-attention sees.
+  auto condition_batch = [&](models::ForwardArgs& args, Tensor& keep, int64_t first, int64_t count,
+                             const std::vector<bool>& halves) {
+    keep = Tensor::empty({static_cast<int64_t>(halves.size()) * count, L, D});
+    args.text_lengths.clear();
+    args.resolution.clear();
+    args.aspect_ratio.clear();
+    int64_t row = 0;
+    for (const bool uncond : halves)
+      for (int64_t i = first; i < first + count; ++i, ++row) {
+        const Tensor src = uncond ? cond.negative_embeds : cond.prompt_embeds.slice0(i, i + 1);
+        std::memcpy(keep.data() + row * L * D, src.data(), static_cast<size_t>(L * D) * sizeof(float));
+        args.text_lengths.push_back(uncond ? cond.negative_lengths[static_cast<size_t>(i)]
+                                           : cond.prompt_lengths[static_cast<size_t>(i)]);
+        if (micro) {
+          args.resolution.push_back({height, width});
+          args.aspect_ratio.push_back(height / width);
+        }
+      }
+    args.text = &keep;
+  };
+  return denoise_loop(*transformer_, req, one, cond.outputs(), condition_batch, on_step, pab_summary);
+}
+
+}  // namespace ditgen::pipeline

@@ -1,0 +1,51 @@
+// Text-conditional generation (PixArt), as diffusers' PixArtAlphaPipeline
+// computes it for one prompt (DESIGN.md §2: each output equals the
+// diffusers batch-of-one result whatever the batch):
+//
+//   condition: the prompts and the negative prompt through the text stage
+//     (pipeline/text_encoding.h: lower().strip(), T5 tokenizer padded to
+//     max_sequence_length, T5 encoder, released on return); the transformer's
+//     cross-attention sees each prompt's real tokens (its mask) and the
+//     negative's real tokens for the unconditional half.
+//   denoise: the shared loop (Pipeline::denoise_loop): CFG on the eps
+//     channels, learned sigma dropped, the scheduler stepping the un-doubled
+//     latents; PixArt's 1024 models get their resolution / aspect-ratio
+//     micro-conditions from the requested size (diffusers' resolution
+//     binning, which renders at a binned size and resizes back, is not done:
+//     the requested size is rendered, as use_resolution_binning=False).
+//   decode: latents divided by the VAE's scaling_factor, as PixArt's pipeline.
+//
+// Latte's rule (the prompt's embeddings cut to its token count, the
+// negative's to the same count, no mask) comes with the Latte family.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "pipeline/pipeline.h"
+#include "pipeline/text_encoding.h"
+
+namespace ditgen::pipeline {
+
+class TextPipeline final : public Pipeline {
+ public:
+  // Opens the text stage too (configs and tokenizer, no weights) and checks
+  // that the encoder's hidden size is the transformer's caption_channels.
+  explicit TextPipeline(ModelParts parts);
+
+  Request prepare(const GenerateConfig& generate, const std::string& where) const override;
+  // The transformer and the VAE; the text encoder is loaded by condition()
+  // and released before it returns.
+  void load_weights(const ParallelRun& par, const models::Placement& place) override;
+  Conditions condition(const Request& req) const override;
+  Tensor denoise(const Request& req, const Conditions& cond, const StepCallback& on_step = {},
+                 PabSummary* pab = nullptr) const override;
+
+  const TextStage& text_stage() const { return text_; }
+
+ private:
+  TextStage text_;
+  Device device_ = Device::kCPU;
+  std::shared_ptr<models::Transformer> transformer_;
+};
+
+}  // namespace ditgen::pipeline
