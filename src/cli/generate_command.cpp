@@ -69,7 +69,10 @@ std::string png_parameters(const std::string& label, const RunConfig& cfg, const
                            uint64_t seed, int width, int height) {
   std::string model = std::filesystem::path(cfg.model.path).lexically_normal().filename().string();
   if (model.empty()) model = std::filesystem::path(cfg.model.path).lexically_normal().parent_path().filename();
-  return label + "\nSteps: " + std::to_string(cfg.generate.steps) + ", Sampler: " + sampler +
+  // webui puts the negative prompt on its own line after the prompt.
+  const std::string negative =
+      cfg.generate.negative_prompt.empty() ? "" : "\nNegative prompt: " + cfg.generate.negative_prompt;
+  return label + negative + "\nSteps: " + std::to_string(cfg.generate.steps) + ", Sampler: " + sampler +
          ", CFG scale: " + format_number(cfg.generate.guidance_scale) + ", Seed: " + std::to_string(seed) +
          ", Size: " + std::to_string(width) + "x" + std::to_string(height) + ", Model: " + model;
 }
