@@ -208,7 +208,8 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   };
   const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data()};
   for (size_t bi = 0; bi < blocks_.size(); ++bi)
-    blocks_[bi].forward(hidden, timestep_mod, &text, self_attention, {a.pab, static_cast<int>(bi), pab::Kind::kSpatial});
+    blocks_[bi].forward(hidden, timestep_mod, &text, self_attention,
+                        {a.pab, static_cast<int>(bi), pab::Kind::kSpatial});
 
   profile::ScopedTimer t("final_layer");
   // (B, 2D): shift, scale = scale_shift_table + embedded timestep (no SiLU).

@@ -97,8 +97,8 @@ PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::strin
   c.ff_inner_dim = 4 * d;
   c.norm_eps = static_cast<float>(io::get_number_or(cfg, "norm_eps", 1e-6, path));
   // diffusers: config.interpolation_scale, or max(sample_size // 64, 1) when null.
-  c.interpolation_scale =
-      io::get_number_or(cfg, "interpolation_scale", static_cast<double>(std::max<int64_t>(c.sample_size / 64, 1)), path);
+  const double default_scale = static_cast<double>(std::max<int64_t>(c.sample_size / 64, 1));
+  c.interpolation_scale = io::get_number_or(cfg, "interpolation_scale", default_scale, path);
   require(c.interpolation_scale > 0, path,
           "interpolation_scale: expected a positive number, got " + std::to_string(c.interpolation_scale));
   // diffusers: null means sample_size == 128 (the 1024 models).

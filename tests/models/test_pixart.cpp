@@ -42,7 +42,9 @@ struct ForwardCase {
   ForwardArgs args;
 
   ForwardCase(const std::string& fixture, const std::string& suffix, bool micro) {
-    auto load = [&](const std::string& name) { return testing::fixture_tensor(fixture, "forward.safetensors", name + suffix); };
+    auto load = [&](const std::string& name) {
+      return testing::fixture_tensor(fixture, "forward.safetensors", name + suffix);
+    };
     latents = load("latents");
     text = load("encoder_hidden_states");
     sample = load("sample");

@@ -90,8 +90,8 @@ void check_layouts(const std::string& fixture) {
   const PixArtTransformer single = load(fixture, {});
   for (const parallel::Layout& layout : layouts(world().size(), single.config().num_heads)) {
     const auto tp_group = parallel::tp_split(layout, rank), sp_group = parallel::sp_split(layout, rank);
-    const std::unique_ptr<parallel::Communicator> tp = parallel::MpiRuntime::split(world(), tp_group.color, tp_group.key);
-    const std::unique_ptr<parallel::Communicator> sp = parallel::MpiRuntime::split(world(), sp_group.color, sp_group.key);
+    const auto tp = parallel::MpiRuntime::split(world(), tp_group.color, tp_group.key);
+    const auto sp = parallel::MpiRuntime::split(world(), sp_group.color, sp_group.key);
     ShardGroups groups;
     groups.tp = tp.get();
     groups.sp = sp.get();
