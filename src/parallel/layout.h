@@ -79,6 +79,9 @@ struct Workload {
   int64_t tokens = 0;              // per sequence (sp shards them)
   int64_t mlp_hidden = 0;          // the MLP's inner width F (tp splits it)
   int64_t gathered_per_layer = 0;  // elements per sequence all-gathered over tp per block (0: none)
+  // Row-split output projections per block, each all-reduced over tp
+  // ((B, P, D) each): attention and MLP; PixArt's cross-attention adds one.
+  int64_t tp_all_reduces_per_layer = 2;
   int64_t output_per_token = 0;    // model output elements per token (gathered over sp)
   int64_t input_elements = 0;      // per sequence: the model's input (latents)
   int64_t output_elements = 0;     // per sequence: the model's output

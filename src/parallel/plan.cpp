@@ -60,7 +60,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   if (l.tp > 1) {
     // Product first, then the division, as the communicator counts: exact
     // in double for every size ditgen meets, so plan and run agree to the byte.
-    r.comm_tp = L * 2 * (2 * (tp - 1) * (b * p * d) / tp);
+    r.comm_tp = L * m.tp_all_reduces_per_layer * (2 * (tp - 1) * (b * p * d) / tp);
     r.comm_gather += L * b * g * (tp - 1) / tp;
   }
   if (l.cp == 2) r.comm_cp = b * m.eps_elements;

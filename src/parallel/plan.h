@@ -50,8 +50,9 @@
 //   comm_sp, ring: per block K and V each passed on sp-1 times (rank r sends
 //     to r+1, so rank 0 sends every block but rank 1's)
 //       = L * 2*b*(N-p1)*Dt
-//   comm_tp: per block 2 all-reduces of b*p*D (attention out projection, MLP
-//     out)  = L * 2 * 2*(tp-1)/tp * b*p*D
+//   comm_tp: per block A = tp_all_reduces_per_layer all-reduces of b*p*D
+//     (attention out projection, MLP out; PixArt: also the cross-attention's)
+//     = L * A * 2*(tp-1)/tp * b*p*D
 //   comm_gather: the per-block conditioning all-gather, L * b*G*(tp-1)/tp
 //     (tp > 1), and the model output gathered over sp once per forward,
 //     (sp-1)*b*p*R (sp > 1).

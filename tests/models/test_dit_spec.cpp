@@ -59,6 +59,16 @@ TEST_CASE("registry: unknown classes are model errors, named families not built 
   CHECK(code == kExitBadConfig);
   CHECK(e.find("not supported yet: latte models") != std::string::npos);
 
+  // PixArt is built: its config is parsed (this bare one lacks its sizes),
+  // under either name, never "not supported yet".
+  for (const char* cls : {"PixArtTransformer2DModel", "Transformer2DModel"}) {
+    CAPTURE(cls);
+    e = error_of({{"_class_name", cls}, {"norm_type", "ada_norm_single"}}, &code);
+    CHECK(code == kExitBadModel);
+    CHECK(e.find("m/transformer/config.json: missing key 'num_layers'") != std::string::npos);
+    CHECK(e.find("not supported yet") == std::string::npos);
+  }
+
   e = error_of({{"_class_name", "Transformer2DModel"}, {"norm_type", "layer_norm"}}, &code);
   CHECK(code == kExitBadModel);
   CHECK(e.find("norm_type 'layer_norm'") != std::string::npos);

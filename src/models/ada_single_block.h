@@ -1,0 +1,108 @@
+// The adaLN-single transformer block PixArt and Latte share (diffusers'
+// BasicTransformerBlock with norm_type ada_norm_single, DESIGN.md §6). The
+// model computes one (B, 6D) modulation per forward (adaln_single); each
+// block adds its own scale_shift_table and splits it into shift, scale and
+// gate for the self-attention and the feed-forward:
+//   x += gate_msa * attn1(LN(x) * (1 + scale_msa) + shift_msa)
+//   x += attn2(x, text)                  (optional: no norm, no modulation)
+//   x += gate_mlp * ff(LN(x) * (1 + scale_mlp) + shift_mlp)
+// LayerNorms without affine; ff = Linear(D, F), GELU (tanh), Linear(F, D).
+//
+// The block runs over this rank's rows of (B, P, D) tokens. The
+// self-attention core is the caller's (PixArt: sequence-parallel attention
+// over the whole image; Latte's temporal blocks: attention across frames
+// behind the DSP switch); the cross-attention reads text that every rank
+// holds whole, so it needs no sp communication. With tp, each rank holds
+// its heads of q/k/v (both attentions) and its MLP features; the output
+// projections are row-split and all-reduced (parallel/tensor_parallel.h).
+// PAB (pab/broadcast.h) may replace each branch's output (self-attention,
+// cross-attention, feed-forward; after the all-reduce, before the gate) with
+// one computed at an earlier step.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "models/placement.h"
+#include "models/transformer.h"
+#include "pab/broadcast.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+struct AdaSingleBlockDims {
+  int64_t heads = 0, head_dim = 0;  // D = heads * head_dim
+  int64_t ff_inner = 0;             // F
+  int64_t cross_dim = 0;            // width of the text the cross-attention reads; 0 = no cross-attention
+  float norm_eps = 1e-6f;
+  int64_t inner_dim() const { return heads * head_dim; }
+};
+
+// One block's weights as held by this rank (Dl = D/tp, Fl = F/tp; with
+// tp = 1 the whole tensors, GEMM weights borrowed from the file on the CPU).
+struct AdaSingleBlockWeights {
+  Tensor scale_shift_table;             // (6, D)
+  Tensor q_w, q_b, k_w, k_b, v_w, v_b;  // (Dl, D), (Dl) each: attn1, this rank's heads
+  Tensor out_w, out_b;                  // (D, Dl), (D): attn1 output, bias whole
+  Tensor cross_q_w, cross_q_b;          // (Dl, D), (Dl): attn2 (when cross_dim > 0)
+  Tensor cross_k_w, cross_k_b;          // (Dl, Dc), (Dl)
+  Tensor cross_v_w, cross_v_b;          // (Dl, Dc), (Dl)
+  Tensor cross_out_w, cross_out_b;      // (D, Dl), (D)
+  Tensor ff1_w, ff1_b;                  // (Fl, D), (Fl)
+  Tensor ff2_w, ff2_b;                  // (D, Fl), (D)
+};
+
+class AdaSingleBlock {
+ public:
+  // The tensors of one block under `prefix` ("transformer_blocks.3.") with
+  // their full shapes, for WeightStore::expect before anything is loaded.
+  static std::vector<std::pair<std::string, Shape>> tensors(const std::string& prefix, const AdaSingleBlockDims& dims);
+
+  // Loads this rank's part (the shapes must have been checked). tp must
+  // divide heads and ff_inner; the shard's communicators outlive the block.
+  static AdaSingleBlock load(const io::WeightStore& weights, const std::string& prefix, const AdaSingleBlockDims& dims,
+                             const ShardGroups& shard, const Placement& place);
+
+  // The self-attention core: q, k, v (B, P, Dl) rows of this rank's tokens
+  // for its heads; writes the attention output, same shape, into out.
+  using AttentionCore = std::function<void(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out)>;
+
+  // What the cross-attention attends to: the projected text, whole on
+  // every rank, and per sample how many of its rows are keys.
+  struct Text {
+    const Tensor* tokens = nullptr;    // (B, M, Dc)
+    const int32_t* kv_lens = nullptr;  // host, B values in [1, M]; null = all M
+  };
+
+  // Where this block's branch outputs are cached under PAB.
+  struct Pab {
+    pab::BroadcastCache* cache = nullptr;  // null: no PAB
+    int block = 0;
+    pab::Kind self_kind = pab::Kind::kSpatial;  // the self-attention's kind (Latte's temporal blocks: kTemporal)
+  };
+
+  // hidden (B, P, D) += the three branches, in place; timestep_mod (B, 6D)
+  // the model's shared modulation (before this block's table is added);
+  // text: required iff the block has a cross-attention.
+  void forward(Tensor& hidden, const Tensor& timestep_mod, const Text* text, const AttentionCore& self_attention,
+               const Pab& pab) const;
+
+  const AdaSingleBlockWeights& weights() const { return w_; }
+  const AdaSingleBlockDims& dims() const { return dims_; }
+
+ private:
+  // Bytes this rank has sent through its tp and sp groups so far.
+  int64_t comm_bytes() const;
+  // A branch's output: PAB's cached one when it says reuse, else compute()'s (then handed to the cache).
+  Tensor branch(const Pab& pab, pab::Kind kind, const std::function<Tensor()>& compute) const;
+
+  AdaSingleBlockDims dims_;
+  ShardGroups shard_;
+  Placement place_;
+  AdaSingleBlockWeights w_;
+};
+
+}  // namespace ditgen::models

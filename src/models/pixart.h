@@ -1,0 +1,75 @@
+// PixArt: diffusers' PixArtTransformer2DModel (text-conditional, adaLN-single
+// blocks shared with Latte: models/ada_single_block.h), on the placement's
+// device and dtype like DiT. Every size comes from config.json (PixArtConfig);
+// every tensor is checked by name and shape before any is loaded. Any latent
+// grid runs: the 2-D sin-cos positions are diffusers' interpolated table for
+// the actual grid (the native one is made once at load).
+//
+// Under a parallel layout each rank loads its heads and MLP features (tp)
+// and runs its own tokens (sp) through the src/parallel/ module, as DiT
+// does; the text, its projection, the timestep embedding and the shared
+// adaLN-single modulation are small and held whole on every rank. Every
+// rank returns the full output.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "models/ada_single_block.h"
+#include "models/pixart_spec.h"
+#include "models/placement.h"
+#include "models/transformer.h"
+#include "parallel/sequence_attention.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+// A size embedder (diffusers' TimestepEmbedding): linear_1, SiLU, linear_2.
+struct EmbedderMlp {
+  Tensor linear1_w, linear1_b;  // (W, 256), (W)
+  Tensor linear2_w, linear2_b;  // (W, W), (W)
+};
+
+class PixArtTransformer {
+ public:
+  // Validates names and shapes of every tensor, then loads this rank's part
+  // onto `place`. The shard's communicators must outlive the model.
+  static PixArtTransformer load(const io::WeightStore& weights, const PixArtConfig& cfg, const ShardGroups& shard = {},
+                                const Placement& place = {});
+
+  // args: latents (B, in_channels, h, w) with h, w multiples of patch_size;
+  // B timesteps; text (B, L, caption_channels) with optional text_lengths;
+  // resolution and aspect_ratio when the model uses micro-conditions.
+  // Returns (B, out_channels, h, w) host float32 on every rank of the shard.
+  Tensor forward(const ForwardArgs& args) const;
+
+  // The 2-D position table diffusers adds for a gh x gw token grid, (gh*gw, D).
+  Tensor position_table(int64_t grid_h, int64_t grid_w) const;
+
+  const PixArtConfig& config() const { return cfg_; }
+  const AdaSingleBlock& block(size_t i) const { return blocks_.at(i); }
+
+ private:
+  // embedded_timestep (B, D): the timestep embedding plus the micro-conditions.
+  Tensor embedded_timestep(const ForwardArgs& args) const;
+  void check_args(const ForwardArgs& args) const;
+
+  PixArtConfig cfg_;
+  ShardGroups shard_;
+  parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
+  Placement place_;
+  Tensor patch_w, patch_b;              // (D, C*p*p), (D)   pos_embed.proj as a linear
+  Tensor native_pos;                    // (base^2, D) host  positions of the sample_size grid
+  EmbedderMlp timestep_embedder;        // W = D
+  EmbedderMlp resolution_embedder;      // W = D/3 (micro-conditions only)
+  EmbedderMlp aspect_ratio_embedder;    // W = D/3 (micro-conditions only)
+  Tensor adaln_w, adaln_b;              // (6D, D), (6D)     adaln_single.linear
+  Tensor caption1_w, caption1_b;        // (D, caption), (D) caption_projection.linear_1
+  Tensor caption2_w, caption2_b;        // (D, D), (D)       caption_projection.linear_2
+  std::vector<AdaSingleBlock> blocks_;
+  Tensor final_table;                   // (2, D)            scale_shift_table: shift, scale
+  Tensor proj_out_w, proj_out_b;        // (p*p*out, D), (p*p*out)
+};
+
+}  // namespace ditgen::models
