@@ -26,7 +26,7 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-testing::Run ditgen(const std::string& args) {
+testing::Run run_ditgen(const std::string& args) {
   return testing::run_command(std::string(DITGEN_EXE) + " --device cpu --threads 2 " + args);
 }
 
@@ -37,7 +37,7 @@ TEST_CASE("text-to-image: PixArt run config, --init-noise, latents match diffuse
   const std::string ref = testing::fixture_dir("pixart_tiny") + "/reference/";
   const std::string latents = tmp.file("latents.safetensors");
   const std::string out = tmp.file("img.png");
-  const testing::Run r = ditgen("--config " + ref + "run_dpm.json --set model.path=\\\"" +
+  const testing::Run r = run_ditgen("--config " + ref + "run_dpm.json --set model.path=\\\"" +
                                 testing::fixture_dir("pixart_tiny") + "\\\" --init-noise " + ref +
                                 "noise.safetensors --save-latents " + latents + " --output " + out + " --quiet");
   REQUIRE_MESSAGE(r.code == 0, r.output);
@@ -48,7 +48,7 @@ TEST_CASE("text-to-image: PixArt run config, --init-noise, latents match diffuse
   CHECK(png.find("Size: 80x80, Model: pixart_tiny") != std::string::npos);
 
   // --prompt replaces the config's prompts (one output each), --negative-prompt its negative.
-  const testing::Run p = ditgen("--config " + ref + "run_dpm.json --set model.path=\\\"" +
+  const testing::Run p = run_ditgen("--config " + ref + "run_dpm.json --set model.path=\\\"" +
                                 testing::fixture_dir("pixart_tiny") + "\\\" --prompt 'a blue square' " +
                                 "--negative-prompt blurry --steps 2 --output " + tmp.file("p.png") + " --quiet");
   REQUIRE_MESSAGE(p.code == 0, p.output);
@@ -59,7 +59,7 @@ TEST_CASE("text-to-image: PixArt run config, --init-noise, latents match diffuse
 TEST_CASE("text-to-image: a text model given class labels, and a class model given prompts, exit 2") {
   testing::TempDir tmp("text_cli_bad");
   const std::string ref = testing::fixture_dir("pixart_tiny") + "/reference/";
-  const testing::Run labels = ditgen("--config " + ref + "run_dpm.json --set model.path=\\\"" +
+  const testing::Run labels = run_ditgen("--config " + ref + "run_dpm.json --set model.path=\\\"" +
                                      testing::fixture_dir("pixart_tiny") +
                                      "\\\" --set generate.prompts=[] --set generate.class_labels=[1] --output " +
                                      tmp.file("x.png"));
