@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli/pab_setup.h"
+#include "io/mp4_writer.h"
 #include "io/safetensors.h"
 #include "util/error.h"
 
@@ -63,9 +64,10 @@ std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputC
                                                                    const std::string& config_json) {
   const io::OutputPlan plan{out.path, outputs, frames};
   std::vector<std::unique_ptr<io::OutputWriter>> w;
-  // output.format "png": one file per image, or per frame of a video
-  // (config validation admits only png until the MP4 writer exists).
-  w.push_back(frames == 1 ? io::make_png_writer(plan) : io::make_png_frames_writer(plan));
+  if (out.format == "mp4")  // one video per output (an image: a one-frame video)
+    w.push_back(io::make_mp4_writer(plan, out.fps, out.crf));
+  else  // "png": one file per image, or per frame of a video
+    w.push_back(frames == 1 ? io::make_png_writer(plan) : io::make_png_frames_writer(plan));
   if (out.grid) w.push_back(io::make_contact_sheet_writer(plan, {{"ditgen_config", config_json}}));
   return w;
 }

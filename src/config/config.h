@@ -90,6 +90,7 @@ struct OutputConfig {
   std::string path;             // pattern: see io/output_paths.h
   std::string format = "png";   // png | mp4
   double fps = 8.0;             // mp4 only
+  int crf = 18;                 // mp4 only: x264's constant rate factor, 0 (lossless) .. 51
   bool grid = false;            // also write a labelled contact sheet
   bool operator==(const OutputConfig&) const = default;
 };

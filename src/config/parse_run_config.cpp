@@ -141,6 +141,16 @@ OutputConfig parse_output(const ObjectReader& output) {
   c.path = output.required_string("path", "the output file, e.g. out/dit.png");
   c.format = output.choice("format", c.format, {"png", "mp4"});
   c.fps = output.number("fps", c.fps, 0, /*min_exclusive=*/true);
+  // The MP4 time base is 1/fps as a fraction with a denominator up to 1e5
+  // (io/mp4_writer.h); 1000 is far above any video's rate, so anything
+  // beyond is a typo rather than a wish.
+  if (c.fps < 0.001 || c.fps > 1000)
+    output.context().fail(output.path_of("fps"), "expected frames per second in [0.001, 1000], got " +
+                                                     json(c.fps).dump());
+  c.crf = output.integer("crf", c.crf, 0);
+  if (c.crf > 51)
+    output.context().fail(output.path_of("crf"),
+                          "expected an integer in 0..51 (x264's constant rate factor), got " + std::to_string(c.crf));
   c.grid = output.boolean("grid", c.grid);
   return c;
 }

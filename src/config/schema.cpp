@@ -20,7 +20,7 @@ const std::vector<std::string>& schema_paths() {
         "generate.batch_size", "generate.frames", "generate.height", "generate.width",
         "parallel", "parallel.sp", "parallel.cp", "parallel.tp", "parallel.sp_mode",
         "pab",
-        "output", "output.path", "output.format", "output.fps", "output.grid",
+        "output", "output.path", "output.format", "output.fps", "output.crf", "output.grid",
     };
     for (const char* kind : {"spatial", "temporal", "cross", "mlp"}) {
       const std::string section = std::string("pab.") + kind;

@@ -52,7 +52,7 @@ json to_json(const RunConfig& c) {
                     {"sp_mode", c.parallel.sp_mode}}},
       {"pab", pab},
       {"output", {{"path", c.output.path}, {"format", c.output.format}, {"fps", c.output.fps},
-                  {"grid", c.output.grid}}},
+                  {"crf", c.output.crf}, {"grid", c.output.grid}}},
   };
 }
 

@@ -23,8 +23,6 @@ void reject_unsupported(const RunConfig& c, const std::string& path) {
     not_supported("video models " + at(path, "generate.frames=" + std::to_string(c.generate.frames)) +
                   " — this version runs DiT and PixArt image models");
 
-  if (c.output.format == "mp4")
-    not_supported("MP4 output " + at(path, "output.format=\"mp4\"") + " — use \"png\"");
   // model.dtype depends on the device: config/device_choice.cpp checks it.
 }
 

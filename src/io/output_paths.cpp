@@ -48,6 +48,10 @@ std::string output_path_for(const std::string& pattern, int index, int count) {
   return with_suffix(pattern, suffix, "");
 }
 
+std::string video_path_for(const std::string& pattern, int index, int count) {
+  return with_suffix(output_path_for(pattern, index, count), "", ".mp4");
+}
+
 std::string frame_path_for(const std::string& pattern, int index, int count, int frame) {
   return with_suffix(output_path_for(pattern, index, count), "_f" + zero_padded(frame, 3), ".png");
 }

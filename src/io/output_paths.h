@@ -14,6 +14,12 @@ namespace ditgen::io {
 // "out/dit_0003.png"; no extension: appended); one output keeps the path.
 std::string output_path_for(const std::string& pattern, int index, int count);
 
+// The video file of output `index` of `count`: output_path_for with the
+// extension ".mp4" ("out/img.png" -> "out/img_0001.mp4"; none: appended), so
+// output.format decides the container whatever extension the path was
+// written with.
+std::string video_path_for(const std::string& pattern, int index, int count);
+
 // Frame `frame` of output `index` of `count` as a PNG: the output's file
 // with "_fNNN" (3 digits) after its stem and the extension ".png":
 // "out/clip.mp4" -> "out/clip_0001_f007.png" (several outputs),

@@ -10,15 +10,12 @@
 
 namespace ditgen::io {
 
-namespace {
-
-// Frame f of an output's (F, 3, H, W) frames as 8-bit RGB.
-RgbImage frame_rgb(const Tensor& frames, int64_t f) {
+RgbImage output_frame_rgb(const Tensor& frames, int64_t f) {
   const Tensor chw = frames.slice0(f, f + 1).reshape({frames.dim(1), frames.dim(2), frames.dim(3)});
   return {static_cast<int>(chw.dim(2)), static_cast<int>(chw.dim(1)), float_image_to_rgb8(chw)};
 }
 
-void check_item(const OutputItem& item, const OutputPlan& plan, const char* who) {
+void check_output_item(const OutputItem& item, const OutputPlan& plan, const char* who) {
   if (item.frames.ndim() != 4 || item.frames.dim(1) != 3 || item.frames.dim(0) < 1)
     throw std::invalid_argument(std::string(who) + ": output " + std::to_string(item.index) + " has frames " +
                                 shape_str(item.frames.shape()) + ", expected (F, 3, H, W)");
@@ -26,6 +23,8 @@ void check_item(const OutputItem& item, const OutputPlan& plan, const char* who)
     throw std::invalid_argument(std::string(who) + ": output index " + std::to_string(item.index) + " of " +
                                 std::to_string(plan.outputs));
 }
+
+namespace {
 
 class PngWriter final : public OutputWriter {
  public:
@@ -36,12 +35,12 @@ class PngWriter final : public OutputWriter {
     return p;
   }
   std::vector<std::string> write(const OutputItem& item) override {
-    check_item(item, plan_, "png writer");
+    check_output_item(item, plan_, "png writer");
     if (item.frames.dim(0) != 1)
       throw std::invalid_argument("png writer: output " + std::to_string(item.index) + " has " +
                                   std::to_string(item.frames.dim(0)) + " frames (a video: PNG frames or mp4)");
     const std::string path = output_path_for(plan_.pattern, item.index, plan_.outputs);
-    write_png(path, frame_rgb(item.frames, 0), item.text);
+    write_png(path, output_frame_rgb(item.frames, 0), item.text);
     return {path};
   }
 
@@ -59,11 +58,11 @@ class PngFramesWriter final : public OutputWriter {
     return p;
   }
   std::vector<std::string> write(const OutputItem& item) override {
-    check_item(item, plan_, "png frames writer");
+    check_output_item(item, plan_, "png frames writer");
     std::vector<std::string> written;
     for (int64_t f = 0; f < item.frames.dim(0); ++f) {
       written.push_back(frame_path_for(plan_.pattern, item.index, plan_.outputs, static_cast<int>(f)));
-      write_png(written.back(), frame_rgb(item.frames, f), item.text);
+      write_png(written.back(), output_frame_rgb(item.frames, f), item.text);
     }
     return written;
   }
@@ -78,15 +77,15 @@ class ContactSheetWriter final : public OutputWriter {
       : plan_(std::move(plan)), text_(std::move(text)), max_strip_(max_strip) {}
   std::vector<std::string> planned_paths() const override { return {grid_path_for(plan_.pattern)}; }
   std::vector<std::string> write(const OutputItem& item) override {
-    check_item(item, plan_, "contact sheet writer");
+    check_output_item(item, plan_, "contact sheet writer");
     const int frames = static_cast<int>(item.frames.dim(0));
     if (frames == 1) {
-      tiles_.push_back({frame_rgb(item.frames, 0), item.caption});
+      tiles_.push_back({output_frame_rgb(item.frames, 0), item.caption});
     } else {
       strip_ = std::min(frames, max_strip_);
       const auto picked = filmstrip_frames(frames, strip_);
       for (size_t k = 0; k < picked.size(); ++k)
-        tiles_.push_back({frame_rgb(item.frames, picked[k]), k == 0 ? item.caption : ""});
+        tiles_.push_back({output_frame_rgb(item.frames, picked[k]), k == 0 ? item.caption : ""});
     }
     return {};
   }

@@ -1,6 +1,6 @@
 // Output writers: one interface for every kind of file a run writes from
 // its results (a PNG per image, PNG frames per video, the contact sheet,
-// and the video container the Latte issue adds), so `run_generate` only
+// and the MP4 video of io/mp4_writer.h), so `run_generate` only
 // wires them. Each writer receives every output in order as a frames tensor
 // (F, 3, H, W) with F = 1 for images, writes its files atomically (temporary
 // name, then rename) and says which files it wrote; finish() runs after the
@@ -42,6 +42,14 @@ struct OutputPlan {
   int outputs = 1;
   int frames = 1;
 };
+
+// For writers in other files: std::invalid_argument unless `item` holds
+// (F, 3, H, W) frames with F >= 1 and an index of the plan; `who` names the
+// writer in the message.
+void check_output_item(const OutputItem& item, const OutputPlan& plan, const char* who);
+// Frame f of an output's (F, 3, H, W) frames as 8-bit RGB
+// (float_image_to_rgb8: the one rounding rule of every output format).
+RgbImage output_frame_rgb(const Tensor& frames, int64_t f);
 
 // One PNG per image (frames == 1) at output_path_for.
 std::unique_ptr<OutputWriter> make_png_writer(const OutputPlan& plan);

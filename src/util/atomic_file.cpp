@@ -73,12 +73,13 @@ class TempRegistration {
 };
 
 // The DITGEN_TEST_PAUSE_IN_WRITE hook (see the top of this file); a no-op
-// unless the variable holds a positive number of seconds.
+// unless the variable holds a positive number of seconds. `f`: the stream
+// still open on the temporary file, if any.
 void pause_in_write_for_tests(std::FILE* f, const std::string& temp) {
   const char* v = std::getenv("DITGEN_TEST_PAUSE_IN_WRITE");
   const double seconds = v ? std::strtod(v, nullptr) : 0.0;
   if (!(seconds > 0.0)) return;
-  std::fflush(f);  // the data is in the file, as a slow write would leave it
+  if (f) std::fflush(f);  // the data is in the file, as a slow write would leave it
   std::fprintf(stderr, "ditgen: test: pausing in write of %s\n", temp.c_str());
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
@@ -108,7 +109,11 @@ void install_signal_cleanup() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
-void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& writer) {
+namespace {
+
+// Creates the parent directories of `path`; returns a fresh temporary name
+// beside it.
+std::string prepare_temp_path(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) {
@@ -116,9 +121,13 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
     fs::create_directories(parent, ec);
     if (ec) throw RuntimeFailure(path + ": cannot create directory " + parent.string() + ": " + ec.message());
   }
+  return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(g_temp_counter.fetch_add(1));
+}
 
-  const std::string temp = path + ".tmp." + std::to_string(getpid()) + "." +
-                           std::to_string(g_temp_counter.fetch_add(1));
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& writer) {
+  const std::string temp = prepare_temp_path(path);
   TempRegistration registration(temp);  // before the file exists: a signal can never orphan it
 
   // "x": fail rather than clobber a file that happens to have the name.
@@ -143,6 +152,28 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   if (write_failed) fail("write failed", write_errno ? write_errno : EIO);
   if (close_failed) fail("close failed", errno);
   if (std::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename " + temp + " onto it", errno);
+}
+
+void write_file_atomic_named(const std::string& path, const std::function<void(const std::string&)>& writer) {
+  const std::string temp = prepare_temp_path(path);
+  TempRegistration registration(temp);
+  // Created here, exclusively, as write_file_atomic does, so the name is ours
+  // before the library opens (and truncates) it.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) throw RuntimeFailure(path + ": cannot create temporary file " + temp + ": " + errno_text(errno));
+  ::close(fd);
+  try {
+    writer(temp);
+    pause_in_write_for_tests(nullptr, temp);
+  } catch (...) {
+    unlink(temp.c_str());
+    throw;
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    unlink(temp.c_str());
+    throw RuntimeFailure(path + ": cannot rename " + temp + " onto it: " + errno_text(err));
+  }
 }
 
 void write_file_atomic(const std::string& path, const void* bytes, size_t size) {

@@ -25,6 +25,14 @@ namespace ditgen {
 void write_file_atomic(const std::string& path, const std::function<void(std::FILE*)>& writer);
 void write_file_atomic(const std::string& path, const void* bytes, size_t size);
 
+// The same for a library that opens its output file itself, by name
+// (libavformat: the MP4 muxer's faststart pass re-opens the file to read it
+// back, so it cannot be handed a FILE*). `writer` receives the temporary
+// path, which exists (empty, registered for signal cleanup) when it is
+// called, and must write the file there by that name; the rename and all
+// failure guarantees are as above.
+void write_file_atomic_named(const std::string& path, const std::function<void(const std::string& temp_path)>& writer);
+
 // Installs SIGINT / SIGTERM handlers that unlink the registered temporary
 // files and _exit(130) / _exit(143). Idempotent.
 void install_signal_cleanup();

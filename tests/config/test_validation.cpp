@@ -53,6 +53,12 @@ TEST_CASE("type and range checks name the file and the dotted path") {
       {"output.format", "gif", "expected one of \"png\", \"mp4\""},
       {"output.fps", 0, "expected a positive number, got 0"},
       {"output.fps", -8, "expected a positive number"},
+      {"output.fps", 1001, "expected frames per second in [0.001, 1000], got 1001"},
+      {"output.fps", 0.0001, "expected frames per second in [0.001, 1000]"},
+      {"output.crf", 52, "expected an integer in 0..51 (x264's constant rate factor), got 52"},
+      {"output.crf", -1, "expected a non-negative integer, got -1"},
+      {"output.crf", 18.5, "expected a non-negative integer"},
+      {"output.crf", "18", "expected a non-negative integer"},
       {"output.grid", "yes", "expected true or false"},
       {"output.path", json::array(), "expected a string"},
   };
@@ -70,6 +76,9 @@ TEST_CASE("accepted edge values") {
       {"generate.scheduler", ""},     {"generate.scheduler", "ddim"},
       {"parallel.cp", 2},             {"parallel.sp", 3},
       {"model.dtype", "bfloat16"},    {"output.fps", 0.5},
+      {"output.fps", 1000},           {"output.fps", 0.001},
+      {"output.crf", 0},              {"output.crf", 51},
+      {"output.format", "mp4"},
       {"pab", json::object()},
   };
   for (const auto& [path, value] : rows) {

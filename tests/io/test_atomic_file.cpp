@@ -1,7 +1,8 @@
-// Atomic output files: success leaves exactly the output; any failure, and a
-// SIGINT / SIGTERM in the middle of a write, leaves neither output nor
-// temporary file. The signal cases run in a forked child so the handler's
-// _exit does not end the test run.
+// Atomic output files (write_file_atomic, and write_file_atomic_named for
+// libraries that open the file by name): success leaves exactly the output;
+// any failure, and a SIGINT / SIGTERM in the middle of a write, leaves
+// neither output nor temporary file. The signal cases run in a forked child
+// so the handler's _exit does not end the test run.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -143,4 +144,42 @@ TEST_CASE("atomic_file: SIGINT and SIGTERM during a write remove the temporary f
     CHECK(WEXITSTATUS(status) == (sig == SIGINT ? 130 : 143));
     CHECK(listing(dir.path).empty());
   }
+}
+
+TEST_CASE("atomic_file: write_file_atomic_named hands the writer an existing temporary name beside the output") {
+  TempDir dir;
+  const std::string path = dir.file("a/out.bin");
+  std::string temp_seen;
+  write_file_atomic_named(path, [&](const std::string& temp) {
+    temp_seen = temp;
+    CHECK(fs::path(temp).parent_path() == fs::path(path).parent_path());
+    CHECK(fs::is_regular_file(temp));
+    CHECK(fs::file_size(temp) == 0);
+    std::ofstream(temp, std::ios::binary | std::ios::trunc) << "by name";  // as a library would open it
+  });
+  CHECK(read_text(path) == "by name");
+  CHECK_FALSE(fs::exists(temp_seen));
+  CHECK(listing(dir.path) == std::vector<std::string>{"a", "a/out.bin"});
+}
+
+TEST_CASE("atomic_file: write_file_atomic_named failures leave no temporary file and an old output untouched") {
+  TempDir dir;
+  std::ofstream(dir.file("old")) << "previous";
+  std::ofstream(dir.file("plain")) << "x";
+  CHECK_THROWS_WITH_AS(write_file_atomic_named(dir.file("old"),
+                                               [](const std::string& temp) {
+                                                 std::ofstream(temp) << "partial";
+                                                 throw std::logic_error("library failed");
+                                               }),
+                       "library failed", std::logic_error);
+  CHECK(read_text(dir.file("old")) == "previous");
+  try {
+    write_file_atomic_named(dir.file("plain/out.bin"), [](const std::string&) { FAIL("the writer must not run"); });
+    FAIL("expected a RuntimeFailure");
+  } catch (const RuntimeFailure& e) {
+    CHECK(std::string(e.what()).rfind(dir.file("plain/out.bin") + ": ", 0) == 0);
+  }
+  fs::create_directories(dir.path / "taken");
+  CHECK_THROWS_AS(write_file_atomic_named(dir.file("taken"), [](const std::string&) {}), RuntimeFailure);
+  CHECK(listing(dir.path) == std::vector<std::string>{"old", "plain", "taken"});
 }

@@ -1,5 +1,5 @@
-// output_path_for and grid_path_for: numbering of several outputs, "{i}"
-// patterns, paths without extension, dots in directory names.
+// output_path_for, video_path_for and grid_path_for: numbering of several
+// outputs, "{i}" patterns, paths without extension, dots in directory names.
 #include <doctest/doctest.h>
 
 #include "io/output_paths.h"
@@ -51,6 +51,18 @@ TEST_CASE("frames of a video go after the output index, as PNG") {
   CHECK(frame_path_for("out/clip.png", 0, 1, 0) == "out/clip_f000.png");
   CHECK(frame_path_for("out/clip_{i}.png", 2, 4, 15) == "out/clip_0002_f015.png");
   CHECK(frame_path_for("clip", 0, 1, 123) == "clip_f123.png");
+}
+
+}  // namespace ditgen::io
+
+namespace ditgen::io {
+
+TEST_CASE("video paths: output_path_for with the extension .mp4") {
+  CHECK(video_path_for("out/img.png", 1, 2) == "out/img_0001.mp4");
+  CHECK(video_path_for("out/clip.mp4", 0, 1) == "out/clip.mp4");
+  CHECK(video_path_for("out/clip", 0, 1) == "out/clip.mp4");
+  CHECK(video_path_for("out.d/clip", 3, 4) == "out.d/clip_0003.mp4");
+  CHECK(video_path_for("out/clip_{i}.v2.png", 5, 10) == "out/clip_0005.v2.mp4");
 }
 
 }  // namespace ditgen::io

@@ -1,0 +1,309 @@
+// The MP4 writer (see mp4_writer.h for the format decisions). One output is
+// one Mp4Encoder: format context, H.264 encoder, colour converter, reused
+// YUV frame and packet, each owned by a unique_ptr with libav's free
+// function, so every exit (including an exception half-way through the
+// frames) closes the file before write_file_atomic_named removes it.
+//
+// libav's logging: it would print libx264's banner and the muxer's progress
+// to stderr, which ditgen owns (--quiet means nothing is printed), so a log
+// callback drops every message; the last error-level line of the calling
+// thread is kept and appended to the exception's message, because the error
+// code alone is often only "Generic error in an external library" where the
+// log said e.g. "invalid width x height (20000x2)". The callback is process
+// wide (libav has no other kind); ditgen has no other libav user.
+#include "io/mp4_writer.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/dict.h>
+#include <libavutil/error.h>
+#include <libavutil/log.h>
+#include <libavutil/opt.h>
+#include <libavutil/rational.h>
+#include <libswscale/swscale.h>
+}
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "io/output_paths.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+
+namespace ditgen::io {
+namespace {
+
+thread_local std::string t_last_av_error;
+
+void av_log_to_last_error(void* avcl, int level, const char* fmt, va_list args) {
+  if (level > AV_LOG_ERROR) return;
+  char line[1024];
+  int print_prefix = 1;  // "[libx264 @ 0x...] ": names the component at fault
+  av_log_format_line2(avcl, level, fmt, args, line, sizeof line, &print_prefix);
+  std::string text(line);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (!text.empty()) t_last_av_error = std::move(text);
+}
+
+void install_av_log_callback() {
+  static std::once_flag once;
+  std::call_once(once, [] { av_log_set_callback(av_log_to_last_error); });
+}
+
+std::string av_error_text(int err) {
+  char buf[AV_ERROR_MAX_STRING_SIZE] = {};
+  av_strerror(err, buf, sizeof buf);
+  return buf;
+}
+
+// libav's free functions take a pointer to the pointer (they null it).
+struct FormatContextFree {
+  void operator()(AVFormatContext* c) const {
+    if (c->pb && !(c->oformat->flags & AVFMT_NOFILE)) avio_closep(&c->pb);
+    avformat_free_context(c);
+  }
+};
+struct CodecContextFree {
+  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
+};
+struct FrameFree {
+  void operator()(AVFrame* f) const { av_frame_free(&f); }
+};
+struct PacketFree {
+  void operator()(AVPacket* p) const { av_packet_free(&p); }
+};
+struct SwsFree {
+  void operator()(SwsContext* c) const { sws_freeContext(c); }
+};
+
+struct Mp4Settings {
+  AVRational frame_rate;  // frames per second as a fraction
+  int crf;
+  std::string encoder;
+};
+
+const AVCodec* find_encoder(const std::string& name, const std::string& for_whom) {
+  const AVCodec* codec = avcodec_find_encoder_by_name(name.c_str());
+  if (!codec || codec->type != AVMEDIA_TYPE_VIDEO)
+    throw RuntimeFailure(for_whom + ": the H.264 encoder '" + name + "' is not available in this libavcodec " +
+                         "(FFmpeg " + av_version_info() + "); MP4 output needs an FFmpeg built with libx264 " +
+                         "(Debian's libavcodec59 is; scripts/install_deps.sh)");
+  return codec;
+}
+
+// (W, H) 8-bit RGB -> (W + W % 2, H + H % 2), the last column / row repeated.
+std::vector<uint8_t> pad_to_even(std::vector<uint8_t> rgb, int width, int height) {
+  const int pw = width + width % 2, ph = height + height % 2;
+  if (pw == width && ph == height) return rgb;
+  std::vector<uint8_t> out(static_cast<size_t>(pw) * ph * 3);
+  for (int y = 0; y < ph; ++y) {
+    const uint8_t* src = rgb.data() + static_cast<size_t>(std::min(y, height - 1)) * width * 3;
+    uint8_t* dst = out.data() + static_cast<size_t>(y) * pw * 3;
+    std::memcpy(dst, src, static_cast<size_t>(width) * 3);
+    if (pw != width) std::memcpy(dst + static_cast<size_t>(width) * 3, src + static_cast<size_t>(width - 1) * 3, 3);
+  }
+  return out;
+}
+
+// One output being encoded into the file `temp` (reported as `path`).
+class Mp4Encoder {
+ public:
+  Mp4Encoder(const std::string& path, const std::string& temp, const Mp4Settings& s, int width, int height,
+             const OutputItem& item)
+      : path_(path), width_(width), height_(height) {
+    t_last_av_error.clear();
+    const AVCodec* codec = find_encoder(s.encoder, path);
+
+    AVFormatContext* oc = nullptr;
+    check(avformat_alloc_output_context2(&oc, nullptr, "mp4", temp.c_str()), "cannot set up the MP4 muxer");
+    format_.reset(oc);
+    stream_ = avformat_new_stream(oc, nullptr);
+    if (!stream_) throw failure("cannot add the video stream", AVERROR(ENOMEM));
+
+    codec_.reset(avcodec_alloc_context3(codec));
+    if (!codec_) throw failure("cannot allocate the encoder", AVERROR(ENOMEM));
+    AVCodecContext* c = codec_.get();
+    c->width = width;
+    c->height = height;
+    c->pix_fmt = AV_PIX_FMT_YUV420P;
+    c->framerate = s.frame_rate;
+    c->time_base = av_inv_q(s.frame_rate);  // one tick per frame: pts = frame index
+    c->color_primaries = AVCOL_PRI_BT709;
+    c->color_trc = AVCOL_TRC_BT709;
+    c->colorspace = AVCOL_SPC_BT709;
+    c->color_range = AVCOL_RANGE_MPEG;
+    // One encoder thread: x264's output depends on its thread count, so a
+    // fixed count keeps a seed's video independent of the machine's cores
+    // (and x264 off the cores ditgen's own threads use); the videos are
+    // small next to the denoising that made them.
+    c->thread_count = 1;
+    if (oc->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    check(av_opt_set(c->priv_data, "preset", "medium", 0), "cannot set the encoder preset");
+    check(av_opt_set_int(c->priv_data, "crf", s.crf, 0), "cannot set crf " + std::to_string(s.crf));
+    check(avcodec_open2(c, codec, nullptr),
+          "cannot open the " + s.encoder + " encoder for " + std::to_string(width) + "x" + std::to_string(height));
+    check(avcodec_parameters_from_context(stream_->codecpar, c), "cannot copy the encoder parameters");
+    stream_->time_base = c->time_base;  // a hint: the muxer picks its own timescale
+    stream_->avg_frame_rate = s.frame_rate;
+
+    set_tag("title", item.caption);
+    for (const auto& [key, value] : item.text) {
+      if (key == "parameters") set_tag("comment", value);
+      if (key == "ditgen_config") set_tag("description", value);
+    }
+
+    check(avio_open(&oc->pb, temp.c_str(), AVIO_FLAG_WRITE), "cannot open the file");
+    AVDictionary* options = nullptr;
+    av_dict_set(&options, "movflags", "+faststart", 0);
+    const int header = avformat_write_header(oc, &options);
+    av_dict_free(&options);
+    check(header, "cannot write the MP4 header");
+
+    // Full-range RGB in, limited-range BT.709 YUV out (the RGB side's table
+    // is unused for RGB input; libswscale wants one anyway). Luma keeps its
+    // size, so the filter only decides how chroma is halved: SWS_AREA is a
+    // 2x2 box average, which measured as good as or better than bicubic and
+    // bilinear after decoding (tests/io/test_mp4_writer.cpp's content, by
+    // 0.5-1.5 dB), and ACCURATE_RND rounds rather than truncates.
+    sws_.reset(sws_getContext(width, height, AV_PIX_FMT_RGB24, width, height, AV_PIX_FMT_YUV420P,
+                              SWS_AREA | SWS_ACCURATE_RND, nullptr, nullptr, nullptr));
+    if (!sws_) throw failure("cannot set up the RGB -> yuv420p conversion", AVERROR(EINVAL));
+    const int* bt709 = sws_getCoefficients(SWS_CS_ITU709);
+    if (sws_setColorspaceDetails(sws_.get(), bt709, /*srcRange=*/1, bt709, /*dstRange=*/0, 0, 1 << 16, 1 << 16) < 0)
+      throw failure("libswscale refuses the BT.709 limited-range conversion", AVERROR(EINVAL));
+
+    frame_.reset(av_frame_alloc());
+    packet_.reset(av_packet_alloc());
+    if (!frame_ || !packet_) throw failure("cannot allocate a frame", AVERROR(ENOMEM));
+    frame_->format = c->pix_fmt;
+    frame_->width = width;
+    frame_->height = height;
+    frame_->color_primaries = c->color_primaries;
+    frame_->color_trc = c->color_trc;
+    frame_->colorspace = c->colorspace;
+    frame_->color_range = c->color_range;
+    check(av_frame_get_buffer(frame_.get(), 0), "cannot allocate a frame");
+  }
+
+  // `rgb`: width x height x 3 bytes (already padded to the even size).
+  void add_frame(const std::vector<uint8_t>& rgb) {
+    check(av_frame_make_writable(frame_.get()), "cannot reuse the frame buffer");
+    const uint8_t* src[1] = {rgb.data()};
+    const int src_stride[1] = {width_ * 3};
+    sws_scale(sws_.get(), src, src_stride, 0, height_, frame_->data, frame_->linesize);
+    frame_->pts = next_pts_++;
+    check(avcodec_send_frame(codec_.get(), frame_.get()), "cannot encode frame " + std::to_string(frame_->pts));
+    drain();
+  }
+
+  void finish() {
+    check(avcodec_send_frame(codec_.get(), nullptr), "cannot flush the encoder");
+    drain();
+    check(av_write_trailer(format_.get()), "cannot finish the MP4 file");
+    // avio_closep flushes: a full disk shows up here at the latest.
+    if (format_->pb->error < 0) check(format_->pb->error, "cannot write the file");
+    check(avio_closep(&format_->pb), "cannot close the file");
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what, int err) const { throw failure(what, err); }
+  RuntimeFailure failure(const std::string& what, int err) const {
+    std::string message = path_ + ": " + what + ": " + av_error_text(err);
+    if (!t_last_av_error.empty()) message += " (" + t_last_av_error + ")";
+    return RuntimeFailure(message);
+  }
+  void check(int ret, const std::string& what) const {
+    if (ret < 0) fail(what, ret);
+  }
+  void set_tag(const char* key, const std::string& value) {
+    if (value.empty()) return;
+    check(av_dict_set(&format_->metadata, key, value.c_str(), 0), std::string("cannot set the ") + key + " tag");
+  }
+
+  // Moves every packet the encoder has ready into the file.
+  void drain() {
+    for (;;) {
+      const int ret = avcodec_receive_packet(codec_.get(), packet_.get());
+      if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return;
+      check(ret, "cannot encode");
+      // libx264 leaves durations unset. FFmpeg 5.1's muxer still guesses
+      // them from avg_frame_rate, but that guess is deprecated
+      // (FF_API_COMPUTE_PKT_FIELDS2), and without it the last frame would
+      // last 0 s (a one-frame video: no duration at all). Every frame lasts
+      // one tick of the encoder's time base.
+      if (packet_->duration <= 0) packet_->duration = 1;
+      av_packet_rescale_ts(packet_.get(), codec_->time_base, stream_->time_base);
+      packet_->stream_index = stream_->index;
+      check(av_interleaved_write_frame(format_.get(), packet_.get()), "cannot write a video packet");
+    }
+  }
+
+  std::string path_;
+  int width_, height_;
+  int64_t next_pts_ = 0;
+  // Declared before codec_ etc.: destroyed last, after the encoder, so the
+  // file is closed once nothing can write into it any more.
+  std::unique_ptr<AVFormatContext, FormatContextFree> format_;
+  AVStream* stream_ = nullptr;  // owned by format_
+  std::unique_ptr<AVCodecContext, CodecContextFree> codec_;
+  std::unique_ptr<SwsContext, SwsFree> sws_;
+  std::unique_ptr<AVFrame, FrameFree> frame_;
+  std::unique_ptr<AVPacket, PacketFree> packet_;
+};
+
+class Mp4Writer final : public OutputWriter {
+ public:
+  Mp4Writer(OutputPlan plan, Mp4Settings settings) : plan_(std::move(plan)), settings_(std::move(settings)) {}
+
+  std::vector<std::string> planned_paths() const override {
+    std::vector<std::string> p;
+    for (int i = 0; i < plan_.outputs; ++i) p.push_back(video_path_for(plan_.pattern, i, plan_.outputs));
+    return p;
+  }
+
+  std::vector<std::string> write(const OutputItem& item) override {
+    check_output_item(item, plan_, "mp4 writer");
+    const std::string path = video_path_for(plan_.pattern, item.index, plan_.outputs);
+    const int width = static_cast<int>(item.frames.dim(3)), height = static_cast<int>(item.frames.dim(2));
+    const int even_w = width + width % 2, even_h = height + height % 2;
+    write_file_atomic_named(path, [&](const std::string& temp) {
+      Mp4Encoder encoder(path, temp, settings_, even_w, even_h, item);
+      // One frame converted at a time: a long video never holds all its
+      // frames as bytes as well as floats.
+      for (int64_t f = 0; f < item.frames.dim(0); ++f)
+        encoder.add_frame(pad_to_even(output_frame_rgb(item.frames, f).pixels, width, height));
+      encoder.finish();
+    });
+    return {path};
+  }
+
+ private:
+  OutputPlan plan_;
+  Mp4Settings settings_;
+};
+
+}  // namespace
+
+std::unique_ptr<OutputWriter> make_mp4_writer(const OutputPlan& plan, double fps, int crf,
+                                              const std::string& encoder) {
+  if (!(crf >= 0 && crf <= 51))
+    throw std::invalid_argument("mp4 writer: crf must be in 0..51, got " + std::to_string(crf));
+  // The same range as the config's output.fps check.
+  if (!(fps >= 0.001 && fps <= 1000))
+    throw std::invalid_argument("mp4 writer: fps must be in [0.001, 1000], got " + std::to_string(fps));
+  // Denominators up to 1e5: exact for any rate people use (23.976 =
+  // 2997/125, 29.97 = 2997/100) and for every fps of the range above.
+  const AVRational rate = av_d2q(fps, 100000);
+  install_av_log_callback();
+  // Now rather than at the first output: a missing encoder must not cost a
+  // whole generation run first.
+  find_encoder(encoder, video_path_for(plan.pattern, 0, plan.outputs));
+  return std::make_unique<Mp4Writer>(plan, Mp4Settings{rate, crf, encoder});
+}
+
+}  // namespace ditgen::io

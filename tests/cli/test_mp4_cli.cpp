@@ -1,0 +1,225 @@
+// output.format "mp4" through the ditgen executable: the dit_odd fixture
+// run (as in test_cli.cpp) writes one H.264 MP4 per output, decoded here
+// with libav (tests/mp4_decode.h): one 20x20 frame, the webui parameters in
+// `comment`, the effective config in `description`, luma matching the PNG
+// run of the same seed; fps / crf / grid from the config; nothing printed
+// under --quiet (libav's own logging is silenced); bad crf or an unwritable
+// path fail before any weight is read; a signal during the MP4's write
+// leaves no temporary file.
+#include <doctest/doctest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../io/stb_image_read.h"
+#include "../models/fixture.h"
+#include "mp4_decode.h"
+
+namespace fs = std::filesystem;
+using namespace ditgen;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+// ditgen on the CPU (as test_cli.cpp: the fixture's numerics are CPU ones).
+Result run_ditgen(const std::string& args) {
+  FILE* p = popen((std::string(DITGEN_EXE) + " " + args + " --device cpu 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+struct Scratch {
+  fs::path dir;
+  explicit Scratch(const std::string& name) {
+    dir = fs::temp_directory_path() / ("ditgen_cli_mp4_" + name + "_" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() { fs::remove_all(dir); }
+  // test_cli.cpp's fixture_config: two class labels of the dit_odd fixture,
+  // 6 DDIM steps, output.path out/img.png (the format decides the extension).
+  std::string config() const {
+    const std::string path = (dir / "run.json").string();
+    std::ofstream(path) << R"({
+  "model": {"path": ")" + testing::fixture_dir("dit_odd") + R"("},
+  "generate": {"class_labels": [1, "white heart"], "steps": 6, "guidance_scale": 4.0,
+               "scheduler": "ddim", "batch_size": 2},
+  "output": {"path": ")" + (dir / "out" / "img.png").string() + R"("}
+})";
+    return path;
+  }
+  std::vector<std::string> files(const std::string& sub = "out") const {
+    std::vector<std::string> names;
+    if (!fs::exists(dir / sub)) return names;
+    for (const auto& e : fs::directory_iterator(dir / sub)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+std::vector<uint8_t> png_rgb(const fs::path& path, int* w, int* h) {
+  int n = 0;
+  unsigned char* px = stbi_load(path.string().c_str(), w, h, &n, 3);
+  REQUIRE(px != nullptr);
+  std::vector<uint8_t> rgb(px, px + static_cast<size_t>(*w) * *h * 3);
+  stbi_image_free(px);
+  return rgb;
+}
+
+// Y of BT.709, limited range, of 8-bit RGB: the plane the MP4 stores.
+std::vector<uint8_t> bt709_luma(const std::vector<uint8_t>& rgb) {
+  std::vector<uint8_t> y(rgb.size() / 3);
+  for (size_t k = 0; k < y.size(); ++k)
+    y[k] = static_cast<uint8_t>(
+        std::lround(16 + 219 * (0.2126 * rgb[3 * k] + 0.7152 * rgb[3 * k + 1] + 0.0722 * rgb[3 * k + 2]) / 255));
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("mp4 cli: output.format=\"mp4\" writes img_NNNN.mp4 with the parameters, matching the PNG run") {
+  Scratch s("run");
+  const std::string cfg = s.config();
+  Result r = run_ditgen("--config " + cfg + " --quiet --set output.format=\\\"mp4\\\"");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK_MESSAGE(r.output.empty(), r.output);  // --quiet: not a line from libav or x264 either
+  CHECK(s.files() == std::vector<std::string>{"img_0000.mp4", "img_0001.mp4"});
+
+  // The same run as PNG, for the pixels.
+  r = run_ditgen("--config " + cfg + " --quiet --output " + (s.dir / "png" / "img.png").string());
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+
+  const char* captions[] = {"blue star", "white heart, pale heart"};
+  for (int i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    const std::string name = "img_000" + std::to_string(i);
+    auto v = testing::decode_mp4((s.dir / "out" / (name + ".mp4")).string());
+    CHECK(v.codec == "h264");
+    CHECK(v.pix_fmt == "yuv420p");
+    CHECK(v.width == 20);
+    CHECK(v.height == 20);
+    CHECK(v.space == AVCOL_SPC_BT709);
+    CHECK(v.avg_frame_rate.num == 8);  // output.fps default
+    CHECK(v.avg_frame_rate.den == 1);
+    REQUIRE(v.rgb.size() == 1);
+    const std::string& comment = v.metadata["comment"];
+    CHECK(comment.find("Steps: 6, Sampler: ddim, CFG scale: 4, Seed: " + std::to_string(i) + ", Size: 20x20, Model: dit_odd") !=
+          std::string::npos);
+    CHECK(v.metadata["title"] == captions[i]);
+    CHECK(comment.rfind(std::string(captions[i]) + "\nSteps", 0) == 0);
+    const auto config = nlohmann::json::parse(v.metadata["description"]);
+    CHECK(config["output"]["format"] == "mp4");
+    CHECK(config["output"]["crf"] == 18);
+
+    int w = 0, h = 0;
+    const auto png = png_rgb(s.dir / "png" / (name + ".png"), &w, &h);
+    REQUIRE(w == 20);
+    REQUIRE(h == 20);
+    // Luma: the fixture's 20x20 images are noise-like, so 4:2:0 (one chroma
+    // sample per 2x2 pixels) costs most of their RGB PSNR (~17-21 dB) before
+    // the encoder does anything; the luma plane shows whether the MP4 holds
+    // the PNG's image, within coding noise.
+    const double luma_psnr = testing::psnr8(v.luma[0], bt709_luma(png));
+    MESSAGE("dit_odd output " << i << ", MP4 (crf 18) vs PNG: luma PSNR " << luma_psnr << " dB, RGB PSNR "
+                              << testing::psnr8(v.rgb[0], png) << " dB");
+    CHECK(luma_psnr > 35);
+  }
+}
+
+TEST_CASE("mp4 cli: fps, crf and grid from the config") {
+  Scratch s("opts");
+  const Result r = run_ditgen("--config " + s.config() +
+                              " --quiet --set output.format=\\\"mp4\\\" --set output.fps=4 --set output.crf=40"
+                              " --set output.grid=true");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(s.files() == std::vector<std::string>{"img_0000.mp4", "img_0001.mp4", "img_grid.png"});
+  auto v = testing::decode_mp4((s.dir / "out" / "img_0001.mp4").string());
+  CHECK(v.avg_frame_rate.num == 4);
+  CHECK(v.avg_frame_rate.den == 1);
+  CHECK(v.duration_s == doctest::Approx(0.25));
+  CHECK(nlohmann::json::parse(v.metadata["description"])["output"]["crf"] == 40);
+}
+
+TEST_CASE("mp4 cli: a bad crf or an unwritable path fail with exit 2 before the run, writing nothing") {
+  Scratch s("bad");
+  const std::string cfg = s.config();
+  Result r = run_ditgen("--config " + cfg + " --set output.format=\\\"mp4\\\" --set output.crf=60");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("output.crf") != std::string::npos);
+  CHECK(r.output.find("0..51") != std::string::npos);
+  r = run_ditgen("--config " + cfg + " --set output.format=\\\"mp4\\\" --output /dev/null/clip.png");
+  CHECK(r.code == 2);
+  CHECK(r.output.find("/dev/null/clip_0000.mp4") != std::string::npos);
+  CHECK(s.files().empty());
+}
+
+TEST_CASE("mp4 cli: SIGINT while the MP4 is being written leaves no temporary file") {
+  Scratch s("sig");
+  const std::string cfg = s.config();
+  int err_pipe[2];
+  REQUIRE(pipe(err_pipe) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(err_pipe[0]);
+    dup2(err_pipe[1], STDERR_FILENO);
+    close(err_pipe[1]);
+    // The atomic-file test hook: pause after the file is complete under its
+    // temporary name, before the rename.
+    setenv("DITGEN_TEST_PAUSE_IN_WRITE", "60", 1);
+    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), "--steps", "2", "--quiet", "--set",
+          "output.format=\"mp4\"", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  const std::string marker = "ditgen: test: pausing in write of ";
+  std::string err, temp;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  char buf[4096];
+  while (temp.empty() && std::chrono::steady_clock::now() < deadline) {
+    const size_t at = err.find(marker);
+    if (at != std::string::npos && err.find('\n', at) != std::string::npos) {
+      temp = err.substr(at + marker.size(), err.find('\n', at) - at - marker.size());
+      break;
+    }
+    pollfd p{err_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    const ssize_t n = read(err_pipe[0], buf, sizeof buf);
+    if (n <= 0) break;
+    err.append(buf, static_cast<size_t>(n));
+  }
+  std::error_code ec;
+  const bool temp_existed = !temp.empty() && fs::file_size(temp, ec) > 0 && !ec;  // the whole MP4, not yet renamed
+  kill(pid, temp.empty() ? SIGKILL : SIGINT);
+  close(err_pipe[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  INFO("ditgen stderr: " << err);
+  REQUIRE_MESSAGE(!temp.empty(), "no pause marker: the write window was never reached");
+  CHECK(temp.rfind((s.dir / "out" / "img_0000.mp4").string() + ".tmp.", 0) == 0);
+  CHECK(temp_existed);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK_FALSE(fs::exists(temp));
+  CHECK(s.files().empty());
+}
