@@ -157,8 +157,9 @@ void run_generate(const CliOptions& opts) {
 
   if (!quiet) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "ditgen: wrote %d image%s (%s%s) in %.1f s\n", outputs, outputs == 1 ? "" : "s",
-                 written.front().c_str(), outputs > 1 ? ", ..." : "", secs);
+    const char* kind = cfg.output.format == "mp4" ? "video" : "image";
+    std::fprintf(stderr, "ditgen: wrote %d %s%s (%s%s) in %.1f s\n", outputs, kind, outputs == 1 ? "" : "s",
+                 written.front().c_str(), written.size() > 1 ? ", ..." : "", secs);
   }
   if (profile::enabled()) std::fprintf(stderr, "ditgen: time per op\n%s", profile::report().c_str());
 }
