@@ -45,7 +45,7 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
       if (!f->contains("noise")) throw ConfigError("the file has no tensor named 'noise'");
       if (f->info("noise").shape != want)
         throw ConfigError("tensor 'noise' has shape " + shape_str(f->info("noise").shape) + ", expected " +
-                          shape_str(want) + " (outputs, C, h, w)");
+                          shape_str(want) + (one.size() == 4 ? " (outputs, C, F, h, w)" : " (outputs, C, h, w)"));
       // Noise is float32 (the sampler's dtype): a 16-bit file widens exactly;
       // clone() detaches a float32 one from the mapping.
       const Tensor noise = f->load("noise");
@@ -63,8 +63,9 @@ std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputC
                                                                    const std::string& config_json) {
   const io::OutputPlan plan{out.path, outputs, frames};
   std::vector<std::unique_ptr<io::OutputWriter>> w;
-  // output.format "png": one file per image, or per frame of a video
-  // (config validation admits only png until the MP4 writer exists).
+  // output.format "png": one file per image, or per frame of a video (a
+  // one-frame video is a still image: one file); config validation admits
+  // only png until the MP4 writer exists.
   w.push_back(frames == 1 ? io::make_png_writer(plan) : io::make_png_frames_writer(plan));
   if (out.grid) w.push_back(io::make_contact_sheet_writer(plan, {{"ditgen_config", config_json}}));
   return w;

@@ -19,6 +19,8 @@ namespace ditgen::models {
 namespace {
 
 constexpr double kTimestepChannels = 256;
+constexpr const char* kSpNotSupported =
+    "sp layouts for latte (Dynamic Sequence Parallel comes with video sequence parallelism)";
 
 // Per layer: what tensor parallelism splits: the spatial block's self- and
 // cross-attention q/k/v by output rows and their output projections by
@@ -146,15 +148,15 @@ parallel::Workload LatteSpec::workload(const Shape& latent) const {
   w.whole_per_layer = layer_whole(c);
   // + the native spatial position table and the temporal one kept.
   w.whole_once = model_once(c) + static_cast<double>(base * base + c.video_length) * d;
+  w.sp_not_supported = kSpNotSupported;
   return w;
 }
 
 std::unique_ptr<Transformer> LatteSpec::load(const io::WeightStore& weights, const ShardGroups& g,
                                              const Placement& place) const {
   if (g.sp_size() > 1)
-    throw ConfigError("not supported yet: sp layouts for latte (Dynamic Sequence Parallel comes with video "
-                      "sequence parallelism); parallel.sp = " + std::to_string(g.sp_size()) +
-                      ": use tp and cp for now");
+    throw ConfigError("not supported yet: " + std::string(kSpNotSupported) + "; parallel.sp = " +
+                      std::to_string(g.sp_size()) + ": use tp and cp for now");
   return std::make_unique<LatteModel>(LatteTransformer::load(weights, cfg_, g, place));
 }
 

@@ -64,7 +64,9 @@ class LatteSpec final : public TransformerSpec {
   Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
                      const std::string& where) const override;
   // One sequence = one video: F * N tokens; per layer five tp all-reduces
-  // (spatial self- and cross-attention, the two MLPs, temporal attention).
+  // (spatial self- and cross-attention, the two MLPs, temporal attention);
+  // sp layouts marked not supported yet, so the layout checks and `plan`
+  // reject them before any weight is read.
   parallel::Workload workload(const Shape& latent) const override;
   // sp > 1: ConfigError "not supported yet" (Dynamic Sequence Parallel
   // comes with video sequence parallelism).

@@ -325,6 +325,7 @@ TEST_CASE("LatteSpec workload: weights match the files' tensors, a sequence is a
   CHECK(w.layers == 2);
   CHECK(w.mlp_hidden == 4 * d);
   CHECK(w.tp_all_reduces_per_layer == 5);
+  CHECK(w.sp_not_supported.find("sp layouts for latte") == 0);  // the layout checks reject sp > 1 before loading
   CHECK(w.input_elements == 4 * 5 * 8 * 12);
   CHECK(w.output_elements == 8 * 5 * 8 * 12);
   CHECK(w.eps_elements == 4 * 5 * 8 * 12);
