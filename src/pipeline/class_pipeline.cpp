@@ -97,7 +97,9 @@ std::string ClassPipeline::label_name(int64_t id) const {
   return std::to_string(id);
 }
 
-Shape ClassPipeline::latent_shape() const { return parts_.spec->latent_shape(0, 0, 0, parts_.vae.scale_factor(), "generate"); }
+Shape ClassPipeline::latent_shape() const {
+  return parts_.spec->latent_shape(0, 0, 0, parts_.vae.scale_factor(), "generate");
+}
 
 Conditions ClassPipeline::condition(const Request& req) const {
   for (size_t i = 0; i < req.labels.size(); ++i)

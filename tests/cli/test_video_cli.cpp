@@ -73,7 +73,7 @@ TEST_CASE("text-to-video: Latte run config, --init-noise, latents match diffuser
   CHECK(read_file(tmp.file("img_0001_f000.png")).find("a cat\nSteps: 3") != std::string::npos);
 }
 
-TEST_CASE("text-to-video: --frames 1 is a still image through the video model; bad noise shapes say (C, F, h, w)") {
+TEST_CASE("text-to-video: --frames 1 is a still image through the video model, bad noise shapes say (C, F, h, w)") {
   testing::TempDir tmp("latte_cli_frames");
   const testing::Run still = run_latte(tmp, "--frames 1 --steps 1 --prompt 'a cat'");
   REQUIRE_MESSAGE(still.code == 0, still.output);

@@ -110,7 +110,7 @@ TEST_CASE("--seed and --steps take decimal integers only") {
   CHECK(contains(parse_error({"--config", "r.json", "--steps", "fifty"}), "--steps: expected a positive integer"));
 }
 
-TEST_CASE("--frames sets generate.frames, after --steps; a positive decimal integer only") {
+TEST_CASE("--frames sets generate.frames after --steps, a positive decimal integer only") {
   CHECK(parse({"--config", "r.json", "--frames", "16", "--steps", "4"}).set_overrides ==
         std::vector<std::string>{"generate.steps=4", "generate.frames=16"});
   const std::string config = write_config(with(minimal_config(), "generate.frames", 3));

@@ -33,7 +33,7 @@ TEST_CASE("a class-conditional PNG config on one process is supported") {
   CHECK_NOTHROW(reject_unsupported(load_config(path, {"model.dtype=float32", "output.grid=true"}), path));
 }
 
-TEST_CASE("prompts and frames pass (the model decides); prompt files and MP4 are not supported yet") {
+TEST_CASE("prompts and frames pass (the model decides), prompt files and MP4 are not supported yet") {
   const json prompts = with(with(without(minimal_config(), "generate.class_labels"), "generate.prompts", {"a cat"}),
                             "generate.negative_prompt", "blurry");
   const std::string path = write_config(prompts);

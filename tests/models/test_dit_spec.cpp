@@ -48,7 +48,7 @@ TEST_CASE("registry: class names and diffusers' legacy names to families") {
   CHECK(family_of(Part::kTextEncoder, {{"_class_name", "UMT5EncoderModel"}}, "m/text_encoder/config.json") == "t5");
 }
 
-TEST_CASE("registry: unknown classes are model errors; every named transformer family parses its config") {
+TEST_CASE("registry: unknown classes are model errors, every named transformer family parses its config") {
   int code = 0;
   std::string e = error_of({{"_class_name", "UNet2DConditionModel"}}, &code);
   CHECK(code == kExitBadModel);

@@ -116,7 +116,7 @@ TEST_CASE("latte forward matches diffusers: 3 frames (video_length) and one fram
   }
 }
 
-TEST_CASE("latte forward: each video as its own batch of one; text lengths are the first rows seen") {
+TEST_CASE("latte forward: each video as its own batch of one, text lengths are the first rows seen") {
   const auto model = load_via_registry();
   ForwardCase c;
   const Tensor batch = model->forward(c.args);

@@ -79,7 +79,7 @@ TEST_CASE("Latte pipeline: the text stage gives diffusers' embeddings after mask
   }
 }
 
-TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames; batch sizes 2 and 1)") {
+TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames, batch sizes 2 and 1)") {
   const auto pipe = open_latte();
   const Tensor latents_ref = fixture_tensor("latte_tiny", "expected.safetensors", "latents_ddim");
   const Tensor frames_ref = fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim");  // (B, F, 3, H, W)
@@ -95,11 +95,11 @@ TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames; ba
 
 TEST_CASE("Latte decode: a video's frames are decoded independently, in chunks, whatever F") {
   const auto pipe = open_latte();
-  const int64_t frames = pipeline::Pipeline::kDecodeChunkFrames + 2;  // two chunks: 14 + 2
+  const int64_t frames = pipeline::Pipeline::kDecodeChunkFrames + 1;  // two chunks: 14 + 1
   const Tensor latents = testing::random_tensor({1, 4, frames, 10, 10}, 7, -2.0f, 2.0f);
   const Tensor video = pipe->decode(latents);
   REQUIRE(video.shape() == Shape{1, frames, 3, 80, 80});
-  for (const int64_t f : {int64_t{0}, int64_t{13}, int64_t{14}, frames - 1}) {
+  for (const int64_t f : {int64_t{0}, int64_t{13}, int64_t{14}}) {  // first, last of chunk 0, chunk 1
     CAPTURE(f);
     Tensor one = Tensor::empty({1, 4, 1, 10, 10});
     for (int64_t c = 0; c < 4; ++c)
@@ -111,7 +111,7 @@ TEST_CASE("Latte decode: a video's frames are decoded independently, in chunks, 
   }
 }
 
-TEST_CASE("Latte pipeline: frames default to video_length; max_sequence_length is LattePipeline's 120") {
+TEST_CASE("Latte pipeline: frames default to video_length, max_sequence_length is LattePipeline's 120") {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
   GenerateConfig g = latte_config(2);
   g.frames = 0;
