@@ -64,9 +64,10 @@ std::string format_number(double v) {
   return s.str();
 }
 
-// webui "parameters": the class (or prompt) on the first line, then settings.
+// webui "parameters": the class (or prompt) on the first line, then
+// settings; a video's frame count after its size.
 std::string png_parameters(const std::string& label, const RunConfig& cfg, const std::string& sampler,
-                           uint64_t seed, int width, int height) {
+                           uint64_t seed, int width, int height, int frames) {
   std::string model = std::filesystem::path(cfg.model.path).lexically_normal().filename().string();
   if (model.empty()) model = std::filesystem::path(cfg.model.path).lexically_normal().parent_path().filename();
   // webui puts the negative prompt on its own line after the prompt.
@@ -74,7 +75,8 @@ std::string png_parameters(const std::string& label, const RunConfig& cfg, const
       cfg.generate.negative_prompt.empty() ? "" : "\nNegative prompt: " + cfg.generate.negative_prompt;
   return label + negative + "\nSteps: " + std::to_string(cfg.generate.steps) + ", Sampler: " + sampler +
          ", CFG scale: " + format_number(cfg.generate.guidance_scale) + ", Seed: " + std::to_string(seed) +
-         ", Size: " + std::to_string(width) + "x" + std::to_string(height) + ", Model: " + model;
+         ", Size: " + std::to_string(width) + "x" + std::to_string(height) +
+         (frames > 1 ? ", Frames: " + std::to_string(frames) : std::string()) + ", Model: " + model;
 }
 
 }  // namespace
@@ -103,7 +105,8 @@ void run_generate(const CliOptions& opts) {
                          "(install libopenblas0-openmp)\n", ops::blas_threading());
 
   const int outputs = static_cast<int>(req.outputs());
-  const int frames = 1;  // image pipelines; video pipelines add a frames axis
+  // Frames per output: a video's latents are (C, F, h, w), an image's (C, h, w).
+  const int frames = req.latent_shape.size() == 4 ? static_cast<int>(req.latent_shape[1]) : 1;
   const nlohmann::json effective = to_json(cfg);
   std::vector<std::unique_ptr<io::OutputWriter>> writers;
   if (rank0) {  // the output rank writes
@@ -147,7 +150,7 @@ void run_generate(const CliOptions& opts) {
     item.caption = req.captions[i];
     const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
     item.text = {{"parameters", png_parameters(item.caption, cfg, result.scheduler, req.seed + static_cast<uint64_t>(i),
-                                               w, h)},
+                                               w, h, frames)},
                  {"ditgen_config", effective.dump()}};
     for (auto& writer : writers)
       for (auto& path : writer->write(item)) written.push_back(std::move(path));
@@ -157,8 +160,8 @@ void run_generate(const CliOptions& opts) {
 
   if (!quiet) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const char* kind = cfg.output.format == "mp4" ? "video" : "image";
-    std::fprintf(stderr, "ditgen: wrote %d %s%s (%s%s) in %.1f s\n", outputs, kind, outputs == 1 ? "" : "s",
+    const char* what = cfg.output.format == "mp4" || frames > 1 ? "video" : "image";
+    std::fprintf(stderr, "ditgen: wrote %d %s%s (%s%s) in %.1f s\n", outputs, what, outputs == 1 ? "" : "s",
                  written.front().c_str(), written.size() > 1 ? ", ..." : "", secs);
   }
   if (profile::enabled()) std::fprintf(stderr, "ditgen: time per op\n%s", profile::report().c_str());

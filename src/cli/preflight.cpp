@@ -46,7 +46,7 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
       if (!f->contains("noise")) throw ConfigError("the file has no tensor named 'noise'");
       if (f->info("noise").shape != want)
         throw ConfigError("tensor 'noise' has shape " + shape_str(f->info("noise").shape) + ", expected " +
-                          shape_str(want) + " (outputs, C, h, w)");
+                          shape_str(want) + (one.size() == 4 ? " (outputs, C, F, h, w)" : " (outputs, C, h, w)"));
       // Noise is float32 (the sampler's dtype): a 16-bit file widens exactly;
       // clone() detaches a float32 one from the mapping.
       const Tensor noise = f->load("noise");

@@ -1,4 +1,4 @@
-// See cli_options.h. CLI11 builds the parser; --seed and --steps are taken as
+// See cli_options.h. CLI11 builds the parser; --seed, --steps and --frames are taken as
 // text and checked here, because CLI11 (2.1) reads integers with strtoull
 // base 0, which accepts "-1" (as 2^64-1) and reads "010" as octal.
 #include "config/cli_options.h"
@@ -30,7 +30,8 @@ bool parse_decimal(const std::string& text, T& value) {
 // The --set entries of the dedicated flags, after the user's --set list.
 void append_flag_overrides(CliOptions& options, const CLI::Option* output_flag, const std::string& output,
                            const CLI::Option* seed_flag, const std::string& seed,
-                           const CLI::Option* steps_flag, const std::string& steps) {
+                           const CLI::Option* steps_flag, const std::string& steps,
+                           const CLI::Option* frames_flag, const std::string& frames) {
   if (output_flag->count() > 0)  // quoted as JSON: "true" or "123" stay paths
     options.set_overrides.push_back("output.path=" + nlohmann::json(output).dump());
   if (seed_flag->count() > 0) {
@@ -45,6 +46,12 @@ void append_flag_overrides(CliOptions& options, const CLI::Option* output_flag, 
       throw ConfigError("--steps: expected a positive integer, got \"" + steps + "\"");
     options.set_overrides.push_back("generate.steps=" + std::to_string(value));
   }
+  if (frames_flag->count() > 0) {
+    int value = 0;
+    if (!parse_decimal(frames, value) || value < 1)
+      throw ConfigError("--frames: expected a positive integer, got \"" + frames + "\"");
+    options.set_overrides.push_back("generate.frames=" + std::to_string(value));
+  }
 }
 
 }  // namespace
@@ -55,13 +62,15 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   app.set_version_flag("--version", std::string("ditgen ") + kDitgenVersion);
   app.require_subcommand(0, 1);
 
-  std::string output, seed, steps;
+  std::string output, seed, steps, frames;
   std::vector<std::string> user_sets;
   app.add_option("--config", options.config_path, "JSON run config (required)")->type_name("FILE");
   auto* output_flag = app.add_option("--output", output, "output path (overrides output.path)")->type_name("PATH");
   auto* seed_flag = app.add_option("--seed", seed, "base seed; output i uses seed + i (overrides generate.seed)")
                         ->type_name("N");
   auto* steps_flag = app.add_option("--steps", steps, "denoising steps (overrides generate.steps)")->type_name("N");
+  auto* frames_flag = app.add_option("--frames", frames, "video frames per output (video models; overrides "
+                                                         "generate.frames)")->type_name("N");
   app.add_option("--set", user_sets, "override a config field: --set key.path=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
@@ -90,13 +99,10 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   // so that using one says "not supported yet" (exit 2) rather than
   // "unknown option".
   std::string unbuilt_text;
-  int unbuilt_frames = 0;
   bool unbuilt_resume = false;
   const std::pair<CLI::Option*, const char*> unbuilt[] = {
       {app.add_option("--prompt-file", unbuilt_text, "prompt file (not supported yet)"),
        "--prompt-file (batch prompt files)"},
-      {app.add_option("--frames", unbuilt_frames, "video frames (video models: not supported yet)"),
-       "--frames (video models)"},
       {app.add_flag("--resume", unbuilt_resume, "skip outputs that exist (not supported yet)"),
        "--resume (batch runs)"}};
   EncodeOptions& enc = options.encode;
@@ -164,7 +170,7 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   if (prompt_opt->count() > 0) options.set_overrides.push_back("generate.prompts=" + nlohmann::json(prompt_flags).dump());
   if (negative_opt->count() > 0)
     options.set_overrides.push_back("generate.negative_prompt=" + nlohmann::json(negative_flag).dump());
-  append_flag_overrides(options, output_flag, output, seed_flag, seed, steps_flag, steps);
+  append_flag_overrides(options, output_flag, output, seed_flag, seed, steps_flag, steps, frames_flag, frames);
   return options;
 }
 

@@ -19,9 +19,6 @@ std::string at(const std::string& file, const std::string& setting) {
 void reject_unsupported(const RunConfig& c, const std::string& path) {
   if (!c.generate.prompt_file.empty())
     not_supported("batch prompt files " + at(path, "generate.prompt_file") + " — list the prompts in generate.prompts");
-  if (c.generate.frames != 0)
-    not_supported("video models " + at(path, "generate.frames=" + std::to_string(c.generate.frames)) +
-                  " — this version runs DiT and PixArt image models");
 
   // model.dtype depends on the device: config/device_choice.cpp checks it.
 }

@@ -20,6 +20,25 @@ enum Chunk { kShiftMsa = 0, kScaleMsa = 1, kGateMsa = 2, kShiftMlp = 3, kScaleMl
 
 }  // namespace
 
+std::vector<std::pair<std::string, Shape>> EmbedderMlp::tensors(const std::string& prefix, int64_t width) {
+  return {{prefix + "linear_1.weight", {width, kChannels}},
+          {prefix + "linear_1.bias", {width}},
+          {prefix + "linear_2.weight", {width, width}},
+          {prefix + "linear_2.bias", {width}}};
+}
+
+EmbedderMlp EmbedderMlp::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
+  return EmbedderMlp{load_matrix(w, prefix + "linear_1.weight", place), place.put(w.load(prefix + "linear_1.bias")),
+                     load_matrix(w, prefix + "linear_2.weight", place), place.put(w.load(prefix + "linear_2.bias"))};
+}
+
+Tensor EmbedderMlp::embed(const std::vector<float>& values, const Placement& place) const {
+  const Tensor sinusoid = place.put(ops::timestep_embedding(values, kChannels, true, 0.0f));
+  Tensor h = ops::linear(sinusoid, linear1_w, &linear1_b);
+  ops::silu_(h);
+  return ops::linear(h, linear2_w, &linear2_b);
+}
+
 std::vector<std::pair<std::string, Shape>> AdaSingleBlock::tensors(const std::string& b, const AdaSingleBlockDims& s) {
   const int64_t d = s.inner_dim(), f = s.ff_inner, dc = s.cross_dim;
   std::vector<std::pair<std::string, Shape>> t = {
@@ -106,14 +125,14 @@ int64_t AdaSingleBlock::comm_bytes() const {
 }
 
 Tensor AdaSingleBlock::branch(const Pab& pab, pab::Kind kind, const std::function<Tensor()>& compute) const {
-  if (pab.cache && pab.cache->reuse(pab.block, kind)) {
-    Tensor kept = pab.cache->cached(pab.block, kind);
-    pab.cache->reused(pab.block, kind);
+  if (pab.cache && pab.cache->reuse(pab.block, kind, pab.part)) {
+    Tensor kept = pab.cache->cached(pab.block, kind, pab.part);
+    pab.cache->reused(pab.block, kind, pab.part);
     return kept;
   }
   const int64_t sent_before = comm_bytes();
   Tensor out = compute();
-  if (pab.cache) pab.cache->computed(pab.block, kind, out, comm_bytes() - sent_before);
+  if (pab.cache) pab.cache->computed(pab.block, kind, out, comm_bytes() - sent_before, pab.part);
   return out;
 }
 

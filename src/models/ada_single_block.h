@@ -33,6 +33,20 @@
 
 namespace ditgen::models {
 
+// A size embedder of adaln_single (diffusers' TimestepEmbedding): linear_1,
+// SiLU, linear_2, fed by Timesteps(256, flip_sin_to_cos, shift 0).
+struct EmbedderMlp {
+  Tensor linear1_w, linear1_b;  // (W, 256), (W)
+  Tensor linear2_w, linear2_b;  // (W, W), (W)
+
+  static constexpr int64_t kChannels = 256;  // Timesteps(num_channels=256)
+  // Its tensors under `prefix` ("adaln_single.emb.timestep_embedder.") with their shapes.
+  static std::vector<std::pair<std::string, Shape>> tensors(const std::string& prefix, int64_t width);
+  static EmbedderMlp load(const io::WeightStore& weights, const std::string& prefix, const Placement& place);
+  // (len(values), W) on place's device.
+  Tensor embed(const std::vector<float>& values, const Placement& place) const;
+};
+
 struct AdaSingleBlockDims {
   int64_t heads = 0, head_dim = 0;  // D = heads * head_dim
   int64_t ff_inner = 0;             // F
@@ -80,8 +94,12 @@ class AdaSingleBlock {
   // Where this block's branch outputs are cached under PAB.
   struct Pab {
     pab::BroadcastCache* cache = nullptr;  // null: no PAB
-    int block = 0;
+    int block = 0;                              // the layer index (pab.mlp.blocks lists these)
     pab::Kind self_kind = pab::Kind::kSpatial;  // the self-attention's kind (Latte's temporal blocks: kTemporal)
+    // The cache key's part (pab/broadcast.h): Latte's temporal block of a
+    // layer is part 1, so its feed-forward is kept apart from the spatial
+    // block's (both kind mlp, both reused when the layer is listed).
+    int part = 0;
   };
 
   // hidden (B, P, D) += the three branches, in place; timestep_mod (B, 6D)

@@ -56,10 +56,13 @@ class DitModel final : public Transformer {
 
 }  // namespace
 
-Shape DitSpec::latent_shape(int64_t height, int64_t width, int64_t vae_factor, const std::string& where) const {
+Shape DitSpec::latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+                            const std::string& where) const {
+  reject_frames(frames, family(), where);
   const int64_t s = cfg_.sample_size, size = s * vae_factor;
   if ((height && height != size) || (width && width != size))
-    throw ConfigError(where + ": this DiT model generates " + std::to_string(size) + "x" + std::to_string(size) +
+    throw ConfigError(where + ".height/width: this DiT model generates " + std::to_string(size) + "x" +
+                      std::to_string(size) +
                       " only (sample_size " + std::to_string(s) + " x VAE factor " + std::to_string(vae_factor) + ")");
   return {cfg_.in_channels, s, s};
 }

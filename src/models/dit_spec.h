@@ -27,7 +27,8 @@ class DitSpec final : public TransformerSpec {
   int64_t out_channels() const override { return cfg_.out_channels; }
   int64_t num_classes() const override { return cfg_.num_classes; }
   // DiT makes its sample_size only (square, fixed: positions are a fixed table).
-  Shape latent_shape(int64_t height, int64_t width, int64_t vae_factor, const std::string& where) const override;
+  Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+                     const std::string& where) const override;
   parallel::Workload workload(const Shape& latent) const override;
   std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
                                     const Placement& place) const override;

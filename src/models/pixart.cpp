@@ -20,22 +20,15 @@ namespace ditgen::models {
 
 namespace {
 
-constexpr int64_t kTimestepChannels = 256;  // Timesteps(num_channels=256) of every size embedder
-constexpr float kFinalNormEps = 1e-6f;      // norm_out
+constexpr float kFinalNormEps = 1e-6f;  // norm_out
 
 std::vector<std::pair<std::string, Shape>> embedder_tensors(const std::string& prefix, int64_t width) {
-  return {{prefix + "linear_1.weight", {width, kTimestepChannels}},
-          {prefix + "linear_1.bias", {width}},
-          {prefix + "linear_2.weight", {width, width}},
-          {prefix + "linear_2.bias", {width}}};
+  return EmbedderMlp::tensors(prefix, width);
 }
 
 // (len(values), W): TimestepEmbedding(Timesteps(256, flip_sin_to_cos, shift 0)(values)).
 Tensor embed(const EmbedderMlp& e, const std::vector<float>& values, const Placement& place) {
-  const Tensor sinusoid = place.put(ops::timestep_embedding(values, kTimestepChannels, true, 0.0f));
-  Tensor h = ops::linear(sinusoid, e.linear1_w, &e.linear1_b);
-  ops::silu_(h);
-  return ops::linear(h, e.linear2_w, &e.linear2_b);
+  return e.embed(values, place);
 }
 
 }  // namespace
@@ -92,10 +85,7 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
   // mmapped file; the rest (whole) becomes the compute dtype.
   auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
   auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
-  auto embedder = [&](const std::string& prefix) {
-    return EmbedderMlp{matrix(prefix + "linear_1.weight"), whole(prefix + "linear_1.bias"),
-                       matrix(prefix + "linear_2.weight"), whole(prefix + "linear_2.bias")};
-  };
+  auto embedder = [&](const std::string& prefix) { return EmbedderMlp::load(w, prefix, place); };
   m.patch_w = matrix("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
   m.patch_b = whole("pos_embed.proj.bias");
   m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));

@@ -25,12 +25,6 @@
 
 namespace ditgen::models {
 
-// A size embedder (diffusers' TimestepEmbedding): linear_1, SiLU, linear_2.
-struct EmbedderMlp {
-  Tensor linear1_w, linear1_b;  // (W, 256), (W)
-  Tensor linear2_w, linear2_b;  // (W, W), (W)
-};
-
 class PixArtTransformer {
  public:
   // Validates names and shapes of every tensor, then loads this rank's part

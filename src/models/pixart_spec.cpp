@@ -124,11 +124,13 @@ PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::strin
   return c;
 }
 
-Shape PixArtSpec::latent_shape(int64_t height, int64_t width, int64_t vae_factor, const std::string& where) const {
+Shape PixArtSpec::latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+                               const std::string& where) const {
+  reject_frames(frames, family(), where);
   const int64_t unit = vae_factor * cfg_.patch_size, native = cfg_.sample_size * vae_factor;
   const int64_t h = height ? height : native, w = width ? width : native;
   if (h <= 0 || w <= 0 || h % unit || w % unit)
-    throw ConfigError(where + ": " + std::to_string(h) + "x" + std::to_string(w) +
+    throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
                       ": height and width must be positive multiples of " + std::to_string(unit) +
                       " (VAE factor " + std::to_string(vae_factor) + " x patch_size " +
                       std::to_string(cfg_.patch_size) + ")");

@@ -8,6 +8,7 @@
 
 #include "io/model_dir.h"
 #include "models/dit_spec.h"
+#include "models/latte_spec.h"
 #include "models/pixart_spec.h"
 #include "models/t5_spec.h"
 #include "util/error.h"
@@ -33,7 +34,7 @@ struct Family {
 const Family kFamilies[] = {
     {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_dit_spec},
     {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_pixart_spec},
-    {Part::kTransformer, "LatteTransformer3DModel",  "latte",  nullptr},
+    {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_latte_spec},
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, true},
     {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, true, &make_t5_spec},
     {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, true, &make_t5_spec},

@@ -18,6 +18,7 @@
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
 #include "tensor/tensor.h"
+#include "util/error.h"
 
 namespace ditgen::models {
 
@@ -45,8 +46,10 @@ struct ForwardArgs {
   std::vector<int64_t> class_labels;    // B, class-conditional families (num_classes = the null class)
   // Text-conditional families: the prompt embeddings (the text encoder's
   // output, before the model's caption projection) and, per sample, how
-  // many of their rows the cross-attention sees (PixArt: the prompt's mask
-  // count, the rest being masked padding; empty = all L rows, as Latte).
+  // many of their first rows the cross-attention sees (TextPipelineRules:
+  // PixArt the text's mask count, the rest masked padding; Latte
+  // the prompt's token count k, for its negative too, as diffusers' cut to
+  // k rows; empty = all L rows).
   const Tensor* text = nullptr;         // (B, L, caption_channels) host float32
   std::vector<int32_t> text_lengths;    // B, each in [1, L]; or empty
   // PixArt's micro-conditions (micro_conditions() models only): per sample
@@ -54,6 +57,25 @@ struct ForwardArgs {
   std::vector<std::array<float, 2>> resolution;  // B
   std::vector<float> aspect_ratio;               // B
   pab::BroadcastCache* pab = nullptr;   // Pyramid Attention Broadcast, or null
+};
+
+// Where a text-conditional family's diffusers pipeline differs from
+// another's: how it feeds the encoded texts (each tokenized and encoded at
+// max_length rows) to the cross-attention, and how it unscales latents.
+struct TextPipelineRules {
+  // false (PixArtAlphaPipeline): each text's own real tokens, its padding
+  // masked: the prompt's mask count, the negative's mask count for CFG's
+  // unconditional half. true (LattePipeline's mask_feature): the prompt's
+  // k real tokens, and the negative's first k rows (its EOS and padding
+  // rows, unmasked) for the unconditional half.
+  bool negative_cut_to_prompt = false;
+  // The tokenizer length when the family's pipeline has no
+  // max_sequence_length (LattePipeline: 120, hard-coded); 0 = configurable
+  // (generate.max_sequence_length, default from model_index.json).
+  int64_t fixed_max_length = 0;
+  // Decode: latents / scaling_factor (PixArt) or 1 / scaling_factor *
+  // latents (Latte, DiT); the last bit differs.
+  bool divide_by_scaling_factor = true;
 };
 
 class Transformer {
@@ -82,12 +104,17 @@ class TransformerSpec {
   // Whether forward needs ForwardArgs::resolution / aspect_ratio (PixArt's
   // 1024 models: use_additional_conditions).
   virtual bool micro_conditions() const { return false; }
+  // Text-conditional families: their pipeline's rules (PixArt's by default).
+  virtual TextPipelineRules text_pipeline_rules() const { return {}; }
 
-  // The latent shape of one output, (C, h, w), for a requested image of
-  // height x width pixels (0 = the model's default) and a VAE of
-  // `vae_factor` pixels per latent. ConfigError naming `where` (the config
-  // field) for a size the model cannot make.
-  virtual Shape latent_shape(int64_t height, int64_t width, int64_t vae_factor, const std::string& where) const = 0;
+  // The latent shape of one output for a requested image of height x width
+  // pixels and `frames` frames (each 0 = the model's default) and a VAE of
+  // `vae_factor` pixels per latent: (C, h, w) for image families, which
+  // take no frame count, (C, F, h, w) for video families. ConfigError for
+  // a size the model cannot make, naming `where` (the config file and
+  // section, "run.json: generate") and the field (".height/width", ".frames").
+  virtual Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+                             const std::string& where) const = 0;
   // What one forward asks of the parallel layer for outputs of that shape:
   // attention sizes for the layout checks, element counts for `plan`.
   virtual parallel::Workload workload(const Shape& latent) const = 0;
@@ -97,5 +124,12 @@ class TransformerSpec {
   virtual std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
                                             const Placement& place) const = 0;
 };
+
+// Image families' latent_shape: generate.frames is for video models.
+inline void reject_frames(int64_t frames, const char* family, const std::string& where) {
+  if (frames != 0)
+    throw ConfigError(where + ".frames: " + std::to_string(frames) + ": a " + family +
+                      " model makes images; frames is for video models (leave it unset)");
+}
 
 }  // namespace ditgen::models

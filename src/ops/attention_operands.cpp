@@ -21,14 +21,15 @@ void check_rows(const TokenRows& r, const char* name, int64_t batch, int64_t wid
     throw std::invalid_argument(std::string("attention_args: ") + name + ": " + why);
   };
   if (!r.tensor || !r.tensor->defined()) fail("no tensor");
-  if (r.offset < 0 || r.len < 0 || r.row_stride < width)
-    fail("offset " + std::to_string(r.offset) + ", row stride " + std::to_string(r.row_stride) + " for rows of " +
-         std::to_string(width));
+  if (r.offset < 0 || r.len < 0 || r.row_stride < width || r.batch_stride < 0)
+    fail("offset " + std::to_string(r.offset) + ", row stride " + std::to_string(r.row_stride) + ", batch stride " +
+         std::to_string(r.batch_stride) + " for rows of " + std::to_string(width));
   if (batch > 0 && r.len > 0) {
-    const int64_t last = r.offset + ((batch - 1) * r.len + r.len - 1) * r.row_stride + width;
+    const int64_t last = r.offset + (batch - 1) * r.sample_stride() + (r.len - 1) * r.row_stride + width;
     if (last > r.tensor->numel())
       fail(std::to_string(batch) + " x " + std::to_string(r.len) + " rows of stride " + std::to_string(r.row_stride) +
-           " from element " + std::to_string(r.offset) + " overrun " + shape_str(r.tensor->shape()));
+           " (samples " + std::to_string(r.sample_stride()) + " apart) from element " + std::to_string(r.offset) +
+           " overrun " + shape_str(r.tensor->shape()));
   }
 }
 
@@ -55,8 +56,8 @@ AttentionArgs attention_args(const TokenRows& q, const TokenRows& k, const Token
   a.batch = batch, a.heads = heads, a.q_len = q.len, a.kv_len = k.len, a.head_dim = head_dim;
   a.q_row_stride = q.row_stride, a.k_row_stride = k.row_stride, a.v_row_stride = v.row_stride;
   a.out_row_stride = out.row_stride;
-  a.q_batch_stride = q.len * q.row_stride, a.k_batch_stride = k.len * k.row_stride;
-  a.v_batch_stride = v.len * v.row_stride, a.out_batch_stride = out.len * out.row_stride;
+  a.q_batch_stride = q.sample_stride(), a.k_batch_stride = k.sample_stride();
+  a.v_batch_stride = v.sample_stride(), a.out_batch_stride = out.sample_stride();
   a.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   return a;
 }

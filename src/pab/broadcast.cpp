@@ -42,23 +42,23 @@ bool BroadcastCache::in_window(Kind kind, double t) const {
   return k.lo < t && t < k.hi;
 }
 
-bool BroadcastCache::reuse(int block, Kind kind) const {
+bool BroadcastCache::reuse(int block, Kind kind, int part) const {
   if (count_ < 0 || !applies(block, kind)) return false;
   return in_window(kind, t_) && count_ % schedule_[kind].range != 0 &&
-         entries_.count({block, static_cast<int>(kind)});
+         entries_.count({block, static_cast<int>(kind), part});
 }
 
-const Tensor& BroadcastCache::cached(int block, Kind kind) const {
-  auto it = entries_.find({block, static_cast<int>(kind)});
+const Tensor& BroadcastCache::cached(int block, Kind kind, int part) const {
+  auto it = entries_.find({block, static_cast<int>(kind), part});
   if (it == entries_.end()) throw std::logic_error("pab: no cached output for this block and kind");
   return it->second.output;
 }
 
-void BroadcastCache::computed(int block, Kind kind, const Tensor& output, int64_t comm_bytes) {
-  if (recorder_) recorder_->record(block, kind, output);
+void BroadcastCache::computed(int block, Kind kind, const Tensor& output, int64_t comm_bytes, int part) {
+  if (recorder_) recorder_->record(block, kind, output, part);
   if (!applies(block, kind)) return;
   ++stats_[static_cast<int>(kind)].computed;
-  const auto key = std::make_pair(block, static_cast<int>(kind));
+  const Key key{block, static_cast<int>(kind), part};
   auto it = entries_.find(key);
   if (it != entries_.end()) {
     bytes_ -= static_cast<int64_t>(it->second.output.nbytes());
@@ -71,15 +71,16 @@ void BroadcastCache::computed(int block, Kind kind, const Tensor& output, int64_
   }
 }
 
-void BroadcastCache::reused(int block, Kind kind) {
+void BroadcastCache::reused(int block, Kind kind, int part) {
+  const Key key{block, static_cast<int>(kind), part};
   KindStats& s = stats_[static_cast<int>(kind)];
   ++s.reused;
-  s.comm_bytes_skipped += entries_.at({block, static_cast<int>(kind)}).comm_bytes;
+  s.comm_bytes_skipped += entries_.at(key).comm_bytes;
   // Past the window's end nothing is held: drop it when the next step
   // cannot use it.
   if (!next_t_ || !in_window(kind, *next_t_)) {
-    bytes_ -= static_cast<int64_t>(entries_.at({block, static_cast<int>(kind)}).output.nbytes());
-    entries_.erase({block, static_cast<int>(kind)});
+    bytes_ -= static_cast<int64_t>(entries_.at(key).output.nbytes());
+    entries_.erase(key);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -64,14 +65,19 @@ class BroadcastCache {
   // step's timestep (none after the last step).
   void begin_step(double t, std::optional<double> next_t);
 
-  bool reuse(int block, Kind kind) const;
-  // The output kept for (block, kind); only valid when reuse() is true.
-  const Tensor& cached(int block, Kind kind) const;
+  // Outputs are keyed by (block, kind, part): `part` tells apart the
+  // branches of one kind that a layer holds more than once (Latte: part 0
+  // is the layer's spatial block, part 1 its temporal block, each with its
+  // own feed-forward); `block` is the layer index that the schedule's
+  // mlp.blocks list and the block count refer to.
+  bool reuse(int block, Kind kind, int part = 0) const;
+  // The output kept for (block, kind, part); only valid when reuse() is true.
+  const Tensor& cached(int block, Kind kind, int part = 0) const;
   // A computed output: counted, and kept (copied) when the next step may
   // reuse it; `comm_bytes` is what computing it sent.
-  void computed(int block, Kind kind, const Tensor& output, int64_t comm_bytes);
+  void computed(int block, Kind kind, const Tensor& output, int64_t comm_bytes, int part = 0);
   // A reused output: counted, with the bytes its computation last sent.
-  void reused(int block, Kind kind);
+  void reused(int block, Kind kind, int part = 0);
 
   // Drops every kept output (end of a generation).
   void release();
@@ -95,7 +101,8 @@ class BroadcastCache {
     Tensor output;
     int64_t comm_bytes = 0;
   };
-  std::map<std::pair<int, int>, Entry> entries_;  // (block, kind) -> kept output
+  using Key = std::tuple<int, int, int>;  // (block, kind, part)
+  std::map<Key, Entry> entries_;          // -> kept output
   std::array<KindStats, kKinds> stats_{};
   int64_t bytes_ = 0, peak_bytes_ = 0;
 };

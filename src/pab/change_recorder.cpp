@@ -14,11 +14,11 @@ void ChangeRecorder::begin_step(int step, double t) {
   t_ = t;
 }
 
-void ChangeRecorder::record(int block, Kind kind, const Tensor& device_output) {
+void ChangeRecorder::record(int block, Kind kind, const Tensor& device_output, int part) {
   // The analysis reads elements on the host: a CUDA output is copied down
   // (a --pab-analyze run measures, it is not the fast path).
   const Tensor output = device_output.to(Device::kCPU, DType::kF32);
-  const auto key = std::make_pair(block, static_cast<int>(kind));
+  const auto key = std::make_tuple(block, static_cast<int>(kind), part);
   auto it = previous_.find(key);
   if (it != previous_.end() && it->second.numel() == output.numel()) {
     double diff = 0, norm = 0;
@@ -29,16 +29,16 @@ void ChangeRecorder::record(int block, Kind kind, const Tensor& device_output) {
       diff += d * d;
       norm += static_cast<double>(b[i]) * b[i];
     }
-    rows_.push_back({generation_, step_, t_, block, kind, norm > 0 ? std::sqrt(diff / norm) : 0.0});
+    rows_.push_back({generation_, step_, t_, block, part, kind, norm > 0 ? std::sqrt(diff / norm) : 0.0});
   }
   previous_[key] = output.clone();
 }
 
 std::string ChangeRecorder::csv() const {
-  std::string out = "generation,step,timestep,block,kind,rel_change\n";
+  std::string out = "generation,step,timestep,block,part,kind,rel_change\n";
   char line[160];
   for (const Row& r : rows_) {
-    std::snprintf(line, sizeof line, "%d,%d,%g,%d,%s,%.6g\n", r.generation, r.step, r.t, r.block,
+    std::snprintf(line, sizeof line, "%d,%d,%g,%d,%d,%s,%.6g\n", r.generation, r.step, r.t, r.block, r.part,
                   kind_name(r.kind), r.rel_change);
     out += line;
   }

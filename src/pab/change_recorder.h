@@ -5,6 +5,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -19,17 +20,18 @@ class ChangeRecorder {
     int generation, step;
     double t;
     int block;
+    int part;  // BroadcastCache's part: 0, or 1 for Latte's temporal block
     Kind kind;
     double rel_change;
   };
 
   // Call once per denoising step; step 0 starts a new generation.
   void begin_step(int step, double t);
-  // A freshly computed output of (block, kind) at the current step.
-  void record(int block, Kind kind, const Tensor& output);
+  // A freshly computed output of (block, kind, part) at the current step.
+  void record(int block, Kind kind, const Tensor& output, int part = 0);
 
   const std::vector<Row>& rows() const { return rows_; }
-  // "generation,step,timestep,block,kind,rel_change" then one line per row.
+  // "generation,step,timestep,block,part,kind,rel_change" then one line per row.
   std::string csv() const;
   // Mean relative change over blocks, per kind and step of the first
   // generation: (kind, [(step, value)]) for the kinds that were recorded.
@@ -38,7 +40,7 @@ class ChangeRecorder {
  private:
   int generation_ = -1, step_ = 0;
   double t_ = 0;
-  std::map<std::pair<int, int>, Tensor> previous_;  // (block, kind) -> last output
+  std::map<std::tuple<int, int, int>, Tensor> previous_;  // (block, kind, part) -> last output
   std::vector<Row> rows_;
 };
 

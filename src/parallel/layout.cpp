@@ -129,6 +129,10 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
   if (world_size != l.world_size())
     p.push_back("world size " + std::to_string(world_size) + " != sp*cp*tp = " + std::to_string(l.sp) + "*" +
                 std::to_string(l.cp) + "*" + std::to_string(l.tp) + " = " + std::to_string(l.world_size()));
+  if (l.sp > 1 && !d.sp_not_supported.empty()) {
+    p.push_back("not supported yet: " + d.sp_not_supported);
+    return p;  // the sp rules below are moot
+  }
   const std::string heads = "num_attention_heads " + std::to_string(d.heads) + " is not divisible by ";
   if (ulysses && l.sp > 1) {
     // The all-to-all turns a token shard into a shard of heads/(sp*tp) heads.

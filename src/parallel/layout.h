@@ -90,6 +90,9 @@ struct Workload {
   // whole; and once per model (replicated). Per rank: layers * (split / tp
   // + whole) + once.
   double split_per_layer = 0, whole_per_layer = 0, whole_once = 0;
+  // Non-empty: this model runs no sp layout yet, and why (the layout checks
+  // then reject sp > 1 with "not supported yet: " and this text).
+  std::string sp_not_supported;
 
   int64_t hidden() const { return heads * head_dim; }
 };

@@ -33,8 +33,8 @@ Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where
     throw ConfigError(where + ": generate.class_labels: a " + std::string(parts_.spec->family()) +
                       " model needs class labels");
   Request r;
-  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, parts_.vae.scale_factor(),
-                                             where + ": generate.height/width");
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae.scale_factor(),
+                                             where + ": generate");
   for (size_t i = 0; i < g.class_labels.size(); ++i) {
     const auto& l = g.class_labels[i];
     std::variant<int64_t, std::string> label;
@@ -97,7 +97,9 @@ std::string ClassPipeline::label_name(int64_t id) const {
   return std::to_string(id);
 }
 
-Shape ClassPipeline::latent_shape() const { return parts_.spec->latent_shape(0, 0, parts_.vae.scale_factor(), ""); }
+Shape ClassPipeline::latent_shape() const {
+  return parts_.spec->latent_shape(0, 0, 0, parts_.vae.scale_factor(), "generate");
+}
 
 Conditions ClassPipeline::condition(const Request& req) const {
   for (size_t i = 0; i < req.labels.size(); ++i)

@@ -166,26 +166,43 @@ void Pipeline::load_vae(const ParallelRun& par, const models::Placement& place) 
 
 Tensor Pipeline::decode(const Tensor& latents) const {
   if (!vae_) throw std::logic_error("Pipeline::decode on a rank that is not the output rank");
+  if (latents.ndim() != 4 && latents.ndim() != 5)
+    throw std::invalid_argument("Pipeline::decode: latents " + shape_str(latents.shape()) +
+                                " are neither (N, C, h, w) nor (N, C, F, h, w)");
   profile::ScopedTimer timer("vae_decode");
   const float sf = vae_->config().scaling_factor;
-  const int64_t n = latents.dim(0);
-  Tensor frames;
-  for (int64_t i = 0; i < n; ++i) {  // one at a time: the decoder's activations dominate memory
-    Tensor z = latents.slice0(i, i + 1).clone();
-    // DiT's and Latte's pipelines multiply by 1/scaling_factor, PixArt's
-    // divides: the last bit differs, so each does as its reference does.
-    if (divide_by_scaling_factor_) {
-      for (int64_t j = 0; j < z.numel(); ++j) z[j] /= sf;
-    } else {
-      const float inv_sf = 1.0f / sf;
-      for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
+  const bool video = latents.ndim() == 5;
+  const int64_t n = latents.dim(0), channels = latents.dim(1), frames = video ? latents.dim(2) : 1;
+  const int64_t h = latents.dim(latents.ndim() - 2), w = latents.dim(latents.ndim() - 1), hw = h * w;
+  Tensor out;  // (n, F, 3, H, W)
+  for (int64_t i = 0; i < n; ++i) {
+    // One output at a time (the decoder's activations dominate memory), a
+    // video in chunks of frames: (chunk, C, h, w), frame f of channel c
+    // from (C, F, h, w).
+    for (int64_t f0 = 0; f0 < frames; f0 += kDecodeChunkFrames) {
+      const int64_t chunk = std::min(kDecodeChunkFrames, frames - f0);
+      Tensor z = Tensor::empty({chunk, channels, h, w});
+      const float* src = latents.data() + i * channels * frames * hw;
+      for (int64_t f = 0; f < chunk; ++f)
+        for (int64_t c = 0; c < channels; ++c)
+          std::memcpy(z.data() + (f * channels + c) * hw, src + (c * frames + f0 + f) * hw,
+                      static_cast<size_t>(hw) * sizeof(float));
+      // DiT's and Latte's pipelines multiply by 1/scaling_factor, PixArt's
+      // divides: the last bit differs, so each does as its reference does.
+      if (divide_by_scaling_factor_) {
+        for (int64_t j = 0; j < z.numel(); ++j) z[j] /= sf;
+      } else {
+        const float inv_sf = 1.0f / sf;
+        for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
+      }
+      const Tensor img = vae_->decode(z);  // (chunk, 3, H, W) in about [-1, 1]
+      if (!out.defined()) out = Tensor::empty({n, frames, img.dim(1), img.dim(2), img.dim(3)});
+      const int64_t per_frame = img.numel() / chunk;
+      float* dst = out.data() + (i * frames + f0) * per_frame;
+      for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
     }
-    Tensor img = vae_->decode(z);  // (1, 3, H, W) in about [-1, 1]
-    if (!frames.defined()) frames = Tensor::empty({n, 1, img.dim(1), img.dim(2), img.dim(3)});
-    float* dst = frames.data() + i * img.numel();
-    for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
   }
-  return frames;
+  return out;
 }
 
 Result Pipeline::generate(const Request& req, const StepCallback& on_step) const {

@@ -44,8 +44,8 @@ struct Request {
   float guidance_scale = 4.0f;
   std::string scheduler;              // "" = the model's scheduler_config.json
   int batch_size = 4;
-  Shape latent_shape;                 // of one output, (C, h, w); empty = the model's default
-  std::optional<Tensor> init_noise;   // (outputs, C, h, w) instead of drawn noise
+  Shape latent_shape;                 // of one output, (C, h, w) or a video's (C, F, h, w); empty = the model's default
+  std::optional<Tensor> init_noise;   // (outputs, ...latent_shape) instead of drawn noise
   pab::Schedule pab;                  // Pyramid Attention Broadcast; default off
   pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
 
@@ -59,7 +59,7 @@ struct PabSummary {
 };
 
 struct Result {
-  Tensor latents;         // (outputs, C, h, w) final latents, before 1/scaling_factor
+  Tensor latents;         // (outputs, C, h, w) or (outputs, C, F, h, w) final latents, before 1/scaling_factor
   Tensor frames;          // (outputs, F, 3, H, W) in [0, 1]; F = 1 for images; output rank only
   std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m")
   PabSummary pab;
@@ -133,16 +133,21 @@ class Pipeline {
   // Stage 1: the request's conditions as the transformer takes them.
   virtual Conditions condition(const Request& req) const = 0;
   // Stage 2: the denoising loop (scheduler + CFG + transformer): the final
-  // latents (outputs, C, h, w).
+  // latents (outputs, ...latent_shape).
   virtual Tensor denoise(const Request& req, const Conditions& cond, const StepCallback& on_step = {},
                          PabSummary* pab = nullptr) const = 0;
   // condition + denoise.
   Tensor sample(const Request& req, const StepCallback& on_step = {}, PabSummary* pab = nullptr) const {
     return denoise(req, condition(req), on_step, pab);
   }
-  // Stage 3: latents (before 1/scaling_factor) -> frames (outputs, F, 3, H, W) in
-  // [0, 1]; output rank only.
+  // Stage 3: latents (before 1/scaling_factor), (outputs, C, h, w) images
+  // or (outputs, C, F, h, w) videos -> frames (outputs, F, 3, H, W) in
+  // [0, 1]; output rank only. A video's frames are decoded independently
+  // (AutoencoderKL has no time axis), kDecodeChunkFrames at a time, so the
+  // decoder's memory does not grow with F.
   Tensor decode(const Tensor& latents) const;
+  // LattePipeline's decode_chunk_size default.
+  static constexpr int64_t kDecodeChunkFrames = 14;
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
   Result generate(const Request& req, const StepCallback& on_step = {}) const;

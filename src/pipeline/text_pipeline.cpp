@@ -17,7 +17,7 @@ TextPipeline::TextPipeline(ModelParts parts) : Pipeline(std::move(parts)), text_
     throw ModelError(parts_.dir.part_config_path("transformer") + ": caption_channels " + std::to_string(want) +
                      " does not match the text encoder's d_model " + std::to_string(have) + " (" +
                      text_.encoder_dir() + "/config.json)");
-  divide_by_scaling_factor_ = true;  // PixArtAlphaPipeline: latents / scaling_factor
+  divide_by_scaling_factor_ = parts_.spec->text_pipeline_rules().divide_by_scaling_factor;
 }
 
 Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where) const {
@@ -25,15 +25,21 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.prompts: a " + std::string(parts_.spec->family()) +
                       " model is text-conditional: give prompts (not class_labels)");
   Request r;
-  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, parts_.vae.scale_factor(),
-                                             where + ": generate.height/width");
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae.scale_factor(),
+                                             where + ": generate");
   for (size_t i = 0; i < g.prompts.size(); ++i)
     config::check_prompt_text(g.prompts[i], where + ": generate.prompts[" + std::to_string(i) + "]");
   config::check_prompt_text(g.negative_prompt, where + ": generate.negative_prompt");
   r.prompts = g.prompts;
   r.captions = g.prompts;
   r.negative_prompt = g.negative_prompt;
-  r.max_sequence_length = g.max_sequence_length > 0 ? g.max_sequence_length : text_.default_max_length();
+  const int64_t fixed = parts_.spec->text_pipeline_rules().fixed_max_length;
+  if (fixed > 0 && g.max_sequence_length > 0 && g.max_sequence_length != fixed)
+    throw ConfigError(where + ": generate.max_sequence_length: " + std::to_string(g.max_sequence_length) + ": a " +
+                      parts_.spec->family() + " model's pipeline always tokenizes to " + std::to_string(fixed) +
+                      " tokens (it has no max_sequence_length); leave it unset or " + std::to_string(fixed));
+  r.max_sequence_length = fixed > 0 ? fixed
+                          : g.max_sequence_length > 0 ? g.max_sequence_length : text_.default_max_length();
   if (r.max_sequence_length > TextStage::kMaxSequenceLength)
     throw ConfigError(where + ": generate.max_sequence_length: at most " +
                       std::to_string(TextStage::kMaxSequenceLength) + ", got " +
@@ -61,16 +67,24 @@ Conditions TextPipeline::condition(const Request& req) const {
   // text once), which is released when encode returns.
   std::vector<std::string> texts = req.prompts;
   texts.push_back(req.negative_prompt);
-  const int64_t L = req.max_sequence_length > 0 ? req.max_sequence_length : text_.default_max_length();
+  const models::TextPipelineRules rules = parts_.spec->text_pipeline_rules();
+  const int64_t L = rules.fixed_max_length > 0       ? rules.fixed_max_length
+                    : req.max_sequence_length > 0 ? req.max_sequence_length
+                                                  : text_.default_max_length();
   const PromptEmbeddings e = text_.encode(texts, L, text_encoder_placement(device_, req.text_encoder_dtype));
   const int64_t n = static_cast<int64_t>(req.prompts.size());
   Conditions c;
   c.prompt_embeds = e.embeds.slice0(0, n);
   c.negative_embeds = e.embeds.slice0(n, n + 1);
-  // PixArt: the cross-attention sees each text's real tokens (its mask).
+  // The prompt's rows: its real tokens (its mask count k). The negative's:
+  // its own real tokens (PixArt), or its first k rows (Latte's mask_feature
+  // cuts both encodings to the prompt's k rows; the negative's padding rows
+  // are seen unmasked).
+  const int32_t negative_tokens = static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(n)]);
   for (int64_t i = 0; i < n; ++i) {
-    c.prompt_lengths.push_back(static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(i)]));
-    c.negative_lengths.push_back(static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(n)]));
+    const int32_t k = static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(i)]);
+    c.prompt_lengths.push_back(k);
+    c.negative_lengths.push_back(rules.negative_cut_to_prompt ? k : negative_tokens);
   }
   return c;
 }

@@ -1,22 +1,27 @@
-// Text-conditional generation (PixArt), as diffusers' PixArtAlphaPipeline
-// computes it for one prompt (DESIGN.md §2: each output equals the
-// diffusers batch-of-one result whatever the batch):
+// Text-conditional generation, images (PixArt) and videos (Latte), as
+// diffusers' PixArtAlphaPipeline / LattePipeline compute it for one prompt
+// (DESIGN.md §2: each output equals the diffusers batch-of-one result
+// whatever the batch). Where the two differ, the transformer's
+// TextPipelineRules (models/transformer.h) say which, so no family is named
+// here:
 //
 //   condition: the prompts and the negative prompt through the text stage
 //     (pipeline/text_encoding.h: lower().strip(), T5 tokenizer padded to
-//     max_sequence_length, T5 encoder, released on return); the transformer's
-//     cross-attention sees each prompt's real tokens (its mask) and the
-//     negative's real tokens for the unconditional half.
-//   denoise: the shared loop (Pipeline::denoise_loop): CFG on the eps
-//     channels, learned sigma dropped, the scheduler stepping the un-doubled
-//     latents; PixArt's 1024 models get their resolution / aspect-ratio
-//     micro-conditions from the requested size (diffusers' resolution
-//     binning, which renders at a binned size and resizes back, is not done:
-//     the requested size is rendered, as use_resolution_binning=False).
-//   decode: latents divided by the VAE's scaling_factor, as PixArt's pipeline.
-//
-// Latte's rule (the prompt's embeddings cut to its token count, the
-// negative's to the same count, no mask) comes with the Latte family.
+//     max_sequence_length (Latte: always 120), T5 encoder, released on
+//     return). PixArt: the cross-attention sees each prompt's real tokens
+//     (its mask) and the negative's real tokens for the unconditional half.
+//     Latte (mask_feature): the prompt's k real tokens, and the first k rows
+//     of the negative's encoding, padding rows included, unmasked.
+//   denoise: the shared loop (Pipeline::denoise_loop) over latents (C, h, w)
+//     or (C, F, h, w): CFG on the eps channels, learned sigma dropped, the
+//     scheduler stepping the un-doubled latents; PixArt's 1024 models get
+//     their resolution / aspect-ratio micro-conditions from the requested
+//     size (diffusers' resolution binning, which renders at a binned size
+//     and resizes back, is not done: the requested size is rendered, as
+//     use_resolution_binning=False).
+//   decode: latents divided by the VAE's scaling_factor (PixArt) or
+//     multiplied by its reciprocal (Latte); videos frame by frame in chunks
+//     (Pipeline::decode).
 #pragma once
 #include <memory>
 #include <string>

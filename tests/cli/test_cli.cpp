@@ -364,9 +364,9 @@ TEST_CASE("--pab-analyze writes the per-step change as CSV and a PNG plot; --pab
   const std::string csv = read_file(fs::path(dir) / "pab.csv");
   // One row per (step >= 1, block, kind) of computed outputs: 2 blocks x
   // (9 MLP rows + the spatial rows of steps whose previous output was computed too).
-  CHECK(csv.rfind("generation,step,timestep,block,kind,rel_change\n", 0) == 0);
+  CHECK(csv.rfind("generation,step,timestep,block,part,kind,rel_change\n", 0) == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') > 18);
-  CHECK(csv.find(",1,mlp,") != std::string::npos);
+  CHECK(csv.find(",1,0,mlp,") != std::string::npos);
   const std::string png = read_file(fs::path(dir) / "pab.png");
   CHECK(png.compare(1, 3, "PNG") == 0);
   const std::string stats = read_file(s.dir / "pab.json");

@@ -61,7 +61,8 @@ Tensor run_fixture(const testing::TempDir& dir, const std::string& name, int ran
 parallel::PlanRow planned(const parallel::Layout& layout) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("dit_odd"));
   const auto& model = pipe->transformer();
-  return parallel::plan_layout(layout, model.workload(model.latent_shape(0, 0, pipe->vae_config().scale_factor(), "")),
+  return parallel::plan_layout(layout,
+                               model.workload(model.latent_shape(0, 0, 0, pipe->vae_config().scale_factor(), "")),
                                2, true, 4);
 }
 

@@ -48,20 +48,16 @@ TEST_CASE("registry: class names and diffusers' legacy names to families") {
   CHECK(family_of(Part::kTextEncoder, {{"_class_name", "UMT5EncoderModel"}}, "m/text_encoder/config.json") == "t5");
 }
 
-TEST_CASE("registry: unknown classes are model errors, named families not built yet are 'not supported yet'") {
+TEST_CASE("registry: unknown classes are model errors, every named transformer family parses its config") {
   int code = 0;
   std::string e = error_of({{"_class_name", "UNet2DConditionModel"}}, &code);
   CHECK(code == kExitBadModel);
   CHECK(e.find("m/transformer/config.json: _class_name: 'UNet2DConditionModel'") != std::string::npos);
   CHECK(e.find("DiTTransformer2DModel") != std::string::npos);  // lists what exists
 
-  e = error_of({{"_class_name", "LatteTransformer3DModel"}}, &code);
-  CHECK(code == kExitBadConfig);
-  CHECK(e.find("not supported yet: latte models") != std::string::npos);
-
-  // PixArt is built: its config is parsed (this bare one lacks its sizes),
-  // under either name, never "not supported yet".
-  for (const char* cls : {"PixArtTransformer2DModel", "Transformer2DModel"}) {
+  // PixArt and Latte are built: their configs are parsed (these bare ones
+  // lack their sizes), under every name, never "not supported yet".
+  for (const char* cls : {"PixArtTransformer2DModel", "Transformer2DModel", "LatteTransformer3DModel"}) {
     CAPTURE(cls);
     e = error_of({{"_class_name", cls}, {"norm_type", "ada_norm_single"}}, &code);
     CHECK(code == kExitBadModel);
@@ -89,9 +85,11 @@ TEST_CASE("DitSpec: sizes, PAB kinds, latent shape") {
   CHECK(spec->has_pab_kind(pab::Kind::kMlp));
   CHECK_FALSE(spec->has_pab_kind(pab::Kind::kTemporal));
   CHECK_FALSE(spec->has_pab_kind(pab::Kind::kCross));
-  CHECK(spec->latent_shape(0, 0, 8, "run.json: generate") == Shape{4, 4, 4});
-  CHECK(spec->latent_shape(32, 32, 8, "run.json: generate") == Shape{4, 4, 4});
-  CHECK_THROWS_WITH_AS(spec->latent_shape(64, 32, 8, "run.json: generate.height/width"),
+  CHECK(spec->latent_shape(0, 0, 0, 8, "run.json: generate") == Shape{4, 4, 4});
+  CHECK(spec->latent_shape(32, 32, 0, 8, "run.json: generate") == Shape{4, 4, 4});
+  CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, 1, 8, "run.json: generate"),
+                       doctest::Contains("run.json: generate.frames: 1: a dit model makes images"), ConfigError);
+  CHECK_THROWS_WITH_AS(spec->latent_shape(64, 32, 0, 8, "run.json: generate"),
                        "run.json: generate.height/width: this DiT model generates 32x32 only (sample_size 4 x VAE "
                        "factor 8)",
                        ConfigError);
@@ -106,7 +104,7 @@ TEST_CASE("DitSpec workload: the tiny DiT's weights and sizes, by hand") {
   // 136, pos_embed 4*8 = 32, final adaLN 2*64+16 = 144, final projection
   // 4*8*8+32 = 288: 600.
   const DitSpec spec(DitConfig::from_json(dit_json(1, 2, 4, 4, 10), "c.json"));
-  const parallel::Workload w = spec.workload(spec.latent_shape(0, 0, 8, ""));
+  const parallel::Workload w = spec.workload(spec.latent_shape(0, 0, 0, 8, ""));
   CHECK(w.split_per_layer == 1256);
   CHECK(w.whole_per_layer == 2232);
   CHECK(w.whole_once == 600);
@@ -135,6 +133,6 @@ TEST_CASE("DiT-XL/2 parameter count") {
   CHECK(dit_param_count(c, true) == 749826464);
   // What a rank holds without tp: all of it, plus the pos_embed table.
   const DitSpec spec(c);
-  const parallel::Workload w = spec.workload(spec.latent_shape(0, 0, 8, ""));
+  const parallel::Workload w = spec.workload(spec.latent_shape(0, 0, 0, 8, ""));
   CHECK(w.layers * (w.split_per_layer + w.whole_per_layer) + w.whole_once == 749826464.0 + 294912);
 }

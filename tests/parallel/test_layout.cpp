@@ -208,3 +208,13 @@ TEST_CASE("valid layouts of 8 ranks for a 16-head model, by hand") {
   for (const Layout& l : valid_layouts(8, m12, 4.0)) CHECK(error_of(l, 8, m12, 4.0).empty());
   CHECK(names(valid_layouts(1, m, 4.0)) == "single process");
 }
+
+TEST_CASE("a model without sp layouts yet: sp > 1 is 'not supported yet', the rest stay valid") {
+  Workload m = dims16();
+  m.sp_not_supported = "sp layouts for this model (reason)";
+  const std::string e = error_of(Layout{2, 1, 1}, 2, m, 4.0);
+  CHECK(has(e, "cannot run: not supported yet: sp layouts for this model (reason)"));
+  CHECK(has(e, "Valid layouts for 2 ranks"));
+  CHECK(names(valid_layouts(4, m, 4.0)) == "cp2 x tp2, tp4");
+  CHECK(error_of(Layout{1, 2, 2}, 4, m, 4.0).empty());
+}

@@ -1,0 +1,265 @@
+// LatteTransformer3DModel forward, following diffusers (0.35): latents
+// (B, C, F, h, w) -> frames (B*F, C, h, w) -> PatchEmbed (a stride-p conv,
+// plus the 2-D sin-cos positions of the actual grid, base_size
+// sample_size // patch_size) -> (B*F, N, D); timestep -> Timesteps(256,
+// flip_sin_to_cos, shift 0) -> TimestepEmbedding = the embedded timestep;
+// adaln_single's linear of its SiLU is the (B, 6D) modulation every block
+// shares; the caption projection (linear, GELU tanh, linear) of the text,
+// repeated per frame; per layer the spatial block, then (after adding the
+// temporal positions before the first one when F > 1) the temporal block;
+// the final layer modulated by its own (2, D) table plus the embedded
+// timestep (no SiLU), LayerNorm eps 1e-6, proj_out, unpatchify, back to
+// (B, C_out, F, h, w).
+#include "models/latte.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ops/attention_operands.h"
+#include "ops/ops.h"
+#include "parallel/sequence_attention.h"
+#include "util/error.h"
+#include "util/profile.h"
+
+namespace ditgen::models {
+
+namespace {
+
+constexpr float kFinalNormEps = 1e-6f;  // norm_out
+
+// (R*B, W) from (B, W): row b repeated R times in a row (repeat_interleave).
+Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
+  const int64_t b = x.dim(0), w = x.numel() / b;
+  Shape shape = x.shape();
+  shape[0] = b * times;
+  Tensor out = place.empty(shape);
+  for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
+  return out;
+}
+
+// Attention across the frames of each token. q, k, v, out: (B*F, N, Dl)
+// rows in (video, frame, token) order; per video the N tokens are the
+// samples (one row apart) and each attends over its F frames (N rows apart).
+void temporal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t frames,
+                        int64_t head_dim) {
+  const int64_t n = q.dim(1), dl = q.dim(2), videos = q.dim(0) / frames, video = frames * n * dl;
+  for (int64_t b = 0; b < videos; ++b) {
+    auto rows = [&](const Tensor& t) { return ops::TokenRows{&t, b * video, n * dl, frames, dl}; };
+    ops::attention(ops::attention_args(rows(q), rows(k), rows(v), rows(out), n, dl / head_dim, head_dim));
+  }
+}
+
+}  // namespace
+
+LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteConfig& c, const ShardGroups& shard,
+                                        const Placement& place) {
+  const int64_t d = c.inner_dim(), p = c.patch_size;
+  const int tp = shard.tp_size();
+  // The layout was validated against the config before loading; these
+  // guard the slicing arithmetic below.
+  if (shard.sp_size() > 1)
+    throw ConfigError("not supported yet: sp layouts for latte (Dynamic Sequence Parallel comes with video "
+                      "sequence parallelism)");
+  if (c.num_heads % tp || c.ff_inner_dim % tp)
+    throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
+                      std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
+  const AdaSingleBlockDims spatial_dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
+  const AdaSingleBlockDims temporal_dims{c.num_heads, c.head_dim, c.ff_inner_dim, 0, c.norm_eps};
+
+  // Validate every name and shape before loading anything.
+  std::vector<std::pair<std::string, Shape>> expected = {
+      {"pos_embed.proj.weight", {d, c.in_channels, p, p}},
+      {"pos_embed.proj.bias", {d}},
+      {"adaln_single.linear.weight", {6 * d, d}},
+      {"adaln_single.linear.bias", {6 * d}},
+      {"caption_projection.linear_1.weight", {d, c.caption_channels}},
+      {"caption_projection.linear_1.bias", {d}},
+      {"caption_projection.linear_2.weight", {d, d}},
+      {"caption_projection.linear_2.bias", {d}},
+      {"scale_shift_table", {2, d}},
+      {"proj_out.weight", {p * p * c.out_channels, d}},
+      {"proj_out.bias", {p * p * c.out_channels}}};
+  auto add = [&](std::vector<std::pair<std::string, Shape>> more) {
+    for (auto& e : more) expected.push_back(std::move(e));
+  };
+  add(EmbedderMlp::tensors("adaln_single.emb.timestep_embedder.", d));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    add(AdaSingleBlock::tensors("transformer_blocks." + std::to_string(i) + ".", spatial_dims));
+    add(AdaSingleBlock::tensors("temporal_transformer_blocks." + std::to_string(i) + ".", temporal_dims));
+  }
+  for (auto& [name, shape] : expected) w.expect(name, shape);
+  for (const char* blocks : {"transformer_blocks.", "temporal_transformer_blocks."})
+    if (w.contains(blocks + std::to_string(c.num_layers) + ".scale_shift_table"))
+      throw ModelError(w.dir() + ": holds more " + std::string(blocks, std::strlen(blocks) - 1) +
+                       " than num_layers = " + std::to_string(c.num_layers) + " in config.json");
+  for (int64_t i = 0; i < c.num_layers; ++i)
+    if (w.contains("temporal_transformer_blocks." + std::to_string(i) + ".attn2.to_q.weight"))
+      throw ModelError(w.dir() + ": temporal_transformer_blocks." + std::to_string(i) +
+                       ".attn2: Latte's temporal blocks have no cross-attention");
+
+  LatteTransformer m;
+  m.cfg_ = c;
+  m.shard_ = shard;
+  m.place_ = place;
+  // GEMM weights (matrix) stay as stored on the CPU, borrowed from the
+  // mmapped file; the rest (whole) becomes the compute dtype.
+  auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
+  auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
+  m.patch_w = matrix("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
+  m.patch_b = whole("pos_embed.proj.bias");
+  m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
+  m.native_temporal = place.put(m.temporal_table(c.video_length));
+  m.timestep_embedder = EmbedderMlp::load(w, "adaln_single.emb.timestep_embedder.", place);
+  m.adaln_w = matrix("adaln_single.linear.weight");
+  m.adaln_b = whole("adaln_single.linear.bias");
+  m.caption1_w = matrix("caption_projection.linear_1.weight");
+  m.caption1_b = whole("caption_projection.linear_1.bias");
+  m.caption2_w = matrix("caption_projection.linear_2.weight");
+  m.caption2_b = whole("caption_projection.linear_2.bias");
+  m.spatial_.reserve(c.num_layers);
+  m.temporal_.reserve(c.num_layers);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string n = std::to_string(i);
+    m.spatial_.push_back(AdaSingleBlock::load(w, "transformer_blocks." + n + ".", spatial_dims, shard, place));
+    m.temporal_.push_back(
+        AdaSingleBlock::load(w, "temporal_transformer_blocks." + n + ".", temporal_dims, shard, place));
+  }
+  m.final_table = whole("scale_shift_table");
+  m.proj_out_w = matrix("proj_out.weight");
+  m.proj_out_b = whole("proj_out.bias");
+  return m;
+}
+
+Tensor LatteTransformer::position_table(int64_t grid_h, int64_t grid_w) const {
+  return ops::sincos_pos_embed_2d(cfg_.inner_dim(), grid_h, grid_w, static_cast<double>(cfg_.base_grid()),
+                                  cfg_.interpolation_scale);
+}
+
+Tensor LatteTransformer::temporal_table(int64_t frames) const {
+  const int64_t d = cfg_.inner_dim(), half = d / 2;
+  Tensor t = Tensor::empty({frames, d});
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t k = 0; k < half; ++k) {
+      const double omega = 1.0 / std::pow(10000.0, static_cast<double>(k) / (static_cast<double>(d) / 2.0));
+      const double x = static_cast<double>(f) * omega;
+      t[f * d + k] = static_cast<float>(std::sin(x));
+      t[f * d + half + k] = static_cast<float>(std::cos(x));
+    }
+  return t;
+}
+
+void LatteTransformer::check_args(const ForwardArgs& a) const {
+  const LatteConfig& c = cfg_;
+  auto fail = [](const std::string& msg) { throw RuntimeFailure("Latte forward: " + msg); };
+  const Tensor* x = a.latents;
+  if (!x || x->ndim() != 5 || x->dim(1) != c.in_channels || x->dim(2) < 1 || x->dim(3) <= 0 || x->dim(4) <= 0 ||
+      x->dim(3) % c.patch_size || x->dim(4) % c.patch_size)
+    fail("latents " + (x ? shape_str(x->shape()) : std::string("(none)")) + " are not [B, " +
+         std::to_string(c.in_channels) + ", F, h, w] with h and w multiples of patch_size " +
+         std::to_string(c.patch_size));
+  const int64_t bsz = x->dim(0);
+  const auto count = [](size_t n) { return std::to_string(n); };
+  if (static_cast<int64_t>(a.timesteps.size()) != bsz)
+    fail("batch of " + std::to_string(bsz) + " latents with " + count(a.timesteps.size()) + " timesteps");
+  if (!a.text || a.text->ndim() != 3 || a.text->dim(0) != bsz || a.text->dim(1) < 1 ||
+      a.text->dim(2) != c.caption_channels)
+    fail("text " + (a.text ? shape_str(a.text->shape()) : std::string("(none)")) + " is not [" +
+         std::to_string(bsz) + ", L, " + std::to_string(c.caption_channels) + "] (caption_channels)");
+  if (!a.text_lengths.empty()) {
+    if (static_cast<int64_t>(a.text_lengths.size()) != bsz)
+      fail(count(a.text_lengths.size()) + " text lengths for a batch of " + std::to_string(bsz));
+    for (int32_t len : a.text_lengths)
+      if (len < 1 || len > a.text->dim(1))
+        fail("text length " + std::to_string(len) + " outside [1, " + std::to_string(a.text->dim(1)) + "]");
+  }
+}
+
+Tensor LatteTransformer::forward(const ForwardArgs& a) const {
+  check_args(a);
+  const LatteConfig& c = cfg_;
+  const Tensor& x = *a.latents;
+  const int64_t bsz = x.dim(0), channels = x.dim(1), frames = x.dim(2), d = c.inner_dim(), p = c.patch_size;
+  const int64_t h = x.dim(3), w = x.dim(4), hw = h * w, grid_h = h / p, grid_w = w / p, n = grid_h * grid_w;
+  const int64_t clips = bsz * frames;  // the spatial blocks' batch: every frame of every video
+
+  Tensor hidden;  // (B*F, N, D) residual stream, (video, frame, token) order
+  {
+    profile::ScopedTimer t("patch_embed");
+    Tensor per_frame = Tensor::empty({clips, channels, h, w});  // (B, C, F, h, w) -> (B*F, C, h, w)
+    for (int64_t b = 0; b < bsz; ++b)
+      for (int64_t ch = 0; ch < channels; ++ch)
+        for (int64_t f = 0; f < frames; ++f)
+          std::memcpy(per_frame.data() + ((b * frames + f) * channels + ch) * hw,
+                      x.data() + ((b * channels + ch) * frames + f) * hw, static_cast<size_t>(hw) * sizeof(float));
+    hidden = ops::linear(ops::patchify(place_.put(per_frame), p), patch_w, &patch_b);
+    const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
+    ops::add_broadcast_(hidden, native ? native_pos : place_.put(position_table(grid_h, grid_w)));
+  }
+  Tensor embedded, modulation, caption;  // (B, D), (B*F, 6D), (B*F, L, D)
+  {
+    profile::ScopedTimer t("adaln");
+    embedded = timestep_embedder.embed(a.timesteps, place_);
+    // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
+    // and per token (temporal blocks); in the (B*F, N, D) layout both are
+    // one row per frame of each video.
+    modulation = repeat_rows(ops::linear(ops::silu(embedded), adaln_w, &adaln_b), frames, place_);
+  }
+  {
+    profile::ScopedTimer t("caption_projection");
+    Tensor projected = ops::linear(place_.put(*a.text), caption1_w, &caption1_b);
+    ops::gelu_tanh_(projected);
+    projected = ops::linear(projected, caption2_w, &caption2_b);
+    caption = repeat_rows(projected, frames, place_);
+  }
+  std::vector<int32_t> lengths;  // per frame: its video's text length
+  for (int32_t len : a.text_lengths) lengths.insert(lengths.end(), static_cast<size_t>(frames), len);
+
+  const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
+                                                              Tensor& out) {
+    parallel::SequenceParallelAttention().self_attention(q, k, v, c.head_dim, n, out);
+  };
+  const AdaSingleBlock::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v,
+                                                          Tensor& out) {
+    temporal_attention(q, k, v, out, frames, c.head_dim);
+  };
+  const AdaSingleBlock::Text text{&caption, lengths.empty() ? nullptr : lengths.data()};
+  for (size_t i = 0; i < spatial_.size(); ++i) {
+    const int layer = static_cast<int>(i);
+    spatial_[i].forward(hidden, modulation, &text, spatial_attention,
+                        {a.pab, layer, pab::Kind::kSpatial, kSpatialPart});
+    if (i == 0 && frames > 1) {
+      profile::ScopedTimer t("temporal_pos_embed");
+      const Tensor table = frames <= c.video_length ? native_temporal : place_.put(temporal_table(frames));
+      for (int64_t clip = 0; clip < clips; ++clip) {
+        Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: frame clip % F of video clip / F
+        const int64_t f = clip % frames;
+        ops::add_broadcast_(tokens, table.slice0(f, f + 1));
+      }
+    }
+    temporal_[i].forward(hidden, modulation, nullptr, across_frames,
+                         {a.pab, layer, pab::Kind::kTemporal, kTemporalPart});
+  }
+
+  profile::ScopedTimer t("final_layer");
+  // (B*F, 2D): shift, scale = scale_shift_table + embedded timestep (no SiLU).
+  const Tensor embedded_frames = repeat_rows(embedded, frames, place_);
+  Tensor final_mod = place_.empty({clips, 2 * d});
+  ops::copy_rows(embedded_frames, 0, d, final_mod, 0, 2 * d, clips, d);
+  ops::copy_rows(embedded_frames, 0, d, final_mod, d, 2 * d, clips, d);
+  ops::add_broadcast_(final_mod, final_table);
+  Tensor normed = place_.empty(hidden.shape());
+  ops::layer_norm_modulate(hidden, final_mod, 0, d, kFinalNormEps, normed);
+  const Tensor out = ops::linear(normed, proj_out_w, &proj_out_b);  // (B*F, N, p*p*out)
+  const Tensor images = ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
+  // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
+  const int64_t co = c.out_channels;
+  Tensor result = Tensor::empty({bsz, co, frames, h, w});
+  for (int64_t b = 0; b < bsz; ++b)
+    for (int64_t ch = 0; ch < co; ++ch)
+      for (int64_t f = 0; f < frames; ++f)
+        std::memcpy(result.data() + ((b * co + ch) * frames + f) * hw,
+                    images.data() + ((b * frames + f) * co + ch) * hw, static_cast<size_t>(hw) * sizeof(float));
+  return result;
+}
+
+}  // namespace ditgen::models

@@ -1,0 +1,85 @@
+// Latte: diffusers' LatteTransformer3DModel (text-to-video), on the
+// placement's device and dtype like PixArt, whose adaLN-single block it
+// shares (models/ada_single_block.h). Every size comes from config.json
+// (LatteConfig); every tensor is checked by name and shape before any is
+// loaded.
+//
+// A video's latents (B, C, F, h, w) are patchified frame by frame into
+// (B*F, N, D) tokens with PixArt's 2-D sin-cos positions; each layer runs
+//   a spatial block over the N tokens of each frame (self-attention,
+//     cross-attention to the prompt, MLP), then
+//   a temporal block over the F frames of each token (self-attention
+//     across frames, MLP; no cross-attention), with the 1-D sin-cos
+//     temporal position table added before the first one when F > 1.
+// The residual stream stays (B*F, N, D) throughout: every per-token op of
+// the temporal block is indifferent to the order of tokens, and its
+// attention reads the frames of a token straight from that layout (strided
+// operands, no transpose). Both blocks take the same (B, 6D) modulation per
+// video (diffusers repeats it per frame and per token).
+//
+// Under tp each rank loads its heads and MLP features of both blocks (the
+// block does the slicing); the text, the timestep embedding and the shared
+// modulation are small and held whole. sp is not supported yet (Dynamic
+// Sequence Parallel, DESIGN.md §4, shards frames: its switch belongs in
+// the temporal attention core).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "models/ada_single_block.h"
+#include "models/latte_spec.h"
+#include "models/placement.h"
+#include "models/transformer.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+class LatteTransformer {
+ public:
+  // Validates names and shapes of every tensor, then loads this rank's part
+  // onto `place`. The shard's communicators must outlive the model; sp must be 1.
+  static LatteTransformer load(const io::WeightStore& weights, const LatteConfig& cfg, const ShardGroups& shard = {},
+                               const Placement& place = {});
+
+  // args: latents (B, in_channels, F, h, w) with h, w multiples of
+  // patch_size and any F >= 1; B timesteps; text (B, L, caption_channels)
+  // with optional text_lengths (each sample's first rows the
+  // cross-attention sees). Returns (B, out_channels, F, h, w) host float32.
+  Tensor forward(const ForwardArgs& args) const;
+
+  // The 2-D position table diffusers adds for a gh x gw token grid, (gh*gw, D).
+  Tensor position_table(int64_t grid_h, int64_t grid_w) const;
+  // The temporal position table for F frames, (F, D): row f = [sin(f * w_k),
+  // cos(f * w_k)], w_k = 10000^(-k / (D/2)), k < D/2 (diffusers'
+  // get_1d_sincos_pos_embed_from_grid, in float64). diffusers' temp_pos_embed
+  // is this table for F = video_length; its rows do not depend on F.
+  Tensor temporal_table(int64_t frames) const;
+
+  const LatteConfig& config() const { return cfg_; }
+  const AdaSingleBlock& spatial_block(size_t i) const { return spatial_.at(i); }
+  const AdaSingleBlock& temporal_block(size_t i) const { return temporal_.at(i); }
+
+  // PAB cache parts (pab/broadcast.h) of a layer's two blocks.
+  static constexpr int kSpatialPart = 0, kTemporalPart = 1;
+
+ private:
+  void check_args(const ForwardArgs& args) const;
+
+  LatteConfig cfg_;
+  ShardGroups shard_;
+  Placement place_;
+  Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
+  Tensor native_pos;                // (base^2, D)       positions of the sample_size grid
+  Tensor native_temporal;           // (video_length, D) temp_pos_embed
+  EmbedderMlp timestep_embedder;    // W = D
+  Tensor adaln_w, adaln_b;          // (6D, D), (6D)     adaln_single.linear
+  Tensor caption1_w, caption1_b;    // (D, caption), (D) caption_projection.linear_1
+  Tensor caption2_w, caption2_b;    // (D, D), (D)       caption_projection.linear_2
+  std::vector<AdaSingleBlock> spatial_;   // transformer_blocks
+  std::vector<AdaSingleBlock> temporal_;  // temporal_transformer_blocks
+  Tensor final_table;               // (2, D)            scale_shift_table: shift, scale
+  Tensor proj_out_w, proj_out_b;    // (p*p*out, D), (p*p*out)
+};
+
+}  // namespace ditgen::models

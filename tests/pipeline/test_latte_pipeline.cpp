@@ -1,0 +1,148 @@
+// End-to-end parity with diffusers' LattePipeline on the committed tiny
+// fixture (tests/fixtures/latte_tiny, scripts/make_text_fixtures.py): the
+// text stage's prompt and negative embeddings after mask_feature (both cut
+// to the prompt's k tokens), then from the same initial noise the final
+// latents after DDIM (3 steps, guidance 7.5, 3 frames of 80x80) and the
+// decoded frames, each output as diffusers makes it alone (batch of one)
+// whatever ditgen's batch; the video decode stage's chunks; the config
+// rules of a video model.
+#include <doctest/doctest.h>
+
+#include "../models/fixture.h"
+#include "../ops/test_helpers.h"
+#include "pipeline/pipeline_checks.h"
+#include "pipeline/text_pipeline.h"
+#include "util/error.h"
+
+using namespace ditgen;
+using testing::check_close;
+using testing::fixture_tensor;
+
+namespace {
+
+const std::vector<std::string> kPrompts = {"a red circle moving left", "a cat"};
+const std::vector<int32_t> kTokens = {19, 3};  // each prompt's pieces + EOS (case.json)
+
+std::unique_ptr<pipeline::Pipeline> open_latte() {
+  auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
+  pipe->load_weights({}, {});
+  return pipe;
+}
+
+GenerateConfig latte_config(int batch_size) {
+  GenerateConfig g;
+  g.prompts = kPrompts;
+  g.steps = 3;
+  g.guidance_scale = 7.5;
+  g.scheduler = "ddim";
+  g.batch_size = batch_size;
+  g.frames = 3;
+  g.height = 80;
+  g.width = 80;
+  return g;
+}
+
+pipeline::Request latte_request(const pipeline::Pipeline& pipe, int batch_size) {
+  pipeline::Request req = pipe.prepare(latte_config(batch_size), "run.json");
+  req.text_encoder_dtype = "float32";
+  req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
+  return req;
+}
+
+// The first k rows of sample i of an (N, L, D) tensor, (k, D).
+Tensor rows(const Tensor& t, int64_t i, int64_t k) {
+  return t.slice0(i, i + 1).reshape({t.dim(1), t.dim(2)}).slice0(0, k).clone();
+}
+
+}  // namespace
+
+TEST_CASE("Latte pipeline: the text stage gives diffusers' embeddings after mask_feature (k rows of each)") {
+  const auto pipe = open_latte();
+  const pipeline::Request req = latte_request(*pipe, 2);
+  CHECK(req.max_sequence_length == 120);
+  const pipeline::Conditions c = pipe->condition(req);
+  REQUIRE(c.prompt_embeds.shape() == Shape{2, 120, 40});
+  REQUIRE(c.negative_embeds.shape() == Shape{1, 120, 40});
+  for (int64_t i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i);
+    const int32_t k = kTokens[static_cast<size_t>(i)];
+    CAPTURE(i);
+    // diffusers cuts both to the prompt's k rows; ditgen keeps the 120 rows
+    // and the cross-attention sees the first k of each.
+    CHECK(c.prompt_lengths[static_cast<size_t>(i)] == k);
+    CHECK(c.negative_lengths[static_cast<size_t>(i)] == k);
+    check_close(rows(c.prompt_embeds, i, k), fixture_tensor("latte_tiny", "expected.safetensors", "prompt_embeds_" + n),
+                "prompt_embeds_" + n, 1e-5);
+    check_close(rows(c.negative_embeds, 0, k),
+                fixture_tensor("latte_tiny", "expected.safetensors", "negative_embeds_" + n), "negative_embeds_" + n,
+                1e-5);
+  }
+}
+
+TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames, batch sizes 2 and 1)") {
+  const auto pipe = open_latte();
+  const Tensor latents_ref = fixture_tensor("latte_tiny", "expected.safetensors", "latents_ddim");
+  const Tensor frames_ref = fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim");  // (B, F, 3, H, W)
+  for (const int batch : {2, 1}) {
+    CAPTURE(batch);
+    const pipeline::Result r = pipe->generate(latte_request(*pipe, batch));
+    REQUIRE(r.latents.shape() == Shape{2, 4, 3, 10, 10});
+    check_close(r.latents, latents_ref, "latents_ddim (batch " + std::to_string(batch) + ")", 1e-4);
+    REQUIRE(r.frames.shape() == Shape{2, 3, 3, 80, 80});
+    check_close(r.frames, frames_ref, "frames_ddim (batch " + std::to_string(batch) + ")", 1e-4);
+  }
+}
+
+TEST_CASE("Latte decode: a video's frames are decoded independently, in chunks, whatever F") {
+  const auto pipe = open_latte();
+  const int64_t frames = pipeline::Pipeline::kDecodeChunkFrames + 1;  // two chunks: 14 + 1
+  const Tensor latents = testing::random_tensor({1, 4, frames, 10, 10}, 7, -2.0f, 2.0f);
+  const Tensor video = pipe->decode(latents);
+  REQUIRE(video.shape() == Shape{1, frames, 3, 80, 80});
+  for (const int64_t f : {int64_t{0}, int64_t{13}, int64_t{14}}) {  // first, last of chunk 0, chunk 1
+    CAPTURE(f);
+    Tensor one = Tensor::empty({1, 4, 1, 10, 10});
+    for (int64_t c = 0; c < 4; ++c)
+      std::copy(latents.data() + (c * frames + f) * 100, latents.data() + (c * frames + f + 1) * 100,
+                one.data() + c * 100);
+    const Tensor alone = pipe->decode(one);
+    const Tensor in_video = video.slice0(0, 1).reshape({frames, 3, 80, 80}).slice0(f, f + 1).clone();
+    CHECK(testing::max_rel(alone.reshape({1, 3, 80, 80}), in_video) == 0.0);
+  }
+}
+
+TEST_CASE("Latte pipeline: frames default to video_length, max_sequence_length is LattePipeline's 120") {
+  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
+  GenerateConfig g = latte_config(2);
+  g.frames = 0;
+  g.height = g.width = 0;
+  CHECK(pipe->prepare(g, "run.json").latent_shape == Shape{4, 3, 10, 10});
+  g.frames = 1;  // a still image through the video model
+  CHECK(pipe->prepare(g, "run.json").latent_shape == Shape{4, 1, 10, 10});
+  g.frames = 7;  // diffusers rejects it; ditgen extends the temporal table
+  CHECK(pipe->prepare(g, "run.json").latent_shape == Shape{4, 7, 10, 10});
+  g.max_sequence_length = 120;
+  CHECK(pipe->prepare(g, "run.json").max_sequence_length == 120);
+  g.max_sequence_length = 16;
+  CHECK_THROWS_WITH_AS(pipe->prepare(g, "run.json"),
+                       doctest::Contains("run.json: generate.max_sequence_length: 16: a latte model's pipeline always "
+                                         "tokenizes to 120 tokens"),
+                       ConfigError);
+  g.max_sequence_length = 0;
+  g.height = 72;
+  CHECK_THROWS_WITH_AS(pipe->prepare(g, "run.json"), doctest::Contains("run.json: generate.height/width: 72x80"),
+                       ConfigError);
+}
+
+TEST_CASE("image models reject generate.frames (it is for video models)") {
+  for (const std::string fixture : {"pixart_tiny", "dit_odd"}) {
+    CAPTURE(fixture);
+    const auto pipe = pipeline::Pipeline::open(testing::fixture_dir(fixture));
+    GenerateConfig g;
+    if (fixture == "dit_odd") g.class_labels = {1};
+    else g.prompts = {"a cat"};
+    g.frames = 4;
+    CHECK_THROWS_WITH_AS(pipe->prepare(g, "run.json"), doctest::Contains("run.json: generate.frames: 4: a "),
+                         ConfigError);
+  }
+}
