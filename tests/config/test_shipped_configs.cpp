@@ -1,0 +1,105 @@
+// The configs shipped in configs/: every one loads with load_config (the
+// schema only: their model directories are fetched separately, see README
+// "Getting the published text models"), and the text-model configs hold the
+// settings the README promises (the models' own samplers, VideoSys's PAB
+// defaults for Latte).
+#include <algorithm>
+#include <filesystem>
+
+#include "config_test_support.h"
+
+namespace ditgen::test {
+
+namespace {
+
+std::string shipped(const std::string& name) { return std::string(DITGEN_SOURCE_DIR) + "/configs/" + name; }
+
+}  // namespace
+
+TEST_CASE("every config in configs/ loads, with at least one output and an output path") {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(DITGEN_SOURCE_DIR) + "/configs"))
+    if (entry.path().extension() == ".json") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  // The DiT configs and the text-model configs, at least.
+  REQUIRE(files.size() >= 6);
+  for (const auto& f : files) {
+    CAPTURE(f.string());
+    RunConfig c;
+    try {
+      c = load_config(f.string(), {});
+    } catch (const Error& e) {
+      FAIL_CHECK(f.string() << " does not load: " << std::string(e.what()));
+      continue;
+    }
+    CHECK(c.generate.num_outputs() > 0);
+    CHECK(c.generate.class_labels.empty() != c.generate.prompts.empty());  // one kind of conditioning
+    CHECK_FALSE(c.output.path.empty());
+    CHECK_FALSE(c.model.path.empty());
+  }
+}
+
+TEST_CASE("configs/pixart-alpha-512.json: PixArt-XL-2-512x512 with its own DPM-Solver++ at 512x512") {
+  const RunConfig c = load_config(shipped("pixart-alpha-512.json"), {});
+  CHECK(c.model.path == "models/PixArt-XL-2-512x512");
+  CHECK(c.generate.prompts.size() >= 2);
+  CHECK(c.generate.negative_prompt.empty());
+  CHECK(c.generate.steps == 20);
+  CHECK(c.generate.guidance_scale == 4.5);
+  CHECK(c.generate.scheduler == "dpmpp_2m");
+  CHECK(c.generate.height == 512);
+  CHECK(c.generate.width == 512);
+  CHECK(c.generate.frames == 0);
+  CHECK_FALSE(c.pab.enabled());
+  CHECK(c.output.path == "out/pixart.png");
+  CHECK(c.output.format == "png");
+  CHECK(c.output.grid);
+}
+
+TEST_CASE("configs/latte-1.json: Latte-1, 16 frames at 512x512, DDIM 50 steps, VideoSys's PAB for Latte, mp4") {
+  const RunConfig c = load_config(shipped("latte-1.json"), {});
+  CHECK(c.model.path == "models/Latte-1");
+  CHECK(c.generate.prompts.size() >= 2);
+  CHECK(c.generate.frames == 16);
+  CHECK(c.generate.height == 512);
+  CHECK(c.generate.width == 512);
+  CHECK(c.generate.steps == 50);
+  CHECK(c.generate.guidance_scale == 7.5);
+  CHECK(c.generate.scheduler == "ddim");
+  // VideoSys's LattePABConfig defaults (videosys/pipelines/latte/pipeline_latte.py).
+  REQUIRE(c.pab.spatial);
+  CHECK(c.pab.spatial->range == 2);
+  CHECK(c.pab.spatial->threshold == std::array<double, 2>{100, 800});
+  REQUIRE(c.pab.temporal);
+  CHECK(c.pab.temporal->range == 3);
+  CHECK(c.pab.temporal->threshold == std::array<double, 2>{100, 800});
+  REQUIRE(c.pab.cross);
+  CHECK(c.pab.cross->range == 6);
+  CHECK(c.pab.cross->threshold == std::array<double, 2>{100, 800});
+  // VideoSys's MLP broadcast (blocks 0-4, computed at t = 720, 640, 560, 480,
+  // 400 and reused for the next 2 steps) in ditgen's range/window rule: 10
+  // reuses per block over t = 720 ... 360 at 50 DDIM steps, as VideoSys.
+  REQUIRE(c.pab.mlp);
+  CHECK(c.pab.mlp->range == 2);
+  CHECK(c.pab.mlp->threshold == std::array<double, 2>{340, 740});
+  CHECK(c.pab.mlp->blocks == std::vector<int>{0, 1, 2, 3, 4});
+  CHECK(c.output.format == "mp4");
+  CHECK(c.output.fps == 8);
+  CHECK(c.output.grid);
+}
+
+TEST_CASE("configs/latte-1-pab-off.json is latte-1.json without PAB (and its own output name)") {
+  const RunConfig on = load_config(shipped("latte-1.json"), {});
+  const RunConfig off = load_config(shipped("latte-1-pab-off.json"), {});
+  CHECK_FALSE(off.pab.enabled());
+  CHECK(off.model == on.model);
+  CHECK(off.generate == on.generate);
+  CHECK(off.parallel == on.parallel);
+  CHECK(off.output.format == on.output.format);
+  CHECK(off.output.fps == on.output.fps);
+  CHECK(off.output.crf == on.output.crf);
+  CHECK(off.output.grid == on.output.grid);
+  CHECK(off.output.path != on.output.path);  // both runs side by side
+}
+
+}  // namespace ditgen::test
