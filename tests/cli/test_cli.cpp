@@ -353,7 +353,7 @@ TEST_CASE("SIGTERM / SIGINT during an output write leave no partial output and n
   }
 }
 
-TEST_CASE("--pab-analyze writes the per-step change as CSV and a PNG plot; --pab-stats the summary") {
+TEST_CASE("--pab-analyze writes the per-step change as CSV and a PNG plot, --pab-stats the summary") {
   Scratch s("pab");
   const std::string cfg = fixture_config(s);
   const std::string dir = (s.dir / "analysis").string();

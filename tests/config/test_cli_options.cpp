@@ -74,7 +74,7 @@ TEST_CASE("options main rejects later still parse") {
   CHECK(parse({"--config=run.json"}).config_path == "run.json");
 }
 
-TEST_CASE("repeated --set accumulate in order; --set=k=v works") {
+TEST_CASE("repeated --set accumulate in order, --set=k=v works") {
   const CliOptions o = parse({"--set", "generate.steps=5", "--config", "run.json", "--set=parallel.sp=2"});
   CHECK(o.set_overrides == std::vector<std::string>{"generate.steps=5", "parallel.sp=2"});
 }

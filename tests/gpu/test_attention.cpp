@@ -264,7 +264,7 @@ TEST_CASE("cuda attention merged over key blocks by lse equals attention over al
     }
 }
 
-TEST_CASE("cuda attention: the automatic path is attention_path.h's choice; impossible flash is refused") {
+TEST_CASE("cuda attention: the automatic path is attention_path.h's choice, impossible flash is refused") {
   const cuda::DeviceInfo& info = cuda::current_device_info();
   for (cuda::DType t : gputest::kAllTypes)
     for (int64_t d : {64, 72, 128, 80, 40}) {

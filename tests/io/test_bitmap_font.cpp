@@ -56,7 +56,7 @@ std::vector<std::string> ink_map(int w, int h, int x, int y, const std::string& 
 
 }  // namespace
 
-TEST_CASE("every printable glyph is distinct from the others and from the box; only space is blank") {
+TEST_CASE("every printable glyph is distinct from the others and from the box, only space is blank") {
   const std::string required = "abcdefghijklmnopqrstuvwxyz0123456789-_.,:()/#+";
   for (char c : required) CHECK_MESSAGE(!is_blank(font_glyph(c)), "glyph '" << c << "' is blank");
   CHECK(is_blank(font_glyph(' ')));
@@ -70,7 +70,7 @@ TEST_CASE("every printable glyph is distinct from the others and from the box; o
   }
 }
 
-TEST_CASE("only g j p q y , ; reach below the baseline") {
+TEST_CASE("only g j p q y , , reach below the baseline") {
   for (int c = 32; c <= 126; ++c) {
     const bool descends = font_glyph(static_cast<char>(c))[kGlyphHeight - 1] != 0;
     CHECK_MESSAGE(descends == (std::string("gjpqy,;").find(char(c)) != std::string::npos), "glyph '" << char(c) << "'");
@@ -187,7 +187,7 @@ TEST_CASE("drawing clips at every edge and never writes outside the canvas") {
   }
 }
 
-TEST_CASE("a string starting far left shows only its tail; whole-image overload matches the canvas one") {
+TEST_CASE("a string starting far left shows only its tail, whole-image overload matches the canvas one") {
   // "ABC" at x = -12: 'A' and 'B' are fully off the left edge, 'C' at 0.
   CHECK(ink_map(6, 7, -12, 0, "ABC", 1) == ink_map(6, 7, 0, 0, "C", 1));
   std::vector<uint8_t> a(10 * 8 * 3, 0), b(10 * 8 * 3, 0);

@@ -188,7 +188,7 @@ TEST_CASE("mp4 writer: BT.709 matrix and limited range (luma of flat colours)") 
   }
 }
 
-TEST_CASE("mp4 writer: crf trades size for error; crf 51 still decodes") {
+TEST_CASE("mp4 writer: crf trades size for error, crf 51 still decodes") {
   testing::TempDir dir("ditgen_test_mp4");
   const Tensor input = moving_squares(5, 22, 34);
   make_mp4_writer({dir.file("q18.mp4"), 1, 5}, 8, 18)->write(item(0, input));

@@ -42,7 +42,7 @@ TEST_CASE("DiT forward matches diffusers: sharded bf16 weights, no learned sigma
 
 using testing::points_into_mapping_of;
 
-TEST_CASE("DiT on the CPU keeps bf16 GEMM weights as stored, mmapped; the rest float32") {
+TEST_CASE("DiT on the CPU keeps bf16 GEMM weights as stored, mmapped, the rest float32") {
   auto dir = io::ModelDir::open(testing::fixture_dir("dit_small_bf16"));
   auto cfg = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
   const auto store = io::WeightStore::open_dir(dir.part_dir("transformer"));

@@ -211,7 +211,7 @@ TEST_CASE("sincos_pos_embed_2d: first half encodes x, second half y") {
       }
 }
 
-TEST_CASE("patchify orders (c, i, j) in a patch; unpatchify inverts (i, j, c)") {
+TEST_CASE("patchify orders (c, i, j) in a patch, unpatchify inverts (i, j, c)") {
   Tensor x = random_tensor({2, 3, 6, 4}, 14);
   Tensor p = ops::patchify(x, 2);
   REQUIRE(p.shape() == Shape{2, 6, 12});

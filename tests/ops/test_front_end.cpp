@@ -109,7 +109,7 @@ TEST_CASE("attention_merge_ checks the shapes of its tensors") {
                   std::invalid_argument);  // 6 channels are not 4 heads
 }
 
-TEST_CASE("CPU ops compute in float32; CUDA tensors need a build with CUDA and a device") {
+TEST_CASE("CPU ops compute in float32, CUDA tensors need a build with CUDA and a device") {
   // A 16-bit CPU tensor exists (a weight as stored), but only a GEMM takes
   // one, as its weight: any other op names itself and the dtype.
   Tensor h = Tensor::zeros({2, 4}, Device::kCPU, DType::kBF16);

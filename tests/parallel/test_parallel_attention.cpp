@@ -142,7 +142,7 @@ TEST_CASE("token shards: rows of a range, and shard / unshard round trips with u
   CHECK(token_rows(x, {0, 7}).data() == x.data());  // the whole range: x itself
 }
 
-TEST_CASE("gather_tokens and the frame switch on one rank are the identity; shapes are checked") {
+TEST_CASE("gather_tokens and the frame switch on one rank are the identity, shapes are checked") {
   auto self = make_self_communicator();
   Tensor x = random_tensor({2, 7, 3}, 9);
   CHECK(same_bits(gather_tokens(self.get(), x, 7), x));

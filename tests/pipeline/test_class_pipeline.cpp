@@ -83,7 +83,7 @@ TEST_CASE("class names resolve through id2label, with comma-separated synonyms")
   CHECK_THROWS_AS(pipe.label_id(int64_t{10}, "f"), ConfigError);  // 10 is the null class, not a label
 }
 
-TEST_CASE("PAB: range 1 reproduces the output without PAB exactly; counts follow the rule") {
+TEST_CASE("PAB: range 1 reproduces the output without PAB exactly, counts follow the rule") {
   const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture));
   Case c = kOdd;
   c.steps = 20;  // DDIM leading: t = 950, 900, ..., 0

@@ -64,7 +64,7 @@ TEST_CASE("PixArt pipeline: the text stage gives diffusers' prompt and negative 
   }
 }
 
-TEST_CASE("PixArt pipeline latents and images match diffusers (DPM-Solver++, DDIM; any batch size)") {
+TEST_CASE("PixArt pipeline latents and images match diffusers (DPM-Solver++, DDIM, any batch size)") {
   const auto pipe = open_pixart();
   for (const int batch : {2, 1}) {
     CAPTURE(batch);

@@ -161,7 +161,7 @@ TEST_CASE("reference match summary") {
   CHECK(worst.normwise <= 1e-5);
 }
 
-TEST_CASE("DiT's own scheduler: DDIM, 50 leading steps 980..0; DPM linspace 999..20") {
+TEST_CASE("DiT's own scheduler: DDIM, 50 leading steps 980..0, DPM linspace 999..20") {
   const nlohmann::json dit = load_scheduler_config(fixture_path("dit")).at("scheduler_config");
   auto own = make_scheduler("", dit, "dit/scheduler_config.json");
   CHECK(own->name() == "ddim");

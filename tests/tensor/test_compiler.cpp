@@ -21,7 +21,7 @@ TEST_CASE("constant shape lists keep their trailing zero (GCC 12 AVX-512 miscomp
   CHECK(ditgen::shape_numel(s) == 0);
 }
 
-TEST_CASE("tensor views share storage; reshape and slice0 check their bounds") {
+TEST_CASE("tensor views share storage, reshape and slice0 check their bounds") {
   ditgen::Tensor t = ditgen::Tensor::from_vector({2, 3}, {0, 1, 2, 3, 4, 5});
   ditgen::Tensor row = t.slice0(1, 2);
   CHECK(row.shape() == ditgen::Shape{1, 3});

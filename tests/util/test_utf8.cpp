@@ -18,7 +18,7 @@ TEST_CASE("utf8: valid text of every sequence length round-trips") {
         "\x7f\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf");
 }
 
-TEST_CASE("utf8: the first invalid byte is found; decoding it throws") {
+TEST_CASE("utf8: the first invalid byte is found, decoding it throws") {
   CHECK(first_invalid_utf8("ab\xe2\x96") == 2);           // truncated
   CHECK(first_invalid_utf8("x\xc0\xaf") == 1);            // overlong '/'
   CHECK(first_invalid_utf8("\xed\xa0\x80") == 0);         // surrogate
