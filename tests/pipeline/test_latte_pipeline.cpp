@@ -8,6 +8,8 @@
 // rules of a video model.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
 #include "pipeline/pipeline_checks.h"
@@ -145,4 +147,49 @@ TEST_CASE("image models reject generate.frames (it is for video models)") {
     CHECK_THROWS_WITH_AS(pipe->prepare(g, "run.json"), doctest::Contains("run.json: generate.frames: 4: a "),
                          ConfigError);
   }
+}
+
+TEST_CASE("Latte PAB: range 1 of every kind reproduces PAB off exactly, and each kind reuses by the rule") {
+  const auto pipe = open_latte();
+  GenerateConfig g = latte_config(2);
+  g.steps = 20;  // DDIM leading: t = 950, 900, ..., 0; the window (100, 800) holds steps 4..16
+  pipeline::Request req = pipe->prepare(g, "run.json");
+  req.text_encoder_dtype = "float32";
+  req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
+  const Tensor off = pipe->sample(req);
+
+  for (const pab::Kind k : {pab::Kind::kSpatial, pab::Kind::kTemporal, pab::Kind::kCross, pab::Kind::kMlp})
+    req.pab[k] = {true, 1, 100, 800, k == pab::Kind::kMlp ? std::vector<int>{0, 1} : std::vector<int>{}};
+  pipeline::PabSummary summary;
+  const Tensor range1 = pipe->sample(req, {}, &summary);
+  CHECK(std::memcmp(off.data(), range1.data(), off.nbytes()) == 0);
+  for (const pab::Kind k : {pab::Kind::kSpatial, pab::Kind::kTemporal, pab::Kind::kCross})
+    CHECK(summary.kinds[static_cast<int>(k)].reused == 0);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kSpatial)].computed == 20 * 2);   // 2 layers
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kTemporal)].computed == 20 * 2);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kCross)].computed == 20 * 2);
+
+  // The pyramid spatial < temporal < cross (DESIGN.md §5): a step in the
+  // window reuses when step % range != 0. Steps 4..16: range 2 reuses 5, 7,
+  // ..., 15 (6); range 3 reuses 4, 5, 7, 8, 10, 11, 13, 14, 16 (9); range 4
+  // reuses 5, 6, 7, 9, 10, 11, 13, 14, 15 (9). Per layer (2 layers); the
+  // MLP of layer 0 (range 2) has two feed-forwards, spatial and temporal,
+  // each with its own cache slot.
+  req.pab[pab::Kind::kSpatial].range = 2;
+  req.pab[pab::Kind::kTemporal].range = 3;
+  req.pab[pab::Kind::kCross].range = 4;
+  req.pab[pab::Kind::kMlp] = {true, 2, 100, 800, {0}};
+  summary = {};
+  const Tensor with_pab = pipe->sample(req, {}, &summary);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kSpatial)].reused == 6 * 2);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kTemporal)].reused == 9 * 2);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kCross)].reused == 9 * 2);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kMlp)].reused == 6 * 2);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kSpatial)].computed == 40 - 12);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kTemporal)].computed == 40 - 18);
+  CHECK(summary.kinds[static_cast<int>(pab::Kind::kCross)].computed == 40 - 18);
+  const double change = testing::rel_l2(with_pab, off);
+  MESSAGE("Latte PAB changes the latents by relative L2 " << change);
+  CHECK(change > 0);
+  CHECK(change < 0.2);
 }
