@@ -7,6 +7,7 @@
 #include "cli/generate_command.h"
 
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -124,10 +125,23 @@ void run_generate(const CliOptions& opts) {
   pab::ChangeRecorder analysis;
   if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
   const int batches = (outputs + req.batch_size - 1) / req.batch_size;
-  Progress progress(req.steps * batches, !quiet, "denoise");
-  auto on_step = [&](int step, int steps, int batch, int) { progress.step_done(batch * steps + step); };
-  const pipeline::Result result = pipe->generate(req, on_step);
-  progress.finish();
+  // One progress report per stage: the text encoder (text models), the
+  // denoising steps of every batch, the decode of each output. Each starts
+  // its clock when its stage starts.
+  std::optional<Progress> stage_progress;
+  auto on_stage = [&](const std::string& stage, int done, int total) {
+    if (done == 0) {
+      stage_progress.reset();  // ends the previous stage's line
+      stage_progress.emplace(stage == "denoise" ? req.steps * batches : total, !quiet, stage);
+    } else if (stage_progress) {
+      stage_progress->step_done(done - 1);
+    }
+  };
+  auto on_step = [&](int step, int steps, int batch, int) {
+    if (stage_progress) stage_progress->step_done(batch * steps + step);
+  };
+  const pipeline::Result result = pipe->generate(req, on_step, on_stage);
+  stage_progress.reset();
   write_test_comm_stats(layout, static_cast<int64_t>(req.steps) * batches);
   if (!rank0) return;  // the output rank decodes and writes
   if (!opts.pab_analyze.empty()) write_pab_analysis(opts.pab_analyze, analysis);

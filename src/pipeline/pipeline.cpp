@@ -164,7 +164,7 @@ void Pipeline::load_vae(const ParallelRun& par, const models::Placement& place) 
       io::WeightStore::open_dir(parts_.dir.part_dir("vae")), parts_.vae, vae_placement(place, parts_.vae)));
 }
 
-Tensor Pipeline::decode(const Tensor& latents) const {
+Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) const {
   if (!vae_) throw std::logic_error("Pipeline::decode on a rank that is not the output rank");
   if (latents.ndim() != 4 && latents.ndim() != 5)
     throw std::invalid_argument("Pipeline::decode: latents " + shape_str(latents.shape()) +
@@ -175,6 +175,7 @@ Tensor Pipeline::decode(const Tensor& latents) const {
   const int64_t n = latents.dim(0), channels = latents.dim(1), frames = video ? latents.dim(2) : 1;
   const int64_t h = latents.dim(latents.ndim() - 2), w = latents.dim(latents.ndim() - 1), hw = h * w;
   Tensor out;  // (n, F, 3, H, W)
+  if (on_stage) on_stage("decode", 0, static_cast<int>(n));
   for (int64_t i = 0; i < n; ++i) {
     // One output at a time (the decoder's activations dominate memory), a
     // video in chunks of frames: (chunk, C, h, w), frame f of channel c
@@ -201,14 +202,20 @@ Tensor Pipeline::decode(const Tensor& latents) const {
       float* dst = out.data() + (i * frames + f0) * per_frame;
       for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
     }
+    if (on_stage) on_stage("decode", static_cast<int>(i + 1), static_cast<int>(n));
   }
   return out;
 }
 
-Result Pipeline::generate(const Request& req, const StepCallback& on_step) const {
+Result Pipeline::generate(const Request& req, const StepCallback& on_step, const StageCallback& on_stage) const {
   Result r;
-  r.latents = sample(req, on_step, &r.pab);
-  if (par_.output_rank) r.frames = decode(r.latents);
+  const char* cond_stage = on_stage ? condition_stage() : nullptr;
+  if (cond_stage) on_stage(cond_stage, 0, 1);
+  const Conditions cond = condition(req);
+  if (cond_stage) on_stage(cond_stage, 1, 1);
+  if (on_stage) on_stage("denoise", 0, 0);
+  r.latents = denoise(req, cond, on_step, &r.pab);
+  if (par_.output_rank) r.frames = decode(r.latents, on_stage);
   r.scheduler = req.scheduler.empty() ? default_scheduler() : req.scheduler;
   return r;
 }

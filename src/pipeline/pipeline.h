@@ -91,6 +91,11 @@ struct Conditions {
 
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).
 using StepCallback = std::function<void(int, int, int, int)>;
+// The stages around the denoising loop, for progress reports: (stage,
+// done, total): ("text encoder", 0, 1) when the prompts start encoding and
+// ("text encoder", 1, 1) when done; ("denoise", 0, steps) before the first
+// step; ("decode", i, n) as outputs are decoded (0 before the first).
+using StageCallback = std::function<void(const std::string& stage, int done, int total)>;
 
 // A model directory's configs, read once: what every pipeline starts from.
 struct ModelParts {
@@ -145,12 +150,15 @@ class Pipeline {
   // [0, 1]; output rank only. A video's frames are decoded independently
   // (AutoencoderKL has no time axis), kDecodeChunkFrames at a time, so the
   // decoder's memory does not grow with F.
-  Tensor decode(const Tensor& latents) const;
+  Tensor decode(const Tensor& latents, const StageCallback& on_stage = {}) const;
   // LattePipeline's decode_chunk_size default.
   static constexpr int64_t kDecodeChunkFrames = 14;
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
-  Result generate(const Request& req, const StepCallback& on_step = {}) const;
+  Result generate(const Request& req, const StepCallback& on_step = {}, const StageCallback& on_stage = {}) const;
+  // The condition stage's name in progress reports when it takes time (the
+  // text encoder); null when it is instant (class labels).
+  virtual const char* condition_stage() const { return nullptr; }
 
  protected:
   explicit Pipeline(ModelParts parts) : parts_(std::move(parts)) {}

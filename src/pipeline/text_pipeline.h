@@ -46,6 +46,7 @@ class TextPipeline final : public Pipeline {
                  PabSummary* pab = nullptr) const override;
 
   const TextStage& text_stage() const { return text_; }
+  const char* condition_stage() const override { return "text encoder"; }
 
  private:
   TextStage text_;
