@@ -217,4 +217,78 @@ void AdaSingleBlock::forward(Tensor& hidden, const Tensor& timestep_mod, const T
   ops::gated_residual_(hidden, ff_out, mod, kGateMlp * d);
 }
 
+std::vector<std::pair<std::string, Shape>> AdaSingleStem::tensors(const AdaSingleStemDims& m) {
+  const int64_t d = m.inner, p = m.patch;
+  std::vector<std::pair<std::string, Shape>> out = {
+      {"pos_embed.proj.weight", {d, m.in_channels, p, p}},
+      {"pos_embed.proj.bias", {d}},
+      {"adaln_single.linear.weight", {6 * d, d}},
+      {"adaln_single.linear.bias", {6 * d}},
+      {"caption_projection.linear_1.weight", {d, m.caption_channels}},
+      {"caption_projection.linear_1.bias", {d}},
+      {"caption_projection.linear_2.weight", {d, d}},
+      {"caption_projection.linear_2.bias", {d}},
+      {"scale_shift_table", {2, d}},
+      {"proj_out.weight", {p * p * m.out_channels, d}},
+      {"proj_out.bias", {p * p * m.out_channels}}};
+  for (auto& e : EmbedderMlp::tensors("adaln_single.emb.timestep_embedder.", d)) out.push_back(std::move(e));
+  return out;
+}
+
+AdaSingleStem AdaSingleStem::load(const io::WeightStore& w, const AdaSingleStemDims& m, const Placement& place) {
+  auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
+  auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
+  AdaSingleStem s;
+  s.patch_w = matrix("pos_embed.proj.weight").reshape({m.inner, m.in_channels * m.patch * m.patch});
+  s.patch_b = whole("pos_embed.proj.bias");
+  s.timestep_embedder = EmbedderMlp::load(w, "adaln_single.emb.timestep_embedder.", place);
+  s.adaln_w = matrix("adaln_single.linear.weight");
+  s.adaln_b = whole("adaln_single.linear.bias");
+  s.caption1_w = matrix("caption_projection.linear_1.weight");
+  s.caption1_b = whole("caption_projection.linear_1.bias");
+  s.caption2_w = matrix("caption_projection.linear_2.weight");
+  s.caption2_b = whole("caption_projection.linear_2.bias");
+  s.final_table = whole("scale_shift_table");
+  s.proj_out_w = matrix("proj_out.weight");
+  s.proj_out_b = whole("proj_out.bias");
+  return s;
+}
+
+Tensor AdaSingleStem::modulation(const Tensor& embedded) const {
+  return ops::linear(ops::silu(embedded), adaln_w, &adaln_b);
+}
+
+Tensor AdaSingleStem::caption(const Tensor& text, const Placement& place) const {
+  Tensor projected = ops::linear(place.put(text), caption1_w, &caption1_b);
+  ops::gelu_tanh_(projected);
+  return ops::linear(projected, caption2_w, &caption2_b);
+}
+
+Tensor AdaSingleStem::final_layer(const Tensor& hidden, const Tensor& embedded, const Placement& place) const {
+  constexpr float kFinalNormEps = 1e-6f;  // norm_out
+  const int64_t rows = embedded.dim(0), d = embedded.dim(1);
+  // (R, 2D): shift, scale = scale_shift_table + embedded timestep (no SiLU).
+  Tensor final_mod = place.empty({rows, 2 * d});
+  ops::copy_rows(embedded, 0, d, final_mod, 0, 2 * d, rows, d);
+  ops::copy_rows(embedded, 0, d, final_mod, d, 2 * d, rows, d);
+  ops::add_broadcast_(final_mod, final_table);
+  Tensor normed = place.empty(hidden.shape());
+  ops::layer_norm_modulate(hidden, final_mod, 0, d, kFinalNormEps, normed);
+  return ops::linear(normed, proj_out_w, &proj_out_b);
+}
+
+void check_text_args(const ForwardArgs& a, int64_t batch, int64_t caption_channels,
+                     const std::function<void(const std::string&)>& fail) {
+  if (!a.text || a.text->ndim() != 3 || a.text->dim(0) != batch || a.text->dim(1) < 1 ||
+      a.text->dim(2) != caption_channels)
+    fail("text " + (a.text ? shape_str(a.text->shape()) : std::string("(none)")) + " is not [" +
+         std::to_string(batch) + ", L, " + std::to_string(caption_channels) + "] (caption_channels)");
+  if (a.text_lengths.empty()) return;
+  if (static_cast<int64_t>(a.text_lengths.size()) != batch)
+    fail(std::to_string(a.text_lengths.size()) + " text lengths for a batch of " + std::to_string(batch));
+  for (int32_t len : a.text_lengths)
+    if (len < 1 || len > a.text->dim(1))
+      fail("text length " + std::to_string(len) + " outside [1, " + std::to_string(a.text->dim(1)) + "]");
+}
+
 }  // namespace ditgen::models

@@ -123,4 +123,42 @@ class AdaSingleBlock {
   AdaSingleBlockWeights w_;
 };
 
+// What PixArt and Latte hold outside their blocks, the same for both: the
+// patch embedding (a stride-p conv as a linear), adaln_single (timestep
+// embedder + linear), the caption projection and the final layer.
+struct AdaSingleStemDims {
+  int64_t inner = 0;             // D
+  int64_t in_channels = 0, out_channels = 0;
+  int64_t patch = 0;             // p
+  int64_t caption_channels = 0;  // width of the text embeddings
+};
+
+struct AdaSingleStem {
+  Tensor patch_w, patch_b;        // (D, C*p*p), (D)   pos_embed.proj as a linear
+  EmbedderMlp timestep_embedder;  // W = D             adaln_single.emb.timestep_embedder
+  Tensor adaln_w, adaln_b;        // (6D, D), (6D)     adaln_single.linear
+  Tensor caption1_w, caption1_b;  // (D, caption), (D) caption_projection.linear_1
+  Tensor caption2_w, caption2_b;  // (D, D), (D)       caption_projection.linear_2
+  Tensor final_table;             // (2, D)            scale_shift_table: shift, scale
+  Tensor proj_out_w, proj_out_b;  // (p*p*out, D), (p*p*out)
+
+  static std::vector<std::pair<std::string, Shape>> tensors(const AdaSingleStemDims& dims);
+  // GEMM weights through load_matrix, the rest through put.
+  static AdaSingleStem load(const io::WeightStore& weights, const AdaSingleStemDims& dims, const Placement& place);
+  // (B, 6D): adaln_single.linear(SiLU(embedded)), the blocks' shared modulation.
+  Tensor modulation(const Tensor& embedded) const;
+  // (B, L, D): linear_1, GELU tanh, linear_2 on every text row.
+  Tensor caption(const Tensor& text, const Placement& place) const;
+  // (R, P, p*p*out): the final layer on hidden (R, P, D), sample r
+  // modulated by scale_shift_table + embedded row r (no SiLU), LayerNorm
+  // eps 1e-6, proj_out.
+  Tensor final_layer(const Tensor& hidden, const Tensor& embedded, const Placement& place) const;
+};
+
+// The text arguments of a text-conditional forward against a batch of
+// `batch` samples: text (batch, L, caption_channels), text_lengths empty or
+// batch values in [1, L]. Calls fail(message) otherwise.
+void check_text_args(const ForwardArgs& args, int64_t batch, int64_t caption_channels,
+                     const std::function<void(const std::string&)>& fail);
+
 }  // namespace ditgen::models

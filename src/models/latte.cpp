@@ -25,8 +25,6 @@ namespace ditgen::models {
 
 namespace {
 
-constexpr float kFinalNormEps = 1e-6f;  // norm_out
-
 // (R*B, W) from (B, W): row b repeated R times in a row (repeat_interleave).
 Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
   const int64_t b = x.dim(0), w = x.numel() / b;
@@ -66,23 +64,13 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   const AdaSingleBlockDims spatial_dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
   const AdaSingleBlockDims temporal_dims{c.num_heads, c.head_dim, c.ff_inner_dim, 0, c.norm_eps};
 
+  const AdaSingleStemDims stem{d, c.in_channels, c.out_channels, p, c.caption_channels};
+
   // Validate every name and shape before loading anything.
-  std::vector<std::pair<std::string, Shape>> expected = {
-      {"pos_embed.proj.weight", {d, c.in_channels, p, p}},
-      {"pos_embed.proj.bias", {d}},
-      {"adaln_single.linear.weight", {6 * d, d}},
-      {"adaln_single.linear.bias", {6 * d}},
-      {"caption_projection.linear_1.weight", {d, c.caption_channels}},
-      {"caption_projection.linear_1.bias", {d}},
-      {"caption_projection.linear_2.weight", {d, d}},
-      {"caption_projection.linear_2.bias", {d}},
-      {"scale_shift_table", {2, d}},
-      {"proj_out.weight", {p * p * c.out_channels, d}},
-      {"proj_out.bias", {p * p * c.out_channels}}};
+  std::vector<std::pair<std::string, Shape>> expected = AdaSingleStem::tensors(stem);
   auto add = [&](std::vector<std::pair<std::string, Shape>> more) {
     for (auto& e : more) expected.push_back(std::move(e));
   };
-  add(EmbedderMlp::tensors("adaln_single.emb.timestep_embedder.", d));
   for (int64_t i = 0; i < c.num_layers; ++i) {
     add(AdaSingleBlock::tensors("transformer_blocks." + std::to_string(i) + ".", spatial_dims));
     add(AdaSingleBlock::tensors("temporal_transformer_blocks." + std::to_string(i) + ".", temporal_dims));
@@ -101,21 +89,11 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   m.cfg_ = c;
   m.shard_ = shard;
   m.place_ = place;
-  // GEMM weights (matrix) stay as stored on the CPU, borrowed from the
-  // mmapped file; the rest (whole) becomes the compute dtype.
-  auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
-  auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
-  m.patch_w = matrix("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
-  m.patch_b = whole("pos_embed.proj.bias");
+  // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
+  // the rest becomes the compute dtype.
+  m.stem_ = AdaSingleStem::load(w, stem, place);
   m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
   m.native_temporal = place.put(m.temporal_table(c.video_length));
-  m.timestep_embedder = EmbedderMlp::load(w, "adaln_single.emb.timestep_embedder.", place);
-  m.adaln_w = matrix("adaln_single.linear.weight");
-  m.adaln_b = whole("adaln_single.linear.bias");
-  m.caption1_w = matrix("caption_projection.linear_1.weight");
-  m.caption1_b = whole("caption_projection.linear_1.bias");
-  m.caption2_w = matrix("caption_projection.linear_2.weight");
-  m.caption2_b = whole("caption_projection.linear_2.bias");
   m.spatial_.reserve(c.num_layers);
   m.temporal_.reserve(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i) {
@@ -124,9 +102,6 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
     m.temporal_.push_back(
         AdaSingleBlock::load(w, "temporal_transformer_blocks." + n + ".", temporal_dims, shard, place));
   }
-  m.final_table = whole("scale_shift_table");
-  m.proj_out_w = matrix("proj_out.weight");
-  m.proj_out_b = whole("proj_out.bias");
   return m;
 }
 
@@ -161,24 +136,14 @@ void LatteTransformer::check_args(const ForwardArgs& a) const {
   const auto count = [](size_t n) { return std::to_string(n); };
   if (static_cast<int64_t>(a.timesteps.size()) != bsz)
     fail("batch of " + std::to_string(bsz) + " latents with " + count(a.timesteps.size()) + " timesteps");
-  if (!a.text || a.text->ndim() != 3 || a.text->dim(0) != bsz || a.text->dim(1) < 1 ||
-      a.text->dim(2) != c.caption_channels)
-    fail("text " + (a.text ? shape_str(a.text->shape()) : std::string("(none)")) + " is not [" +
-         std::to_string(bsz) + ", L, " + std::to_string(c.caption_channels) + "] (caption_channels)");
-  if (!a.text_lengths.empty()) {
-    if (static_cast<int64_t>(a.text_lengths.size()) != bsz)
-      fail(count(a.text_lengths.size()) + " text lengths for a batch of " + std::to_string(bsz));
-    for (int32_t len : a.text_lengths)
-      if (len < 1 || len > a.text->dim(1))
-        fail("text length " + std::to_string(len) + " outside [1, " + std::to_string(a.text->dim(1)) + "]");
-  }
+  check_text_args(a, bsz, c.caption_channels, fail);
 }
 
 Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   check_args(a);
   const LatteConfig& c = cfg_;
   const Tensor& x = *a.latents;
-  const int64_t bsz = x.dim(0), channels = x.dim(1), frames = x.dim(2), d = c.inner_dim(), p = c.patch_size;
+  const int64_t bsz = x.dim(0), channels = x.dim(1), frames = x.dim(2), p = c.patch_size;
   const int64_t h = x.dim(3), w = x.dim(4), hw = h * w, grid_h = h / p, grid_w = w / p, n = grid_h * grid_w;
   const int64_t clips = bsz * frames;  // the spatial blocks' batch: every frame of every video
 
@@ -191,25 +156,22 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
         for (int64_t f = 0; f < frames; ++f)
           std::memcpy(per_frame.data() + ((b * frames + f) * channels + ch) * hw,
                       x.data() + ((b * channels + ch) * frames + f) * hw, static_cast<size_t>(hw) * sizeof(float));
-    hidden = ops::linear(ops::patchify(place_.put(per_frame), p), patch_w, &patch_b);
+    hidden = ops::linear(ops::patchify(place_.put(per_frame), p), stem_.patch_w, &stem_.patch_b);
     const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
     ops::add_broadcast_(hidden, native ? native_pos : place_.put(position_table(grid_h, grid_w)));
   }
   Tensor embedded, modulation, caption;  // (B, D), (B*F, 6D), (B*F, L, D)
   {
     profile::ScopedTimer t("adaln");
-    embedded = timestep_embedder.embed(a.timesteps, place_);
+    embedded = stem_.timestep_embedder.embed(a.timesteps, place_);
     // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
     // and per token (temporal blocks); in the (B*F, N, D) layout both are
     // one row per frame of each video.
-    modulation = repeat_rows(ops::linear(ops::silu(embedded), adaln_w, &adaln_b), frames, place_);
+    modulation = repeat_rows(stem_.modulation(embedded), frames, place_);
   }
   {
     profile::ScopedTimer t("caption_projection");
-    Tensor projected = ops::linear(place_.put(*a.text), caption1_w, &caption1_b);
-    ops::gelu_tanh_(projected);
-    projected = ops::linear(projected, caption2_w, &caption2_b);
-    caption = repeat_rows(projected, frames, place_);
+    caption = repeat_rows(stem_.caption(*a.text, place_), frames, place_);
   }
   std::vector<int32_t> lengths;  // per frame: its video's text length
   for (int32_t len : a.text_lengths) lengths.insert(lengths.end(), static_cast<size_t>(frames), len);
@@ -241,15 +203,8 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   }
 
   profile::ScopedTimer t("final_layer");
-  // (B*F, 2D): shift, scale = scale_shift_table + embedded timestep (no SiLU).
-  const Tensor embedded_frames = repeat_rows(embedded, frames, place_);
-  Tensor final_mod = place_.empty({clips, 2 * d});
-  ops::copy_rows(embedded_frames, 0, d, final_mod, 0, 2 * d, clips, d);
-  ops::copy_rows(embedded_frames, 0, d, final_mod, d, 2 * d, clips, d);
-  ops::add_broadcast_(final_mod, final_table);
-  Tensor normed = place_.empty(hidden.shape());
-  ops::layer_norm_modulate(hidden, final_mod, 0, d, kFinalNormEps, normed);
-  const Tensor out = ops::linear(normed, proj_out_w, &proj_out_b);  // (B*F, N, p*p*out)
+  // (B*F, N, p*p*out), each frame modulated by its video's embedded timestep
+  const Tensor out = stem_.final_layer(hidden, repeat_rows(embedded, frames, place_), place_);
   const Tensor images = ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   const int64_t co = c.out_channels;

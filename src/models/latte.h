@@ -69,17 +69,11 @@ class LatteTransformer {
   LatteConfig cfg_;
   ShardGroups shard_;
   Placement place_;
-  Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
+  AdaSingleStem stem_;              // patch embedding, adaln_single, caption projection, final layer
   Tensor native_pos;                // (base^2, D)       positions of the sample_size grid
   Tensor native_temporal;           // (video_length, D) temp_pos_embed
-  EmbedderMlp timestep_embedder;    // W = D
-  Tensor adaln_w, adaln_b;          // (6D, D), (6D)     adaln_single.linear
-  Tensor caption1_w, caption1_b;    // (D, caption), (D) caption_projection.linear_1
-  Tensor caption2_w, caption2_b;    // (D, D), (D)       caption_projection.linear_2
   std::vector<AdaSingleBlock> spatial_;   // transformer_blocks
   std::vector<AdaSingleBlock> temporal_;  // temporal_transformer_blocks
-  Tensor final_table;               // (2, D)            scale_shift_table: shift, scale
-  Tensor proj_out_w, proj_out_b;    // (p*p*out, D), (p*p*out)
 };
 
 }  // namespace ditgen::models

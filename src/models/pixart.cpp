@@ -18,21 +18,6 @@
 
 namespace ditgen::models {
 
-namespace {
-
-constexpr float kFinalNormEps = 1e-6f;  // norm_out
-
-std::vector<std::pair<std::string, Shape>> embedder_tensors(const std::string& prefix, int64_t width) {
-  return EmbedderMlp::tensors(prefix, width);
-}
-
-// (len(values), W): TimestepEmbedding(Timesteps(256, flip_sin_to_cos, shift 0)(values)).
-Tensor embed(const EmbedderMlp& e, const std::vector<float>& values, const Placement& place) {
-  return e.embed(values, place);
-}
-
-}  // namespace
-
 PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArtConfig& c, const ShardGroups& shard,
                                           const Placement& place) {
   const int64_t d = c.inner_dim(), p = c.patch_size, size_width = d / 3;
@@ -47,26 +32,16 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
                       std::to_string(c.num_heads));
   const AdaSingleBlockDims dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
 
+  const AdaSingleStemDims stem{d, c.in_channels, c.out_channels, p, c.caption_channels};
+
   // Validate every name and shape before loading anything.
-  std::vector<std::pair<std::string, Shape>> expected = {
-      {"pos_embed.proj.weight", {d, c.in_channels, p, p}},
-      {"pos_embed.proj.bias", {d}},
-      {"adaln_single.linear.weight", {6 * d, d}},
-      {"adaln_single.linear.bias", {6 * d}},
-      {"caption_projection.linear_1.weight", {d, c.caption_channels}},
-      {"caption_projection.linear_1.bias", {d}},
-      {"caption_projection.linear_2.weight", {d, d}},
-      {"caption_projection.linear_2.bias", {d}},
-      {"scale_shift_table", {2, d}},
-      {"proj_out.weight", {p * p * c.out_channels, d}},
-      {"proj_out.bias", {p * p * c.out_channels}}};
+  std::vector<std::pair<std::string, Shape>> expected = AdaSingleStem::tensors(stem);
   auto add = [&](std::vector<std::pair<std::string, Shape>> more) {
     for (auto& e : more) expected.push_back(std::move(e));
   };
-  add(embedder_tensors("adaln_single.emb.timestep_embedder.", d));
   if (c.use_additional_conditions) {
-    add(embedder_tensors("adaln_single.emb.resolution_embedder.", size_width));
-    add(embedder_tensors("adaln_single.emb.aspect_ratio_embedder.", size_width));
+    add(EmbedderMlp::tensors("adaln_single.emb.resolution_embedder.", size_width));
+    add(EmbedderMlp::tensors("adaln_single.emb.aspect_ratio_embedder.", size_width));
   }
   for (int64_t i = 0; i < c.num_layers; ++i)
     add(AdaSingleBlock::tensors("transformer_blocks." + std::to_string(i) + ".", dims));
@@ -81,31 +56,17 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
   m.seq_attn_ = parallel::SequenceParallelAttention(
       shard.sp, shard.ring ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
   m.place_ = place;
-  // GEMM weights (matrix) stay as stored on the CPU, borrowed from the
-  // mmapped file; the rest (whole) becomes the compute dtype.
-  auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
-  auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
-  auto embedder = [&](const std::string& prefix) { return EmbedderMlp::load(w, prefix, place); };
-  m.patch_w = matrix("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
-  m.patch_b = whole("pos_embed.proj.bias");
+  // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
+  // the rest becomes the compute dtype.
+  m.stem_ = AdaSingleStem::load(w, stem, place);
   m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
-  m.timestep_embedder = embedder("adaln_single.emb.timestep_embedder.");
   if (c.use_additional_conditions) {
-    m.resolution_embedder = embedder("adaln_single.emb.resolution_embedder.");
-    m.aspect_ratio_embedder = embedder("adaln_single.emb.aspect_ratio_embedder.");
+    m.resolution_embedder = EmbedderMlp::load(w, "adaln_single.emb.resolution_embedder.", place);
+    m.aspect_ratio_embedder = EmbedderMlp::load(w, "adaln_single.emb.aspect_ratio_embedder.", place);
   }
-  m.adaln_w = matrix("adaln_single.linear.weight");
-  m.adaln_b = whole("adaln_single.linear.bias");
-  m.caption1_w = matrix("caption_projection.linear_1.weight");
-  m.caption1_b = whole("caption_projection.linear_1.bias");
-  m.caption2_w = matrix("caption_projection.linear_2.weight");
-  m.caption2_b = whole("caption_projection.linear_2.bias");
   m.blocks_.reserve(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i)
     m.blocks_.push_back(AdaSingleBlock::load(w, "transformer_blocks." + std::to_string(i) + ".", dims, shard, place));
-  m.final_table = whole("scale_shift_table");
-  m.proj_out_w = matrix("proj_out.weight");
-  m.proj_out_b = whole("proj_out.bias");
   return m;
 }
 
@@ -126,17 +87,7 @@ void PixArtTransformer::check_args(const ForwardArgs& a) const {
   const auto count = [](size_t n) { return std::to_string(n); };
   if (static_cast<int64_t>(a.timesteps.size()) != bsz)
     fail("batch of " + std::to_string(bsz) + " latents with " + count(a.timesteps.size()) + " timesteps");
-  if (!a.text || a.text->ndim() != 3 || a.text->dim(0) != bsz || a.text->dim(1) < 1 ||
-      a.text->dim(2) != c.caption_channels)
-    fail("text " + (a.text ? shape_str(a.text->shape()) : std::string("(none)")) + " is not [" +
-         std::to_string(bsz) + ", L, " + std::to_string(c.caption_channels) + "] (caption_channels)");
-  if (!a.text_lengths.empty()) {
-    if (static_cast<int64_t>(a.text_lengths.size()) != bsz)
-      fail(count(a.text_lengths.size()) + " text lengths for a batch of " + std::to_string(bsz));
-    for (int32_t len : a.text_lengths)
-      if (len < 1 || len > a.text->dim(1))
-        fail("text length " + std::to_string(len) + " outside [1, " + std::to_string(a.text->dim(1)) + "]");
-  }
+  check_text_args(a, bsz, c.caption_channels, fail);
   if (c.use_additional_conditions &&
       (static_cast<int64_t>(a.resolution.size()) != bsz || static_cast<int64_t>(a.aspect_ratio.size()) != bsz))
     fail("this model uses micro-conditions: " + count(a.resolution.size()) + " resolutions and " +
@@ -147,14 +98,14 @@ void PixArtTransformer::check_args(const ForwardArgs& a) const {
 }
 
 Tensor PixArtTransformer::embedded_timestep(const ForwardArgs& a) const {
-  Tensor emb = embed(timestep_embedder, a.timesteps, place_);  // (B, D)
+  Tensor emb = stem_.timestep_embedder.embed(a.timesteps, place_);  // (B, D)
   if (!cfg_.use_additional_conditions) return emb;
   // cat(resolution_embedder(h), resolution_embedder(w), aspect_ratio_embedder(ar)), D/3 columns each.
   const int64_t bsz = emb.dim(0), d = cfg_.inner_dim(), width = d / 3;
   std::vector<float> sides;  // h then w of each sample: resolution.flatten()
   for (const auto& hw : a.resolution) sides.insert(sides.end(), hw.begin(), hw.end());
-  const Tensor res = embed(resolution_embedder, sides, place_);             // (2B, D/3) = (B, 2D/3)
-  const Tensor ratio = embed(aspect_ratio_embedder, a.aspect_ratio, place_);  // (B, D/3)
+  const Tensor res = resolution_embedder.embed(sides, place_);             // (2B, D/3) = (B, 2D/3)
+  const Tensor ratio = aspect_ratio_embedder.embed(a.aspect_ratio, place_);  // (B, D/3)
   Tensor sizes = place_.empty({bsz, d});
   ops::copy_rows(res, 0, 2 * width, sizes, 0, d, bsz, 2 * width);
   ops::copy_rows(ratio, 0, width, sizes, 2 * width, d, bsz, width);
@@ -166,7 +117,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   check_args(a);
   const PixArtConfig& c = cfg_;
   const Tensor& x = *a.latents;
-  const int64_t bsz = x.dim(0), d = c.inner_dim(), p = c.patch_size;
+  const int64_t p = c.patch_size;
   const int64_t grid_h = x.dim(2) / p, grid_w = x.dim(3) / p, n = grid_h * grid_w;
   const parallel::Range mine = parallel::even_shard(n, shard_.sp_size(), shard_.sp_rank());  // this rank's tokens
 
@@ -174,7 +125,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   Tensor hidden;  // (B, P, D) residual stream of this rank's tokens
   {
     profile::ScopedTimer t("patch_embed");
-    hidden = ops::linear(parallel::token_rows(ops::patchify(place_.put(x), p), mine), patch_w, &patch_b);
+    hidden = ops::linear(parallel::token_rows(ops::patchify(place_.put(x), p), mine), stem_.patch_w, &stem_.patch_b);
     const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
     const Tensor pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
     ops::add_broadcast_(hidden, pos.slice0(mine.begin, mine.end));
@@ -183,13 +134,11 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   {
     profile::ScopedTimer t("adaln");
     embedded = embedded_timestep(a);
-    timestep_mod = ops::linear(ops::silu(embedded), adaln_w, &adaln_b);
+    timestep_mod = stem_.modulation(embedded);
   }
   {
     profile::ScopedTimer t("caption_projection");
-    caption = ops::linear(place_.put(*a.text), caption1_w, &caption1_b);
-    ops::gelu_tanh_(caption);
-    caption = ops::linear(caption, caption2_w, &caption2_b);
+    caption = stem_.caption(*a.text, place_);
   }
 
   const AdaSingleBlock::AttentionCore self_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
@@ -202,14 +151,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
                         {a.pab, static_cast<int>(bi), pab::Kind::kSpatial});
 
   profile::ScopedTimer t("final_layer");
-  // (B, 2D): shift, scale = scale_shift_table + embedded timestep (no SiLU).
-  Tensor final_mod = place_.empty({bsz, 2 * d});
-  ops::copy_rows(embedded, 0, d, final_mod, 0, 2 * d, bsz, d);
-  ops::copy_rows(embedded, 0, d, final_mod, d, 2 * d, bsz, d);
-  ops::add_broadcast_(final_mod, final_table);
-  Tensor normed = place_.empty(hidden.shape());
-  ops::layer_norm_modulate(hidden, final_mod, 0, d, kFinalNormEps, normed);
-  Tensor out = ops::linear(normed, proj_out_w, &proj_out_b);  // (B, P, p*p*out)
+  Tensor out = stem_.final_layer(hidden, embedded, place_);  // (B, P, p*p*out)
   out = parallel::gather_tokens(shard_.sp, out, n);           // every rank needs the whole prediction
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
 }

@@ -53,17 +53,11 @@ class PixArtTransformer {
   ShardGroups shard_;
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
   Placement place_;
-  Tensor patch_w, patch_b;              // (D, C*p*p), (D)   pos_embed.proj as a linear
-  Tensor native_pos;                    // (base^2, D) host  positions of the sample_size grid
-  EmbedderMlp timestep_embedder;        // W = D
+  AdaSingleStem stem_;                  // patch embedding, adaln_single, caption projection, final layer
+  Tensor native_pos;                    // (base^2, D)       positions of the sample_size grid
   EmbedderMlp resolution_embedder;      // W = D/3 (micro-conditions only)
   EmbedderMlp aspect_ratio_embedder;    // W = D/3 (micro-conditions only)
-  Tensor adaln_w, adaln_b;              // (6D, D), (6D)     adaln_single.linear
-  Tensor caption1_w, caption1_b;        // (D, caption), (D) caption_projection.linear_1
-  Tensor caption2_w, caption2_b;        // (D, D), (D)       caption_projection.linear_2
   std::vector<AdaSingleBlock> blocks_;
-  Tensor final_table;                   // (2, D)            scale_shift_table: shift, scale
-  Tensor proj_out_w, proj_out_b;        // (p*p*out, D), (p*p*out)
 };
 
 }  // namespace ditgen::models

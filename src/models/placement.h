@@ -27,6 +27,10 @@ struct Placement {
   // CPU only: the dtype GEMM weights are kept in; none = as stored.
   std::optional<DType> cpu_matrix_dtype;
 
+  Placement() = default;
+  Placement(Device d, DType t, std::optional<DType> matrices = std::nullopt)
+      : device(d), dtype(t), cpu_matrix_dtype(matrices) {}
+
   // A weight or table in this placement (no copy when already there: CPU
   // float32 weights stay borrowed from the mmapped file).
   Tensor put(const Tensor& t) const { return t.to(device, dtype); }

@@ -43,14 +43,7 @@ Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where
     r.labels.push_back(label_id(label, where + ": generate.class_labels[" + std::to_string(i) + "]"));
     r.captions.push_back(label_name(r.labels.back()));
   }
-  r.seed = g.seed;
-  r.steps = g.steps;
-  r.guidance_scale = static_cast<float>(g.guidance_scale);
-  r.scheduler = g.scheduler;
-  r.batch_size = g.batch_size;
-  // The step count against the scheduler (e.g. more steps than training timesteps).
-  sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"))
-      ->set_timesteps(r.steps);
+  set_sampling(r, g);
   return r;
 }
 
@@ -104,7 +97,9 @@ Shape ClassPipeline::latent_shape() const {
 Conditions ClassPipeline::condition(const Request& req) const {
   for (size_t i = 0; i < req.labels.size(); ++i)
     label_id(req.labels[i], "request label " + std::to_string(i));  // throws for an id outside the model
-  return {req.labels};
+  Conditions c;
+  c.class_labels = req.labels;
+  return c;
 }
 
 Tensor ClassPipeline::denoise(const Request& req, const Conditions& cond, const StepCallback& on_step,

@@ -158,6 +158,16 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
   return result;
 }
 
+void Pipeline::set_sampling(Request& r, const GenerateConfig& g) const {
+  r.seed = g.seed;
+  r.steps = g.steps;
+  r.guidance_scale = static_cast<float>(g.guidance_scale);
+  r.scheduler = g.scheduler;
+  r.batch_size = g.batch_size;
+  sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"))
+      ->set_timesteps(r.steps);
+}
+
 void Pipeline::load_vae(const ParallelRun& par, const models::Placement& place) {
   if (!par.output_rank) return;
   vae_ = std::make_shared<models::VaeDecoder>(models::VaeDecoder::load(

@@ -165,6 +165,10 @@ class Pipeline {
   Pipeline(Pipeline&&) = default;
   // Loads the VAE decoder when this is the output rank.
   void load_vae(const ParallelRun& par, const models::Placement& place);
+  // The sampling settings every request takes from the generate section
+  // (seed, steps, guidance, scheduler, batch size), with the step count
+  // checked against the scheduler (e.g. more steps than training timesteps).
+  void set_sampling(Request& r, const GenerateConfig& g) const;
 
   // Conditions one model batch of the denoising loop: outputs [first,
   // first + count), once per entry of `halves` in that order (false: the

@@ -44,13 +44,7 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.max_sequence_length: at most " +
                       std::to_string(TextStage::kMaxSequenceLength) + ", got " +
                       std::to_string(r.max_sequence_length));
-  r.seed = g.seed;
-  r.steps = g.steps;
-  r.guidance_scale = static_cast<float>(g.guidance_scale);
-  r.scheduler = g.scheduler;
-  r.batch_size = g.batch_size;
-  sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"))
-      ->set_timesteps(r.steps);
+  set_sampling(r, g);
   return r;
 }
 
