@@ -138,6 +138,7 @@ void run_generate(const CliOptions& opts) {
     }
   };
   auto on_step = [&](int step, int steps, int batch, int) {
+    inject_test_kill(layout.world_rank, static_cast<int64_t>(batch) * steps + step + 1);
     if (stage_progress) stage_progress->step_done(batch * steps + step);
   };
   const pipeline::Result result = pipe->generate(req, on_step, on_stage);

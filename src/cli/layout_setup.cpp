@@ -1,5 +1,7 @@
 #include "cli/layout_setup.h"
 
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 
 #include "parallel/mpi_runtime.h"
@@ -14,10 +16,14 @@
 
 namespace ditgen::cli {
 
+parallel::Layout requested_layout(const RunConfig& cfg, const parallel::Workload& work) {
+  return {cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, parallel::resolve_sp_mode(cfg.parallel.sp_mode, work)};
+}
+
 RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, const parallel::Workload& work,
                         Device device) {
   RankLayout r;
-  r.layout = {cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, cfg.parallel.sp_mode};
+  r.layout = requested_layout(cfg, work);
   parallel::Communicator& world = parallel::MpiRuntime::world();
   r.world_rank = world.rank();
   parallel::validate_layout(r.layout, world.size(), work, cfg.generate.guidance_scale,
@@ -42,7 +48,7 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
 #endif
   r.run.shard.tp = r.tp.get();
   r.run.shard.sp = r.sp.get();
-  r.run.shard.ring = cfg.parallel.sp_mode == "ring";
+  r.run.shard.mode = parallel::sp_mode_of(r.layout.sp_mode);
   r.run.cp = r.cp.get();
   r.run.output_rank = r.world_rank == 0;
   return r;
@@ -52,6 +58,18 @@ void inject_test_failure(int world_rank) {
   const char* v = std::getenv("DITGEN_TEST_FAIL_RANK");
   if (v && *v && std::atoi(v) == world_rank)
     throw RuntimeFailure("injected failure on rank " + std::to_string(world_rank) + " (DITGEN_TEST_FAIL_RANK)");
+}
+
+void inject_test_kill(int world_rank, int64_t steps_done) {
+  const char* v = std::getenv("DITGEN_TEST_KILL_AT_STEP");
+  if (!v || !*v) return;
+  int rank = -1;
+  long long step = -1;
+  if (std::sscanf(v, "%d:%lld", &rank, &step) == 2 && rank == world_rank && step - 1 == steps_done) {
+    std::fprintf(stderr, "rank %d: killing itself at step %lld (DITGEN_TEST_KILL_AT_STEP)\n", rank, step);
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
 }
 
 void write_test_comm_stats(const RankLayout& layout, int64_t forwards) {

@@ -22,6 +22,10 @@ struct RankLayout {
   pipeline::ParallelRun run;
 };
 
+// The layout a config asks for, its sp_mode "auto" resolved for this
+// model (dsp for video models, ulysses for image models).
+parallel::Layout requested_layout(const RunConfig& cfg, const parallel::Workload& work);
+
 // ConfigError (exit 2) naming the failing product or divisibility and the
 // layouts that would work for the model's workload, before any weight is loaded. On a CUDA device in
 // a build with NCCL, the tp and sp groups (which move device activations)
@@ -34,6 +38,12 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
 // Test hook: DITGEN_TEST_FAIL_RANK=r makes rank r fail after loading, while
 // the others wait in a collective (the whole job must still end promptly).
 void inject_test_failure(int world_rank);
+
+// Test hook: DITGEN_TEST_KILL_AT_STEP=r:s makes rank r kill itself with
+// SIGKILL as denoising step s (1-based, counted over the whole run)
+// begins, i.e. once `steps_done` = s - 1, while the other ranks go on into
+// that step's collectives: a rank lost mid-run, not at load.
+void inject_test_kill(int world_rank, int64_t steps_done);
 
 // Test hook: DITGEN_TEST_COMM_STATS=FILE makes the output rank write the
 // bytes it sent through its tp, sp and cp groups over the run, and the

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "config/config.h"
+#include "cli/layout_setup.h"
 #include "config/device_choice.h"
 #include "ops/backend.h"
 #include "parallel/mpi_runtime.h"
@@ -34,7 +35,7 @@ void run_plan(const CliOptions& opts) {
     rows = parallel::plan_valid_layouts(opts.world_size, work, images, cfg.generate.guidance_scale, bytes);
     title = "valid layouts for " + std::to_string(opts.world_size) + " ranks, " + cfg.model.path;
   } else {
-    const parallel::Layout layout{cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, cfg.parallel.sp_mode};
+    const parallel::Layout layout = requested_layout(cfg, work);
     parallel::validate_layout(layout, layout.world_size(), work, cfg.generate.guidance_scale, opts.config_path);
     rows.push_back(parallel::plan_layout(layout, work, images, cfg_guidance, bytes));
     title = "layout of " + opts.config_path + ", " + cfg.model.path;

@@ -60,7 +60,8 @@ struct ParallelConfig {
   int sp = 1;
   int cp = 1;
   int tp = 1;
-  std::string sp_mode = "ulysses";  // ulysses | ring
+  // auto (dsp for video models, ulysses for image models) | ulysses | ring | dsp
+  std::string sp_mode = "auto";
 
   int world_size() const { return sp * cp * tp; }
   bool operator==(const ParallelConfig&) const = default;

@@ -137,7 +137,7 @@ Tensor AdaSingleBlock::branch(const Pab& pab, pab::Kind kind, const std::functio
 }
 
 void AdaSingleBlock::forward(Tensor& hidden, const Tensor& timestep_mod, const Text* text,
-                             const AttentionCore& self_attention, const Pab& pab) const {
+                             const AttentionCore& self_attention, const Pab& pab, const LayoutSwitch* around) const {
   const int64_t d = dims_.inner_dim(), bsz = hidden.dim(0), p = hidden.dim(1), dl = d / shard_.tp_size();
   if (dims_.cross_dim > 0 && (!text || !text->tokens))
     throw std::invalid_argument("AdaSingleBlock::forward: a block with cross-attention needs the text");
@@ -155,17 +155,27 @@ void AdaSingleBlock::forward(Tensor& hidden, const Tensor& timestep_mod, const T
       profile::ScopedTimer t("layer_norm");
       ops::layer_norm_modulate(hidden, mod, kShiftMsa * d, kScaleMsa * d, dims_.norm_eps, normed);
     }
-    Tensor q = place_.empty({bsz, p, dl}), k = place_.empty({bsz, p, dl}), v = place_.empty({bsz, p, dl});
+    Tensor input = normed;  // (B', P', D) in the attention's layout
+    if (around) {
+      profile::ScopedTimer t("layout_switch");
+      input = around->enter(normed);
+    }
+    const int64_t ab = input.dim(0), ap = input.dim(1);
+    Tensor q = place_.empty({ab, ap, dl}), k = place_.empty({ab, ap, dl}), v = place_.empty({ab, ap, dl});
     {
       profile::ScopedTimer t("qkv_proj");
-      ops::linear_into(normed, w_.q_w, &w_.q_b, q, 0);
-      ops::linear_into(normed, w_.k_w, &w_.k_b, k, 0);
-      ops::linear_into(normed, w_.v_w, &w_.v_b, v, 0);
+      ops::linear_into(input, w_.q_w, &w_.q_b, q, 0);
+      ops::linear_into(input, w_.k_w, &w_.k_b, k, 0);
+      ops::linear_into(input, w_.v_w, &w_.v_b, v, 0);
     }
-    Tensor attn = place_.empty({bsz, p, dl});
+    Tensor attn = place_.empty({ab, ap, dl});
     {
       profile::ScopedTimer t("attention");
       self_attention(q, k, v, attn);
+    }
+    if (around) {
+      profile::ScopedTimer t("layout_switch");
+      attn = around->leave(attn);
     }
     profile::ScopedTimer t("out_proj");
     return parallel::row_parallel_linear(shard_.tp, attn, w_.out_w, w_.out_b);

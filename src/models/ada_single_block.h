@@ -84,6 +84,17 @@ class AdaSingleBlock {
   // for its heads; writes the attention output, same shape, into out.
   using AttentionCore = std::function<void(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out)>;
 
+  // The layout the self-attention runs in, when it is not the block's
+  // (Latte's temporal blocks under Dynamic Sequence Parallel, DESIGN.md §4):
+  // `enter` takes the block's normalised input (B, P, D) to the attention's
+  // layout (B', P', D), where the q/k/v projections and the core run;
+  // `leave` takes the core's output (B', P', Dl) back to (B, P, Dl), before
+  // the output projection. Both communicate, inside the branch PAB caches,
+  // so a reused attention skips both.
+  struct LayoutSwitch {
+    std::function<Tensor(const Tensor&)> enter, leave;
+  };
+
   // What the cross-attention attends to: the projected text, whole on
   // every rank, and per sample how many of its rows are keys.
   struct Text {
@@ -104,9 +115,10 @@ class AdaSingleBlock {
 
   // hidden (B, P, D) += the three branches, in place; timestep_mod (B, 6D)
   // the model's shared modulation (before this block's table is added);
-  // text: required iff the block has a cross-attention.
+  // text: required iff the block has a cross-attention; around: null = the
+  // self-attention runs in the block's layout.
   void forward(Tensor& hidden, const Tensor& timestep_mod, const Text* text, const AttentionCore& self_attention,
-               const Pab& pab) const;
+               const Pab& pab, const LayoutSwitch* around = nullptr) const;
 
   const AdaSingleBlockWeights& weights() const { return w_; }
   const AdaSingleBlockDims& dims() const { return dims_; }

@@ -77,7 +77,9 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   if (c.num_heads % tp || f % tp)
     throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
                       std::to_string(c.num_heads) + " and the MLP width " + std::to_string(f));
-  if (!shard.ring && (c.num_heads / tp) % sp)
+  if (sp > 1 && shard.dsp())
+    throw ConfigError("sp_mode dsp shards the frames of a video; this is an image model (use ulysses or ring)");
+  if (!shard.ring() && (c.num_heads / tp) % sp)
     throw ConfigError("ulysses: sp * tp = " + std::to_string(sp * tp) + " must divide num_attention_heads " +
                       std::to_string(c.num_heads));
   if (c.grid() * c.grid() < sp)
@@ -122,7 +124,7 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   m.cfg_ = c;
   m.shard_ = shard;
   m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.ring ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
+      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
   m.place_ = place;
   // Every weight goes to the model's device and dtype once, here; on the
   // CPU the GEMM weights (matrix) stay as stored, borrowed from the mmapped

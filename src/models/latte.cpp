@@ -17,7 +17,10 @@
 
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
+#include "parallel/frame_switch.h"
 #include "parallel/sequence_attention.h"
+#include "parallel/shard.h"
+#include "parallel/token_shard.h"
 #include "util/error.h"
 #include "util/profile.h"
 
@@ -55,12 +58,12 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   const int tp = shard.tp_size();
   // The layout was validated against the config before loading; these
   // guard the slicing arithmetic below.
-  if (shard.sp_size() > 1)
-    throw ConfigError("not supported yet: sp layouts for latte (Dynamic Sequence Parallel comes with video "
-                      "sequence parallelism)");
   if (c.num_heads % tp || c.ff_inner_dim % tp)
     throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
                       std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
+  if (shard.sp_size() > 1 && shard.mode == parallel::SpMode::kUlysses && (c.num_heads / tp) % shard.sp_size())
+    throw ConfigError("ulysses: sp * tp = " + std::to_string(shard.sp_size() * tp) +
+                      " must divide num_attention_heads " + std::to_string(c.num_heads));
   const AdaSingleBlockDims spatial_dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
   const AdaSingleBlockDims temporal_dims{c.num_heads, c.head_dim, c.ff_inner_dim, 0, c.norm_eps};
 
@@ -88,6 +91,8 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   LatteTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
+  m.seq_attn_ = parallel::SequenceParallelAttention(
+      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
   m.place_ = place;
   // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
   // the rest becomes the compute dtype.
@@ -145,45 +150,81 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   const Tensor& x = *a.latents;
   const int64_t bsz = x.dim(0), channels = x.dim(1), frames = x.dim(2), p = c.patch_size;
   const int64_t h = x.dim(3), w = x.dim(4), hw = h * w, grid_h = h / p, grid_w = w / p, n = grid_h * grid_w;
-  const int64_t clips = bsz * frames;  // the spatial blocks' batch: every frame of every video
+  // This rank's part of the video outside the temporal attention (DESIGN.md
+  // §4): under dsp its frames, every token of them; under ulysses and ring
+  // its tokens of every frame; single process all of it.
+  const int sp = shard_.sp_size(), me = shard_.sp_rank();
+  const bool dsp = sp > 1 && shard_.dsp();
+  if (dsp && (frames < sp || n < sp))
+    throw RuntimeFailure("Latte forward: dsp over " + std::to_string(sp) + " ranks needs at least as many frames and "
+                         "tokens per frame; the video has " + std::to_string(frames) + " frames of " +
+                         std::to_string(n) + " tokens");
+  const parallel::Range my_frames = dsp ? parallel::even_shard(frames, sp, me) : parallel::Range{0, frames};
+  const parallel::Range my_tokens = dsp ? parallel::Range{0, n} : parallel::even_shard(n, sp, me);
+  const int64_t local_frames = my_frames.size();
+  const int64_t clips = bsz * local_frames;  // the spatial blocks' batch: this rank's frames of every video
 
-  Tensor hidden;  // (B*F, N, D) residual stream, (video, frame, token) order
+  Tensor hidden;  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
   {
     profile::ScopedTimer t("patch_embed");
-    Tensor per_frame = Tensor::empty({clips, channels, h, w});  // (B, C, F, h, w) -> (B*F, C, h, w)
+    Tensor per_frame = Tensor::empty({clips, channels, h, w});  // (B, C, F, h, w) -> (B*F_me, C, h, w)
     for (int64_t b = 0; b < bsz; ++b)
       for (int64_t ch = 0; ch < channels; ++ch)
-        for (int64_t f = 0; f < frames; ++f)
-          std::memcpy(per_frame.data() + ((b * frames + f) * channels + ch) * hw,
-                      x.data() + ((b * channels + ch) * frames + f) * hw, static_cast<size_t>(hw) * sizeof(float));
-    hidden = ops::linear(ops::patchify(place_.put(per_frame), p), stem_.patch_w, &stem_.patch_b);
+        for (int64_t f = 0; f < local_frames; ++f)
+          std::memcpy(per_frame.data() + ((b * local_frames + f) * channels + ch) * hw,
+                      x.data() + ((b * channels + ch) * frames + my_frames.begin + f) * hw,
+                      static_cast<size_t>(hw) * sizeof(float));
+    hidden = ops::linear(parallel::token_rows(ops::patchify(place_.put(per_frame), p), my_tokens), stem_.patch_w,
+                         &stem_.patch_b);
     const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
-    ops::add_broadcast_(hidden, native ? native_pos : place_.put(position_table(grid_h, grid_w)));
+    const Tensor pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
+    ops::add_broadcast_(hidden, pos.slice0(my_tokens.begin, my_tokens.end));
   }
-  Tensor embedded, modulation, caption;  // (B, D), (B*F, 6D), (B*F, L, D)
+  Tensor embedded, modulation, caption;  // (B, D), (B*F_me, 6D), (B*F_me, L, D)
   {
     profile::ScopedTimer t("adaln");
     embedded = stem_.timestep_embedder.embed(a.timesteps, place_);
     // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
     // and per token (temporal blocks); in the (B*F, N, D) layout both are
     // one row per frame of each video.
-    modulation = repeat_rows(stem_.modulation(embedded), frames, place_);
+    modulation = repeat_rows(stem_.modulation(embedded), local_frames, place_);
   }
   {
     profile::ScopedTimer t("caption_projection");
-    caption = repeat_rows(stem_.caption(*a.text, place_), frames, place_);
+    caption = repeat_rows(stem_.caption(*a.text, place_), local_frames, place_);
   }
   std::vector<int32_t> lengths;  // per frame: its video's text length
-  for (int32_t len : a.text_lengths) lengths.insert(lengths.end(), static_cast<size_t>(frames), len);
+  for (int32_t len : a.text_lengths) lengths.insert(lengths.end(), static_cast<size_t>(local_frames), len);
 
+  // Spatial attention: over the N tokens of each frame; ulysses and ring
+  // gather them across the sp group, dsp holds them whole.
+  const parallel::SequenceParallelAttention spatial_sp =
+      dsp ? parallel::SequenceParallelAttention() : seq_attn_;
   const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                               Tensor& out) {
-    parallel::SequenceParallelAttention().self_attention(q, k, v, c.head_dim, n, out);
+    spatial_sp.self_attention(q, k, v, c.head_dim, n, out);
   };
+  // Temporal attention: over the F frames of each token, which ulysses and
+  // ring hold already (every frame of their tokens): no communication.
+  // Under dsp the switch around it turns the frame shard into a token shard
+  // and back (parallel/frame_switch.h).
   const AdaSingleBlock::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                           Tensor& out) {
     temporal_attention(q, k, v, out, frames, c.head_dim);
   };
+  const AdaSingleBlock::LayoutSwitch dsp_switch{
+      [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D)
+        const int64_t width = normed.dim(2);
+        const Tensor by_tokens =
+            parallel::frames_to_tokens(shard_.sp, normed.reshape({bsz, local_frames, n, width}), frames);
+        return by_tokens.reshape({bsz * frames, by_tokens.dim(2), width});
+      },
+      [&](const Tensor& attn) {  // (B*F, N_me, Dl) -> (B*F_me, N, Dl)
+        const int64_t width = attn.dim(2);
+        const Tensor by_frames =
+            parallel::tokens_to_frames(shard_.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n);
+        return by_frames.reshape({clips, n, width});
+      }};
   const AdaSingleBlock::Text text{&caption, lengths.empty() ? nullptr : lengths.data()};
   for (size_t i = 0; i < spatial_.size(); ++i) {
     const int layer = static_cast<int>(i);
@@ -193,18 +234,26 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
       profile::ScopedTimer t("temporal_pos_embed");
       const Tensor table = frames <= c.video_length ? native_temporal : place_.put(temporal_table(frames));
       for (int64_t clip = 0; clip < clips; ++clip) {
-        Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: frame clip % F of video clip / F
-        const int64_t f = clip % frames;
+        Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: one frame of one video
+        const int64_t f = my_frames.begin + clip % local_frames;
         ops::add_broadcast_(tokens, table.slice0(f, f + 1));
       }
     }
     temporal_[i].forward(hidden, modulation, nullptr, across_frames,
-                         {a.pab, layer, pab::Kind::kTemporal, kTemporalPart});
+                         {a.pab, layer, pab::Kind::kTemporal, kTemporalPart}, dsp ? &dsp_switch : nullptr);
   }
 
   profile::ScopedTimer t("final_layer");
-  // (B*F, N, p*p*out), each frame modulated by its video's embedded timestep
-  const Tensor out = stem_.final_layer(hidden, repeat_rows(embedded, frames, place_), place_);
+  // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
+  Tensor out = stem_.final_layer(hidden, repeat_rows(embedded, local_frames, place_), place_);
+  // Every rank needs the whole prediction: gather the frames (dsp) or the tokens.
+  if (dsp) {
+    const int64_t width = n * out.dim(2);
+    out = parallel::gather_tokens(shard_.sp, out.reshape({bsz, local_frames, width}), frames)
+              .reshape({bsz * frames, n, out.dim(2)});
+  } else {
+    out = parallel::gather_tokens(shard_.sp, out, n);
+  }
   const Tensor images = ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   const int64_t co = c.out_channels;

@@ -19,9 +19,17 @@
 //
 // Under tp each rank loads its heads and MLP features of both blocks (the
 // block does the slicing); the text, the timestep embedding and the shared
-// modulation are small and held whole. sp is not supported yet (Dynamic
-// Sequence Parallel, DESIGN.md §4, shards frames: its switch belongs in
-// the temporal attention core).
+// modulation are small and held whole. Under sp (DESIGN.md §4):
+//   dsp (Dynamic Sequence Parallel): each rank holds its frames of every
+//     video, all their tokens, so the spatial blocks run without
+//     communication; the temporal attention switches to a token shard
+//     (every frame of its tokens) and back through one all-to-all each way,
+//     inside the temporal block's attention branch (a PAB reuse skips both);
+//   ulysses, ring: each rank holds its tokens of every frame; the spatial
+//     self-attention gathers the frame's tokens as for an image, and the
+//     temporal attention needs no communication at all, since the frames
+//     of a token are already on one rank.
+// The output is gathered (frames or tokens) so every rank has it whole.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -31,6 +39,7 @@
 #include "models/latte_spec.h"
 #include "models/placement.h"
 #include "models/transformer.h"
+#include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
@@ -38,12 +47,12 @@ namespace ditgen::models {
 class LatteTransformer {
  public:
   // Validates names and shapes of every tensor, then loads this rank's part
-  // onto `place`. The shard's communicators must outlive the model; sp must be 1.
+  // onto `place`. The shard's communicators must outlive the model.
   static LatteTransformer load(const io::WeightStore& weights, const LatteConfig& cfg, const ShardGroups& shard = {},
                                const Placement& place = {});
 
   // args: latents (B, in_channels, F, h, w) with h, w multiples of
-  // patch_size and any F >= 1; B timesteps; text (B, L, caption_channels)
+  // patch_size and any F >= 1 (under dsp at least sp frames and tokens); B timesteps; text (B, L, caption_channels)
   // with optional text_lengths (each sample's first rows the
   // cross-attention sees). Returns (B, out_channels, F, h, w) host float32.
   Tensor forward(const ForwardArgs& args) const;
@@ -68,6 +77,7 @@ class LatteTransformer {
 
   LatteConfig cfg_;
   ShardGroups shard_;
+  parallel::SequenceParallelAttention seq_attn_;  // the spatial attention under ulysses and ring
   Placement place_;
   AdaSingleStem stem_;              // patch embedding, adaln_single, caption projection, final layer
   Tensor native_pos;                // (base^2, D)       positions of the sample_size grid

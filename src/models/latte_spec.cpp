@@ -19,8 +19,6 @@ namespace ditgen::models {
 namespace {
 
 constexpr double kTimestepChannels = 256;
-constexpr const char* kSpNotSupported =
-    "sp layouts for latte (Dynamic Sequence Parallel comes with video sequence parallelism)";
 
 // Per layer: what tensor parallelism splits: the spatial block's self- and
 // cross-attention q/k/v by output rows and their output projections by
@@ -136,10 +134,11 @@ parallel::Workload LatteSpec::workload(const Shape& latent) const {
   w.heads = c.num_heads;
   w.head_dim = c.head_dim;
   w.layers = c.num_layers;
-  w.tokens = frames * (latent.at(2) / c.patch_size) * (latent.at(3) / c.patch_size);
+  w.tokens = (latent.at(2) / c.patch_size) * (latent.at(3) / c.patch_size);  // per frame
+  w.frames = frames;
+  w.cross_attention = true;  // the spatial blocks'; tp all-reduces per layer: 5
   w.mlp_hidden = c.ff_inner_dim;
   w.gathered_per_layer = 0;        // adaln_single is held whole: nothing gathered over tp
-  w.tp_all_reduces_per_layer = 5;  // spatial self- and cross-attention, temporal attention, two MLPs
   w.output_per_token = c.patch_size * c.patch_size * c.out_channels;
   w.input_elements = c.in_channels * frames * hw;
   w.output_elements = c.out_channels * frames * hw;
@@ -148,15 +147,11 @@ parallel::Workload LatteSpec::workload(const Shape& latent) const {
   w.whole_per_layer = layer_whole(c);
   // + the native spatial position table and the temporal one kept.
   w.whole_once = model_once(c) + static_cast<double>(base * base + c.video_length) * d;
-  w.sp_not_supported = kSpNotSupported;
   return w;
 }
 
 std::unique_ptr<Transformer> LatteSpec::load(const io::WeightStore& weights, const ShardGroups& g,
                                              const Placement& place) const {
-  if (g.sp_size() > 1)
-    throw ConfigError("not supported yet: " + std::string(kSpNotSupported) + "; parallel.sp = " +
-                      std::to_string(g.sp_size()) + ": use tp and cp for now");
   return std::make_unique<LatteModel>(LatteTransformer::load(weights, cfg_, g, place));
 }
 

@@ -27,7 +27,9 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
   if (c.num_heads % tp || c.ff_inner_dim % tp)
     throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
                       std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
-  if (!shard.ring && (c.num_heads / tp) % sp)
+  if (sp > 1 && shard.dsp())
+    throw ConfigError("sp_mode dsp shards the frames of a video; this is an image model (use ulysses or ring)");
+  if (!shard.ring() && (c.num_heads / tp) % sp)
     throw ConfigError("ulysses: sp * tp = " + std::to_string(sp * tp) + " must divide num_attention_heads " +
                       std::to_string(c.num_heads));
   const AdaSingleBlockDims dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
@@ -54,7 +56,7 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
   m.cfg_ = c;
   m.shard_ = shard;
   m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.ring ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
+      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
   m.place_ = place;
   // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
   // the rest becomes the compute dtype.

@@ -147,7 +147,7 @@ parallel::Workload PixArtSpec::workload(const Shape& latent) const {
   w.tokens = (latent.at(1) / c.patch_size) * (latent.at(2) / c.patch_size);
   w.mlp_hidden = c.ff_inner_dim;
   w.gathered_per_layer = 0;       // adaln_single is held whole: nothing gathered over tp
-  w.tp_all_reduces_per_layer = 3;  // self-attention, cross-attention, MLP
+  w.cross_attention = true;
   w.output_per_token = c.patch_size * c.patch_size * c.out_channels;
   w.input_elements = c.in_channels * hw;
   w.output_elements = c.out_channels * hw;

@@ -31,11 +31,13 @@ enum class Conditioning { kClassLabels, kText };
 struct ShardGroups {
   parallel::Communicator* tp = nullptr;
   parallel::Communicator* sp = nullptr;
-  bool ring = false;  // sp_mode "ring" (default "ulysses")
+  parallel::SpMode mode = parallel::SpMode::kUlysses;  // sp_mode (resolved: never "auto")
   int tp_size() const { return tp ? tp->size() : 1; }
   int tp_rank() const { return tp ? tp->rank() : 0; }
   int sp_size() const { return sp ? sp->size() : 1; }
   int sp_rank() const { return sp ? sp->rank() : 0; }
+  bool ring() const { return mode == parallel::SpMode::kRing; }
+  bool dsp() const { return mode == parallel::SpMode::kDsp; }
 };
 
 // One forward pass. Latents and the result are host float32 whatever the

@@ -100,6 +100,18 @@ GroupSplit cp_split(const Layout& l, int rank) {
   return {c.sp * l.tp + c.tp, c.cp};
 }
 
+SpMode sp_mode_of(const std::string& mode) {
+  if (mode == "ulysses") return SpMode::kUlysses;
+  if (mode == "ring") return SpMode::kRing;
+  if (mode == "dsp") return SpMode::kDsp;
+  throw std::invalid_argument("sp_mode \"" + mode + "\" is not ulysses, ring or dsp");
+}
+
+std::string resolve_sp_mode(const std::string& mode, const Workload& work) {
+  if (mode != "auto") return mode;
+  return work.video() ? "dsp" : "ulysses";
+}
+
 std::vector<int64_t> shard_sizes(int64_t n, int parts) {
   if (parts < 1 || n < 0) throw std::invalid_argument("shard_sizes: bad arguments");
   std::vector<int64_t> s(parts);
@@ -117,9 +129,12 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
       sizes_ok = false;
     }
   }
-  const bool ulysses = l.sp_mode == "ulysses";
-  if (!ulysses && l.sp_mode != "ring")
-    p.push_back("parallel.sp_mode = \"" + l.sp_mode + "\": must be \"ulysses\" or \"ring\"");
+  const bool ulysses = l.sp_mode == "ulysses", dsp = l.sp_mode == "dsp";
+  if (!ulysses && !dsp && l.sp_mode != "ring")
+    p.push_back("parallel.sp_mode = \"" + l.sp_mode + "\": must be \"ulysses\", \"ring\" or \"dsp\"");
+  if (dsp && !d.video())
+    p.push_back("parallel.sp_mode = \"dsp\" shards the frames of a video; this is an image model (use ulysses or "
+                "ring)");
   if (l.cp > 2) p.push_back("parallel.cp = " + std::to_string(l.cp) + ": cp must be 1 or 2");
   // cp splits the two CFG halves; without guidance there is only one.
   if (l.cp == 2 && !(guidance_scale > 1.0))
@@ -129,10 +144,6 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
   if (world_size != l.world_size())
     p.push_back("world size " + std::to_string(world_size) + " != sp*cp*tp = " + std::to_string(l.sp) + "*" +
                 std::to_string(l.cp) + "*" + std::to_string(l.tp) + " = " + std::to_string(l.world_size()));
-  if (l.sp > 1 && !d.sp_not_supported.empty()) {
-    p.push_back("not supported yet: " + d.sp_not_supported);
-    return p;  // the sp rules below are moot
-  }
   const std::string heads = "num_attention_heads " + std::to_string(d.heads) + " is not divisible by ";
   if (ulysses && l.sp > 1) {
     // The all-to-all turns a token shard into a shard of heads/(sp*tp) heads.
@@ -145,10 +156,15 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
   if (d.mlp_hidden % l.tp != 0)
     p.push_back("MLP inner size (ff_inner_dim) " + std::to_string(d.mlp_hidden) + " is not divisible by tp = " +
                 std::to_string(l.tp));
-  // Uneven shards are fine; an empty one is not.
+  // Uneven shards are fine; an empty one is not. ulysses and ring shard the
+  // tokens of each image or frame; dsp shards frames, and around the
+  // temporal attention the tokens of each frame.
   if (l.sp > d.tokens)
     p.push_back("parallel.sp = " + std::to_string(l.sp) + " exceeds the " + std::to_string(d.tokens) +
-                " tokens per image (every sp rank needs at least one)");
+                " tokens per " + (d.video() ? "frame" : "image") + " (every sp rank needs at least one)");
+  if (dsp && d.video() && l.sp > d.frames)
+    p.push_back("parallel.sp = " + std::to_string(l.sp) + " exceeds the " + std::to_string(d.frames) +
+                " frames per video (dsp shards frames: every sp rank needs at least one)");
   return p;
 }
 
@@ -160,7 +176,8 @@ std::vector<Layout> valid_layouts(int world_size, const Workload& d, double guid
     for (int cp = 1; cp <= 2; ++cp) {
       if ((world_size / tp) % cp != 0) continue;
       const int sp = world_size / tp / cp;
-      for (const char* mode : {"ulysses", "ring"}) {
+      for (const char* mode : {"dsp", "ulysses", "ring"}) {
+        if (!d.video() && std::string(mode) == "dsp") continue;
         Layout l{sp, cp, tp, mode};
         if (layout_problems(l, world_size, d, guidance_scale).empty()) out.push_back(l);
         if (sp == 1) break;  // the mode means nothing without sp
@@ -177,8 +194,11 @@ void validate_layout(const Layout& l, int world_size, const Workload& d, double 
   std::string msg = where + ": parallel layout " + l.str() + " cannot run: ";
   for (size_t i = 0; i < problems.size(); ++i) msg += (i ? "; " : "") + problems[i];
   const std::string model = " of this model (" + std::to_string(d.heads) + " heads, MLP " +
-                            std::to_string(d.mlp_hidden) + ", " + std::to_string(d.tokens) +
-                            " tokens, guidance_scale " + num(guidance_scale) + ")";
+                            std::to_string(d.mlp_hidden) + ", " +
+                            (d.video() ? std::to_string(d.frames) + " frames of " + std::to_string(d.tokens) +
+                                             " tokens"
+                                       : std::to_string(d.tokens) + " tokens") +
+                            ", guidance_scale " + num(guidance_scale) + ")";
   const auto valid = valid_layouts(world_size, d, guidance_scale);
   if (valid.empty()) {
     msg += ". No layout works for " + std::to_string(world_size) + " ranks" + model;

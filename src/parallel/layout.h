@@ -20,7 +20,9 @@ namespace ditgen::parallel {
 
 struct Layout {
   int sp = 1, cp = 1, tp = 1;
-  std::string sp_mode = "ulysses";  // ulysses | ring; irrelevant when sp == 1
+  // ulysses | ring | dsp (video models only); irrelevant when sp == 1.
+  // Configs may say "auto": default_sp_mode resolves it per model.
+  std::string sp_mode = "ulysses";
 
   int world_size() const { return sp * cp * tp; }
   // Full form, for headers and errors: "sp2 x cp2 x tp1 (ulysses)".
@@ -30,6 +32,11 @@ struct Layout {
   std::string short_str() const;
   bool operator==(const Layout&) const = default;
 };
+
+// Layout::sp_mode as an enum, for the code that runs it.
+enum class SpMode { kUlysses, kRing, kDsp };
+// std::invalid_argument for anything but ulysses, ring, dsp ("auto" must be resolved first).
+SpMode sp_mode_of(const std::string& mode);
 
 // A rank's coordinate along each axis.
 struct Coords {
@@ -67,21 +74,23 @@ std::vector<int64_t> shard_sizes(int64_t n, int parts);
 // layer never learns a model's fields. The layout checks use the attention
 // and MLP sizes; `plan` also uses the element counts.
 //
-// The shape assumed (DiT, PixArt, and Latte's spatial blocks): `layers`
-// blocks, each one self-attention over the whole sequence (sp shards it,
-// tp splits its heads) and one MLP (tp splits its inner width), their
-// output projections row-split and all-reduced over tp; per block a
+// The shape assumed: `layers` layers, each a block of one self-attention
+// over the `tokens` of an image or frame (sp shards them, tp splits its
+// heads), optionally a cross-attention to the text (tp splits its heads;
+// the text is whole on every rank) and one MLP (tp splits its inner
+// width), their output projections row-split and all-reduced over tp. A
+// video model (frames > 0: Latte) adds per layer a temporal block: a
+// self-attention across the frames of each token and an MLP. Per block a
 // conditioning vector of `gathered_per_layer` elements per sequence is
 // all-gathered over tp (DiT's adaLN modulation); the model output is
 // gathered over sp once per forward; the cp pair exchanges `eps_elements`.
 struct Workload {
   int64_t heads = 0, head_dim = 0, layers = 0;
-  int64_t tokens = 0;              // per sequence (sp shards them)
+  int64_t tokens = 0;              // per image, or per frame of a video (ulysses and ring shard them)
+  int64_t frames = 0;              // video models: frames per sample (dsp shards them); 0: an image model
+  bool cross_attention = false;    // a cross-attention per (spatial) block: PixArt, Latte
   int64_t mlp_hidden = 0;          // the MLP's inner width F (tp splits it)
   int64_t gathered_per_layer = 0;  // elements per sequence all-gathered over tp per block (0: none)
-  // Row-split output projections per block, each all-reduced over tp
-  // ((B, P, D) each): attention and MLP; PixArt's cross-attention adds one.
-  int64_t tp_all_reduces_per_layer = 2;
   int64_t output_per_token = 0;    // model output elements per token (gathered over sp)
   int64_t input_elements = 0;      // per sequence: the model's input (latents)
   int64_t output_elements = 0;     // per sequence: the model's output
@@ -90,12 +99,18 @@ struct Workload {
   // whole; and once per model (replicated). Per rank: layers * (split / tp
   // + whole) + once.
   double split_per_layer = 0, whole_per_layer = 0, whole_once = 0;
-  // Non-empty: this model runs no sp layout yet, and why (the layout checks
-  // then reject sp > 1 with "not supported yet: " and this text).
-  std::string sp_not_supported;
 
   int64_t hidden() const { return heads * head_dim; }
+  bool video() const { return frames > 0; }
+  // Row-split output projections per layer, each all-reduced over tp:
+  // attention and MLP, the cross-attention's, and a video's temporal
+  // attention and MLP (DiT 2, PixArt 3, Latte 5).
+  int64_t tp_all_reduces_per_layer() const { return 2 + (cross_attention ? 1 : 0) + (video() ? 2 : 0); }
 };
+
+// The sp_mode a config's "auto" means for this model: dsp for video
+// models, ulysses for image models. Any other mode is returned as given.
+std::string resolve_sp_mode(const std::string& mode, const Workload& work);
 
 // Throws ConfigError when `layout` cannot run `world_size` ranks of this
 // model. The message starts with `where` (the config file), names every
@@ -114,8 +129,8 @@ std::vector<std::string> layout_problems(const Layout& layout, int world_size, c
                                          double guidance_scale);
 
 // Every layout valid for `world_size` ranks: each (sp, cp, tp) factorisation,
-// ordered by tp, then cp (sp is what remains); when sp > 1, ulysses and ring
-// are listed separately where both are valid (ulysses first).
+// ordered by tp, then cp (sp is what remains); when sp > 1, each valid mode
+// is listed separately: dsp (video models), ulysses, ring.
 std::vector<Layout> valid_layouts(int world_size, const Workload& work, double guidance_scale);
 
 }  // namespace ditgen::parallel

@@ -32,42 +32,49 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 
   PlanRow r;
   r.layout = l;
-  const auto shards = shard_sizes(m.tokens, l.sp);
-  const double b = static_cast<double>(sequences / l.cp), n = m.tokens, p = shards[0];
-  const double p1 = l.sp > 1 ? shards[1] : p;
-  r.batch_per_rank = sequences / l.cp;
-  r.tokens_per_rank = shards[0];
-  const double d = m.hidden(), dt = d / l.tp, f = m.mlp_hidden, g = m.gathered_per_layer, L = m.layers;
+  const bool video = m.video(), dsp = video && l.sp > 1 && l.sp_mode == "dsp";
+  const bool ulysses = l.sp > 1 && l.sp_mode == "ulysses", ring = l.sp > 1 && l.sp_mode == "ring";
+  const auto tokens = shard_sizes(m.tokens, l.sp);
+  const int64_t bi = sequences / l.cp, ti = video ? m.frames : 1;
+  const int64_t fi = dsp ? shard_sizes(m.frames, l.sp)[0] : ti;
+  const double b = static_cast<double>(bi), n = m.tokens, p = tokens[0], p1 = l.sp > 1 ? tokens[1] : p;
+  const double frames = static_cast<double>(ti), f = static_cast<double>(fi);
+  // Outside the temporal attention: S sequences of P tokens, rows = S*P.
+  const double seqs = dsp ? b * f : b * frames, per_seq = dsp ? n : p, rows = seqs * per_seq;
+  r.batch_per_rank = bi;
+  r.frames_per_rank = video ? fi : 0;
+  r.tokens_per_rank = static_cast<int64_t>(per_seq);
+  const double d = m.hidden(), dt = d / l.tp, ff = m.mlp_hidden, g = m.gathered_per_layer, L = m.layers;
   const double sp = l.sp, tp = l.tp;
-  const bool ulysses = l.sp_mode == "ulysses";
 
   r.weight_bytes_per_rank = weight_elements_per_rank(m, l.tp) * e;
 
-  // Activations: live through the block + the larger stage.
-  const double throughout = 2 * b * p * d + b * d + b * g + (l.tp > 1 ? b * g / tp : 0) +
+  // Activations: live through the block + the largest stage.
+  const double throughout = 2 * rows * d + b * d + b * g + (l.tp > 1 ? b * g / tp : 0) +
                             b * (static_cast<double>(m.input_elements) + m.output_elements);
-  double attention = 3 * b * p * dt + b * p * dt + b * p * d;
-  if (l.sp > 1) attention += ulysses ? 4 * b * n * dt / sp : 2 * b * p * dt + b * p * m.heads / tp;
-  const double mlp = b * p * f / tp + b * p * d;
-  r.activation_bytes_per_rank = (throughout + std::max(attention, mlp)) * e;
+  double attention = 3 * rows * dt + rows * dt + rows * d;
+  if (ulysses) attention += 4 * seqs * n * dt / sp;
+  if (ring) attention += 2 * rows * dt + rows * m.heads / tp;
+  const double temporal = dsp ? b * frames * p * d + 4 * b * frames * p * dt + rows * dt + rows * d : 0;
+  const double mlp = rows * ff / tp + rows * d;
+  r.activation_bytes_per_rank = (throughout + std::max({attention, temporal, mlp})) * e;
 
-  // Communication per step (one forward), elements sent by rank 0.
-  if (l.sp > 1) {
-    r.comm_sp = ulysses ? L * (3 * b * p * dt * (sp - 1) / sp + b * (n - p) * dt / sp)
-                        : L * 2 * b * (n - p1) * dt;
-    r.comm_gather += (sp - 1) * b * p * m.output_per_token;
-  }
-  if (l.tp > 1) {
-    // Product first, then the division, as the communicator counts: exact
-    // in double for every size ditgen meets, so plan and run agree to the byte.
-    r.comm_tp = L * m.tp_all_reduces_per_layer * (2 * (tp - 1) * (b * p * d) / tp);
-    r.comm_gather += L * b * g * (tp - 1) / tp;
-  }
-  if (l.cp == 2) r.comm_cp = b * m.eps_elements;
-  r.comm_sp *= e;
-  r.comm_tp *= e;
-  r.comm_cp *= e;
-  r.comm_gather *= e;
+  // Communication, bytes sent by rank 0, each call as the communicator counts it.
+  const int64_t ar = l.tp > 1 ? 2 * int64_t{l.tp - 1} * static_cast<int64_t>(rows * d) * e / l.tp : 0;
+  double sp_attention = 0, switch_bytes = 0;
+  if (ulysses) sp_attention = (3 * seqs * p * dt * (sp - 1) / sp + seqs * (n - p) * dt / sp) * e;
+  if (ring) sp_attention = 2 * seqs * (n - p1) * dt * e;
+  if (dsp) switch_bytes = (b * f * (n - p) * d + b * (frames - f) * p * dt) * e;
+  r.branch_spatial = sp_attention + static_cast<double>(ar);
+  r.branch_temporal = video ? switch_bytes + static_cast<double>(ar) : 0;
+  r.branch_cross = m.cross_attention ? static_cast<double>(ar) : 0;
+  r.branch_mlp = static_cast<double>(ar);
+
+  r.comm_sp = L * (sp_attention + switch_bytes);
+  r.comm_tp = L * static_cast<double>(m.tp_all_reduces_per_layer()) * static_cast<double>(ar);
+  if (l.sp > 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * e;
+  if (l.tp > 1) r.comm_gather += L * b * g * (tp - 1) / tp * e;
+  if (l.cp == 2) r.comm_cp = b * m.eps_elements * e;
   r.comm_bytes_per_step_per_rank = r.comm_sp + r.comm_tp + r.comm_cp + r.comm_gather;
   return r;
 }
@@ -81,11 +88,14 @@ std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& m, int64
 }
 
 std::string format_plan_table(const std::vector<PlanRow>& rows, const std::string& title) {
-  const std::vector<std::string> head = {"layout",    "b x p",       "weights/rank", "activations/rank",
+  const bool video = !rows.empty() && rows.front().frames_per_rank > 0;
+  const std::vector<std::string> head = {"layout",    video ? "b x f x p" : "b x p",       "weights/rank", "activations/rank",
                                          "comm/step", "sp attention", "tp all-reduce", "cp eps", "gathers"};
   std::vector<std::vector<std::string>> cells;
   for (const PlanRow& r : rows) {
-    cells.push_back({r.layout.short_str(), std::to_string(r.batch_per_rank) + " x " + std::to_string(r.tokens_per_rank),
+    const std::string frames = r.frames_per_rank > 0 ? std::to_string(r.frames_per_rank) + " x " : "";
+    cells.push_back({r.layout.short_str(),
+                     std::to_string(r.batch_per_rank) + " x " + frames + std::to_string(r.tokens_per_rank),
                      format_bytes(r.weight_bytes_per_rank), format_bytes(r.activation_bytes_per_rank),
                      format_bytes(r.comm_bytes_per_step_per_rank), format_bytes(r.comm_sp), format_bytes(r.comm_tp),
                      format_bytes(r.comm_cp), format_bytes(r.comm_gather)});

@@ -5,57 +5,74 @@
 // included (models/: e.g. the DiT's per-block split and whole parts).
 //
 // Notation. L layers, H heads, D = H * head_dim, F = MLP inner size
-// (mlp_hidden), N tokens per sequence, G = gathered_per_layer (DiT: its
-// adaLN modulation K*D, K = 6 chunks), R = output_per_token (DiT: patch^2 *
-// out_channels), I / O = input / output elements per sequence, E =
-// eps_elements, e = bytes per element (4: float32; ditgen computes in
-// float32 on the CPU, so this is 4 unless planning a half-precision device
-// run).
-//   b = images_per_batch * (2 if CFG) / cp   sequences in one forward per rank
-//                                            (cp gives each rank one CFG half)
-//   p = ceil(N / sp)                          tokens per sp rank: rank 0's shard,
-//                                            a largest one (shard_sizes)
-//   p1 = the second shard's size (p1 = p when sp divides N)
-//   Dt = D / tp                               a tp rank's share of heads*head_dim
+// (mlp_hidden), N tokens per image or frame, T frames per video (image
+// models: T = 1), G = gathered_per_layer (DiT: its adaLN modulation K*D,
+// K = 6 chunks), R = output_per_token (DiT: patch^2 * out_channels), I / O
+// = input / output elements per sequence, E = eps_elements, A =
+// tp_all_reduces_per_layer (DiT 2, PixArt 3, Latte 5), e = bytes per
+// element (4: float32).
+//   b = images_per_batch * (2 if CFG) / cp   sequences (images or videos) in
+//                                            one forward per rank
+//   p = N_0, p1 = N_1                        token shards 0 and 1 of N over
+//                                            sp (shard_sizes; p1 = p if sp = 1)
+//   f = T_0                                  frame shard 0 of T over sp (dsp)
+//   Dt = D / tp                              a tp rank's share of heads*head_dim
+// Rank 0 holds a largest shard of everything, so its figures are the
+// maxima. Outside the temporal attention a rank holds
+//   rows = b*f*N (dsp: its frames, all their tokens)
+//        = b*T*p (ulysses, ring, and images: its tokens of every frame)
+// token rows of width D, as S sequences of P tokens for the spatial
+// attention: S = b*f, P = N (dsp); S = b*T, P = p otherwise.
 //
 // Weights per rank (elements; times e):
 //   L * (split_per_layer / tp + whole_per_layer) + whole_once
 // sp and cp replicate all weights.
 //
 // Activations per rank (elements; times e): the peak working set of one
-// forward = what is live throughout a block + the larger of its attention
-// and MLP stages:
-//   throughout: residual b*p*D, normalised input b*p*D, conditioning b*D,
+// forward = what is live throughout a block + the largest of its stages:
+//   throughout: residual rows*D, normalised input rows*D, conditioning b*D,
 //     gathered conditioning b*G (+ the local part b*G/tp before its
 //     all-gather, tp > 1), model input and output b*(I + O)
-//   attention: q, k, v 3*b*p*Dt, attention output b*p*Dt, out projection b*p*D
-//     (tp: partial sums, all-reduced in place);
-//     ulysses (sp > 1): + q, k, v, output in head-shard form 4*b*N*Dt/sp;
-//     ring (sp > 1): + K, V blocks in flight 2*b*p*Dt, log-sum-exp b*p*H/tp
-//   MLP: hidden b*p*F/tp, output b*p*D
-// Not counted: tiled attention's per-thread score tiles (O(tile), not
-// O(N^2)), GEMM workspace, weights converted at load, the scheduler's own
-// copies of the latents, and the VAE decode (rank 0 only, after sampling).
+//   attention: q, k, v 3*rows*Dt, attention output rows*Dt, out projection
+//     rows*D (tp: partial sums, all-reduced in place);
+//     ulysses (sp > 1): + q, k, v, output in head-shard form 4*S*N*Dt/sp;
+//     ring (sp > 1): + K, V blocks in flight 2*rows*Dt, log-sum-exp rows*H/tp
+//   temporal attention (video): ulysses, ring, sp = 1 as attention above;
+//     dsp: the switched input b*T*p*D, q, k, v and output 4*b*T*p*Dt, the
+//     output switched back rows*Dt, out projection rows*D
+//   MLP: hidden rows*F/tp, output rows*D
+// Not counted: the text and its per-frame copies (cross-attention keys),
+// tiled attention's per-thread score tiles (O(tile), not O(N^2)), GEMM
+// workspace, weights converted at load, the scheduler's own copies of the
+// latents, and the VAE decode (rank 0 only, after sampling).
 //
-// Communication per denoising step per rank (bytes sent by rank 0; every
-// rank sends the same when sp divides N). One transformer forward per step
-// (DDIM, DPM-Solver++ 2M); PAB reuse (which skips some of it) is not modelled.
-// Conventions, shared with the communicator's run-time counters: an
-// all-reduce of n bytes over g ranks sends 2*(g-1)/g*n (ring); an all-to-all
-// or all-gather counts only what goes to other ranks.
-//   comm_sp, ulysses: per block 4 all-to-alls over the sp group: q, k, v,
-//     each sending (sp-1)/sp of the local b*p*Dt, and the output back,
-//     sending the other ranks' tokens b*(N-p)*Dt/sp
-//       = L * (3*b*p*Dt*(sp-1)/sp + b*(N-p)*Dt/sp)
-//   comm_sp, ring: per block K and V each passed on sp-1 times (rank r sends
-//     to r+1, so rank 0 sends every block but rank 1's)
-//       = L * 2*b*(N-p1)*Dt
-//   comm_tp: per block A = tp_all_reduces_per_layer all-reduces of b*p*D
-//     (attention out projection, MLP out; PixArt: also the cross-attention's)
-//     = L * A * 2*(tp-1)/tp * b*p*D
+// Communication per denoising step per rank (bytes sent by rank 0). One
+// transformer forward per step (DDIM, DPM-Solver++ 2M); PAB reuse (which
+// skips some of it) is not in the totals, but each branch's figure is
+// given, and a reused branch skips exactly that. The conventions are the
+// communicator's run-time counters (parallel/communicator.h): an
+// all-reduce of n bytes over g ranks sends 2*(g-1)*n/g (ring; integer
+// division, per call); an all-to-all or all-gather counts only what goes
+// to other ranks.
+//   per block, each branch (bytes one computation of it sends):
+//     tp all-reduce of a branch output: ar = 2*(tp-1)*rows*D*e/tp (tp > 1)
+//     spatial = sp attention + ar, where sp attention is
+//       ulysses: q, k, v each sending (sp-1)/sp of S*P*Dt, and the output
+//         back, the other ranks' tokens S*(N-p)*Dt/sp:
+//         3*S*p*Dt*(sp-1)/sp + S*(N-p)*Dt/sp
+//       ring: K and V each passed on sp-1 times (rank r sends to r+1, so
+//         rank 0 sends every block but rank 1's): 2*S*(N-p1)*Dt
+//       dsp: nothing (every frame is whole on its rank)
+//     temporal (video) = the dsp switch + ar; the switch (dsp only): the
+//       normalised input to the token shard, b*f*(N-p)*D, and the attention
+//       output (before its out projection) back, b*(T-f)*p*Dt; ulysses and
+//       ring already hold every frame of their tokens: nothing
+//     cross = ar (models with a cross-attention), mlp = ar (each MLP)
+//   comm_sp = L * (sp attention + dsp switch)
+//   comm_tp = L * A * ar
 //   comm_gather: the per-block conditioning all-gather, L * b*G*(tp-1)/tp
 //     (tp > 1), and the model output gathered over sp once per forward,
-//     (sp-1)*b*p*R (sp > 1).
+//     (sp-1)*rows*R (sp > 1).
 //   comm_cp: the eps exchange with the peer, b*E (cp = 2)
 //
 // Relation to the issue's formulas "Ulysses 4/N*O(p*hs)*L, ring
@@ -67,7 +84,8 @@
 //   comm_sp ring    = 2*(n-1)/n   * b*N*D * L = (2   * b*N*D * L) * (n-1)/n
 //   comm_tp         = 4*(n-1)/n   * b*N*D * L = (4   * b*N*D * L) * (n-1)/n
 // i.e. exactly the issue's figures times (n-1)/n, the share that leaves the
-// rank; comm_gather and comm_cp are the terms those formulas leave out.
+// rank; comm_gather and comm_cp are the terms those formulas leave out. For
+// a video under dsp (tp = 1), 2*(n-1)/n^2 * b*T*N*D * L: half of Ulysses'.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -80,10 +98,15 @@ namespace ditgen::parallel {
 struct PlanRow {
   Layout layout;
   int64_t batch_per_rank = 0;   // b
-  int64_t tokens_per_rank = 0;  // p
+  int64_t frames_per_rank = 0;  // video models: frames outside the temporal attention (dsp f, else T); images 0
+  int64_t tokens_per_rank = 0;  // tokens per image or frame outside the temporal attention (dsp N, else p)
   double weight_bytes_per_rank = 0, activation_bytes_per_rank = 0, comm_bytes_per_step_per_rank = 0;
   // Breakdown of comm_bytes_per_step_per_rank (they sum to it).
   double comm_sp = 0, comm_tp = 0, comm_cp = 0, comm_gather = 0;
+  // Bytes one computation of a block's branch sends, per PAB kind (what a
+  // reuse of it skips): spatial self-attention, temporal self-attention
+  // (video), cross-attention, one MLP. 0 where the model has no such branch.
+  double branch_spatial = 0, branch_temporal = 0, branch_cross = 0, branch_mlp = 0;
 };
 
 // Weight elements one rank holds under tensor-parallel size tp.
@@ -99,7 +122,8 @@ std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& work, in
                                         double guidance_scale, int bytes_per_element = 4);
 
 // Aligned table, one row per layout, human units; `title` (if any) is the
-// first line.
+// first line. Rows of a video model show b x f x p (videos, frames and
+// tokens per frame a rank holds outside the temporal attention).
 std::string format_plan_table(const std::vector<PlanRow>& rows, const std::string& title = "");
 
 }  // namespace ditgen::parallel

@@ -3,7 +3,7 @@
 // writes each video's frames as PNGs (stem_0000_f000.png ...) with the
 // prompt, size and frame count in webui's parameters text, plus a
 // filmstrip contact sheet; --frames; under mpirun the cp2 and tp2 layouts
-// give the same latents, and sp layouts are "not supported yet".
+// give the same latents (sp layouts: test_video_layouts.cpp).
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -109,12 +109,4 @@ TEST_CASE("latte layout tp2 gives diffusers' latents") {
   const double err = latents_error(latents);
   MESSAGE("latte tp2: relative L2 to diffusers " << err);
   CHECK(err < 1e-4);
-}
-
-TEST_CASE("latte layout sp2: not supported yet (exit 2), nothing written") {
-  testing::TempDir tmp("latte_sp2");
-  const testing::Run r = run_latte(tmp, "--set parallel.sp=2", 2);
-  CHECK(r.code == 2);
-  CHECK(r.output.find("not supported yet: sp layouts for latte") != std::string::npos);
-  CHECK_FALSE(fs::exists(tmp.file("img_0000_f000.png")));
 }

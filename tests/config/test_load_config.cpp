@@ -115,7 +115,7 @@ TEST_CASE("to_json holds the effective config: overrides and defaults applied") 
   const json effective = to_json(c);
   CHECK(effective["generate"]["steps"] == 7);
   CHECK(effective["generate"]["batch_size"] == 4);
-  CHECK(effective["parallel"]["sp_mode"] == "ulysses");
+  CHECK(effective["parallel"]["sp_mode"] == "auto");
   CHECK(effective["pab"] == json::object());
   CHECK_FALSE(effective["generate"].contains("scheduler"));  // "" = model default
   CHECK(c.overrides == std::vector<std::string>{"generate.steps=7"});

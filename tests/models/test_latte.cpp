@@ -67,23 +67,6 @@ std::string model_error(const nlohmann::json& cfg) {
   return "(no ModelError)";
 }
 
-// A group of two ranks that is never talked to (the sp check comes first).
-struct TwoRanks final : parallel::Communicator {
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-
- protected:
-  void do_all_reduce_sum(float*, int64_t) override { FAIL("called"); }
-  void do_all_gather(const float*, int64_t, float*) override { FAIL("called"); }
-  void do_all_gather_v(const float*, int64_t, float*, const std::vector<int64_t>&) override { FAIL("called"); }
-  void do_all_to_all_v(const float*, const std::vector<int64_t>&, float*, const std::vector<int64_t>&) override {
-    FAIL("called");
-  }
-  void do_send_recv(const float*, int64_t, int, float*, int64_t, int) override { FAIL("called"); }
-  void do_broadcast_bytes(void*, size_t, int) override { FAIL("called"); }
-  void do_barrier() override { FAIL("called"); }
-};
-
 // Sample b of a (B, ...) tensor as a batch of one.
 Tensor sample_of(const Tensor& t, int64_t b) { return t.slice0(b, b + 1).clone(); }
 
@@ -281,7 +264,7 @@ TEST_CASE("latte config errors are model errors naming the file and key") {
                        doctest::Contains("holds more transformer_blocks than num_layers = 1"), ModelError);
 }
 
-TEST_CASE("LatteSpec: family, kinds, text rules, latent shapes (C, F, h, w), sp not supported yet") {
+TEST_CASE("LatteSpec: family, kinds, text rules, latent shapes (C, F, h, w)") {
   const auto spec = transformer_spec(config_json(), "m/transformer/config.json");
   CHECK(std::string(spec->family()) == "latte");
   CHECK(spec->conditioning() == Conditioning::kText);
@@ -303,16 +286,9 @@ TEST_CASE("LatteSpec: family, kinds, text rules, latent shapes (C, F, h, w), sp 
   CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, -2, 8, "run.json: generate"),
                        doctest::Contains("run.json: generate.frames: -2: expected at least 1 frame"), ConfigError);
 
-  // sp > 1 fails before any weight is read, as "not supported yet" (exit 2).
-  TwoRanks sp;
-  ShardGroups shard;
-  shard.sp = &sp;
-  CHECK_THROWS_WITH_AS(spec->load(io::WeightStore::open_dir(transformer_dir()), shard, {}),
-                       doctest::Contains("not supported yet: sp layouts for latte (Dynamic Sequence Parallel"),
-                       ConfigError);
 }
 
-TEST_CASE("LatteSpec workload: weights match the files' tensors, a sequence is a whole video") {
+TEST_CASE("LatteSpec workload: weights match the files' tensors, a sequence is a video of F frames of N tokens") {
   const LatteSpec spec(config());
   const auto weights = io::WeightStore::open_dir(transformer_dir());
   int64_t stored = 0;
@@ -320,12 +296,13 @@ TEST_CASE("LatteSpec workload: weights match the files' tensors, a sequence is a
   CHECK(latte_param_count(spec.config()) == stored);
   const parallel::Workload w = spec.workload(spec.latent_shape(64, 96, 5, 8, ""));
   const int64_t d = 32;
-  CHECK(w.tokens == 5 * 24);
+  CHECK(w.tokens == 24);  // per frame
+  CHECK(w.frames == 5);
+  CHECK(w.cross_attention);
   CHECK(w.heads == 4);
   CHECK(w.layers == 2);
   CHECK(w.mlp_hidden == 4 * d);
-  CHECK(w.tp_all_reduces_per_layer == 5);
-  CHECK(w.sp_not_supported.find("sp layouts for latte") == 0);  // the layout checks reject sp > 1 before loading
+  CHECK(w.tp_all_reduces_per_layer() == 5);  // spatial self- and cross-attention, temporal attention, two MLPs
   CHECK(w.input_elements == 4 * 5 * 8 * 12);
   CHECK(w.output_elements == 8 * 5 * 8 * 12);
   CHECK(w.eps_elements == 4 * 5 * 8 * 12);

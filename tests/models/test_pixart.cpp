@@ -296,7 +296,7 @@ TEST_CASE("PixArtSpec workload: weights match the files' tensors, sizes follow t
     CHECK(w.heads == 4);
     CHECK(w.mlp_hidden == 4 * d);
     CHECK(w.gathered_per_layer == 0);
-    CHECK(w.tp_all_reduces_per_layer == 3);
+    CHECK(w.tp_all_reduces_per_layer() == 3);
     CHECK(w.output_per_token == 32);
     CHECK(w.input_elements == 4 * 8 * 12);
     CHECK(w.output_elements == 8 * 8 * 12);

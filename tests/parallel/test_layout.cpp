@@ -160,7 +160,7 @@ TEST_CASE("validation: each rule named with its numbers") {
   CHECK(has(e, "parallel.sp = 0: must be >= 1"));
 
   e = error_of(Layout{2, 1, 1, "stripes"}, 2, m, 4.0);
-  CHECK(has(e, "parallel.sp_mode = \"stripes\""));
+  CHECK(has(e, "parallel.sp_mode = \"stripes\": must be \"ulysses\", \"ring\" or \"dsp\""));
 
   // Several failures are all named.
   e = error_of(Layout{3, 3, 1}, 8, m, 1.0);
@@ -209,12 +209,50 @@ TEST_CASE("valid layouts of 8 ranks for a 16-head model, by hand") {
   CHECK(names(valid_layouts(1, m, 4.0)) == "single process");
 }
 
-TEST_CASE("a model without sp layouts yet: sp > 1 is 'not supported yet', the rest stay valid") {
-  Workload m = dims16();
-  m.sp_not_supported = "sp layouts for this model (reason)";
-  const std::string e = error_of(Layout{2, 1, 1}, 2, m, 4.0);
-  CHECK(has(e, "cannot run: not supported yet: sp layouts for this model (reason)"));
-  CHECK(has(e, "Valid layouts for 2 ranks"));
-  CHECK(names(valid_layouts(4, m, 4.0)) == "cp2 x tp2, tp4");
-  CHECK(error_of(Layout{1, 2, 2}, 4, m, 4.0).empty());
+// A tiny Latte's video workload: 4 heads, MLP 16, 3 frames of 25 tokens.
+Workload video() {
+  Workload m;
+  m.heads = 4;
+  m.head_dim = 8;
+  m.layers = 2;
+  m.tokens = 25;
+  m.frames = 3;
+  m.cross_attention = true;
+  m.mlp_hidden = 16;
+  return m;
+}
+
+TEST_CASE("video layouts: dsp shards frames, ulysses and ring the tokens of each frame, by hand") {
+  const Workload v = video();
+  CHECK(v.tp_all_reduces_per_layer() == 5);
+  CHECK(resolve_sp_mode("auto", v) == "dsp");
+  CHECK(resolve_sp_mode("auto", dims16()) == "ulysses");
+  CHECK(resolve_sp_mode("ring", v) == "ring");
+  CHECK(sp_mode_of("dsp") == SpMode::kDsp);
+  CHECK_THROWS_AS(sp_mode_of("auto"), std::invalid_argument);
+  // 4 ranks: tp1 cp1 sp4: dsp fails (4 ranks, 3 frames), ulysses (4 % 4)
+  // and ring work; tp1 cp2 sp2 and tp2 cp1 sp2: all three (4 % (2*2) = 0
+  // for ulysses); cp2 x tp2; tp4 (4 heads, MLP 16).
+  CHECK(names(valid_layouts(4, v, 4.0)) ==
+        "sp4 ulysses, sp4 ring, sp2 x cp2 dsp, sp2 x cp2 ulysses, sp2 x cp2 ring, sp2 x tp2 dsp, "
+        "sp2 x tp2 ulysses, sp2 x tp2 ring, cp2 x tp2, tp4");
+  // Fewer frames than ranks under dsp: named, with the layouts that work.
+  const std::string e = error_of(Layout{4, 1, 1, "dsp"}, 4, v, 4.0);
+  CHECK(has(e, "parallel.sp = 4 exceeds the 3 frames per video (dsp shards frames"));
+  CHECK(has(e, "3 frames of 25 tokens"));
+  CHECK(has(e, "Valid layouts for 4 ranks"));
+  CHECK(has(e, "sp4 ulysses"));
+  // Uneven shards are fine: 3 frames and 25 tokens on 2 or 3 ranks.
+  CHECK(error_of(Layout{2, 1, 1, "dsp"}, 2, v, 4.0).empty());
+  CHECK(error_of(Layout{3, 1, 1, "dsp"}, 3, v, 4.0).empty());
+  CHECK(error_of(Layout{3, 1, 1, "ring"}, 3, v, 4.0).empty());
+  // ulysses still splits heads: 4 % 3.
+  CHECK(has(error_of(Layout{3, 1, 1, "ulysses"}, 3, v, 4.0), "not divisible by sp*tp = 3 (ulysses)"));
+  // The tokens of a frame bound every mode.
+  Workload small = v;
+  small.tokens = 2;
+  CHECK(has(error_of(Layout{3, 1, 1, "ring"}, 3, small, 4.0), "exceeds the 2 tokens per frame"));
+  // dsp is for videos only.
+  CHECK(has(error_of(Layout{2, 1, 1, "dsp"}, 2, dims16(), 4.0), "this is an image model"));
+  CHECK(names(valid_layouts(2, dims16(), 4.0)) == "sp2 ulysses, sp2 ring, cp2, tp2");
 }

@@ -95,7 +95,7 @@ void check_layouts(const std::string& fixture) {
     ShardGroups groups;
     groups.tp = tp.get();
     groups.sp = sp.get();
-    groups.ring = layout.sp_mode == "ring";
+    groups.mode = parallel::sp_mode_of(layout.sp_mode);
     const PixArtTransformer sharded = load(fixture, groups);
     for (const std::string suffix : {"", "_8x12"}) {
       INFO("rank ", rank, " of ", world().size(), ", ", fixture, " sample", suffix, ", ", layout.str());
