@@ -14,6 +14,7 @@
 #include "parallel/mpi_runtime.h"
 #include "parallel/plan.h"
 #include "pipeline/pipeline.h"
+#include "util/strings.h"
 
 namespace ditgen::cli {
 
@@ -41,11 +42,23 @@ void run_plan(const CliOptions& opts) {
     title = "layout of " + opts.config_path + ", " + cfg.model.path;
   }
   if (parallel::MpiRuntime::world().rank() != 0) return;  // one table, not one per rank
-  std::printf("%s", parallel::format_plan_table(rows, title + " (batch of " + std::to_string(images) + " image" +
-                                                          (images == 1 ? "" : "s") + (cfg_guidance ? ", CFG" : "") +
+  const char* unit = work.video() ? "video" : "image";
+  std::string what = std::to_string(images) + " " + unit + (images == 1 ? "" : "s");
+  if (work.video())
+    what += " of " + std::to_string(work.frames) + " frames x " + std::to_string(work.tokens) + " tokens";
+  std::printf("%s", parallel::format_plan_table(rows, title + " (batch of " + what + (cfg_guidance ? ", CFG" : "") +
                                                           ", " + dtype_name(device.dtype) + " on " +
                                                           device_name(device.device) + ")")
                         .c_str());
+  if (rows.size() == 1) {
+    // What one computation of each kind of branch sends: a PAB reuse skips exactly this.
+    const parallel::PlanRow& r = rows.front();
+    std::printf("per block, bytes one branch sends (a PAB reuse skips them): spatial attention %s",
+                format_bytes(r.branch_spatial).c_str());
+    if (work.video()) std::printf(", temporal attention %s", format_bytes(r.branch_temporal).c_str());
+    if (work.cross_attention) std::printf(", cross-attention %s", format_bytes(r.branch_cross).c_str());
+    std::printf(", MLP %s\n", format_bytes(r.branch_mlp).c_str());
+  }
 }
 
 }  // namespace ditgen::cli

@@ -1,12 +1,16 @@
 // The shared half of every communicator: argument checks and the byte
 // accounting of communicator.h, then the implementation's do_* call. Also
-// SelfCommunicator, where every collective degenerates to a copy.
+// SelfCommunicator, where every collective degenerates to a copy. Under
+// DITGEN_PROFILE every collective is timed as "communication" (waiting for
+// peers included), so benchmarks can tell compute from communication.
 #include "parallel/communicator.h"
 
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+
+#include "util/profile.h"
 
 namespace ditgen::parallel {
 
@@ -38,6 +42,7 @@ void Communicator::check_counts(const std::vector<int64_t>& counts, const char* 
 }
 
 void Communicator::all_reduce_sum(float* data, int64_t count) {
+  profile::ScopedTimer timer("communication");
   check_count(count, "all_reduce_sum");
   const int64_t n = size();
   bytes_sent_ += 2 * (n - 1) * count * kFloatBytes / n;
@@ -45,6 +50,7 @@ void Communicator::all_reduce_sum(float* data, int64_t count) {
 }
 
 void Communicator::all_gather(const float* send, int64_t count, float* recv) {
+  profile::ScopedTimer timer("communication");
   check_count(count, "all_gather");
   bytes_sent_ += (size() - 1) * count * kFloatBytes;
   if (count > 0) do_all_gather(send, count, recv);
@@ -52,6 +58,7 @@ void Communicator::all_gather(const float* send, int64_t count, float* recv) {
 
 void Communicator::all_gather_v(const float* send, int64_t count, float* recv,
                                 const std::vector<int64_t>& counts) {
+  profile::ScopedTimer timer("communication");
   check_counts(counts, "all_gather_v");
   if (counts[rank()] != count) {
     throw std::invalid_argument("all_gather_v: count " + std::to_string(count) +
@@ -64,6 +71,7 @@ void Communicator::all_gather_v(const float* send, int64_t count, float* recv,
 
 void Communicator::all_to_all_v(const float* send, const std::vector<int64_t>& send_counts,
                                 float* recv, const std::vector<int64_t>& recv_counts) {
+  profile::ScopedTimer timer("communication");
   check_counts(send_counts, "all_to_all_v send_counts");
   check_counts(recv_counts, "all_to_all_v recv_counts");
   const int64_t total = std::accumulate(send_counts.begin(), send_counts.end(), int64_t{0});
@@ -73,6 +81,7 @@ void Communicator::all_to_all_v(const float* send, const std::vector<int64_t>& s
 
 void Communicator::send_recv(const float* send, int64_t send_count, int dest, float* recv,
                              int64_t recv_count, int source) {
+  profile::ScopedTimer timer("communication");
   check_count(send_count, "send_recv");
   check_count(recv_count, "send_recv");
   check_rank(dest, "send_recv dest");

@@ -59,7 +59,73 @@ Workload dit_xl(int64_t image) {
   return m;
 }
 
+// A tiny video model, by hand: L = 1, H = 2, head_dim 4 (D = 8), T = 3
+// frames of N = 4 tokens, MLP F = 32, R = 32 output elements per token, a
+// cross-attention; no gathered conditioning, latents not counted.
+Workload tiny_video() {
+  Workload m;
+  m.heads = 2;
+  m.head_dim = 4;
+  m.layers = 1;
+  m.tokens = 4;
+  m.frames = 3;
+  m.cross_attention = true;
+  m.mlp_hidden = 32;
+  m.output_per_token = 32;
+  return m;
+}
+
 }  // namespace
+
+TEST_CASE("tiny video, dsp, ulysses and ring over 2 ranks, by hand") {
+  // b = 2 (one video, CFG). Frames 3 over 2: f = 2; tokens 4 over 2: p = 2.
+  const PlanRow d = plan_layout(Layout{2, 1, 1, "dsp"}, tiny_video(), 1, true, 4);
+  CHECK(d.frames_per_rank == 2);
+  CHECK(d.tokens_per_rank == 4);  // every token of its frames
+  // rows = b*f*N = 16. Switch in: b*f*(N-p)*D = 2*2*2*8 = 64; back:
+  // b*(T-f)*p*Dt = 2*1*2*8 = 32: 96 elements.
+  CHECK(d.comm_sp == 96 * 4);
+  CHECK(d.branch_temporal == 96 * 4);
+  CHECK(d.branch_spatial == 0);  // frames are whole: no communication
+  CHECK(d.branch_cross == 0);
+  CHECK(d.branch_mlp == 0);
+  // Output gather: (sp-1)*rows*R = 16*32.
+  CHECK(d.comm_gather == 512 * 4);
+  // Throughout 2*16*8 + b*D 16 = 272; temporal stage: switched input
+  // 2*3*2*8 = 96, q, k, v, output 4*96 = 384, switched back 128, out
+  // projection 128: 736 (attention 384+128+128 = 640, MLP 512+128 = 640).
+  CHECK(d.activation_bytes_per_rank == (272 + 736) * 4);
+
+  // ulysses: S = b*T = 6 frames of p = 2 tokens; 3*6*2*8/2 + 6*2*8/2 = 192.
+  const PlanRow u = plan_layout(Layout{2, 1, 1, "ulysses"}, tiny_video(), 1, true, 4);
+  CHECK(u.frames_per_rank == 3);
+  CHECK(u.tokens_per_rank == 2);
+  CHECK(u.comm_sp == 192 * 4);  // twice dsp's
+  CHECK(u.branch_spatial == 192 * 4);
+  CHECK(u.branch_temporal == 0);  // every frame of its tokens is here
+  CHECK(u.comm_gather == 12 * 32 * 4);
+  // ring: 2*S*(N-p1)*Dt = 2*6*2*8 = 192.
+  const PlanRow r = plan_layout(Layout{2, 1, 1, "ring"}, tiny_video(), 1, true, 4);
+  CHECK(r.comm_sp == 192 * 4);
+  CHECK(r.branch_temporal == 0);
+}
+
+TEST_CASE("tiny video, dsp x tp2: per-branch bytes add up to the totals") {
+  // Dt = 4; rows 16; each all-reduce 2*(1/2)*16*8 = 128 elements. Switch:
+  // 64 + b*(T-f)*p*Dt = 2*1*2*4 = 16: 80.
+  const PlanRow t = plan_layout(Layout{2, 1, 2, "dsp"}, tiny_video(), 1, true, 4);
+  CHECK(t.branch_spatial == 128 * 4);
+  CHECK(t.branch_cross == 128 * 4);
+  CHECK(t.branch_mlp == 128 * 4);
+  CHECK(t.branch_temporal == (80 + 128) * 4);
+  CHECK(t.comm_tp == 5 * 128 * 4);
+  CHECK(t.comm_sp == 80 * 4);
+  // A layer computes spatial, cross, two MLPs and temporal.
+  CHECK(t.comm_sp + t.comm_tp == t.branch_spatial + t.branch_cross + 2 * t.branch_mlp + t.branch_temporal);
+  const std::string table = format_plan_table({t});
+  CHECK(table.find("b x f x p") != std::string::npos);
+  CHECK(table.find("sp2 x tp2 dsp  2 x 2 x 4") != std::string::npos);
+}
 
 TEST_CASE("weights per rank: what tp splits is divided by tp") {
   CHECK(weight_elements_per_rank(tiny(), 1) == 1256 + 2232 + 600);
