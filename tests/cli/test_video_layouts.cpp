@@ -131,6 +131,13 @@ TEST_CASE("latte ring sp3") { check_layout(3, "--set parallel.sp=3 --set paralle
 TEST_CASE("latte dsp sp2 x cp2") {
   check_layout(4, "--set parallel.sp=2 --set parallel.cp=2", {2, 2, 1, "dsp"});
 }
+TEST_CASE("latte ulysses sp2 x cp2") {
+  check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, "ulysses"});
+}
+TEST_CASE("latte ring sp2 x tp2") {
+  check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ring", {2, 1, 2, "ring"});
+}
+TEST_CASE("latte dsp sp3 x tp2 (6 ranks)") { check_layout(6, "--set parallel.sp=3 --set parallel.tp=2", {3, 1, 2, "dsp"}); }
 TEST_CASE("latte dsp sp2 x tp2") { check_layout(4, "--set parallel.sp=2 --set parallel.tp=2", {2, 1, 2, "dsp"}); }
 TEST_CASE("latte ulysses sp2 x tp2") {
   check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ulysses", {2, 1, 2, "ulysses"});
@@ -142,9 +149,10 @@ TEST_CASE("latte ring sp2 x cp2 x tp2") {
   check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring",
                {2, 2, 2, "ring"});
 }
-TEST_CASE("latte 5 frames: dsp sp2 (3 and 2 frames), dsp sp3 (2, 2, 1), ring sp3") {
+TEST_CASE("latte 5 frames: dsp sp2 (3 and 2 frames), dsp sp3 (2, 2, 1), dsp sp4 (2, 1, 1, 1), ring sp3") {
   check_layout(2, "--set parallel.sp=2", {2, 1, 1, "dsp"}, 5);
   check_layout(3, "--set parallel.sp=3", {3, 1, 1, "dsp"}, 5);
+  check_layout(4, "--set parallel.sp=4", {4, 1, 1, "dsp"}, 5);
   check_layout(3, "--set parallel.sp=3 --set parallel.sp_mode=ring", {3, 1, 1, "ring"}, 5);
 }
 
