@@ -49,7 +49,6 @@ THREADS="${THREADS:-2}"
 WARMUP="${WARMUP:-1}"
 REPEAT="${REPEAT:-2}"
 PROMPT="${PROMPT:-a cat}"
-FIXTURE="$REPO/tests/fixtures/latte_tiny"
 WORK="$(dirname "$BENCH_DIR")/latte1-bench-run"
 mkdir -p "$WORK"
 
@@ -59,25 +58,8 @@ echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; uptim
 if [ ! -f "$BENCH_DIR/transformer/diffusion_pytorch_model.safetensors" ] &&
    [ ! -f "$BENCH_DIR/transformer/diffusion_pytorch_model.safetensors.index.json" ]; then
   echo "== making $BENCH_DIR (random Latte-1-sized transformer)"
-  mkdir -p "$BENCH_DIR"
-  for d in scheduler text_encoder tokenizer vae; do
-    rm -rf "${BENCH_DIR:?}/$d"; cp -r "$FIXTURE/$d" "$BENCH_DIR/$d"
-  done
-  cp "$FIXTURE/model_index.json" "$BENCH_DIR/"
-  "$PYTHON" - "$BENCH_DIR" <<'EOF'
-import sys, torch
-from diffusers import LatteTransformer3DModel
-torch.manual_seed(0)
-m = LatteTransformer3DModel(
-    num_attention_heads=16, attention_head_dim=72, in_channels=4, out_channels=8,
-    num_layers=28, cross_attention_dim=1152, caption_channels=40,  # Latte-1: 4096
-    sample_size=64, patch_size=2, video_length=16, norm_type="ada_norm_single",
-    activation_fn="gelu-approximate", norm_elementwise_affine=False, norm_eps=1e-6,
-    attention_bias=True, num_embeds_ada_norm=1000).to(torch.float32)
-n = sum(p.numel() for p in m.parameters())
-print(f"parameters: {n/1e6:.1f} M")
-m.save_pretrained(sys.argv[1] + "/transformer", safe_serialization=True, max_shard_size="100GB")
-EOF
+  "$PYTHON" "$REPO/scripts/make_random_latte.py" "$BENCH_DIR" --layers 28 --heads 16 --head-dim 72 \
+    --sample-size 64 --video-length 16
 fi
 
 # ------------------------------------------------------------- 2. diffusers

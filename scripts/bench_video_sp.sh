@@ -5,7 +5,7 @@
 #
 # What it measures
 #   Model: LatteTransformer3DModel with random weights (diffusers' own class,
-#   saved once by save_pretrained): 8 layers (8 spatial + 8 temporal blocks),
+#   saved once by scripts/make_random_latte.py): 8 layers (8 spatial + 8 temporal blocks),
 #   6 heads x 64 = 384 wide, patch 2, in 4 / out 8 channels, video_length 16,
 #   caption_channels 40 (the tiny T5 of tests/fixtures/latte_tiny, whose
 #   tokenizer, text encoder, VAE and scheduler complete the directory).
@@ -41,7 +41,6 @@ DITGEN="${DITGEN:-$REPO/build-layers/ditgen}"
 BENCH_DIR="${BENCH_DIR:-/root/bench/latte-sp-random}"
 STEPS="${STEPS:-4}"
 REPEAT="${REPEAT:-3}"
-FIXTURE="$REPO/tests/fixtures/latte_tiny"
 WORK="$(mktemp -d /tmp/bench_video_sp.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -51,24 +50,8 @@ echo "== machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; load:
 # ---------------------------------------------------------------- 1. model dir
 if [ ! -f "$BENCH_DIR/transformer/diffusion_pytorch_model.safetensors" ]; then
   echo "== making $BENCH_DIR (random Latte-shaped transformer)"
-  mkdir -p "$BENCH_DIR"
-  for d in scheduler text_encoder tokenizer vae; do
-    rm -rf "${BENCH_DIR:?}/$d"; cp -r "$FIXTURE/$d" "$BENCH_DIR/$d"
-  done
-  cp "$FIXTURE/model_index.json" "$BENCH_DIR/"
-  "$PYTHON" - "$BENCH_DIR" <<'EOF'
-import sys, torch
-from diffusers import LatteTransformer3DModel
-torch.manual_seed(0)
-m = LatteTransformer3DModel(
-    num_attention_heads=6, attention_head_dim=64, in_channels=4, out_channels=8,
-    num_layers=8, cross_attention_dim=384, caption_channels=40,
-    sample_size=16, patch_size=2, video_length=16, norm_type="ada_norm_single",
-    activation_fn="gelu-approximate", norm_elementwise_affine=False, norm_eps=1e-6,
-    attention_bias=True, num_embeds_ada_norm=1000).to(torch.float32)
-print(f"parameters: {sum(p.numel() for p in m.parameters())/1e6:.1f} M")
-m.save_pretrained(sys.argv[1] + "/transformer", safe_serialization=True)
-EOF
+  "$PYTHON" "$REPO/scripts/make_random_latte.py" "$BENCH_DIR" --layers 8 --heads 6 --head-dim 64 \
+    --sample-size 16 --video-length 16
 fi
 
 cat > "$WORK/run.json" <<EOF
