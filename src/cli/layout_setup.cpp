@@ -1,8 +1,10 @@
 #include "cli/layout_setup.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "parallel/mpi_runtime.h"
 #include "util/atomic_file.h"
@@ -55,6 +57,14 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
 }
 
 void inject_test_failure(int world_rank) {
+  if (const char* pause = std::getenv("DITGEN_TEST_PAUSE_AFTER_LOAD")) {
+    const double seconds = std::strtod(pause, nullptr);
+    if (seconds > 0) {
+      std::fprintf(stderr, "ditgen: test: weights loaded, pausing\n");
+      std::fflush(stderr);
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    }
+  }
   const char* v = std::getenv("DITGEN_TEST_FAIL_RANK");
   if (v && *v && std::atoi(v) == world_rank)
     throw RuntimeFailure("injected failure on rank " + std::to_string(world_rank) + " (DITGEN_TEST_FAIL_RANK)");

@@ -35,8 +35,11 @@ parallel::Layout requested_layout(const RunConfig& cfg, const parallel::Workload
 RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, const parallel::Workload& work,
                         Device device = Device::kCPU);
 
-// Test hook: DITGEN_TEST_FAIL_RANK=r makes rank r fail after loading, while
-// the others wait in a collective (the whole job must still end promptly).
+// Test hooks after loading: DITGEN_TEST_FAIL_RANK=r makes rank r fail,
+// while the others wait in a collective (the whole job must still end
+// promptly); DITGEN_TEST_PAUSE_AFTER_LOAD=s makes every rank print
+// "ditgen: test: weights loaded, pausing" and sleep s seconds (a test then
+// changes the model files under the mapped weights).
 void inject_test_failure(int world_rank);
 
 // Test hook: DITGEN_TEST_KILL_AT_STEP=r:s makes rank r kill itself with

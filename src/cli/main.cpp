@@ -1,7 +1,7 @@
 // ditgen entry point: parse the command line, run the job, and map every
 // failure to its exit code (DESIGN.md §1) with one message naming the file
 // and field at fault. Temporary output files are removed on any failure and
-// on SIGINT/SIGTERM. Under mpirun a failing rank aborts the whole job
+// on SIGINT/SIGTERM (util/signals.h). Under mpirun a failing rank aborts the whole job
 // (MPI_Abort with the same exit code), so no rank waits forever in a
 // collective; a signal sent to mpirun ends the ranks with mpirun's own exit
 // code (MPI_Abort is not async-signal-safe, so handlers only _exit).
@@ -18,6 +18,7 @@
 #include "config/cli_options.h"
 #include "parallel/mpi_runtime.h"
 #include "util/atomic_file.h"
+#include "util/signals.h"
 #include "util/error.h"
 
 namespace {
@@ -49,7 +50,7 @@ namespace {
 
 int main(int argc, char** argv) {
   using namespace ditgen;
-  install_signal_cleanup();
+  install_signal_handlers();
   try {
     parallel::MpiRuntime::init(&argc, &argv);
     const CliOptions opts = parse_cli(argc, argv);

@@ -37,6 +37,7 @@
 #include "io/model_dir.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/mapped_files.h"
 #include "util/strings.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little endian; so must the host be");
@@ -265,6 +266,7 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
                                           errno_text(map_errno));
   file->map_ = static_cast<const uint8_t*>(map);
   file->map_size_ = size;
+  file->mapping_slot_ = register_mapping(map, size, path);
 
   ParsedHeader parsed = parse_header(path, file->map_, size);  // the destructor unmaps if this throws
   file->data_offset_ = parsed.data_offset;
@@ -274,6 +276,7 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
 }
 
 SafetensorsFile::~SafetensorsFile() {
+  unregister_mapping(mapping_slot_);
   if (map_) munmap(const_cast<uint8_t*>(map_), map_size_);
 }
 

@@ -77,6 +77,7 @@ class SafetensorsFile {
   std::string path_;
   const uint8_t* map_ = nullptr;  // whole file
   size_t map_size_ = 0;
+  int mapping_slot_ = -1;  // util/mapped_files.h: names this file in a SIGBUS report
   size_t data_offset_ = 0;        // 8 + header length
   std::map<std::string, TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;

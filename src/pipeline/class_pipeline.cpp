@@ -23,6 +23,7 @@ ClassPipeline ClassPipeline::load(const std::string& model_dir, const ParallelRu
 }
 
 void ClassPipeline::load_weights(const ParallelRun& par, const models::Placement& place) {
+  StageScope stage("loading weights");
   par_ = par;
   transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);
   load_vae(par, place);

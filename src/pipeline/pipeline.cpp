@@ -221,10 +221,18 @@ Result Pipeline::generate(const Request& req, const StepCallback& on_step, const
   Result r;
   const char* cond_stage = on_stage ? condition_stage() : nullptr;
   if (cond_stage) on_stage(cond_stage, 0, 1);
-  const Conditions cond = condition(req);
+  Conditions cond;
+  {
+    StageScope stage(condition_stage() ? condition_stage() : "conditioning");
+    cond = condition(req);
+  }
   if (cond_stage) on_stage(cond_stage, 1, 1);
   if (on_stage) on_stage("denoise", 0, 0);
-  r.latents = denoise(req, cond, on_step, &r.pab);
+  {
+    StageScope stage("denoise");
+    r.latents = denoise(req, cond, on_step, &r.pab);
+  }
+  StageScope stage("decode");
   if (par_.output_rank) r.frames = decode(r.latents, on_stage);
   r.scheduler = req.scheduler.empty() ? default_scheduler() : req.scheduler;
   return r;

@@ -49,6 +49,7 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
 }
 
 void TextPipeline::load_weights(const ParallelRun& par, const models::Placement& place) {
+  StageScope stage("loading weights");
   par_ = par;
   device_ = place.device;
   transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ namespace {
 std::shared_ptr<void> allocate_host(size_t bytes) {
   const size_t rounded = (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!p) throw RuntimeFailure("out of memory allocating " + std::to_string(bytes) + " bytes of host memory");
+  if (!p) throw std::bad_alloc();  // Tensor::empty names the tensor and the stage
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 

@@ -1,10 +1,14 @@
 #include "tensor/tensor.h"
 
 #include <cstring>
+#include <new>
 #include <sstream>
 #include <stdexcept>
 
 #include "tensor/device_memory.h"
+#include "util/error.h"
+#include "util/run_stage.h"
+#include "util/strings.h"
 
 namespace ditgen {
 
@@ -40,7 +44,14 @@ Tensor Tensor::empty(Shape shape, Device device, DType dtype) {
   t.shape_ = std::move(shape);
   t.device_ = device;
   t.dtype_ = dtype;
-  auto storage = device_memory::allocate(device, t.nbytes());
+  std::shared_ptr<void> storage;
+  try {
+    storage = device_memory::allocate(device, t.nbytes());
+  } catch (const std::bad_alloc&) {
+    // The one place every tensor is born: name what could not be had, and when.
+    throw RuntimeFailure("out of memory: cannot allocate a " + describe(t) + " (" +
+                         format_bytes(static_cast<double>(t.nbytes())) + ")" + during_stage());
+  }
   t.data_ = storage.get();
   t.storage_ = std::move(storage);
   return t;

@@ -17,7 +17,6 @@
 #include "util/atomic_file.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -85,28 +84,12 @@ void pause_in_write_for_tests(std::FILE* f, const std::string& temp) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
-void cleanup_and_exit_on_signal(int sig) {
-  cleanup_temp_files_now();
-  _exit(sig == SIGINT ? kExitSigint : kExitSigterm);
-}
 
 }  // namespace
 
 void cleanup_temp_files_now() {
   for (TempSlot& s : g_temp_slots)
     if (s.state.load(std::memory_order_acquire) == kSlotActive) unlink(s.path);
-}
-
-void install_signal_cleanup() {
-  struct sigaction action;
-  std::memset(&action, 0, sizeof action);
-  action.sa_handler = cleanup_and_exit_on_signal;
-  sigemptyset(&action.sa_mask);
-  // Block the other signal while handling one, so the handler runs once.
-  sigaddset(&action.sa_mask, SIGINT);
-  sigaddset(&action.sa_mask, SIGTERM);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
 }
 
 namespace {

@@ -4,9 +4,9 @@
 //
 // Temporary paths being written are kept in a fixed-size, lock-free registry
 // of char buffers (no allocation, no locks), which a signal handler can walk
-// async-signal-safely: install_signal_cleanup() makes SIGINT / SIGTERM unlink
-// every registered temporary file and _exit(130) / _exit(143), so an
-// interrupted run leaves no temporary file behind either.
+// async-signal-safely: cleanup_temp_files_now() unlinks every one, and the
+// fatal-signal handlers (util/signals.h) call it, so an interrupted run
+// leaves no temporary file behind either.
 #pragma once
 #include <cstddef>
 #include <cstdio>
@@ -32,10 +32,6 @@ void write_file_atomic(const std::string& path, const void* bytes, size_t size);
 // called, and must write the file there by that name; the rename and all
 // failure guarantees are as above.
 void write_file_atomic_named(const std::string& path, const std::function<void(const std::string& temp_path)>& writer);
-
-// Installs SIGINT / SIGTERM handlers that unlink the registered temporary
-// files and _exit(130) / _exit(143). Idempotent.
-void install_signal_cleanup();
 
 // Unlinks every temporary file currently being written (for fatal paths such
 // as an MPI abort, where no destructor or catch will run). Async-signal-safe.

@@ -8,6 +8,8 @@
 #include <string>
 #include <system_error>
 
+#include "util/run_stage.h"
+
 namespace ditgen {
 
 enum ExitCode : int {
@@ -67,10 +69,10 @@ inline int exit_code_for(const std::exception& e) {
   return kExitOther;
 }
 
-// The message printed for that exception ("out of memory" for bad_alloc,
-// whose what() says only "std::bad_alloc").
+// The message printed for that exception ("out of memory during <stage>"
+// for bad_alloc, whose what() says only "std::bad_alloc").
 inline std::string error_text(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory";
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory" + during_stage();
   return e.what();
 }
 

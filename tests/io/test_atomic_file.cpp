@@ -18,6 +18,7 @@
 
 #include "temp_dir.h"
 #include "util/atomic_file.h"
+#include "util/signals.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -122,7 +123,7 @@ TEST_CASE("atomic_file: SIGINT and SIGTERM during a write remove the temporary f
     REQUIRE(child >= 0);
     if (child == 0) {
       close(ready[0]);
-      install_signal_cleanup();
+      install_signal_handlers();
       write_file_atomic(path, [&](std::FILE* f) {
         std::fputs("partial", f);
         std::fflush(f);

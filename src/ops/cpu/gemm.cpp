@@ -15,6 +15,17 @@
 // 4x slower. Before main, if the user has not chosen OPENBLAS_CORETYPE and
 // the CPU has AVX-512 (AVX2) but OpenBLAS picked an older core, it is
 // re-initialised with the SkylakeX (Haswell) kernels, which these CPUs run.
+//
+// OpenBLAS works in 128 MiB buffers from a pool it fills when the library
+// loads (one per thread of its pool), and takes another when more calls
+// run at once than it has buffers; if that mmap fails (an address-space
+// limit, RLIMIT_AS) it retries forever: a hang, not an error. So
+// set_num_threads has every pool thread run one small GEMM at the same
+// time, as the attention tiles do, which fills the pool to what a run
+// needs before the run allocates anything; a later out-of-memory then
+// fails in ditgen's own allocation, which names the tensor and the stage.
+// (A limit too small for the buffers taken at load hangs inside OpenBLAS's
+// constructor, before main: README, Bad input.)
 #include <cblas.h>
 #include <omp.h>
 #if defined(__SSE__)
@@ -27,6 +38,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ops/cpu/cpu_ops.h"
 #include "tensor/half.h"
@@ -70,6 +82,18 @@ const bool g_blas_core_checked = [] {
   }
   return true;
 }();
+// Every pool thread runs one small GEMM, so each takes its OpenBLAS buffer now.
+// 128^3: past OpenBLAS's small-matrix path, which takes no buffer.
+void take_blas_buffers(int threads) {
+  constexpr int n = 128;
+  const std::vector<float> a(n * n, 0.0f), b(n * n, 0.0f);
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<float> c(n * n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  }
+}
+
 }  // namespace
 
 const char* blas_core() { return openblas_get_corename(); }
@@ -78,6 +102,7 @@ void set_num_threads(int n) {
   g_threads = std::max(1, n);
   omp_set_num_threads(g_threads);
   openblas_set_num_threads(g_threads);
+  take_blas_buffers(g_threads);
   // Flush denormals to zero on every pool thread (and this one): vectorised
   // activations evaluate both sides of their clamps, and a denormal result
   // costs a ~100-cycle microcode assist per lane (GELU ran 10x slower).
