@@ -63,35 +63,10 @@ LatteConfig LatteConfig::from_json(const nlohmann::json& cfg, const std::string&
   const std::string cls = io::get_string_or(cfg, "_class_name", "", path);
   require(cls == "LatteTransformer3DModel", path, "_class_name: expected LatteTransformer3DModel, got '" + cls + "'");
   LatteConfig c;
-  c.num_layers = get_int(cfg, "num_layers", path);
-  c.num_heads = get_int(cfg, "num_attention_heads", path);
-  c.head_dim = get_int(cfg, "attention_head_dim", path);
-  c.in_channels = get_int(cfg, "in_channels", path);
-  c.out_channels = io::get_int_or(cfg, "out_channels", c.in_channels, path);  // null: in_channels
-  c.sample_size = get_int(cfg, "sample_size", path);
-  c.patch_size = get_int(cfg, "patch_size", path);
+  static_cast<AdaSingleConfig&>(c) = read_ada_single_sizes(cfg, path, "Latte");
   c.video_length = get_int(cfg, "video_length", path);
-  require(cfg.contains("caption_channels") && !cfg["caption_channels"].is_null(), path,
-          "caption_channels: missing (a Latte model without a caption projection is not supported yet)");
-  c.caption_channels = get_int(cfg, "caption_channels", path);
-  const int64_t cross_dim = get_int(cfg, "cross_attention_dim", path);
-  for (auto [key, v] : {std::pair{"num_layers", c.num_layers}, {"num_attention_heads", c.num_heads},
-                        {"attention_head_dim", c.head_dim}, {"in_channels", c.in_channels},
-                        {"out_channels", c.out_channels}, {"sample_size", c.sample_size},
-                        {"patch_size", c.patch_size}, {"video_length", c.video_length},
-                        {"caption_channels", c.caption_channels}, {"cross_attention_dim", cross_dim}})
-    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
-  const int64_t d = c.inner_dim();
-  require(cross_dim == d, path,
-          "cross_attention_dim: " + std::to_string(cross_dim) + " must equal num_attention_heads * " +
-              "attention_head_dim = " + std::to_string(d) + " (the cross-attention reads the caption projection, " +
-              std::to_string(d) + " wide)");
-  require(c.sample_size % c.patch_size == 0, path, "sample_size " + std::to_string(c.sample_size) +
-                                                       " is not divisible by patch_size " +
-                                                       std::to_string(c.patch_size));
-  require(d % 4 == 0, path, "num_attention_heads * attention_head_dim = " + std::to_string(d) +
-                                " must be divisible by 4 (2-D sin-cos position embedding)");
-  c.ff_inner_dim = 4 * d;
+  require(c.video_length > 0, path,
+          "video_length: expected a positive integer, got " + std::to_string(c.video_length));
   c.norm_eps = static_cast<float>(io::get_number_or(cfg, "norm_eps", 1e-5, path));  // diffusers' default 1e-5
   // diffusers: max(sample_size // 64, 1), no config key.
   c.interpolation_scale = static_cast<double>(std::max<int64_t>(c.sample_size / 64, 1));
@@ -101,30 +76,18 @@ LatteConfig LatteConfig::from_json(const nlohmann::json& cfg, const std::string&
   const std::string norm_type = io::get_string_or(cfg, "norm_type", "layer_norm", path);
   require(norm_type == "ada_norm_single", path,
           "norm_type: not supported yet: '" + norm_type + "' (Latte uses ada_norm_single)");
-  const std::string act = io::get_string_or(cfg, "activation_fn", "geglu", path);
-  require(act == "gelu-approximate", path,
-          "activation_fn: not supported yet: '" + act + "' (Latte uses gelu-approximate)");
-  require(!io::get_bool_or(cfg, "norm_elementwise_affine", true, path), path,
-          "norm_elementwise_affine: not supported yet: true (Latte uses false)");
-  require(io::get_bool_or(cfg, "attention_bias", false, path), path,
-          "attention_bias: not supported yet: false (Latte uses true)");
+  check_ada_single_options(cfg, path, "Latte", {"geglu", true, false});
   return c;
 }
 
 Shape LatteSpec::latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
                               const std::string& where) const {
-  const int64_t unit = vae_factor * cfg_.patch_size, native = cfg_.sample_size * vae_factor;
-  const int64_t h = height ? height : native, w = width ? width : native;
-  if (h <= 0 || w <= 0 || h % unit || w % unit)
-    throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
-                      ": height and width must be positive multiples of " + std::to_string(unit) +
-                      " (VAE factor " + std::to_string(vae_factor) + " x patch_size " +
-                      std::to_string(cfg_.patch_size) + ")");
+  const auto [h, w] = cfg_.latent_size(height, width, vae_factor, where);
   const int64_t f = frames ? frames : cfg_.video_length;
   if (f < 1)
     throw ConfigError(where + ".frames: " + std::to_string(f) + ": expected at least 1 frame (default " +
                       std::to_string(cfg_.video_length) + ", the model's video_length)");
-  return {cfg_.in_channels, f, h / vae_factor, w / vae_factor};
+  return {cfg_.in_channels, f, h, w};
 }
 
 parallel::Workload LatteSpec::workload(const Shape& latent) const {

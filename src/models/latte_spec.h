@@ -10,28 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/ada_single_config.h"
 #include "models/transformer.h"
 
 namespace ditgen::models {
 
-struct LatteConfig {
-  int64_t num_layers = 0;        // spatial blocks; as many temporal blocks
-  int64_t num_heads = 0;
-  int64_t head_dim = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;      // 2 * in_channels when sigma is learned
-  int64_t caption_channels = 0;  // width of the text embeddings (the T5 hidden size)
-  int64_t sample_size = 0;       // native latent height = width
-  int64_t patch_size = 0;
-  int64_t video_length = 0;      // the frames the model was trained on (temp_pos_embed's rows)
-  int64_t ff_inner_dim = 0;      // 4 * inner_dim
-  float norm_eps = 1e-6f;        // the blocks' LayerNorms (the final one uses 1e-6)
-  // Spatial positions: arange(g) / (g / base_grid()) / interpolation_scale,
-  // interpolation_scale = max(sample_size // 64, 1) (diffusers has no key for it).
-  double interpolation_scale = 1;
-
-  int64_t inner_dim() const { return num_heads * head_dim; }
-  int64_t base_grid() const { return sample_size / patch_size; }  // PatchEmbed's base_size
+struct LatteConfig : AdaSingleConfig {  // num_layers: spatial blocks; as many temporal blocks
+  int64_t video_length = 0;  // the frames the model was trained on (temp_pos_embed's rows)
+  // interpolation_scale is max(sample_size // 64, 1): diffusers has no key for it.
 
   // Reads transformer/config.json. ModelError naming `path` and the key for
   // anything missing, mistyped or unsupported (cross_attention_dim other
@@ -63,13 +49,10 @@ class LatteSpec final : public TransformerSpec {
   // table), get the same 1-D sin-cos rows computed for 0..F-1.
   Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
                      const std::string& where) const override;
-  // One sequence = one video: F * N tokens; per layer five tp all-reduces
-  // (spatial self- and cross-attention, the two MLPs, temporal attention);
-  // sp layouts marked not supported yet, so the layout checks and `plan`
-  // reject them before any weight is read.
+  // A video of F frames of N tokens (Workload::frames, tokens); per layer
+  // five tp all-reduces (spatial self- and cross-attention, the two MLPs,
+  // temporal attention).
   parallel::Workload workload(const Shape& latent) const override;
-  // sp > 1: ConfigError "not supported yet" (Dynamic Sequence Parallel
-  // comes with video sequence parallelism).
   std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
                                     const Placement& place) const override;
 

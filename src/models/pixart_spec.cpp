@@ -67,34 +67,8 @@ PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::strin
           "got '" + cls + "' with norm_type '" + norm_type + "'");
   require(norm_type == "ada_norm_single", path, "norm_type: expected ada_norm_single, got '" + norm_type + "'");
   PixArtConfig c;
-  c.num_layers = get_int(cfg, "num_layers", path);
-  c.num_heads = get_int(cfg, "num_attention_heads", path);
-  c.head_dim = get_int(cfg, "attention_head_dim", path);
-  c.in_channels = get_int(cfg, "in_channels", path);
-  c.out_channels = io::get_int_or(cfg, "out_channels", c.in_channels, path);  // null: in_channels
-  c.sample_size = get_int(cfg, "sample_size", path);
-  c.patch_size = get_int(cfg, "patch_size", path);
-  require(cfg.contains("caption_channels") && !cfg["caption_channels"].is_null(), path,
-          "caption_channels: missing (a PixArt model without a caption projection is not supported yet)");
-  c.caption_channels = get_int(cfg, "caption_channels", path);
-  const int64_t cross_dim = get_int(cfg, "cross_attention_dim", path);
-  for (auto [key, v] : {std::pair{"num_layers", c.num_layers}, {"num_attention_heads", c.num_heads},
-                        {"attention_head_dim", c.head_dim}, {"in_channels", c.in_channels},
-                        {"out_channels", c.out_channels}, {"sample_size", c.sample_size},
-                        {"patch_size", c.patch_size}, {"caption_channels", c.caption_channels},
-                        {"cross_attention_dim", cross_dim}})
-    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
+  static_cast<AdaSingleConfig&>(c) = read_ada_single_sizes(cfg, path, "PixArt");
   const int64_t d = c.inner_dim();
-  require(cross_dim == d, path,
-          "cross_attention_dim: " + std::to_string(cross_dim) + " must equal num_attention_heads * " +
-              "attention_head_dim = " + std::to_string(d) + " (the cross-attention reads the caption projection, " +
-              std::to_string(d) + " wide)");
-  require(c.sample_size % c.patch_size == 0, path, "sample_size " + std::to_string(c.sample_size) +
-                                                       " is not divisible by patch_size " +
-                                                       std::to_string(c.patch_size));
-  require(d % 4 == 0, path, "num_attention_heads * attention_head_dim = " + std::to_string(d) +
-                                " must be divisible by 4 (2-D sin-cos position embedding)");
-  c.ff_inner_dim = 4 * d;
   c.norm_eps = static_cast<float>(io::get_number_or(cfg, "norm_eps", 1e-6, path));
   // diffusers: config.interpolation_scale, or max(sample_size // 64, 1) when null.
   const double default_scale = static_cast<double>(std::max<int64_t>(c.sample_size / 64, 1));
@@ -107,13 +81,8 @@ PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::strin
           "use_additional_conditions: the resolution and aspect-ratio embeddings are D/3 wide each, but "
           "num_attention_heads * attention_head_dim = " + std::to_string(d) + " is not divisible by 3");
 
-  const std::string act = io::get_string_or(cfg, "activation_fn", "gelu-approximate", path);
-  require(act == "gelu-approximate", path,
-          "activation_fn: not supported yet: '" + act + "' (PixArt uses gelu-approximate)");
-  require(!io::get_bool_or(cfg, "norm_elementwise_affine", false, path), path,
-          "norm_elementwise_affine: not supported yet: true (PixArt uses false)");
-  require(io::get_bool_or(cfg, "attention_bias", true, path), path,
-          "attention_bias: not supported yet: false (PixArt uses true)");
+  // PixArtTransformer2DModel's defaults are the published block.
+  check_ada_single_options(cfg, path, "PixArt", {"gelu-approximate", false, true});
   const std::string attention_type = io::get_string_or(cfg, "attention_type", "default", path);
   require(attention_type == "default", path, "attention_type: not supported yet: '" + attention_type + "'");
   // Legacy Transformer2DModel keys that would make it another model.
@@ -127,14 +96,8 @@ PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::strin
 Shape PixArtSpec::latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
                                const std::string& where) const {
   reject_frames(frames, family(), where);
-  const int64_t unit = vae_factor * cfg_.patch_size, native = cfg_.sample_size * vae_factor;
-  const int64_t h = height ? height : native, w = width ? width : native;
-  if (h <= 0 || w <= 0 || h % unit || w % unit)
-    throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
-                      ": height and width must be positive multiples of " + std::to_string(unit) +
-                      " (VAE factor " + std::to_string(vae_factor) + " x patch_size " +
-                      std::to_string(cfg_.patch_size) + ")");
-  return {cfg_.in_channels, h / vae_factor, w / vae_factor};
+  const auto [h, w] = cfg_.latent_size(height, width, vae_factor, where);
+  return {cfg_.in_channels, h, w};
 }
 
 parallel::Workload PixArtSpec::workload(const Shape& latent) const {

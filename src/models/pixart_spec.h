@@ -10,28 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/ada_single_config.h"
 #include "models/transformer.h"
 
 namespace ditgen::models {
 
-struct PixArtConfig {
-  int64_t num_layers = 0;
-  int64_t num_heads = 0;
-  int64_t head_dim = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;      // 2 * in_channels when sigma is learned
-  int64_t caption_channels = 0;  // width of the text embeddings (the T5 hidden size)
-  int64_t sample_size = 0;       // native latent height = width
-  int64_t patch_size = 0;
-  int64_t ff_inner_dim = 0;      // 4 * inner_dim
-  float norm_eps = 1e-6f;        // the blocks' LayerNorms (the final one uses 1e-6)
-  // Position embedding: positions arange(g) / (g / base_grid()) / interpolation_scale.
-  double interpolation_scale = 1;
+struct PixArtConfig : AdaSingleConfig {
   // The 1024 models' resolution / aspect-ratio micro-conditions.
   bool use_additional_conditions = false;
-
-  int64_t inner_dim() const { return num_heads * head_dim; }
-  int64_t base_grid() const { return sample_size / patch_size; }  // PatchEmbed's base_size
 
   // Reads transformer/config.json. ModelError naming `path` and the key for
   // anything missing, mistyped or unsupported (cross_attention_dim other
