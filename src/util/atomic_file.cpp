@@ -18,6 +18,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+
+#include <csignal>
 #include <unistd.h>
 
 #include <atomic>
@@ -85,9 +87,31 @@ void pause_in_write_for_tests(std::FILE* f, const std::string& temp) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
-void cleanup_and_exit_on_signal(int sig) {
+// LandingScope's state: no scope, a scope before its first rename, a scope
+// after it (signals held in g_held_signal).
+constexpr int kNoLanding = 0, kLandingOpen = 1, kLandingCommitted = 2;
+std::atomic<int> g_landing{kNoLanding};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler reads g_landing");
+volatile std::sig_atomic_t g_held_signal = 0;
+
+[[noreturn]] void cleanup_and_exit(int sig) {
   cleanup_temp_files_now();
   _exit(sig == SIGINT ? kExitSigint : kExitSigterm);
+}
+
+void cleanup_and_exit_on_signal(int sig) {
+  if (g_landing.load() == kLandingCommitted) {
+    g_held_signal = sig;
+    return;
+  }
+  cleanup_and_exit(sig);
+}
+
+// Called right before a rename: inside a LandingScope, signals are held
+// from here on.
+void commit_landing() {
+  int open = kLandingOpen;
+  g_landing.compare_exchange_strong(open, kLandingCommitted);
 }
 
 }  // namespace
@@ -97,10 +121,19 @@ void cleanup_temp_files_now() {
     if (s.state.load(std::memory_order_acquire) == kSlotActive) unlink(s.path);
 }
 
+LandingScope::LandingScope() { g_landing.store(kLandingOpen); }
+
+LandingScope::~LandingScope() {
+  g_landing.store(kNoLanding);
+  if (g_held_signal != 0) cleanup_and_exit(g_held_signal);
+}
+
 void install_signal_cleanup() {
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = cleanup_and_exit_on_signal;
+  // A held signal returns from the handler: the writes it interrupted go on.
+  action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
   // Block the other signal while handling one, so the handler runs once.
   sigaddset(&action.sa_mask, SIGINT);
@@ -151,6 +184,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   const bool close_failed = std::fclose(f) != 0;
   if (write_failed) fail("write failed", write_errno ? write_errno : EIO);
   if (close_failed) fail("close failed", errno);
+  commit_landing();
   if (std::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename " + temp + " onto it", errno);
 }
 
@@ -169,6 +203,7 @@ void write_file_atomic_named(const std::string& path, const std::function<void(c
     unlink(temp.c_str());
     throw;
   }
+  commit_landing();
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(temp.c_str());
