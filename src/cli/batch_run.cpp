@@ -188,9 +188,15 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
     }
     done += made_here;
   }
-  if (in.output_rank)
+  // What needs every output (the contact sheet) is written when this run
+  // made them all; a resumed run keeps the earlier run's sheet rather than
+  // replace it with one of only the outputs it made.
+  if (in.output_rank && todo == total)
     for (auto& writer : *in.writers)
       for (auto& path : writer->finish()) out.written.push_back(std::move(path));
+  if (in.output_rank && todo < total && in.cfg->output.grid && !in.quiet)
+    std::fprintf(stderr, "ditgen: the contact sheet is not rewritten: %lld outputs were made by an earlier run\n",
+                 static_cast<long long>(total - todo));
   return out;
 }
 

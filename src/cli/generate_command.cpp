@@ -1,9 +1,10 @@
 // The generate job, wiring only, in the order of DESIGN.md §3: the config,
 // the pipeline its model's family selects (config files only), everything
-// that can be checked without weights (request, layout, output paths) so a
-// bad run fails in milliseconds; then the weights, the pipeline's
-// condition -> denoise -> decode, and the output writers. Names no model
-// family: the registry and the pipelines do.
+// that can be checked without weights (a prompt file's every line, request,
+// layout, output paths, the outputs still to make) so a bad run fails in
+// milliseconds; then the weights once, and the batch loop (cli/batch_run.h:
+// condition -> denoise -> decode -> outputs landing with their manifest
+// lines). Names no model family: the registry and the pipelines do.
 #include "cli/generate_command.h"
 
 #include <chrono>
@@ -11,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "cli/batch_run.h"
 #include "cli/batch_work.h"

@@ -327,3 +327,58 @@ TEST_CASE("--text-cache: a second run reads every prompt from the cache, the sam
   for (const auto& e : fs::directory_iterator(tmp.file("cache"))) entries += e.path().extension() == ".safetensors";
   CHECK(entries == 7);
 }
+
+// Under mpirun every rank reads the prompt file and agrees with rank 0 on
+// the outputs to make; rank 0 alone writes them and the manifest. cp2
+// splits the CFG halves: the pixels match the single process to rounding.
+TEST_CASE("a prompt file batch under mpirun cp2: one writer, the single process's images, resume") {
+  testing::TempDir tmp("batch_mpi");
+  const std::string prompts = prompt_text_file(tmp);
+  const std::string cfg = batch_config(tmp, tmp.file("one/m.png"));
+  REQUIRE(run_ditgen("--config " + cfg + " --prompt-file " + prompts + " --quiet").code == 0);
+  const std::string mpi = std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " + DITGEN_EXE +
+                          " --device cpu --threads 1 --config " + cfg + " --prompt-file " + prompts +
+                          " --set parallel.cp=2 --output " + tmp.file("two/m.png");
+  testing::Run r = testing::run_command(mpi + " --quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::vector<json> lines = manifest_lines(tmp.file("two/m_manifest.jsonl"));
+  CHECK(lines.size() == kPrompts.size());  // one writer: no line twice
+  check_manifest_matches_disk(tmp.file("two"), tmp.file("two/m_manifest.jsonl"));
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    const std::string name = "/m_000" + std::to_string(i) + ".png";
+    CHECK(max_pixel_diff(pixels(tmp.file("one" + name)), pixels(tmp.file("two" + name))) <= 1);
+  }
+  // Resumed under mpirun with two outputs gone: both ranks make exactly those.
+  const std::string before = read_file(tmp.file("two/m_0005.png"));
+  fs::remove(tmp.file("two/m_0000.png"));
+  fs::remove(tmp.file("two/m_0005.png"));
+  r = testing::run_command(mpi + " --resume");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(r.output.find("4 of 6 outputs already on disk") != std::string::npos);
+  CHECK(read_file(tmp.file("two/m_0005.png")) == before);
+  check_manifest_matches_disk(tmp.file("two"), tmp.file("two/m_manifest.jsonl"));
+}
+
+// The README's example batch (scripts/batch_example/), run from the
+// repository root as documented, at 2 steps; the default model's batch
+// config is checked by `plan` (its class labels against the model).
+TEST_CASE("the scripts/batch_example configs run from the repository root") {
+  testing::TempDir tmp("batch_example");
+  const std::string root = DITGEN_SOURCE_DIR;
+  testing::Run r = testing::run_command("cd " + root + " && " + DITGEN_EXE +
+                                        " --device cpu --threads 2 --config scripts/batch_example/pixart_tiny_batch.json"
+                                        " --steps 2 --quiet --output " + tmp.file("x/pixart.png"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  for (const char* name : {"red_circle", "blue_square", "cat", "star", "green_triangle", "magenta_cross", "two_shapes",
+                           "dog"})
+    CHECK_MESSAGE(fs::exists(tmp.file(std::string("x/") + name + ".png")), name);
+  CHECK(manifest_lines(tmp.file("x/pixart_manifest.jsonl")).size() == 8);
+  r = testing::run_command("cd " + root + " && " + DITGEN_EXE +
+                           " --device cpu --config scripts/batch_example/pixart_tiny_batch.json --steps 2 --quiet"
+                           " --prompt-file scripts/batch_example/prompts.txt --output " + tmp.file("y/t.png"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  CHECK(pngs_in(tmp.file("y")).size() == 5 + 1);  // and the contact sheet
+  r = testing::run_command("cd " + root + " && " + DITGEN_EXE +
+                           " plan --config scripts/batch_example/default_model_batch.json");
+  CHECK_MESSAGE(r.code == 0, r.output);
+}
