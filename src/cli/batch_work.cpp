@@ -1,5 +1,6 @@
 #include "cli/batch_work.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 
@@ -96,20 +97,30 @@ BatchWork plan_batch_work(const RunConfig& cfg, const pipeline::Request& req,
                           const std::vector<std::unique_ptr<io::OutputWriter>>& writers, bool output_rank) {
   BatchWork work;
   work.hash = work_hash(cfg, req);
+  parallel::Communicator& world = parallel::MpiRuntime::world();
+  // Test hook: DITGEN_TEST_WORK_DIFFERS_ON_RANK=r makes rank r hash other
+  // work, as if it had read another prompt file (tests/cli: the agreement).
+  if (const char* r = std::getenv("DITGEN_TEST_WORK_DIFFERS_ON_RANK"); r && std::atoi(r) == world.rank())
+    work.hash = hash_text(work.hash);
   const int64_t outputs = req.outputs();
   if (output_rank) {
     std::error_code ec;
+    std::map<std::string, int64_t> owner;  // file -> the output that writes it
     for (int64_t i = 0; i < outputs; ++i) {
       std::vector<std::string> files;
       for (const auto& w : writers)
         for (std::string& f : w->paths_of(static_cast<int>(i))) files.push_back(std::move(f));
+      for (const std::string& f : files)  // a JSONL name equal to another output's numbered stem
+        if (const auto [it, fresh] = owner.emplace(f, i); !fresh)
+          throw ConfigError(f + ": outputs " + std::to_string(it->second) + " and " + std::to_string(i) +
+                            " would both write this file (a prompt file's \"name\" equal to another output's file "
+                            "stem?)");
       bool done = cfg.output.skip_existing && !files.empty();
       for (const std::string& f : files) done = done && std::filesystem::is_regular_file(f, ec);
       if (!done) work.pending.push_back(i);
       work.files.push_back(std::move(files));
     }
   }
-  parallel::Communicator& world = parallel::MpiRuntime::world();
   if (world.size() == 1) return work;
   // Rank 0's hash and its list of outputs to make, to every rank.
   std::string hash0 = work.hash;
@@ -119,9 +130,14 @@ BatchWork plan_batch_work(const RunConfig& cfg, const pipeline::Request& req,
   world.broadcast_bytes(&count, sizeof count, 0);
   work.pending.resize(static_cast<size_t>(count));
   if (count > 0) world.broadcast_bytes(work.pending.data(), static_cast<size_t>(count) * sizeof(int64_t), 0);
-  if (hash0 != work.hash)
-    throw ConfigError("rank " + std::to_string(world.rank()) + " read different work than rank 0 (work hash " +
-                      work.hash + ", rank 0: " + hash0 + "): every rank must read the same config" +
+  // Every rank learns how many differ, so rank 0 (which reports config
+  // errors for the job) fails too, with the message.
+  float differing = hash0 != work.hash ? 1.0f : 0.0f;
+  world.all_reduce_sum(&differing, 1);
+  if (differing > 0.0f)
+    throw ConfigError(std::to_string(static_cast<int>(differing)) + " of " + std::to_string(world.size()) +
+                      " ranks read different work than rank 0 (this rank's work hash " + work.hash + ", rank 0's " +
+                      hash0 + "): every rank must read the same config" +
                       (cfg.generate.prompt_file.empty() ? "" : " and prompt file " + cfg.generate.prompt_file));
   return work;
 }

@@ -12,7 +12,8 @@
 //     file itself and hashes the work it describes; rank 0 (the output
 //     rank, the one that sees the files) sends its hash and the outputs to
 //     make, and a rank whose hash differs fails the job before the weights
-//     are loaded.
+//     are loaded. (Test hook: DITGEN_TEST_WORK_DIFFERS_ON_RANK=r makes rank
+//     r's hash differ.)
 //
 // An output keeps its index in the whole run whatever is skipped, so its
 // seed (seed + index, or its line's) and hence its noise do not depend on

@@ -90,6 +90,7 @@ std::vector<json> manifest_lines(const fs::path& path) {
 // The PNG files under `dir`, sorted.
 std::vector<std::string> pngs_in(const fs::path& dir) {
   std::vector<std::string> files;
+  if (!fs::exists(dir)) return files;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".png") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
@@ -211,6 +212,12 @@ TEST_CASE("prompt file errors: the file and line, exit 2, nothing generated") {
     CHECK_MESSAGE(r.output.find(c.message) != std::string::npos, r.output);
     CHECK_FALSE(fs::exists(tmp.file("out")));
   }
+  // A name equal to another output's numbered file.
+  const std::string clash = tmp.write("clash.jsonl", "{\"prompt\": \"a\", \"name\": \"x_0001\"}\n{\"prompt\": \"b\"}\n");
+  testing::Run c = run_ditgen("--config " + batch_config(tmp, out) + " --prompt-file " + clash);
+  CHECK(c.code == 2);
+  CHECK_MESSAGE(c.output.find("x_0001.png: outputs 0 and 1 would both write this file") != std::string::npos, c.output);
+  CHECK(pngs_in(tmp.file("out")).empty());
   // A missing file, and both prompt sources in the config.
   testing::Run r = run_ditgen("--config " + batch_config(tmp, out) + " --prompt-file " + tmp.file("nope.txt"));
   CHECK(r.code == 2);
@@ -229,7 +236,7 @@ TEST_CASE("prompt file errors: the file and line, exit 2, nothing generated") {
   r = run_ditgen("--config " + dit + " --prompt-file " + file);
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.output.find("generate.prompt_file: a dit model is class-conditional") != std::string::npos, r.output);
-  CHECK_FALSE(fs::exists(tmp.file("out")));
+  CHECK(pngs_in(tmp.file("out")).empty());
 }
 
 // The scenario: a batch stopped by SIGTERM part-way and started
@@ -381,4 +388,20 @@ TEST_CASE("the scripts/batch_example configs run from the repository root") {
   r = testing::run_command("cd " + root + " && " + DITGEN_EXE +
                            " plan --config scripts/batch_example/default_model_batch.json");
   CHECK_MESSAGE(r.code == 0, r.output);
+}
+
+// A rank that read other work (the test hook stands for a different prompt
+// file on that rank's node) stops the job with exit 2 before the weights
+// are loaded: nothing is written.
+TEST_CASE("under mpirun a rank whose batch differs from rank 0's stops the job, exit 2, nothing written") {
+  testing::TempDir tmp("batch_mpi_differs");
+  const std::string cmd = std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " +
+                          "-x DITGEN_TEST_WORK_DIFFERS_ON_RANK=1 " + DITGEN_EXE + " --device cpu --threads 1 --config " +
+                          batch_config(tmp, tmp.file("out/d.png")) + " --prompt-file " + prompt_text_file(tmp) +
+                          " --set parallel.cp=2 --quiet";
+  const testing::Run r = testing::run_command(cmd);
+  CHECK(r.code == 2);
+  CHECK_MESSAGE(r.output.find("1 of 2 ranks read different work than rank 0") != std::string::npos, r.output);
+  CHECK(pngs_in(tmp.file("out")).empty());
+  CHECK_FALSE(fs::exists(tmp.file("out/d_manifest.jsonl")));
 }
