@@ -18,13 +18,12 @@
 
 #include <fcntl.h>
 #include <signal.h>
-
-#include <csignal>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
