@@ -1,9 +1,10 @@
 // The generate job, wiring only, in the order of DESIGN.md §3: the config,
 // the pipeline its model's family selects (config files only), everything
-// that can be checked without weights (request, layout, output paths) so a
-// bad run fails in milliseconds; then the weights, the pipeline's
-// condition -> denoise -> decode, and the output writers. Names no model
-// family: the registry and the pipelines do.
+// that can be checked without weights (a prompt file's every line, request,
+// layout, output paths, the outputs still to make) so a bad run fails in
+// milliseconds; then the weights once, and the batch loop (cli/batch_run.h:
+// condition -> denoise -> decode -> outputs landing with their manifest
+// lines). Names no model family: the registry and the pipelines do.
 #include "cli/generate_command.h"
 
 #include <chrono>
@@ -11,8 +12,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
+#include "cli/batch_run.h"
+#include "cli/batch_work.h"
 #include "cli/layout_setup.h"
 #include "cli/pab_setup.h"
 #include "cli/preflight.h"
@@ -59,35 +61,17 @@ DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const mo
   return choice;
 }
 
-std::string format_number(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
-// webui "parameters": the class (or prompt) on the first line, then
-// settings; a video's frame count after its size.
-std::string png_parameters(const std::string& label, const RunConfig& cfg, const std::string& sampler,
-                           uint64_t seed, int width, int height, int frames) {
-  std::string model = std::filesystem::path(cfg.model.path).lexically_normal().filename().string();
-  if (model.empty()) model = std::filesystem::path(cfg.model.path).lexically_normal().parent_path().filename();
-  // webui puts the negative prompt on its own line after the prompt.
-  const std::string negative =
-      cfg.generate.negative_prompt.empty() ? "" : "\nNegative prompt: " + cfg.generate.negative_prompt;
-  return label + negative + "\nSteps: " + std::to_string(cfg.generate.steps) + ", Sampler: " + sampler +
-         ", CFG scale: " + format_number(cfg.generate.guidance_scale) + ", Seed: " + std::to_string(seed) +
-         ", Size: " + std::to_string(width) + "x" + std::to_string(height) +
-         (frames > 1 ? ", Frames: " + std::to_string(frames) : std::string()) + ", Model: " + model;
-}
-
 }  // namespace
 
 void run_generate(const CliOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
-  RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
-  reject_unsupported(cfg, opts.config_path);
+  const RunConfig given = load_config(opts.config_path, opts.set_overrides);
+  reject_unsupported(given, opts.config_path);
   // The model's config files only: its family (registry) picks the pipeline.
-  const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(cfg.model.path);
+  const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(given.model.path);
+  // A prompt file is read and every line checked now, before anything else.
+  const std::vector<config::PromptEntry> entries = read_batch_prompts(given, opts.config_path, *pipe);
+  const RunConfig cfg = with_prompt_file_prompts(given, entries);
   const models::TransformerSpec& model = pipe->transformer();
   const DeviceChoice device = setup_device(opts, cfg, model);
 
@@ -95,6 +79,8 @@ void run_generate(const CliOptions& opts) {
   // against the model, then the layout against its workload and the world
   // size (this rank's groups are formed), then the output paths.
   pipeline::Request req = prepare_request(cfg, opts, *pipe);
+  apply_prompt_entries(req, entries, given);
+  req.text_cache_dir = opts.text_cache;
   const RankLayout layout = setup_layout(cfg, opts.config_path, model.workload(req.latent_shape), device.device);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
@@ -108,12 +94,18 @@ void run_generate(const CliOptions& opts) {
   const int outputs = static_cast<int>(req.outputs());
   // Frames per output: a video's latents are (C, F, h, w), an image's (C, h, w).
   const int frames = req.latent_shape.size() == 4 ? static_cast<int>(req.latent_shape[1]) : 1;
-  const nlohmann::json effective = to_json(cfg);
+  // The files' metadata: the config as given (a prompt file, not its
+  // prompts), without the run control skip_existing, so a resumed batch
+  // writes the very files an uninterrupted one does.
+  RunConfig metadata_cfg = given;
+  metadata_cfg.output.skip_existing = false;
+  const nlohmann::json effective = to_json(metadata_cfg);
   std::vector<std::unique_ptr<io::OutputWriter>> writers;
   if (rank0) {  // the output rank writes
-    writers = make_output_writers(cfg.output, outputs, frames, effective.dump());
+    writers = make_output_writers(cfg.output, outputs, frames, effective.dump(), output_names(entries));
     probe_outputs(writers, opts);
   }
+  const BatchWork work = plan_batch_work(given, req, writers, rank0);
 
   pipe->load_weights(layout.run, {device.device, device.dtype});
   if (device.device == Device::kCUDA && !quiet)
@@ -124,26 +116,20 @@ void run_generate(const CliOptions& opts) {
 
   pab::ChangeRecorder analysis;
   if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
-  const int batches = (outputs + req.batch_size - 1) / req.batch_size;
-  // One progress report per stage: the text encoder (text models), the
-  // denoising steps of every batch, the decode of each output. Each starts
-  // its clock when its stage starts.
-  std::optional<Progress> stage_progress;
-  auto on_stage = [&](const std::string& stage, int done, int total) {
-    if (done == 0) {
-      stage_progress.reset();  // ends the previous stage's line
-      stage_progress.emplace(stage == "denoise" ? req.steps * batches : total, !quiet, stage);
-    } else if (stage_progress) {
-      stage_progress->step_done(done - 1);
-    }
-  };
-  auto on_step = [&](int step, int steps, int batch, int) {
-    inject_test_kill(layout.world_rank, static_cast<int64_t>(batch) * steps + step + 1);
-    if (stage_progress) stage_progress->step_done(batch * steps + step);
-  };
-  const pipeline::Result result = pipe->generate(req, on_step, on_stage);
-  stage_progress.reset();
-  write_test_comm_stats(layout, static_cast<int64_t>(req.steps) * batches);
+  BatchInputs in;
+  in.cfg = &given;
+  in.opts = &opts;
+  in.pipe = pipe.get();
+  in.req = &req;
+  in.work = &work;
+  in.writers = &writers;
+  in.config_json = effective.dump();
+  for (const config::PromptEntry& e : entries) in.lines.push_back(e.line);
+  in.output_rank = rank0;
+  in.quiet = quiet;
+  in.world_rank = layout.world_rank;
+  const BatchOutcome result = run_batch(in, !opts.save_latents.empty());
+  write_test_comm_stats(layout, result.forwards);
   if (!rank0) return;  // the output rank decodes and writes
   if (!opts.pab_analyze.empty()) write_pab_analysis(opts.pab_analyze, analysis);
   if (req.pab.enabled()) {
@@ -153,31 +139,16 @@ void run_generate(const CliOptions& opts) {
       write_file_atomic(opts.pab_stats, json.data(), json.size());
     }
   }
-
   if (!opts.save_latents.empty()) io::write_safetensors(opts.save_latents, {{"latents", result.latents}});
-
-  std::vector<std::string> written;
-  for (int i = 0; i < outputs; ++i) {
-    io::OutputItem item;
-    item.index = i;
-    item.frames = result.frames.slice0(i, i + 1).reshape(
-        {result.frames.dim(1), result.frames.dim(2), result.frames.dim(3), result.frames.dim(4)});
-    item.caption = req.captions[i];
-    const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
-    item.text = {{"parameters", png_parameters(item.caption, cfg, result.scheduler, req.seed + static_cast<uint64_t>(i),
-                                               w, h, frames)},
-                 {"ditgen_config", effective.dump()}};
-    for (auto& writer : writers)
-      for (auto& path : writer->write(item)) written.push_back(std::move(path));
-  }
-  for (auto& writer : writers)
-    for (auto& path : writer->finish()) written.push_back(std::move(path));
 
   if (!quiet) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const char* what = cfg.output.format == "mp4" || frames > 1 ? "video" : "image";
-    std::fprintf(stderr, "ditgen: wrote %d %s%s (%s%s) in %.1f s\n", outputs, what, outputs == 1 ? "" : "s",
-                 written.front().c_str(), written.size() > 1 ? ", ..." : "", secs);
+    if (result.written.empty())
+      std::fprintf(stderr, "ditgen: nothing to make: all %d outputs exist (%.1f s)\n", outputs, secs);
+    else
+      std::fprintf(stderr, "ditgen: wrote %d %s%s (%s%s) in %.1f s\n", result.made, what, result.made == 1 ? "" : "s",
+                   result.written.front().c_str(), result.written.size() > 1 ? ", ..." : "", secs);
   }
   if (profile::enabled()) std::fprintf(stderr, "ditgen: time per op\n%s", profile::report().c_str());
 }

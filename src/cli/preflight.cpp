@@ -61,8 +61,9 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
 }
 
 std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,
-                                                                   const std::string& config_json) {
-  const io::OutputPlan plan{out.path, outputs, frames};
+                                                                   const std::string& config_json,
+                                                                   const std::vector<std::string>& names) {
+  const io::OutputPlan plan{out.path, outputs, frames, names};
   std::vector<std::unique_ptr<io::OutputWriter>> w;
   if (out.format == "mp4")  // one video per output (an image: a one-frame video)
     w.push_back(io::make_mp4_writer(plan, out.fps, out.crf));

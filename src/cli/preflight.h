@@ -22,9 +22,11 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
 
 // The writers of output.format / output.grid for `outputs` outputs of
 // `frames` frames; `config_json` (the effective config) goes into every
-// file's metadata.
+// file's metadata; `names`: per output, a file stem replacing the numbered
+// one (a prompt file's JSONL "name"; empty: all numbered).
 std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,
-                                                                   const std::string& config_json);
+                                                                   const std::string& config_json,
+                                                                   const std::vector<std::string>& names = {});
 
 // Probes every path the writers and the optional files (--save-latents,
 // --pab-stats, --pab-analyze) will write.

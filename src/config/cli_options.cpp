@@ -95,16 +95,16 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
                                                              "overrides generate.prompts)")->type_name("TEXT");
   auto* negative_opt = app.add_option("--negative-prompt", negative_flag,
                                       "CFG's negative prompt (overrides generate.negative_prompt)")->type_name("TEXT");
-  // DESIGN.md §1 flags of parts this version does not build yet: declared,
-  // so that using one says "not supported yet" (exit 2) rather than
-  // "unknown option".
-  std::string unbuilt_text;
-  bool unbuilt_resume = false;
-  const std::pair<CLI::Option*, const char*> unbuilt[] = {
-      {app.add_option("--prompt-file", unbuilt_text, "prompt file (not supported yet)"),
-       "--prompt-file (batch prompt files)"},
-      {app.add_flag("--resume", unbuilt_resume, "skip outputs that exist (not supported yet)"),
-       "--resume (batch runs)"}};
+  std::string prompt_file_flag;
+  bool resume = false;
+  auto* prompt_file_opt = app.add_option("--prompt-file", prompt_file_flag, "prompts, one per line, or .jsonl "
+                                                                            "(overrides generate.prompts / "
+                                                                            "generate.prompt_file)")
+                              ->type_name("FILE");
+  prompt_opt->excludes(prompt_file_opt);
+  app.add_flag("--resume", resume, "skip outputs whose files exist (sets output.skip_existing)");
+  app.add_option("--text-cache", options.text_cache, "cache prompt embeddings in DIR (off by default)")
+      ->type_name("DIR");
   EncodeOptions& enc = options.encode;
   CLI::App* encode = app.add_subcommand(
       "encode", "run only the tokenizer and text encoder; write ids, masks and embeddings to safetensors");
@@ -148,8 +148,6 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
       options.command = CliOptions::Command::encode;
       return options;
     }
-    for (const auto& [option, what] : unbuilt)
-      if (option->count() > 0) not_supported(what);
     if (plan->parsed()) {
       options.command = CliOptions::Command::plan;
       options.config_path = plan_config;
@@ -167,7 +165,16 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   }
 
   options.set_overrides = user_sets;
-  if (prompt_opt->count() > 0) options.set_overrides.push_back("generate.prompts=" + nlohmann::json(prompt_flags).dump());
+  // --prompt and --prompt-file each replace both of the config's prompt sources.
+  if (prompt_opt->count() > 0) {
+    options.set_overrides.push_back("generate.prompts=" + nlohmann::json(prompt_flags).dump());
+    options.set_overrides.push_back("generate.prompt_file=\"\"");
+  }
+  if (prompt_file_opt->count() > 0) {
+    options.set_overrides.push_back("generate.prompts=[]");
+    options.set_overrides.push_back("generate.prompt_file=" + nlohmann::json(prompt_file_flag).dump());
+  }
+  if (resume) options.set_overrides.push_back("output.skip_existing=true");
   if (negative_opt->count() > 0)
     options.set_overrides.push_back("generate.negative_prompt=" + nlohmann::json(negative_flag).dump());
   append_flag_overrides(options, output_flag, output, seed_flag, seed, steps_flag, steps, frames_flag, frames);

@@ -5,8 +5,9 @@
 // this build and machine can run a value (--device cuda, --attention flash,
 // a half-precision model.dtype) is decided later by choose_device
 // (config/device_choice.h), and --world-size's layouts by the plan command.
-// The §1 flags not built yet (--prompt, --prompt-file, --negative-prompt,
-// --frames, --resume) are declared and answer "not supported yet" (exit 2).
+// --prompt, --prompt-file, --negative-prompt, --frames and --resume are
+// --set entries too (generate.prompts, generate.prompt_file,
+// generate.negative_prompt, generate.frames, output.skip_existing).
 //
 // --output/--seed/--steps become --set entries appended after the user's own
 // --set list, so one precedence rule holds for every field:
@@ -46,6 +47,7 @@ struct CliOptions {
   std::string pab_stats;                   // "" = no JSON summary
   std::string pab_analyze;                 // "" = no analysis directory
   bool quiet = false;
+  std::string text_cache;                  // --text-cache DIR: prompt embedding cache; "" = off
   int world_size = 0;                      // plan: 0 = only the config's own layout
   EncodeOptions encode;
 };

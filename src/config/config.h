@@ -38,7 +38,7 @@ struct GenerateConfig {
   std::vector<ClassLabel> class_labels;  // class-conditional models
   std::vector<std::string> prompts;      // text-conditional models
   std::string negative_prompt;
-  std::string prompt_file;       // not supported yet (batch prompt files)
+  std::string prompt_file;       // text or .jsonl prompt file (config/prompt_file.h); excludes prompts
   int max_sequence_length = 0;   // text tokens per prompt; 0 = the pipeline's default
   std::uint64_t seed = 0;        // output i uses seed + i
   int steps = 50;
@@ -93,6 +93,7 @@ struct OutputConfig {
   double fps = 8.0;             // mp4 only
   int crf = 18;                 // mp4 only: x264's constant rate factor, 0 (lossless) .. 51
   bool grid = false;            // also write a labelled contact sheet
+  bool skip_existing = false;   // outputs whose files all exist are not generated again (--resume)
   bool operator==(const OutputConfig&) const = default;
 };
 

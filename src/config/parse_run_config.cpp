@@ -152,6 +152,7 @@ OutputConfig parse_output(const ObjectReader& output) {
     output.context().fail(output.path_of("crf"),
                           "expected an integer in 0..51 (x264's constant rate factor), got " + std::to_string(c.crf));
   c.grid = output.boolean("grid", c.grid);
+  c.skip_existing = output.boolean("skip_existing", c.skip_existing);
   return c;
 }
 

@@ -21,6 +21,7 @@ const std::vector<std::string>& schema_paths() {
         "parallel", "parallel.sp", "parallel.cp", "parallel.tp", "parallel.sp_mode",
         "pab",
         "output", "output.path", "output.format", "output.fps", "output.crf", "output.grid",
+        "output.skip_existing",
     };
     for (const char* kind : {"spatial", "temporal", "cross", "mlp"}) {
       const std::string section = std::string("pab.") + kind;

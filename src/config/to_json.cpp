@@ -45,7 +45,7 @@ json to_json(const RunConfig& c) {
   if (c.pab.temporal) pab["temporal"] = pab_kind_json(*c.pab.temporal, false);
   if (c.pab.cross) pab["cross"] = pab_kind_json(*c.pab.cross, false);
   if (c.pab.mlp) pab["mlp"] = pab_kind_json(*c.pab.mlp, true);
-  return {
+  nlohmann::json j = {
       {"model", {{"path", c.model.path}, {"dtype", c.model.dtype}}},
       {"generate", generate_json(c.generate)},
       {"parallel", {{"sp", c.parallel.sp}, {"cp", c.parallel.cp}, {"tp", c.parallel.tp},
@@ -54,6 +54,10 @@ json to_json(const RunConfig& c) {
       {"output", {{"path", c.output.path}, {"format", c.output.format}, {"fps", c.output.fps},
                   {"crf", c.output.crf}, {"grid", c.output.grid}}},
   };
+  // A run control, not a setting of the outputs: written only when on, so
+  // a resumed run's files carry the same config as an uninterrupted run's.
+  if (c.output.skip_existing) j["output"]["skip_existing"] = true;
+  return j;
 }
 
 }  // namespace ditgen

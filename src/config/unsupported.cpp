@@ -7,20 +7,10 @@
 #include "util/error.h"
 
 namespace ditgen {
-namespace {
 
-// "(run.json: parallel.sp=2)": where the setting is, and its value.
-std::string at(const std::string& file, const std::string& setting) {
-  return "(" + file + ": " + setting + ")";
-}
-
-}  // namespace
-
-void reject_unsupported(const RunConfig& c, const std::string& path) {
-  if (!c.generate.prompt_file.empty())
-    not_supported("batch prompt files " + at(path, "generate.prompt_file") + " — list the prompts in generate.prompts");
-
-  // model.dtype depends on the device: config/device_choice.cpp checks it.
+void reject_unsupported(const RunConfig&, const std::string&) {
+  // Nothing of the config schema is left unbuilt. model.dtype depends on the
+  // device: config/device_choice.cpp checks it.
 }
 
 }  // namespace ditgen

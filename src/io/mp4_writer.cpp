@@ -262,13 +262,16 @@ class Mp4Writer final : public OutputWriter {
 
   std::vector<std::string> planned_paths() const override {
     std::vector<std::string> p;
-    for (int i = 0; i < plan_.outputs; ++i) p.push_back(video_path_for(plan_.pattern, i, plan_.outputs));
+    for (int i = 0; i < plan_.outputs; ++i) p.push_back(paths_of(i).front());
     return p;
+  }
+  std::vector<std::string> paths_of(int index) const override {
+    return {video_path_for(plan_.pattern, index, plan_.outputs, plan_.name_of(index))};
   }
 
   std::vector<std::string> write(const OutputItem& item) override {
     check_output_item(item, plan_, "mp4 writer");
-    const std::string path = video_path_for(plan_.pattern, item.index, plan_.outputs);
+    const std::string path = paths_of(item.index).front();
     const int width = static_cast<int>(item.frames.dim(3)), height = static_cast<int>(item.frames.dim(2));
     const int even_w = width + width % 2, even_h = height + height % 2;
     write_file_atomic_named(path, [&](const std::string& temp) {

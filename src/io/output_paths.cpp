@@ -39,7 +39,14 @@ std::string with_suffix(const std::string& path, const std::string& suffix, cons
 
 }  // namespace
 
-std::string output_path_for(const std::string& pattern, int index, int count) {
+std::string output_path_for(const std::string& pattern, int index, int count, const std::string& name) {
+  if (!name.empty()) {  // the directory and extension of the numbered path, `name` as the stem
+    const std::string numbered = output_path_for(pattern, index, count);
+    const auto slash = numbered.rfind('/');
+    const std::string dir = slash == std::string::npos ? "" : numbered.substr(0, slash + 1);
+    const auto dot = extension_start(numbered);
+    return dir + name + (dot == std::string::npos ? "" : numbered.substr(dot));
+  }
   if (pattern.find(kIndexPlaceholder) != std::string::npos)
     return replace_all(pattern, kIndexPlaceholder, zero_padded(index));
   if (count <= 1) return pattern;
@@ -48,18 +55,24 @@ std::string output_path_for(const std::string& pattern, int index, int count) {
   return with_suffix(pattern, suffix, "");
 }
 
-std::string video_path_for(const std::string& pattern, int index, int count) {
-  return with_suffix(output_path_for(pattern, index, count), "", ".mp4");
+std::string video_path_for(const std::string& pattern, int index, int count, const std::string& name) {
+  return with_suffix(output_path_for(pattern, index, count, name), "", ".mp4");
 }
 
-std::string frame_path_for(const std::string& pattern, int index, int count, int frame) {
-  return with_suffix(output_path_for(pattern, index, count), "_f" + zero_padded(frame, 3), ".png");
+std::string frame_path_for(const std::string& pattern, int index, int count, int frame, const std::string& name) {
+  return with_suffix(output_path_for(pattern, index, count, name), "_f" + zero_padded(frame, 3), ".png");
 }
 
 std::string grid_path_for(const std::string& pattern) {
   if (pattern.find(kIndexPlaceholder) != std::string::npos)
     return with_suffix(replace_all(pattern, kIndexPlaceholder, "grid"), "", ".png");
   return with_suffix(pattern, "_grid", ".png");
+}
+
+std::string manifest_path_for(const std::string& pattern) {
+  if (pattern.find(kIndexPlaceholder) != std::string::npos)
+    return with_suffix(replace_all(pattern, kIndexPlaceholder, "manifest"), "", ".jsonl");
+  return with_suffix(pattern, "_manifest", ".jsonl");
 }
 
 }  // namespace ditgen::io

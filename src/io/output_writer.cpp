@@ -31,15 +31,18 @@ class PngWriter final : public OutputWriter {
   explicit PngWriter(OutputPlan plan) : plan_(std::move(plan)) {}
   std::vector<std::string> planned_paths() const override {
     std::vector<std::string> p;
-    for (int i = 0; i < plan_.outputs; ++i) p.push_back(output_path_for(plan_.pattern, i, plan_.outputs));
+    for (int i = 0; i < plan_.outputs; ++i) p.push_back(paths_of(i).front());
     return p;
+  }
+  std::vector<std::string> paths_of(int index) const override {
+    return {output_path_for(plan_.pattern, index, plan_.outputs, plan_.name_of(index))};
   }
   std::vector<std::string> write(const OutputItem& item) override {
     check_output_item(item, plan_, "png writer");
     if (item.frames.dim(0) != 1)
       throw std::invalid_argument("png writer: output " + std::to_string(item.index) + " has " +
                                   std::to_string(item.frames.dim(0)) + " frames (a video: PNG frames or mp4)");
-    const std::string path = output_path_for(plan_.pattern, item.index, plan_.outputs);
+    const std::string path = paths_of(item.index).front();
     write_png(path, output_frame_rgb(item.frames, 0), item.text);
     return {path};
   }
@@ -54,14 +57,21 @@ class PngFramesWriter final : public OutputWriter {
   std::vector<std::string> planned_paths() const override {
     std::vector<std::string> p;
     for (int i = 0; i < plan_.outputs; ++i)
-      for (int f = 0; f < plan_.frames; ++f) p.push_back(frame_path_for(plan_.pattern, i, plan_.outputs, f));
+      for (std::string& path : paths_of(i)) p.push_back(std::move(path));
+    return p;
+  }
+  std::vector<std::string> paths_of(int index) const override {
+    std::vector<std::string> p;
+    for (int f = 0; f < plan_.frames; ++f)
+      p.push_back(frame_path_for(plan_.pattern, index, plan_.outputs, f, plan_.name_of(index)));
     return p;
   }
   std::vector<std::string> write(const OutputItem& item) override {
     check_output_item(item, plan_, "png frames writer");
     std::vector<std::string> written;
     for (int64_t f = 0; f < item.frames.dim(0); ++f) {
-      written.push_back(frame_path_for(plan_.pattern, item.index, plan_.outputs, static_cast<int>(f)));
+      written.push_back(
+          frame_path_for(plan_.pattern, item.index, plan_.outputs, static_cast<int>(f), plan_.name_of(item.index)));
       write_png(written.back(), output_frame_rgb(item.frames, f), item.text);
     }
     return written;

@@ -29,6 +29,9 @@ class OutputWriter {
  public:
   virtual ~OutputWriter() = default;
   virtual std::vector<std::string> planned_paths() const = 0;
+  // The files of output `index` alone (what --resume looks for); none for
+  // writers of the whole run (the contact sheet).
+  virtual std::vector<std::string> paths_of(int /*index*/) const { return {}; }
   // Writes this output's files; returns their paths.
   virtual std::vector<std::string> write(const OutputItem& item) = 0;
   // After the last output; returns the paths written then.
@@ -41,6 +44,12 @@ struct OutputPlan {
   std::string pattern;
   int outputs = 1;
   int frames = 1;
+  std::vector<std::string> names;  // per output: a file stem replacing the numbered one ("" or empty: numbered)
+
+  const std::string& name_of(int index) const {
+    static const std::string none;
+    return names.empty() ? none : names.at(static_cast<size_t>(index));
+  }
 };
 
 // For writers in other files: std::invalid_argument unless `item` holds

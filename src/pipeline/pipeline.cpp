@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
+#include <type_traits>
 
 #include "models/registry.h"
 #include "pipeline/class_pipeline.h"
@@ -17,6 +19,71 @@
 #include "util/profile.h"
 
 namespace ditgen::pipeline {
+
+namespace {
+
+// (count, ...one)
+Shape in_one(const Shape& one, int64_t count) {
+  Shape s = one;
+  s.insert(s.begin(), count);
+  return s;
+}
+
+template <class T>
+std::vector<T> sub(const std::vector<T>& v, int64_t first, int64_t count) {
+  if (v.empty()) return v;
+  return std::vector<T>(v.begin() + first, v.begin() + first + count);
+}
+
+}  // namespace
+
+Request Request::slice(int64_t first, int64_t count) const {
+  if (first < 0 || count < 0 || first + count > outputs())
+    throw std::out_of_range("Request::slice: outputs [" + std::to_string(first) + ", " +
+                            std::to_string(first + count) + ") of " + std::to_string(outputs()));
+  std::vector<int64_t> range;
+  for (int64_t i = first; i < first + count; ++i) range.push_back(i);
+  return select(range);
+}
+
+Request Request::select(const std::vector<int64_t>& chosen) const {
+  auto pick = [&](const auto& v) {
+    std::remove_cvref_t<decltype(v)> out;
+    if (!v.empty())
+      for (const int64_t i : chosen) out.push_back(v.at(static_cast<size_t>(i)));
+    return out;
+  };
+  for (const int64_t i : chosen)
+    if (i < 0 || i >= outputs())
+      throw std::out_of_range("Request::select: output " + std::to_string(i) + " of " + std::to_string(outputs()));
+  Request r = *this;
+  r.labels = pick(labels);
+  r.prompts = pick(prompts);
+  r.captions = pick(captions);
+  r.negative_prompts = pick(negative_prompts);
+  r.seeds.clear();
+  for (const int64_t i : chosen) r.seeds.push_back(seed_of(i));
+  if (init_noise) {
+    Shape shape = init_noise->shape();
+    shape[0] = static_cast<int64_t>(chosen.size());
+    r.init_noise = Tensor::empty(shape);
+    for (size_t j = 0; j < chosen.size(); ++j)
+      r.init_noise->slice0(static_cast<int64_t>(j), static_cast<int64_t>(j) + 1)
+          .copy_from(init_noise->slice0(chosen[j], chosen[j] + 1));
+  }
+  return r;
+}
+
+Conditions Conditions::slice(int64_t first, int64_t count) const {
+  Conditions c;
+  c.class_labels = sub(class_labels, first, count);
+  if (prompt_embeds.defined()) c.prompt_embeds = prompt_embeds.slice0(first, first + count);
+  c.prompt_lengths = sub(prompt_lengths, first, count);
+  c.negative_embeds = negative_embeds;
+  c.negative_row = sub(negative_row, first, count);
+  c.negative_lengths = sub(negative_lengths, first, count);
+  return c;
+}
 
 models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae) {
   // As diffusers' pipelines: a float16 VAE with force_upcast decodes in float32.
@@ -81,8 +148,10 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
   for (int bi = 0; bi < batches; ++bi) {
     const int64_t first = bi * batch_size, count = std::min(batch_size, outputs - first);
     // This batch's starting noise: drawn per output with seed + index.
-    Tensor latents = req.init_noise ? req.init_noise->slice0(first, first + count).clone()
-                                    : sched::gaussian_noise(one, count, req.seed + static_cast<uint64_t>(first));
+    Tensor latents = req.init_noise ? req.init_noise->slice0(first, first + count).clone() : Tensor::empty(in_one(one, count));
+    if (!req.init_noise)
+      for (int64_t i = 0; i < count; ++i)  // image i of a batch at seed s is image 0 at seed s + i
+        latents.slice0(i, i + 1).copy_from(sched::gaussian_noise(one, 1, req.seed_of(first + i)));
     auto scheduler = sched::make_scheduler(req.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"));
     scheduler->set_timesteps(req.steps);
     const auto& timesteps = scheduler->timesteps();

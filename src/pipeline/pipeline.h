@@ -36,10 +36,19 @@ struct Request {
   std::vector<int64_t> labels;        // class-conditional: one output per class id
   std::vector<std::string> prompts;   // text-conditional: one output per prompt
   std::string negative_prompt;        // text-conditional: CFG's unconditional text
+  // Text-conditional, per output: its own negative prompt (a prompt file's
+  // JSONL line); empty = negative_prompt for every output.
+  std::vector<std::string> negative_prompts;
+  // Text-conditional: a directory of cached prompt embeddings
+  // (pipeline/text_cache.h); "" = no cache.
+  std::string text_cache_dir;
   int64_t max_sequence_length = 0;    // text-conditional: tokens per prompt; 0 = the pipeline's default
   std::string text_encoder_dtype = "auto";  // model.dtype as written (the text encoder's placement)
   std::vector<std::string> captions;  // per output: what it shows (class name, prompt); for metadata
   uint64_t seed = 0;                  // output i uses seed + i
+  // Per output: its own seed (a batch: each output keeps the seed of its
+  // place in the whole file, or a JSONL line's); empty = seed + i.
+  std::vector<uint64_t> seeds;
   int steps = 50;
   float guidance_scale = 4.0f;
   std::string scheduler;              // "" = the model's scheduler_config.json
@@ -50,6 +59,18 @@ struct Request {
   pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
 
   int64_t outputs() const { return static_cast<int64_t>(labels.empty() ? prompts.size() : labels.size()); }
+  uint64_t seed_of(int64_t i) const {
+    return seeds.empty() ? seed + static_cast<uint64_t>(i) : seeds.at(static_cast<size_t>(i));
+  }
+  const std::string& negative_of(int64_t i) const {
+    return negative_prompts.empty() ? negative_prompt : negative_prompts.at(static_cast<size_t>(i));
+  }
+  // Outputs [first, first + count) as a request of their own: the same
+  // settings, each output keeping its seed, negative prompt and --init-noise
+  // slice, so its result is the one it has in the whole request.
+  Request slice(int64_t first, int64_t count) const;
+  // The outputs listed (in that order), as slice() does for a range.
+  Request select(const std::vector<int64_t>& outputs) const;
 };
 
 // PAB over a whole run (every batch's generation).
@@ -82,11 +103,14 @@ struct Conditions {
   // rows of each the transformer's cross-attention sees.
   Tensor prompt_embeds;                   // (N, L, D) one per output
   std::vector<int32_t> prompt_lengths;    // N
-  Tensor negative_embeds;                 // (1, L, D) the negative prompt, shared
+  Tensor negative_embeds;                 // (K, L, D) the distinct negative prompts (usually K = 1)
+  std::vector<int32_t> negative_row;      // N: each output's row of negative_embeds; empty = row 0 for all
   std::vector<int32_t> negative_lengths;  // N: the rows each output's unconditional half sees
   int64_t outputs() const {
     return static_cast<int64_t>(class_labels.empty() ? prompt_lengths.size() : class_labels.size());
   }
+  // Outputs [first, first + count): their rows (negative_embeds shared).
+  Conditions slice(int64_t first, int64_t count) const;
 };
 
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).

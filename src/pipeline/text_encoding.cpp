@@ -100,14 +100,24 @@ PromptEmbeddings TextStage::encode(const std::vector<std::string>& prompts, int6
     }
     slot[i] = it->second;
   }
-  Tensor encoded;
+  const int64_t L = max_length, D = spec_->hidden_size(), n = static_cast<int64_t>(out.texts.size());
+  const int64_t distinct = static_cast<int64_t>(unique.ids.size());
+  Tensor encoded = Tensor::empty({distinct, L, D});
   {
     // The encoder lives in this scope only: its weights are released on the way out.
     const io::WeightStore weights = io::WeightStore::open_dir(encoder_dir_);
     const std::unique_ptr<models::TextEncoder> encoder = spec_->load(weights, place);
-    encoded = encoder->encode(unique);
+    // One text per pass: a GEMM's last bits depend on how many rows it
+    // has, so a text encoded with others would not match the same text
+    // encoded alone. Alone, a prompt's embeddings are the same bits in
+    // every run (a resumed batch, a cached prompt, a subset of a file).
+    for (int64_t u = 0; u < distinct; ++u) {
+      models::TokenBatch one;
+      one.ids.push_back(unique.ids[static_cast<size_t>(u)]);
+      one.lengths.push_back(unique.lengths[static_cast<size_t>(u)]);
+      encoded.slice0(u, u + 1).copy_from(encoder->encode(one));
+    }
   }
-  const int64_t L = max_length, D = spec_->hidden_size(), n = static_cast<int64_t>(out.texts.size());
   out.embeds = Tensor::empty({n, L, D});
   for (int64_t i = 0; i < n; ++i) out.embeds.slice0(i, i + 1).copy_from(encoded.slice0(slot[i], slot[i] + 1));
   return out;

@@ -3,7 +3,8 @@
 // (pipeline_prompt_text) -> T5 tokenizer (padding to max_length,
 // truncation, </s>) -> text encoder -> one embedding row per token. Each
 // distinct prompt is encoded once (a negative prompt shared by a batch, a
-// prompt repeated in a file), the encoder runs its own batches, and it is
+// prompt repeated in a file), alone (one text per encoder pass, so its
+// embeddings are the same bits whatever else is encoded), and the encoder is
 // released when encode() returns: its weights are unmapped before any
 // denoising starts, as DESIGN.md §2 asks.
 #pragma once

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "config/prompt_file.h"
+#include "pipeline/text_cache.h"
 #include "sched/scheduler.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -58,28 +59,42 @@ void TextPipeline::load_weights(const ParallelRun& par, const models::Placement&
 
 Conditions TextPipeline::condition(const Request& req) const {
   profile::ScopedTimer timer("text_encoder");
-  // The prompts and the negative in one pass of the encoder (each distinct
-  // text once), which is released when encode returns.
+  // The prompts and the distinct negative prompts in one pass of the
+  // encoder (each distinct text once), which is released when encode
+  // returns; texts found in the embedding cache skip it.
+  const int64_t n = static_cast<int64_t>(req.prompts.size());
   std::vector<std::string> texts = req.prompts;
-  texts.push_back(req.negative_prompt);
+  std::vector<int32_t> negative_row;
+  std::vector<std::string> negatives;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string& neg = req.negative_of(i);
+    size_t row = 0;
+    while (row < negatives.size() && negatives[row] != neg) ++row;  // few distinct negatives
+    if (row == negatives.size()) negatives.push_back(neg);
+    negative_row.push_back(static_cast<int32_t>(row));
+  }
+  texts.insert(texts.end(), negatives.begin(), negatives.end());
   const models::TextPipelineRules rules = parts_.spec->text_pipeline_rules();
   const int64_t L = rules.fixed_max_length > 0       ? rules.fixed_max_length
                     : req.max_sequence_length > 0 ? req.max_sequence_length
                                                   : text_.default_max_length();
-  const PromptEmbeddings e = text_.encode(texts, L, text_encoder_placement(device_, req.text_encoder_dtype));
-  const int64_t n = static_cast<int64_t>(req.prompts.size());
+  const models::Placement place = text_encoder_placement(device_, req.text_encoder_dtype);
+  const CachedEncoding e = encode_with_cache(text_, texts, L, place, req.text_cache_dir);
+  const int64_t k = static_cast<int64_t>(negatives.size());
   Conditions c;
   c.prompt_embeds = e.embeds.slice0(0, n);
-  c.negative_embeds = e.embeds.slice0(n, n + 1);
+  c.negative_embeds = e.embeds.slice0(n, n + k);
+  if (k > 1) c.negative_row = negative_row;
   // The prompt's rows: its real tokens (its mask count k). The negative's:
   // its own real tokens (PixArt), or its first k rows (Latte's mask_feature
   // cuts both encodings to the prompt's k rows; the negative's padding rows
   // are seen unmasked).
-  const int32_t negative_tokens = static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(n)]);
   for (int64_t i = 0; i < n; ++i) {
-    const int32_t k = static_cast<int32_t>(e.tokens.num_tokens[static_cast<size_t>(i)]);
-    c.prompt_lengths.push_back(k);
-    c.negative_lengths.push_back(rules.negative_cut_to_prompt ? k : negative_tokens);
+    const int32_t tokens = static_cast<int32_t>(e.num_tokens[static_cast<size_t>(i)]);
+    const int32_t negative_tokens =
+        static_cast<int32_t>(e.num_tokens[static_cast<size_t>(n + negative_row[static_cast<size_t>(i)])]);
+    c.prompt_lengths.push_back(tokens);
+    c.negative_lengths.push_back(rules.negative_cut_to_prompt ? tokens : negative_tokens);
   }
   return c;
 }
@@ -104,7 +119,8 @@ Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const S
     int64_t row = 0;
     for (const bool uncond : halves)
       for (int64_t i = first; i < first + count; ++i, ++row) {
-        const Tensor src = uncond ? cond.negative_embeds : cond.prompt_embeds.slice0(i, i + 1);
+        const int64_t neg = cond.negative_row.empty() ? 0 : cond.negative_row[static_cast<size_t>(i)];
+        const Tensor src = uncond ? cond.negative_embeds.slice0(neg, neg + 1) : cond.prompt_embeds.slice0(i, i + 1);
         std::memcpy(keep.data() + row * L * D, src.data(), static_cast<size_t>(L * D) * sizeof(float));
         args.text_lengths.push_back(uncond ? cond.negative_lengths[static_cast<size_t>(i)]
                                            : cond.prompt_lengths[static_cast<size_t>(i)]);

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -84,12 +85,45 @@ void pause_in_write_for_tests(std::FILE* f, const std::string& temp) {
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
+// LandingScope's state: no scope, a scope before its first rename, a scope
+// after it (signals held in g_held_signal).
+constexpr int kNoLanding = 0, kLandingOpen = 1, kLandingCommitted = 2;
+std::atomic<int> g_landing{kNoLanding};
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler reads g_landing");
+volatile std::sig_atomic_t g_held_signal = 0;
+
+[[noreturn]] void cleanup_and_exit(int sig) {
+  cleanup_temp_files_now();
+  _exit(sig == SIGINT ? kExitSigint : kExitSigterm);
+}
+
+// Called right before a rename: inside a LandingScope, signals are held
+// from here on.
+void commit_landing() {
+  int open = kLandingOpen;
+  g_landing.compare_exchange_strong(open, kLandingCommitted);
+}
 
 }  // namespace
 
 void cleanup_temp_files_now() {
   for (TempSlot& s : g_temp_slots)
     if (s.state.load(std::memory_order_acquire) == kSlotActive) unlink(s.path);
+}
+
+LandingScope::LandingScope() { g_landing.store(kLandingOpen); }
+
+LandingScope::~LandingScope() {
+  g_landing.store(kNoLanding);
+  if (g_held_signal != 0) cleanup_and_exit(g_held_signal);
+}
+
+void on_termination_signal(int sig) {
+  if (g_landing.load() == kLandingCommitted) {
+    g_held_signal = sig;
+    return;
+  }
+  cleanup_and_exit(sig);
 }
 
 namespace {
@@ -134,6 +168,7 @@ void write_file_atomic(const std::string& path, const std::function<void(std::FI
   const bool close_failed = std::fclose(f) != 0;
   if (write_failed) fail("write failed", write_errno ? write_errno : EIO);
   if (close_failed) fail("close failed", errno);
+  commit_landing();
   if (std::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename " + temp + " onto it", errno);
 }
 
@@ -152,6 +187,7 @@ void write_file_atomic_named(const std::string& path, const std::function<void(c
     unlink(temp.c_str());
     throw;
   }
+  commit_landing();
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(temp.c_str());

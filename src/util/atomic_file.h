@@ -33,6 +33,27 @@ void write_file_atomic(const std::string& path, const void* bytes, size_t size);
 // failure guarantees are as above.
 void write_file_atomic_named(const std::string& path, const std::function<void(const std::string& temp_path)>& writer);
 
+// One output of a batch landing (its files, then its manifest line): while
+// a LandingScope is open, SIGINT / SIGTERM still end the run at once (the
+// temporary files removed) until the scope's first file is renamed into
+// place; from then on the signal is held until the scope closes, so an
+// output is either wholly on disk with its manifest line or not there at
+// all. The held signal then ends the run as it would have (130 / 143).
+// Scopes do not nest.
+class LandingScope {
+ public:
+  LandingScope();
+  ~LandingScope();
+  LandingScope(const LandingScope&) = delete;
+  LandingScope& operator=(const LandingScope&) = delete;
+};
+
+// What SIGINT / SIGTERM do (util/signals.cpp installs it, with SA_RESTART):
+// unlink the temporary files in flight and _exit(130 / 143), or, inside a
+// LandingScope past its first rename, hold the signal until the scope
+// closes. Async-signal-safe.
+void on_termination_signal(int sig);
+
 // Unlinks every temporary file currently being written (for fatal paths such
 // as an MPI abort, where no destructor or catch will run). Async-signal-safe.
 void cleanup_temp_files_now();

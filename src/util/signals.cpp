@@ -20,11 +20,6 @@ void say(const char* text) {
   (void)ignored;
 }
 
-void cleanup_and_exit(int sig) {
-  cleanup_temp_files_now();
-  _exit(sig == SIGINT ? kExitSigint : kExitSigterm);
-}
-
 void report_bus_error(int, siginfo_t* info, void*) {
   cleanup_temp_files_now();
   const char* file = info ? mapped_file_at(info->si_addr) : nullptr;
@@ -49,7 +44,10 @@ void report_bus_error(int, siginfo_t* info, void*) {
 void install_signal_handlers() {
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
-  action.sa_handler = cleanup_and_exit;
+  action.sa_handler = on_termination_signal;
+  // A held signal (util/atomic_file.h: LandingScope) returns from the
+  // handler: the writes it interrupted go on.
+  action.sa_flags = SA_RESTART;
   sigemptyset(&action.sa_mask);
   // Block the other signal while handling one, so the handler runs once.
   sigaddset(&action.sa_mask, SIGINT);

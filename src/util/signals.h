@@ -1,6 +1,8 @@
 // How ditgen meets the signals that can end a run (DESIGN.md §1: nothing
 // half-written is ever left behind):
-//   SIGINT, SIGTERM  unlink the temporary outputs in flight, _exit(130 / 143)
+//   SIGINT, SIGTERM  unlink the temporary outputs in flight, _exit(130 / 143);
+//                    while a batch output lands, held until it has landed
+//                    (util/atomic_file.h: LandingScope)
 //   SIGBUS           a mapped model file was truncated or replaced while in
 //                    use: say which file (util/mapped_files.h) and in which
 //                    stage, unlink the temporary outputs, _exit(3) (a bad

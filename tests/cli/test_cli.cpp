@@ -23,6 +23,7 @@
 #include "../ops/test_helpers.h"
 #include "io/contact_sheet.h"
 #include "io/safetensors.h"
+#include "interrupt.h"
 
 namespace fs = std::filesystem;
 using namespace ditgen;
@@ -252,65 +253,6 @@ TEST_CASE("SIGTERM stops a run with exit code 143 and leaves no output") {
 
 namespace {
 
-// What a run interrupted inside a write left behind.
-struct Interrupted {
-  int exit_code = -1;   // -1: not a normal exit
-  std::string temp;     // the temporary file named by the pause marker ("" if none seen)
-  bool temp_existed = false;  // the temporary file was there when the signal was sent
-  std::string stderr_text;
-};
-
-// Runs ditgen with `args` and DITGEN_TEST_PAUSE_IN_WRITE set, reads its
-// stderr until the pause marker of the first output write, checks the
-// temporary file exists at that moment, then sends `sig`. The marker must
-// come within 60 s; otherwise the run is killed and the result shows it.
-Interrupted interrupt_in_write(const std::vector<std::string>& args, int sig) {
-  int err_pipe[2];
-  REQUIRE(pipe(err_pipe) == 0);
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    close(err_pipe[0]);
-    dup2(err_pipe[1], STDERR_FILENO);
-    close(err_pipe[1]);
-    setenv("DITGEN_TEST_PAUSE_IN_WRITE", "60", 1);
-    std::vector<char*> argv{const_cast<char*>(DITGEN_EXE)};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(DITGEN_EXE, argv.data());
-    _exit(127);
-  }
-  close(err_pipe[1]);
-  Interrupted out;
-  const std::string marker = "ditgen: test: pausing in write of ";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  char buf[4096];
-  while (std::chrono::steady_clock::now() < deadline) {
-    const size_t at = out.stderr_text.find(marker);
-    if (at != std::string::npos && out.stderr_text.find('\n', at) != std::string::npos) {
-      const size_t begin = at + marker.size();
-      out.temp = out.stderr_text.substr(begin, out.stderr_text.find('\n', at) - begin);
-      break;
-    }
-    pollfd p{err_pipe[0], POLLIN, 0};
-    if (poll(&p, 1, 200) <= 0) continue;
-    const ssize_t n = read(err_pipe[0], buf, sizeof buf);
-    if (n <= 0) break;  // ditgen exited without pausing
-    out.stderr_text.append(buf, static_cast<size_t>(n));
-  }
-  if (!out.temp.empty()) {
-    out.temp_existed = fs::exists(out.temp);
-    kill(pid, sig);
-  } else {
-    kill(pid, SIGKILL);
-  }
-  close(err_pipe[0]);  // a message ditgen writes while exiting meets no reader: fine, it _exits
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);
-  return out;
-}
-
 // Every file under `dir` except the run config: outputs, partial or temporary.
 std::vector<std::string> files_left(const fs::path& dir) {
   std::vector<std::string> left;
@@ -321,14 +263,16 @@ std::vector<std::string> files_left(const fs::path& dir) {
 
 }  // namespace
 
-// A signal while an output is being written (the temporary file exists and
-// holds data, the rename has not happened): the handler must remove it, and
-// the run must leave nothing else behind.
+// A signal while a file is being written (the temporary file exists and
+// holds data, the rename has not happened): the handler must remove it.
+// At the first output's write the run leaves nothing behind; at the
+// --save-latents file, written after the outputs have landed, exactly the
+// outputs and their manifest.
 TEST_CASE("SIGTERM / SIGINT during an output write leave no partial output and no temporary file") {
   struct Case {
     const char* what;
     int sig, code;
-    bool save_latents;  // the latents are written first: the pause hits their file
+    bool save_latents;  // signal at the latents' write (after the outputs), not the first output's
   };
   for (const Case& c : {Case{"PNG, SIGTERM", SIGTERM, 143, false}, Case{"PNG, SIGINT", SIGINT, 130, false},
                         Case{"--save-latents, SIGTERM", SIGTERM, 143, true},
@@ -339,17 +283,25 @@ TEST_CASE("SIGTERM / SIGINT during an output write leave no partial output and n
     const std::string latents = (s.dir / "latents.safetensors").string();
     std::vector<std::string> args = {"--device", "cpu", "--config", cfg, "--steps", "2", "--quiet"};
     if (c.save_latents) args.insert(args.end(), {"--save-latents", latents});
-    const Interrupted r = interrupt_in_write(args, c.sig);
+    // Writes before the latents' pause briefly on the way.
+    const std::string final_path = c.save_latents ? latents : (s.dir / "out" / "img_0000.png").string();
+    const testing::Interrupted r = testing::interrupt_in_write(
+        DITGEN_EXE, args, c.sig, [&](const std::string& temp) { return temp.rfind(final_path + ".tmp.", 0) == 0; },
+        c.save_latents ? 3 : 60);
     INFO("ditgen stderr: " << r.stderr_text);
     REQUIRE_MESSAGE(!r.temp.empty(), "no pause marker: the write window was never reached");
     CHECK(r.temp_existed);  // the signal really arrived inside the write
-    const std::string final_path = c.save_latents ? latents : (s.dir / "out" / "img_0000.png").string();
-    CHECK(r.temp.rfind(final_path + ".tmp.", 0) == 0);
     CHECK(r.exit_code == c.code);
     CHECK_FALSE(fs::exists(r.temp));
+    const std::string landed = c.save_latents ? " " + (s.dir / "out" / "img_0000.png").string() + " " +
+                                                    (s.dir / "out" / "img_0001.png").string() + " " +
+                                                    (s.dir / "out" / "img_manifest.jsonl").string()
+                                              : "";
+    std::vector<std::string> sorted = files_left(s.dir);
+    std::sort(sorted.begin(), sorted.end());
     std::string left;
-    for (const auto& f : files_left(s.dir)) left += " " + f;
-    CHECK_MESSAGE(left.empty(), "left behind:" << left);
+    for (const auto& f : sorted) left += " " + f;
+    CHECK_MESSAGE(left == landed, "left behind:" << left);
   }
 }
 

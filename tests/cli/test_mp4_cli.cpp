@@ -103,7 +103,7 @@ TEST_CASE("mp4 cli: output.format=\"mp4\" writes img_NNNN.mp4 with the parameter
   Result r = run_ditgen("--config " + cfg + " --quiet --set output.format=\\\"mp4\\\"");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK_MESSAGE(r.output.empty(), r.output);  // --quiet: not a line from libav or x264 either
-  CHECK(s.files() == std::vector<std::string>{"img_0000.mp4", "img_0001.mp4"});
+  CHECK(s.files() == std::vector<std::string>{"img_0000.mp4", "img_0001.mp4", "img_manifest.jsonl"});
 
   // The same run as PNG, for the pixels.
   r = run_ditgen("--config " + cfg + " --quiet --output " + (s.dir / "png" / "img.png").string());
@@ -152,7 +152,7 @@ TEST_CASE("mp4 cli: fps, crf and grid from the config") {
                               " --quiet --set output.format=\\\"mp4\\\" --set output.fps=4 --set output.crf=40"
                               " --set output.grid=true");
   REQUIRE_MESSAGE(r.code == 0, r.output);
-  CHECK(s.files() == std::vector<std::string>{"img_0000.mp4", "img_0001.mp4", "img_grid.png"});
+  CHECK(s.files() == std::vector<std::string>{"img_0000.mp4", "img_0001.mp4", "img_grid.png", "img_manifest.jsonl"});
   auto v = testing::decode_mp4((s.dir / "out" / "img_0001.mp4").string());
   CHECK(v.avg_frame_rate.num == 4);
   CHECK(v.avg_frame_rate.den == 1);

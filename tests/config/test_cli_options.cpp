@@ -175,10 +175,17 @@ TEST_CASE("default_threads divides the cores among the ranks, at least 1") {
 
 namespace ditgen::test {
 
-TEST_CASE("flags of the contract not built yet: 'not supported yet', exit 2, not 'unknown option'") {
-  CHECK(parse_error({"--config", "run.json", "--prompt-file", "p.txt"}).find("not supported yet: --prompt-file") !=
+TEST_CASE("batch flags: --prompt-file replaces both prompt sources, --resume sets output.skip_existing") {
+  const CliOptions file = parse({"--config", "run.json", "--prompt-file", "p.jsonl", "--resume", "--text-cache", "tc"});
+  CHECK(file.set_overrides == std::vector<std::string>{"generate.prompts=[]", "generate.prompt_file=\"p.jsonl\"",
+                                                       "output.skip_existing=true"});
+  CHECK(file.text_cache == "tc");
+  const CliOptions prompt = parse({"--config", "run.json", "--prompt", "a cat"});
+  CHECK(prompt.set_overrides == std::vector<std::string>{"generate.prompts=[\"a cat\"]", "generate.prompt_file=\"\""});
+  CHECK(parse({"--config", "run.json"}).text_cache.empty());
+  // Both prompt sources on one command line: which one wins would be a guess.
+  CHECK(parse_error({"--config", "run.json", "--prompt", "a", "--prompt-file", "p.txt"}).find("--prompt") !=
         std::string::npos);
-  CHECK(parse_error({"--config", "run.json", "--resume"}).find("not supported yet: --resume") != std::string::npos);
   // A real typo is still an unknown option.
   CHECK(parse_error({"--config", "run.json", "--promt", "a"}).find("not supported yet") == std::string::npos);
 }
@@ -219,11 +226,12 @@ TEST_CASE("--prompt and --negative-prompt become generate.prompts / generate.neg
   const char* argv[] = {"ditgen", "--config", "r.json", "--set", "generate.steps=3", "--prompt", "a \"cat\"",
                         "--prompt", "dog", "--negative-prompt", "blur", "--seed", "5"};
   const CliOptions o = parse_cli(13, argv, out);
-  REQUIRE(o.set_overrides.size() == 4);
+  REQUIRE(o.set_overrides.size() == 5);
   CHECK(o.set_overrides[0] == "generate.steps=3");
   CHECK(o.set_overrides[1] == "generate.prompts=[\"a \\\"cat\\\"\",\"dog\"]");
-  CHECK(o.set_overrides[2] == "generate.negative_prompt=\"blur\"");
-  CHECK(o.set_overrides[3] == "generate.seed=5");
+  CHECK(o.set_overrides[2] == "generate.prompt_file=\"\"");  // --prompt replaces a config's prompt file too
+  CHECK(o.set_overrides[3] == "generate.negative_prompt=\"blur\"");
+  CHECK(o.set_overrides[4] == "generate.seed=5");
 }
 
 }  // namespace ditgen::test

@@ -116,7 +116,7 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("mp4 writer: frames, rate, even size, yuv420p, BT.709 tags, metadata and pixels read back") {
   testing::TempDir dir("ditgen_test_mp4");
-  const OutputPlan plan{dir.file("clip.png"), 2, 5};
+  const OutputPlan plan{dir.file("clip.png"), 2, 5, {}};
   auto writer = make_mp4_writer(plan, 8, 18);
   CHECK(writer->planned_paths() == std::vector<std::string>{dir.file("clip_0000.mp4"), dir.file("clip_0001.mp4")});
 
@@ -174,7 +174,7 @@ TEST_CASE("mp4 writer: BT.709 matrix and limited range (luma of flat colours)") 
   };
   const Case cases[] = {{1, 0, 0, 62.6}, {0, 1, 0, 172.6}, {0, 0, 1, 31.8}, {1, 1, 1, 235}, {0, 0, 0, 16}};
   testing::TempDir dir("ditgen_test_mp4");
-  auto writer = make_mp4_writer({dir.file("flat.mp4"), 5, 1}, 8, 18);
+  auto writer = make_mp4_writer({dir.file("flat.mp4"), 5, 1, {}}, 8, 18);
   for (int i = 0; i < 5; ++i) writer->write(item(i, flat(1, 16, 16, cases[i].r, cases[i].g, cases[i].b)));
   for (int i = 0; i < 5; ++i) {
     CAPTURE(i);
@@ -191,9 +191,9 @@ TEST_CASE("mp4 writer: BT.709 matrix and limited range (luma of flat colours)") 
 TEST_CASE("mp4 writer: crf trades size for error, crf 51 still decodes") {
   testing::TempDir dir("ditgen_test_mp4");
   const Tensor input = moving_squares(5, 22, 34);
-  make_mp4_writer({dir.file("q18.mp4"), 1, 5}, 8, 18)->write(item(0, input));
-  make_mp4_writer({dir.file("q51.mp4"), 1, 5}, 8, 51)->write(item(0, input));
-  make_mp4_writer({dir.file("q0.mp4"), 1, 5}, 8, 0)->write(item(0, input));
+  make_mp4_writer({dir.file("q18.mp4"), 1, 5, {}}, 8, 18)->write(item(0, input));
+  make_mp4_writer({dir.file("q51.mp4"), 1, 5, {}}, 8, 51)->write(item(0, input));
+  make_mp4_writer({dir.file("q0.mp4"), 1, 5, {}}, 8, 0)->write(item(0, input));
   const double p18 = worst_psnr(dir.file("q18.mp4"), input), p51 = worst_psnr(dir.file("q51.mp4"), input),
                p0 = worst_psnr(dir.file("q0.mp4"), input);
   MESSAGE("worst-frame PSNR: crf 0 " << p0 << " dB, crf 18 " << p18 << " dB, crf 51 " << p51 << " dB");
@@ -206,7 +206,7 @@ TEST_CASE("mp4 writer: crf trades size for error, crf 51 still decodes") {
 TEST_CASE("mp4 writer: frame rates, and one-frame videos last one frame") {
   testing::TempDir dir("ditgen_test_mp4");
   SUBCASE("12.5 fps: 25/2") {
-    make_mp4_writer({dir.file("a.mp4"), 1, 3}, 12.5, 18)->write(item(0, moving_squares(3, 22, 34)));
+    make_mp4_writer({dir.file("a.mp4"), 1, 3, {}}, 12.5, 18)->write(item(0, moving_squares(3, 22, 34)));
     const auto v = decode_mp4(dir.file("a.mp4"));
     CHECK(v.avg_frame_rate.num == 25);
     CHECK(v.avg_frame_rate.den == 2);
@@ -214,13 +214,13 @@ TEST_CASE("mp4 writer: frame rates, and one-frame videos last one frame") {
     CHECK(v.duration_s == doctest::Approx(3 / 12.5));
   }
   SUBCASE("23.976 fps: 2997/125") {
-    make_mp4_writer({dir.file("b.mp4"), 1, 4}, 23.976, 18)->write(item(0, moving_squares(4, 22, 34)));
+    make_mp4_writer({dir.file("b.mp4"), 1, 4, {}}, 23.976, 18)->write(item(0, moving_squares(4, 22, 34)));
     const auto v = decode_mp4(dir.file("b.mp4"));
     CHECK(av_cmp_q(v.avg_frame_rate, AVRational{2997, 125}) == 0);
     CHECK(v.duration_s == doctest::Approx(4 / 23.976));
   }
   SUBCASE("an image: one frame of 1/fps s") {
-    make_mp4_writer({dir.file("c.mp4"), 1, 1}, 8, 18)->write(item(0, moving_squares(1, 20, 20)));
+    make_mp4_writer({dir.file("c.mp4"), 1, 1, {}}, 8, 18)->write(item(0, moving_squares(1, 20, 20)));
     const auto v = decode_mp4(dir.file("c.mp4"));
     CHECK(v.rgb.size() == 1);
     CHECK(v.width == 20);
@@ -233,14 +233,14 @@ TEST_CASE("mp4 writer: failures throw RuntimeFailure naming the file and leave n
   std::ofstream(dir.file("plain")) << "x";
 
   SUBCASE("an unwritable path (its directory is a regular file)") {
-    auto writer = make_mp4_writer({dir.file("plain/clip.mp4"), 1, 2}, 8, 18);
+    auto writer = make_mp4_writer({dir.file("plain/clip.mp4"), 1, 2, {}}, 8, 18);
     const std::string message = runtime_failure_of([&] { writer->write(item(0, moving_squares(2, 22, 34))); });
     INFO(message);
     CHECK(message.rfind(dir.file("plain/clip.mp4") + ": ", 0) == 0);
   }
   SUBCASE("libav refuses the frame: the libav error and x264's reason, an old file untouched") {
     std::ofstream(dir.file("wide.mp4")) << "previous";
-    auto writer = make_mp4_writer({dir.file("wide.mp4"), 1, 1}, 8, 18);
+    auto writer = make_mp4_writer({dir.file("wide.mp4"), 1, 1, {}}, 8, 18);
     // 20000 pixels wide: more than H.264 / x264 encode.
     const std::string message = runtime_failure_of([&] { writer->write(item(0, flat(1, 2, 20000, 0.5f, 0.5f, 0.5f))); });
     INFO(message);
@@ -253,7 +253,7 @@ TEST_CASE("mp4 writer: failures throw RuntimeFailure naming the file and leave n
   }
   SUBCASE("no such encoder: at construction, before any output") {
     const std::string message =
-        runtime_failure_of([&] { make_mp4_writer({dir.file("clip.mp4"), 1, 2}, 8, 18, "no_such_encoder"); });
+        runtime_failure_of([&] { make_mp4_writer({dir.file("clip.mp4"), 1, 2, {}}, 8, 18, "no_such_encoder"); });
     INFO(message);
     CHECK(message.rfind(dir.file("clip.mp4") + ": ", 0) == 0);
     CHECK(contains(message, "'no_such_encoder' is not available"));
@@ -263,13 +263,13 @@ TEST_CASE("mp4 writer: failures throw RuntimeFailure naming the file and leave n
 }
 
 TEST_CASE("mp4 writer: argument checks") {
-  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1}, 8, 52), std::invalid_argument);
-  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1}, 8, -1), std::invalid_argument);
-  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1}, 0, 18), std::invalid_argument);
-  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1}, 1e-9, 18), std::invalid_argument);
-  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1}, 1001, 18), std::invalid_argument);
-  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1}, NAN, 18), std::invalid_argument);
-  auto writer = make_mp4_writer({"x.mp4", 1, 1}, 8, 18);
+  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1, {}}, 8, 52), std::invalid_argument);
+  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1, {}}, 8, -1), std::invalid_argument);
+  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1, {}}, 0, 18), std::invalid_argument);
+  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1, {}}, 1e-9, 18), std::invalid_argument);
+  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1, {}}, 1001, 18), std::invalid_argument);
+  CHECK_THROWS_AS(make_mp4_writer({"x.mp4", 1, 1, {}}, NAN, 18), std::invalid_argument);
+  auto writer = make_mp4_writer({"x.mp4", 1, 1, {}}, 8, 18);
   CHECK_THROWS_AS(writer->write(item(1, flat(1, 4, 4, 0, 0, 0))), std::invalid_argument);  // index out of range
   OutputItem bad = item(0, Tensor::zeros({1, 4, 4, 4}));                                   // 4 channels
   CHECK_THROWS_AS(writer->write(bad), std::invalid_argument);

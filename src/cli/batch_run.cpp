@@ -1,0 +1,215 @@
+#include "cli/batch_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+
+#include "cli/batch_manifest.h"
+#include "cli/layout_setup.h"
+#include "io/output_paths.h"
+#include "util/atomic_file.h"
+#include "util/error.h"
+#include "util/progress.h"
+#include "util/run_stage.h"
+
+namespace ditgen::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string format_number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// "46.7 s", or "12m05s" from a minute on (as the step bar).
+std::string duration_text(double seconds) {
+  char text[32];
+  if (seconds < 60) {
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+  } else {
+    const long total = static_cast<long>(seconds + 0.5);
+    std::snprintf(text, sizeof text, "%ldm%02lds", total / 60, total % 60);
+  }
+  return text;
+}
+
+// webui "parameters": the class (or prompt) on the first line, then
+// settings; a video's frame count after its size.
+std::string png_parameters(const std::string& label, const std::string& negative, const RunConfig& cfg,
+                           const std::string& sampler, uint64_t seed, int width, int height, int frames) {
+  std::string model = std::filesystem::path(cfg.model.path).lexically_normal().filename().string();
+  if (model.empty()) model = std::filesystem::path(cfg.model.path).lexically_normal().parent_path().filename();
+  // webui puts the negative prompt on its own line after the prompt.
+  const std::string negative_line = negative.empty() ? "" : "\nNegative prompt: " + negative;
+  return label + negative_line + "\nSteps: " + std::to_string(cfg.generate.steps) + ", Sampler: " + sampler +
+         ", CFG scale: " + format_number(cfg.generate.guidance_scale) + ", Seed: " + std::to_string(seed) +
+         ", Size: " + std::to_string(width) + "x" + std::to_string(height) +
+         (frames > 1 ? ", Frames: " + std::to_string(frames) : std::string()) + ", Model: " + model;
+}
+
+// The manifest line of output i.
+nlohmann::json manifest_line(const BatchInputs& in, int64_t i, const std::vector<std::string>& files,
+                             std::optional<double> seconds) {
+  const pipeline::Request& req = *in.req;
+  nlohmann::json line = {{"index", i}, {"files", files}};
+  if (req.labels.empty()) {
+    line["prompt"] = req.prompts[static_cast<size_t>(i)];
+    if (!req.negative_of(i).empty()) line["negative_prompt"] = req.negative_of(i);
+  } else {
+    line["label"] = req.labels[static_cast<size_t>(i)];
+    line["class_name"] = req.captions[static_cast<size_t>(i)];
+  }
+  if (!in.lines.empty()) line["line"] = in.lines[static_cast<size_t>(i)];
+  line["seed"] = req.seed_of(i);
+  line["steps"] = req.steps;
+  line["seconds"] = seconds ? nlohmann::json(std::round(*seconds * 1000.0) / 1000.0) : nlohmann::json(nullptr);
+  return line;
+}
+
+}  // namespace
+
+BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
+  const pipeline::Request& all = *in.req;
+  const pipeline::Pipeline& pipe = *in.pipe;
+  const std::vector<int64_t>& pending = in.work->pending;
+  const int64_t total = all.outputs(), todo = static_cast<int64_t>(pending.size());
+  BatchOutcome out;
+  out.scheduler = all.scheduler.empty() ? pipe.default_scheduler() : all.scheduler;
+
+  std::optional<Manifest> manifest;
+  if (in.output_rank) {
+    manifest.emplace(io::manifest_path_for(in.cfg->output.path), in.cfg->output.skip_existing);
+    // Outputs found on disk without a line (made before manifests, or the
+    // manifest removed) get one, so the manifest lists what is there.
+    if (in.cfg->output.skip_existing) {
+      std::vector<bool> is_pending(static_cast<size_t>(total), false);
+      for (const int64_t i : pending) is_pending[static_cast<size_t>(i)] = true;
+      for (int64_t i = 0; i < total; ++i)
+        if (!is_pending[static_cast<size_t>(i)] && !manifest->has(static_cast<int>(i)))
+          manifest->append(manifest_line(in, i, in.work->files[static_cast<size_t>(i)], std::nullopt));
+    }
+    if (!in.quiet && todo < total)
+      std::fprintf(stderr, "ditgen: %lld of %lld outputs already on disk (output.skip_existing), %lld to make\n",
+                   static_cast<long long>(total - todo), static_cast<long long>(total),
+                   static_cast<long long>(todo));
+  }
+  if (keep_latents && todo != total)
+    throw ConfigError("--save-latents: needs every output generated, but " + std::to_string(total - todo) +
+                      " exist and are skipped (output.skip_existing / --resume)");
+  if (todo == 0) return out;
+
+  // Model batches are the uninterrupted run's: outputs [k B, (k+1) B). A
+  // result depends (in its last bits) on the batch it was computed in, so a
+  // batch with any output to make runs whole, and only the outputs to make
+  // are written: a resumed run's files are the uninterrupted run's, byte
+  // for byte, at the price of recomputing at most B - 1 finished outputs.
+  const int64_t batch = std::max(1, all.batch_size);
+  std::vector<bool> to_write(static_cast<size_t>(total), false);
+  for (const int64_t i : pending) to_write[static_cast<size_t>(i)] = true;
+  std::vector<int64_t> run;  // whole model batches, in order
+  for (int64_t first = 0; first < total; first += batch) {
+    const int64_t end = std::min(total, first + batch);
+    if (std::any_of(to_write.begin() + first, to_write.begin() + end, [](bool b) { return b; }))
+      for (int64_t i = first; i < end; ++i) run.push_back(i);
+  }
+
+  // Stage 1, once for every output to make: the text encoder runs on each
+  // distinct prompt (and negative) and is released before denoising.
+  const pipeline::Request work = all.select(run);
+  pipeline::Conditions cond;
+  {
+    const char* stage = pipe.condition_stage();
+    std::optional<Progress> progress;
+    if (stage) progress.emplace(1, !in.quiet, stage);
+    StageScope scope(stage ? stage : "conditioning");
+    cond = pipe.condition(work);
+    if (progress) progress->step_done(0);
+  }
+
+  const auto batch_start = Clock::now();
+  int64_t done = 0;  // outputs made so far
+  const int64_t runs = static_cast<int64_t>(run.size());
+  for (int64_t first = 0; first < runs; first += batch) {
+    const int64_t count = std::min(batch, runs - first);
+    const auto chunk_start = Clock::now();
+    const pipeline::Request chunk = work.slice(first, count);
+    // The batch's place in the run, and its ETA from the outputs made so far.
+    std::string label = "outputs " + std::to_string(total - todo + done) + "/" + std::to_string(total);
+    if (done > 0) label += ", ETA " + duration_text(seconds_since(batch_start) / static_cast<double>(done) *
+                                                    static_cast<double>(todo - done));
+    std::optional<Progress> progress;
+    progress.emplace(chunk.steps, !in.quiet, label);
+    Tensor latents;
+    {
+      StageScope scope("denoise");
+      latents = pipe.denoise(chunk, cond.slice(first, count),
+                             [&](int step, int, int, int) {
+                               inject_test_kill(in.world_rank, out.forwards + step + 1);
+                               progress->step_done(step);
+                             },
+                             &out.pab);
+    }
+    progress.reset();
+    out.forwards += chunk.steps;
+    if (keep_latents) {
+      if (!out.latents.defined()) {
+        Shape shape = latents.shape();
+        shape[0] = total;
+        out.latents = Tensor::empty(shape);
+      }
+      out.latents.slice0(first, first + count).copy_from(latents);
+    }
+    int64_t made_here = 0;
+    for (int64_t j = 0; j < count; ++j) made_here += to_write[static_cast<size_t>(run[static_cast<size_t>(first + j)])];
+    if (!in.output_rank) {
+      done += made_here;
+      continue;
+    }
+    StageScope scope("decode and write");
+    const Tensor frames = pipe.decode(latents);
+    const double seconds = seconds_since(chunk_start) / static_cast<double>(made_here);
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t i = run[static_cast<size_t>(first + j)];
+      if (!to_write[static_cast<size_t>(i)]) continue;  // on disk already: recomputed for its batch-mates only
+      io::OutputItem item;
+      item.index = static_cast<int>(i);
+      item.frames = frames.slice0(j, j + 1).reshape({frames.dim(1), frames.dim(2), frames.dim(3), frames.dim(4)});
+      item.caption = all.captions[static_cast<size_t>(i)];
+      const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
+      item.text = {{"parameters", png_parameters(item.caption, all.labels.empty() ? all.negative_of(i) : "",
+                                                 *in.cfg, out.scheduler, all.seed_of(i), w, h,
+                                                 static_cast<int>(frames.dim(1)))},
+                   {"ditgen_config", in.config_json}};
+      // Its files and its manifest line land together (or, on a signal
+      // before the first rename, neither).
+      LandingScope landing;
+      std::vector<std::string> files;
+      for (auto& writer : *in.writers)
+        for (auto& path : writer->write(item)) files.push_back(std::move(path));
+      manifest->append(manifest_line(in, i, files, seconds));
+      out.written.insert(out.written.end(), files.begin(), files.end());
+      ++out.made;
+    }
+    done += made_here;
+  }
+  // What needs every output (the contact sheet) is written when this run
+  // made them all; a resumed run keeps the earlier run's sheet rather than
+  // replace it with one of only the outputs it made.
+  if (in.output_rank && todo == total)
+    for (auto& writer : *in.writers)
+      for (auto& path : writer->finish()) out.written.push_back(std::move(path));
+  if (in.output_rank && todo < total && in.cfg->output.grid && !in.quiet)
+    std::fprintf(stderr, "ditgen: the contact sheet is not rewritten: %lld outputs were made by an earlier run\n",
+                 static_cast<long long>(total - todo));
+  return out;
+}
+
+}  // namespace ditgen::cli
