@@ -29,6 +29,20 @@ std::string listing(const fs::path& dir) {
   return s;
 }
 
+// A run config of the shipped class-conditional shapes model (samples/),
+// written into `dir`: eight labels, 25 DDIM steps, the contact sheet on.
+std::string shapes_config(const ditgen::testing::TempDir& dir) {
+  return dir.write("run.json", R"({
+  "model": { "path": ")" + kSource + R"(/samples/dit-shapes", "dtype": "float32" },
+  "generate": {
+    "class_labels": ["red circle", "red square", "yellow triangle", "green star",
+                     "cyan cross", "blue circle", "magenta square", "blue star"],
+    "seed": 0, "steps": 25, "guidance_scale": 4.0, "scheduler": "ddim", "batch_size": 8
+  },
+  "output": { "path": "out.png", "format": "png", "grid": true }
+})");
+}
+
 bool has_temp_file(const fs::path& dir) {
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.path().filename().string().find(".tmp.") != std::string::npos) return true;
@@ -39,17 +53,16 @@ bool has_temp_file(const fs::path& dir) {
 
 TEST_CASE("fault: a full output file system (RLIMIT_FSIZE) is exit 4 naming the file, no partial file left") {
   ditgen::testing::TempDir dir("fault_fsize");
-  // 20 KiB per file: the 30 small PNGs fit, the contact sheet does not.
-  const std::string cmd = "cd " + kSource + " && ulimit -f 20 && " + DITGEN_EXE +
-                          " --device cpu --config configs/default.json --output " + dir.file("out.png") +
-                          " --set output.grid=true --quiet";
+  // 20 KiB per file: the eight small PNGs fit, the contact sheet does not.
+  const std::string cmd = "ulimit -f 20 && " + std::string(DITGEN_EXE) + " --device cpu --config " +
+                          shapes_config(dir) + " --output " + dir.file("out.png") + " --quiet";
   const ditgen::testing::Run r = ditgen::testing::run_command("sh -c '" + cmd + "'");
   MESSAGE(r.output);
   CHECK(r.code == 4);
   CHECK(r.output.find(dir.file("out_grid.png") + ": write failed: File too large") != std::string::npos);
   CHECK_FALSE(fs::exists(dir.file("out_grid.png")));
   CHECK_MESSAGE(!has_temp_file(dir.path), listing(dir.path));
-  CHECK(fs::exists(dir.file("out_0029.png")));  // what landed before is whole
+  CHECK(fs::exists(dir.file("out_0007.png")));  // what landed before is whole
 }
 
 TEST_CASE("fault: out of memory (RLIMIT_AS) is exit 4 naming the tensor and the stage, nothing written") {
@@ -90,8 +103,8 @@ TEST_CASE("fault: a model file truncated while mapped (SIGBUS) is exit 3 naming 
   // so the first forward reads vanished pages.
   const std::string log = dir.file("log.txt");
   const std::string script =
-      "cd " + kSource + "; DITGEN_TEST_PAUSE_AFTER_LOAD=3 " + DITGEN_EXE +
-      " --device cpu --threads 1 --config configs/default.json --set model.path=" + model.string() + " --output " +
+      "DITGEN_TEST_PAUSE_AFTER_LOAD=3 " + std::string(DITGEN_EXE) + " --device cpu --threads 1 --config " +
+      shapes_config(dir) + " --set model.path=" + model.string() + " --output " +
       (dir.path / "out" / "img.png").string() + " > " + log + " 2>&1 & pid=$!; " +
       "for i in $(seq 100); do grep -q pausing " + log + " && break; sleep 0.1; done; truncate -s 1000 " +
       weights.string() + "; wait $pid; rc=$?; cat " + log + "; exit $rc";
