@@ -194,15 +194,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(REPO, "samples", "latte-shapes"))
     ap.add_argument("--vae-from", default=os.path.join(REPO, "samples", "dit-shapes"))
-    ap.add_argument("--clips", type=int, default=3000)
+    ap.add_argument("--clips", type=int, default=2000)
+    ap.add_argument("--latent-cache", default=None,
+                    help="file that keeps the encoded clips between runs (made if missing; a cache, not an input)")
     ap.add_argument("--steps", type=int, default=2800)
-    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--patch", type=int, default=2)
-    ap.add_argument("--save-every", type=int, default=400)
+    ap.add_argument("--save-every", type=int, default=100)
     ap.add_argument("--check-steps", type=int, default=25)
     ap.add_argument("--guidance", type=float, default=5.0)
     ap.add_argument("--threads", type=int, default=2)
@@ -233,7 +235,13 @@ def main():
     log("captions encoded")
     text_encoder.requires_grad_(False)
     t_lat = time.time()
-    mus, stds, cids = encode_clips(vae, a.clips, seed=5_000_000)
+    if a.latent_cache and os.path.exists(a.latent_cache):
+        mus, stds, cids = torch.load(a.latent_cache)
+        assert len(cids) == a.clips, f"{a.latent_cache} holds {len(cids)} clips, not --clips {a.clips}"
+    else:
+        mus, stds, cids = encode_clips(vae, a.clips, seed=5_000_000)
+        if a.latent_cache:
+            torch.save((mus, stds, cids), a.latent_cache)
     sf = vae.config.scaling_factor
     log(f"latents {tuple(mus.shape)} in {time.time() - t_lat:.0f}s; std x scaling_factor {mus.std() * sf:.3f}")
     # clips grouped by caption token count (5: growing/shrinking, 6: moving ...)
@@ -273,7 +281,7 @@ def main():
         with torch.no_grad():
             for pe, pm in zip(ema.parameters(), transformer.parameters()):
                 pe.lerp_(pm, 1 - decay)
-        if step % 50 == 0 or step == a.steps - 1:
+        if step % 20 == 0 or step == a.steps - 1:
             el = time.time() - t_train
             log(f"step {step} loss {loss.item():.4f} ({el / (step + 1):.2f} s/step)")
         if (step + 1) % a.save_every == 0 and step + 1 < a.steps:
