@@ -1,0 +1,175 @@
+// bench_video_pab: PAB's speed/quality trade-off on the default video model
+// (samples/latte-shapes), as the PAB paper's quality table: one process,
+// the same seeds for every configuration. A benchmark, not a test (run it on
+// an otherwise idle machine).
+//
+//   bench_video_pab [--config configs/default.json] [--rounds 2] [--threads 2]
+//
+// Outputs: the 36 captions of the quality test (every colour, shape and
+// motion; tests/pipeline/test_video_default_model.cpp) with the config's
+// steps, guidance, seed and batch. Configurations: PAB off, then spatial /
+// temporal / cross ranges 2/3/6 (VideoSys's Latte pyramid), 2/4/6, 3/5/7
+// and 5/7/9, each in the window 100 < t < 800 (no MLP broadcast). For
+// each: the end-to-end time of generate() (text encoder + denoising + VAE
+// decode; the median over alternating rounds, so a shared machine's drift
+// hits every configuration alike), the speed-up against off, mean PSNR and
+// SSIM of all frames against PAB off's, and the quality test's colour,
+// shape and motion agreement (src/eval/motion_measure.h).
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+#include "config/config.h"
+#include "eval/image_metrics.h"
+#include "eval/motion_measure.h"
+#include "eval/shape_classifier.h"
+#include "io/png.h"
+#include "ops/ops.h"
+#include "pipeline/pipeline.h"
+#include "util/error.h"
+
+using namespace ditgen;
+using bench::median;
+
+namespace {
+
+struct Args {
+  std::string config = "configs/default.json";
+  int rounds = 2, threads = 2;
+};
+
+[[noreturn]] void usage(int code) {
+  std::fprintf(code ? stderr : stdout, "usage: bench_video_pab [--config FILE] [--rounds 2] [--threads 2]\n");
+  std::exit(code);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&] { return bench::option_value(argc, argv, i, usage); };
+    if (k == "--config") a.config = value();
+    else if (k == "--rounds") a.rounds = std::stoi(value());
+    else if (k == "--threads") a.threads = std::stoi(value());
+    else if (k == "--help" || k == "-h") usage(0);
+    else usage(2);
+  }
+  if (a.rounds < 1 || a.threads < 1) usage(2);
+  return a;
+}
+
+struct Config {
+  std::string name;
+  pab::Schedule schedule;
+};
+
+std::vector<Config> configs() {
+  std::vector<Config> out{{"off", {}}};
+  for (const auto& [s, t, c] : std::vector<std::array<int, 3>>{{2, 3, 6}, {2, 4, 6}, {3, 5, 7}, {5, 7, 9}}) {
+    Config cfg{std::to_string(s) + "/" + std::to_string(t) + "/" + std::to_string(c), {}};
+    cfg.schedule[pab::Kind::kSpatial] = {true, s, 100, 800, {}};
+    cfg.schedule[pab::Kind::kTemporal] = {true, t, 100, 800, {}};
+    cfg.schedule[pab::Kind::kCross] = {true, c, 100, 800, {}};
+    out.push_back(cfg);
+  }
+  return out;
+}
+
+struct Caption {
+  int colour, shape, motion;
+};
+
+// The quality test's captions: (c + s + m) % 5 == 0.
+std::vector<Caption> captions() {
+  std::vector<Caption> out;
+  for (int c = 0; c < 6; ++c)
+    for (int s = 0; s < 5; ++s)
+      for (int m = 0; m < 6; ++m)
+        if ((c + s + m) % 5 == 0) out.push_back({c, s, m});
+  return out;
+}
+
+struct Run {
+  std::vector<double> seconds;               // one per round
+  std::vector<std::vector<uint8_t>> frames;  // RGB8 per (output, frame)
+  int colour = 0, shape = 0, motion = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args a = parse(argc, argv);
+  ops::set_num_threads(a.threads);
+  const RunConfig rc = load_config(a.config, {});
+  auto pipe = pipeline::Pipeline::open(rc.model.path);
+  pipe->load_weights({}, {});
+  GenerateConfig g = rc.generate;
+  const std::vector<Caption> caps = captions();
+  g.prompts.clear();
+  for (const Caption& c : caps)
+    g.prompts.push_back("a " + eval::shape_colour_names()[c.colour] + " " + eval::shape_names()[c.shape] + " " +
+                        eval::motion_names()[c.motion]);
+  const pipeline::Request base_req = pipe->prepare(g, a.config);
+
+  const auto cfgs = configs();
+  std::vector<Run> runs(cfgs.size());
+  int64_t frames = 0, h = 0, w = 0;
+  for (int round = 0; round < a.rounds; ++round)
+    for (size_t c = 0; c < cfgs.size(); ++c) {
+      pipeline::Request req = base_req;
+      req.pab = cfgs[c].schedule;
+      const auto start = std::chrono::steady_clock::now();
+      const pipeline::Result r = pipe->generate(req);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      runs[c].seconds.push_back(secs);
+      std::fprintf(stderr, "round %d %-6s %.2f s\n", round, cfgs[c].name.c_str(), secs);
+      if (round > 0) continue;  // outputs are identical every round
+      frames = r.frames.dim(1), h = r.frames.dim(3), w = r.frames.dim(4);
+      for (int64_t i = 0; i < r.frames.dim(0); ++i) {
+        std::vector<uint8_t> clip;
+        for (int64_t f = 0; f < frames; ++f) {
+          const Tensor img = r.frames.slice0(i, i + 1).reshape({frames, 3, h, w}).slice0(f, f + 1).reshape({3, h, w});
+          runs[c].frames.push_back(io::float_image_to_rgb8(img));
+          clip.insert(clip.end(), runs[c].frames.back().begin(), runs[c].frames.back().end());
+        }
+        const eval::ClipGuess guess = eval::classify_shape_clip(clip.data(), frames, h, w);
+        const Caption& want = caps[static_cast<size_t>(i)];
+        runs[c].colour += guess.colour == want.colour;
+        runs[c].shape += guess.shape == want.shape;
+        runs[c].motion += guess.motion == want.motion;
+      }
+    }
+
+  const size_t n = caps.size();
+  std::printf("%s: model %s, %zu captions x %lld frames, DDIM %d steps, guidance %g, batch %d, %d threads, "
+              "median of %d rounds; PAB ranges spatial/temporal/cross in 100 < t < 800\n",
+              a.config.c_str(), rc.model.path.c_str(), n, static_cast<long long>(frames), g.steps, g.guidance_scale,
+              g.batch_size, a.threads, a.rounds);
+  std::printf("| PAB | end-to-end s | speed-up | PSNR dB | SSIM | colour | shape | motion |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
+  const double base = median(runs[0].seconds);
+  for (size_t c = 0; c < cfgs.size(); ++c) {
+    double psnr_sum = 0, ssim_sum = 0;
+    const size_t images = runs[c].frames.size();
+    for (size_t i = 0; i < images; ++i) {
+      const uint8_t* img = runs[c].frames[i].data();
+      const uint8_t* ref = runs[0].frames[i].data();
+      psnr_sum += c == 0 ? 0 : eval::psnr(img, ref, h, w, 3);
+      ssim_sum += eval::ssim(img, ref, h, w, 3);
+    }
+    const double t = median(runs[c].seconds);
+    char psnr_text[32];
+    std::snprintf(psnr_text, sizeof psnr_text, c == 0 ? "inf" : "%.2f", psnr_sum / static_cast<double>(images));
+    std::printf("| %s | %.2f | %.2fx | %s | %.4f | %d/%zu | %d/%zu | %d/%zu |\n", cfgs[c].name.c_str(), t, base / t,
+                psnr_text, ssim_sum / static_cast<double>(images), runs[c].colour, n, runs[c].shape, n,
+                runs[c].motion, n);
+  }
+  return 0;
+} catch (const Error& e) {
+  std::fprintf(stderr, "bench_video_pab: %s\n", e.what());
+  return e.exit_code();
+}

@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""Train ditgen's default text-to-video model (samples/latte-shapes) on CPU.
+
+The model is a diffusers LattePipeline directory whose parts are all tiny:
+
+  tokenizer     a SentencePiece BPE model (160 pieces) trained on the 180
+                captions of scripts/shapes_video_dataset.py ("a red circle
+                moving left"), saved by transformers' T5Tokenizer
+                (extra_ids 0): every caption word is one piece, other words
+                fall back to letters
+  text_encoder  a T5EncoderModel (T5 v1.1 gated-gelu, d_model 64, 2 layers,
+                4 heads), random and FROZEN: with 180 fixed captions its
+                outputs are distinct, well-conditioned vectors per word and
+                position (RMS-normalised), which the transformer's caption
+                projection and cross-attention learn to read; freezing it
+                lets every caption be encoded once, before training, so all
+                of the CPU budget goes to the video model
+  vae           the image default's AutoencoderKL (samples/dit-shapes/vae,
+                32x32x3 <-> 8x8x4), reused unchanged: Latte decodes frame by
+                frame, and the frames are the same kind of images
+  transformer   a LatteTransformer3DModel: patch 2 on the 8x8 latents (16
+                tokens per frame, 256 per 16-frame clip), hidden 128 (4 heads),
+                4 layers (4 spatial + 4 temporal blocks), out_channels 8 as
+                Latte-1 (learned-sigma layout: LattePipeline always keeps the
+                first half of the channels; only those are trained)
+  scheduler     DDIMScheduler, linear betas 1e-4 .. 0.02 (Latte's sampler)
+
+Training: DDPM epsilon loss on VAE latents of procedurally drawn clips
+(means + std * noise of the encoder's posterior), classifier-free-guidance
+dropout (p = 0.1) to the negative prompt's encoding ("" cut to the caption's
+token count, LattePipeline's mask_feature rule), EMA 0.999. Time reversal
+is free augmentation in latent space (frames are encoded independently):
+a reversed "moving left" clip is a "moving right" one, "growing" becomes
+"shrinking". Captions have 5 or 6 tokens; each step's batch takes one token
+count so the batch needs no padding (LattePipeline does not pad either).
+
+Usage (fixed seeds, torch.set_num_threads(2); times in README):
+    /root/venv-t5/bin/python scripts/train_video_default.py --out samples/latte-shapes
+    /root/venv-t5/bin/python scripts/train_video_default.py --quick --out /tmp/x   # smoke test
+Writes the directory with save_pretrained, then samples a check set with
+LattePipeline and prints colour / shape / motion agreement (the measures of
+scripts/video_quality.py, ported to C++ in src/eval/motion_measure.cpp).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import sentencepiece as spm  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shapes_video_dataset import CAPTIONS, FRAMES, MOTIONS, generate_clips  # noqa: E402
+from video_quality import score_clip  # noqa: E402
+
+from diffusers import (AutoencoderKL, DDIMScheduler, LattePipeline,  # noqa: E402
+                       LatteTransformer3DModel)
+from diffusers.utils import logging as diffusers_logging  # noqa: E402
+from transformers import T5Config, T5EncoderModel, T5Tokenizer  # noqa: E402
+from transformers import logging as transformers_logging  # noqa: E402
+
+diffusers_logging.set_verbosity_error()
+diffusers_logging.disable_progress_bar()
+transformers_logging.set_verbosity_error()
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+T0 = time.time()
+DDIM_KWARGS = dict(beta_start=0.0001, beta_end=0.02, beta_schedule="linear", clip_sample=False,
+                   num_train_timesteps=1000, prediction_type="epsilon", set_alpha_to_one=True,
+                   steps_offset=0, timestep_spacing="leading")
+
+
+def log(*a):
+    print(f"[{time.time() - T0:7.1f}s]", *a, flush=True)
+
+
+def lr_at(step, base, warm=200):
+    """Linear warm-up, then constant (the EMA does the averaging): the run
+    does not depend on --steps, so the checkpoint saved after N steps is
+    exactly what `--steps N` gives."""
+    return base * min(1.0, (step + 1) / warm)
+
+
+# ------------------------------------------------------------------ parts
+def make_tokenizer(tmp):
+    """SentencePiece unigram model on the captions, as a T5Tokenizer folder."""
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(CAPTIONS * 4), model_writer=model, model_type="bpe", vocab_size=160,
+        character_coverage=1.0, pad_id=0, eos_id=1, unk_id=2, bos_id=-1, hard_vocab_limit=False,
+        normalization_rule_name="identity", remove_extra_whitespaces=True, add_dummy_prefix=True,
+        minloglevel=2, num_threads=1, seed_sentencepiece_size=20000)
+    path = os.path.join(tmp, "spiece.model")
+    with open(path, "wb") as f:
+        f.write(model.getvalue())
+    tok = T5Tokenizer(vocab_file=path, legacy=True, extra_ids=0)
+    tok.save_pretrained(os.path.join(tmp, "tokenizer"))
+    return T5Tokenizer.from_pretrained(os.path.join(tmp, "tokenizer"))
+
+
+def make_text_encoder(vocab):
+    torch.manual_seed(17)
+    cfg = T5Config(vocab_size=vocab, d_model=64, d_kv=16, num_heads=4, d_ff=128, num_layers=2,
+                   feed_forward_proj="gated-gelu", dropout_rate=0.0, relative_attention_num_buckets=8,
+                   relative_attention_max_distance=16, is_encoder_decoder=False, use_cache=False)
+    te = T5EncoderModel(cfg).eval()
+    for p in te.parameters():
+        p.requires_grad_(False)
+    return te
+
+
+def make_transformer(hidden, heads, layers, patch, caption_channels):
+    torch.manual_seed(23)
+    return LatteTransformer3DModel(
+        num_attention_heads=heads, attention_head_dim=hidden // heads, in_channels=4, out_channels=8,
+        num_layers=layers, cross_attention_dim=hidden, caption_channels=caption_channels, sample_size=8,
+        patch_size=patch, norm_type="ada_norm_single", activation_fn="gelu-approximate", attention_bias=True,
+        num_embeds_ada_norm=1000, norm_elementwise_affine=False, norm_eps=1e-6, video_length=FRAMES)
+
+
+def reversed_caption(cid):
+    """Caption of the time-reversed clip: left<->right, up<->down, growing<->shrinking."""
+    return cid - cid % len(MOTIONS) + ((cid % len(MOTIONS)) ^ 1)
+
+
+@torch.no_grad()
+def encode_captions(pipe):
+    """Per caption: (prompt_embeds [k, D], negative_embeds [k, D]) as LattePipeline computes them."""
+    out = []
+    for c in CAPTIONS:
+        pe, ne = pipe.encode_prompt(c, do_classifier_free_guidance=True, negative_prompt="",
+                                    clean_caption=False, mask_feature=True)
+        out.append((pe[0], ne[0]))
+    return out
+
+
+@torch.no_grad()
+def encode_clips(vae, n, seed, chunk=100):
+    """VAE posterior mean and std of n clips: float32 [n, 4, F, 8, 8] each, plus caption ids."""
+    mus, stds, ids = [], [], []
+    for i in range(0, n, chunk):
+        clips, cid = generate_clips(min(chunk, n - i), seed + i)
+        x = torch.from_numpy(clips).flatten(0, 1).permute(0, 3, 1, 2).float().div(127.5).sub(1.0)
+        post = vae.encode(x).latent_dist
+        shape = (len(cid), FRAMES) + tuple(post.mean.shape[1:])
+        mus.append(post.mean.reshape(shape).permute(0, 2, 1, 3, 4).contiguous())
+        stds.append(post.std.reshape(shape).permute(0, 2, 1, 3, 4).contiguous())
+        ids.append(torch.from_numpy(cid))
+    return torch.cat(mus), torch.cat(stds), torch.cat(ids)
+
+
+def save(pipe, transformer, out):
+    pipe.transformer = transformer
+    tmp = out.rstrip("/") + ".tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    pipe.save_pretrained(tmp, safe_serialization=True)
+    shutil.rmtree(out, ignore_errors=True)
+    os.rename(tmp, out)
+    total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(out) for f in fs)
+    log(f"saved {out} ({total / 1e6:.2f} MB)")
+
+
+@torch.no_grad()
+def check(pipe, per_caption_group, steps, guidance, seed=0):
+    """Samples captions covering every colour, shape and motion; prints agreement."""
+    ids = [((c * 5 + s) * 6 + m) for c in range(6) for s in range(5) for m in range(6)
+           if (c + s + m) % per_caption_group == 0]
+    ok = {"colour": 0, "shape": 0, "motion": 0}
+    for j, cid in enumerate(ids):
+        g = torch.Generator().manual_seed(seed + j)
+        vid = pipe(prompt=CAPTIONS[cid], negative_prompt="", num_inference_steps=steps, guidance_scale=guidance,
+                   video_length=FRAMES, height=32, width=32, generator=g, output_type="pt",
+                   clean_caption=False, mask_feature=True).frames[0]
+        clip = (vid.permute(0, 2, 3, 1).numpy() * 255 + 0.5).astype(np.uint8)
+        for k, v in score_clip(clip, cid).items():
+            ok[k] += v
+    n = len(ids)
+    log(f"check ({n} captions, DDIM {steps}, guidance {guidance}): " +
+        ", ".join(f"{k} {100 * v / n:.1f}%" for k, v in ok.items()))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "samples", "latte-shapes"))
+    ap.add_argument("--vae-from", default=os.path.join(REPO, "samples", "dit-shapes"))
+    ap.add_argument("--clips", type=int, default=2000)
+    ap.add_argument("--latent-cache", default=None,
+                    help="file that keeps the encoded clips between runs (made if missing; a cache, not an input)")
+    ap.add_argument("--steps", type=int, default=2800)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--patch", type=int, default=2)
+    ap.add_argument("--save-every", type=int, default=100)
+    ap.add_argument("--check-steps", type=int, default=25)
+    ap.add_argument("--guidance", type=float, default=5.0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="tiny smoke test")
+    a = ap.parse_args()
+    if a.quick:
+        a.clips, a.steps, a.save_every = 200, 30, 1000
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    np.random.seed(0)
+
+    tmp = tempfile.mkdtemp(prefix="latte_shapes_")
+    tokenizer = make_tokenizer(tmp)
+    lens = sorted({len(tokenizer(c).input_ids) for c in CAPTIONS})
+    log(f"tokenizer: {len(tokenizer)} ids, caption lengths {lens}; "
+        f"'{CAPTIONS[0]}' -> {tokenizer.convert_ids_to_tokens(tokenizer(CAPTIONS[0]).input_ids)}")
+    text_encoder = make_text_encoder(len(tokenizer))
+    vae = AutoencoderKL.from_pretrained(a.vae_from, subfolder="vae").eval()
+    transformer = make_transformer(a.hidden, a.heads, a.layers, a.patch, text_encoder.config.d_model)
+    sched = DDIMScheduler(**DDIM_KWARGS)
+    pipe = LattePipeline(tokenizer=tokenizer, text_encoder=text_encoder, vae=vae, transformer=transformer,
+                         scheduler=sched)
+    log(f"params: T5 {sum(p.numel() for p in text_encoder.parameters()) / 1e6:.3f}M, "
+        f"VAE {sum(p.numel() for p in vae.parameters()) / 1e6:.2f}M, "
+        f"Latte {sum(p.numel() for p in transformer.parameters()) / 1e6:.2f}M")
+
+    embeds = encode_captions(pipe)
+    log("captions encoded")
+    text_encoder.requires_grad_(False)
+    t_lat = time.time()
+    if a.latent_cache and os.path.exists(a.latent_cache):
+        mus, stds, cids = torch.load(a.latent_cache)
+        assert len(cids) == a.clips, f"{a.latent_cache} holds {len(cids)} clips, not --clips {a.clips}"
+    else:
+        mus, stds, cids = encode_clips(vae, a.clips, seed=5_000_000)
+        if a.latent_cache:
+            torch.save((mus, stds, cids), a.latent_cache)
+    sf = vae.config.scaling_factor
+    log(f"latents {tuple(mus.shape)} in {time.time() - t_lat:.0f}s; std x scaling_factor {mus.std() * sf:.3f}")
+    # clips grouped by caption token count (5: growing/shrinking, 6: moving ...)
+    klen = torch.tensor([embeds[int(c)][0].shape[0] for c in cids])
+    groups = [torch.nonzero(klen == k).flatten() for k in sorted(set(klen.tolist()))]
+    group_p = torch.tensor([len(g) for g in groups], dtype=torch.float64)
+
+    ema = copy.deepcopy(transformer).eval().requires_grad_(False)
+    acp = sched.alphas_cumprod
+    opt = torch.optim.AdamW(transformer.parameters(), lr=a.lr, weight_decay=0.0)
+    g = torch.Generator().manual_seed(1234)
+    transformer.train()
+    t_train = time.time()
+    for step in range(a.steps):
+        for gr in opt.param_groups:
+            gr["lr"] = lr_at(step, a.lr)
+        grp = groups[int(torch.multinomial(group_p, 1, generator=g))]
+        idx = grp[torch.randint(0, len(grp), (a.batch,), generator=g)]
+        z0 = (mus[idx] + stds[idx] * torch.randn(mus[idx].shape, generator=g)) * sf
+        cid = cids[idx].clone()
+        flip = torch.rand(a.batch, generator=g) < 0.5
+        z0[flip] = z0[flip].flip(2)
+        cid[flip] = torch.tensor([reversed_caption(int(c)) for c in cid[flip]], dtype=cid.dtype)
+        drop = torch.rand(a.batch, generator=g) < 0.1
+        ehs = torch.stack([embeds[int(c)][1 if d else 0] for c, d in zip(cid, drop)])
+        t = torch.randint(0, 1000, (a.batch,), generator=g)
+        noise = torch.randn(z0.shape, generator=g)
+        ab = acp[t].view(-1, 1, 1, 1, 1)
+        zt = ab.sqrt() * z0 + (1 - ab).sqrt() * noise
+        pred = transformer(hidden_states=zt, encoder_hidden_states=ehs, timestep=t).sample[:, :4]
+        loss = F.mse_loss(pred, noise)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(transformer.parameters(), 1.0)
+        opt.step()
+        decay = min(0.999, (1 + step) / (10 + step))
+        with torch.no_grad():
+            for pe, pm in zip(ema.parameters(), transformer.parameters()):
+                pe.lerp_(pm, 1 - decay)
+        if step % 20 == 0 or step == a.steps - 1:
+            el = time.time() - t_train
+            log(f"step {step} loss {loss.item():.4f} ({el / (step + 1):.2f} s/step)")
+        if (step + 1) % a.save_every == 0 and step + 1 < a.steps:
+            save(pipe, ema, a.out)
+            log(f"checkpoint after {step + 1} steps")
+    t_train = time.time() - t_train
+    save(pipe, ema, a.out)
+    shutil.rmtree(tmp, ignore_errors=True)
+    log(f"training {a.steps} steps x {a.batch} clips in {t_train:.0f}s ({t_train / a.steps:.2f} s/step)")
+    pipe = LattePipeline.from_pretrained(a.out)
+    pipe.set_progress_bar_config(disable=True)
+    check(pipe, per_caption_group=5 if not a.quick else 30, steps=a.check_steps, guidance=a.guidance)
+    log(f"total {time.time() - T0:.0f}s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Quality measure of ditgen's default video model (samples/latte-shapes):
+does a generated clip show the caption's colour, shape and motion?
+
+Colour and shape: scripts/shapes_dataset.py's classify() on the frame with
+the most foreground (the largest view of the shape: any frame of a
+translation, the last of "growing", the first of "shrinking").
+Motion: per frame, the foreground is the pixels further than 0.3 (RGB in
+[0, 1]) from the median colour of that frame's border (classify()'s rule);
+its centroid and area are averaged over the first and the last 4 frames.
+A centroid shift of at least 4 px is a translation, named by its larger
+axis and sign (+x right, +y down); otherwise an area ratio last/first above
+1.5 is "growing", below 1/1.5 "shrinking"; anything else is no motion.
+src/eval/motion_measure.cpp is its C++ port (the quality test's measure).
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shapes_dataset import classify  # noqa: E402
+from shapes_video_dataset import caption_parts  # noqa: E402
+
+EDGE_FRAMES = 4
+MIN_SHIFT_PX = 4.0
+AREA_RATIO = 1.5
+
+
+def foreground(frame: np.ndarray) -> np.ndarray:
+    x = frame.astype(np.float32) / 255.0
+    border = np.concatenate([x[0], x[-1], x[:, 0], x[:, -1]])
+    bg = np.median(border, axis=0)
+    return np.sqrt(((x - bg) ** 2).sum(-1)) > 0.3
+
+
+def motion_of(clip: np.ndarray):
+    """clip uint8 [F, H, W, 3] -> motion name or None."""
+    cx, cy, area = [], [], []
+    for f in clip:
+        m = foreground(f)
+        ys, xs = np.nonzero(m)
+        area.append(len(xs))
+        cx.append(xs.mean() if len(xs) else np.nan)
+        cy.append(ys.mean() if len(ys) else np.nan)
+    cx, cy, area = np.array(cx), np.array(cy), np.array(area, dtype=np.float64)
+    e = EDGE_FRAMES
+    if np.isnan(cx[:e]).all() or np.isnan(cx[-e:]).all():
+        return None
+    dx = np.nanmean(cx[-e:]) - np.nanmean(cx[:e])
+    dy = np.nanmean(cy[-e:]) - np.nanmean(cy[:e])
+    if max(abs(dx), abs(dy)) >= MIN_SHIFT_PX:
+        if abs(dx) >= abs(dy):
+            return "moving right" if dx > 0 else "moving left"
+        return "moving down" if dy > 0 else "moving up"
+    ratio = area[-e:].mean() / max(1.0, area[:e].mean())
+    if ratio > AREA_RATIO:
+        return "growing"
+    if ratio < 1 / AREA_RATIO:
+        return "shrinking"
+    return None
+
+
+def score_clip(clip: np.ndarray, caption_id: int) -> dict:
+    """{colour, shape, motion: bool} for a clip generated from caption_id."""
+    colour, shape, motion = caption_parts(caption_id)
+    big = clip[int(np.argmax([foreground(f).sum() for f in clip]))]
+    c, s = classify(big)
+    return {"colour": c == colour, "shape": s == shape, "motion": motion_of(clip) == motion}
