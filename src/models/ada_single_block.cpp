@@ -5,6 +5,8 @@
 // affine at norm_eps; the cross-attention sees the residual stream as is.
 #include "models/ada_single_block.h"
 
+#include <stdexcept>
+
 #include "ops/ops.h"
 #include "parallel/sequence_attention.h"
 #include "parallel/tensor_parallel.h"
@@ -191,13 +193,19 @@ void AdaSingleBlock::forward(Tensor& hidden, const Tensor& timestep_mod, const T
       {
         profile::ScopedTimer t("cross_qkv_proj");
         q = ops::linear(hidden, w_.cross_q_w, &w_.cross_q_b);              // (B, P, Dl)
-        k = ops::linear(*text->tokens, w_.cross_k_w, &w_.cross_k_b);       // (B, M, Dl)
-        v = ops::linear(*text->tokens, w_.cross_v_w, &w_.cross_v_b);       // (B, M, Dl)
+        k = ops::linear(*text->tokens, w_.cross_k_w, &w_.cross_k_b);       // (T, M, Dl), T = B / repeat
+        v = ops::linear(*text->tokens, w_.cross_v_w, &w_.cross_v_b);       // (T, M, Dl)
       }
+      const int64_t texts = k.dim(0);
+      if (texts * text->repeat != bsz)
+        throw std::logic_error("cross-attention: " + std::to_string(texts) + " texts x " + std::to_string(text->repeat) +
+                    " samples each for a batch of " + std::to_string(bsz));
       Tensor attn = place_.empty({bsz, p, dl});
       {
         profile::ScopedTimer t("cross_attention");
-        parallel::SequenceParallelAttention::cross_attention(q, k, v, dims_.head_dim, attn, text->kv_lens);
+        Tensor per_text = attn.reshape({texts, text->repeat * p, dl});  // a view: each text's queries in a row
+        parallel::SequenceParallelAttention::cross_attention(q.reshape({texts, text->repeat * p, dl}), k, v,
+                                                             dims_.head_dim, per_text, text->kv_lens);
       }
       profile::ScopedTimer t("out_proj");
       return parallel::row_parallel_linear(shard_.tp, attn, w_.cross_out_w, w_.cross_out_b);
@@ -299,6 +307,15 @@ void check_text_args(const ForwardArgs& a, int64_t batch, int64_t caption_channe
   for (int32_t len : a.text_lengths)
     if (len < 1 || len > a.text->dim(1))
       fail("text length " + std::to_string(len) + " outside [1, " + std::to_string(a.text->dim(1)) + "]");
+}
+
+Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
+  const int64_t b = x.dim(0), w = x.numel() / b;
+  Shape shape = x.shape();
+  shape[0] = b * times;
+  Tensor out = place.empty(shape);
+  for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
+  return out;
 }
 
 }  // namespace ditgen::models

@@ -96,10 +96,16 @@ class AdaSingleBlock {
   };
 
   // What the cross-attention attends to: the projected text, whole on
-  // every rank, and per sample how many of its rows are keys.
+  // every rank, and per text how many of its rows are keys. One text may
+  // serve `repeat` consecutive samples (Latte: every frame of its video):
+  // its keys and values are projected once, and the samples' queries attend
+  // to them as one sequence of repeat * P queries (queries are independent,
+  // so that is the per-frame result without projecting or copying the text
+  // once per frame).
   struct Text {
-    const Tensor* tokens = nullptr;    // (B, M, Dc)
-    const int32_t* kv_lens = nullptr;  // host, B values in [1, M]; null = all M
+    const Tensor* tokens = nullptr;    // (B / repeat, M, Dc)
+    const int32_t* kv_lens = nullptr;  // host, B / repeat values in [1, M]; null = all M
+    int64_t repeat = 1;                // samples per text
   };
 
   // Where this block's branch outputs are cached under PAB.
@@ -172,5 +178,9 @@ struct AdaSingleStem {
 // batch values in [1, L]. Calls fail(message) otherwise.
 void check_text_args(const ForwardArgs& args, int64_t batch, int64_t caption_channels,
                      const std::function<void(const std::string&)>& fail);
+
+// (R*B, ...) from (B, ...): sample b repeated R times in a row, as torch's
+// repeat_interleave(R, dim=0).
+Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place);
 
 }  // namespace ditgen::models

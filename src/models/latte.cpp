@@ -28,16 +28,6 @@ namespace ditgen::models {
 
 namespace {
 
-// (R*B, W) from (B, W): row b repeated R times in a row (repeat_interleave).
-Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
-  const int64_t b = x.dim(0), w = x.numel() / b;
-  Shape shape = x.shape();
-  shape[0] = b * times;
-  Tensor out = place.empty(shape);
-  for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
-  return out;
-}
-
 // Attention across the frames of each token. q, k, v, out: (B*F, N, Dl)
 // rows in (video, frame, token) order; per video the N tokens are the
 // samples (one row apart) and each attends over its F frames (N rows apart).
@@ -180,7 +170,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     const Tensor pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
     ops::add_broadcast_(hidden, pos.slice0(my_tokens.begin, my_tokens.end));
   }
-  Tensor embedded, modulation, caption;  // (B, D), (B*F_me, 6D), (B*F_me, L, D)
+  Tensor embedded, modulation, caption;  // (B, D), (B*F_me, 6D), (B, L, D)
   {
     profile::ScopedTimer t("adaln");
     embedded = stem_.timestep_embedder.embed(a.timesteps, place_);
@@ -191,10 +181,10 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   }
   {
     profile::ScopedTimer t("caption_projection");
-    caption = repeat_rows(stem_.caption(*a.text, place_), local_frames, place_);
+    // One caption per video: the spatial blocks' cross-attention projects
+    // its keys and values once and repeats them per frame (Text::repeat).
+    caption = stem_.caption(*a.text, place_);
   }
-  std::vector<int32_t> lengths;  // per frame: its video's text length
-  for (int32_t len : a.text_lengths) lengths.insert(lengths.end(), static_cast<size_t>(local_frames), len);
 
   // Spatial attention: over the N tokens of each frame; ulysses and ring
   // gather them across the sp group, dsp holds them whole.
@@ -225,7 +215,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
             parallel::tokens_to_frames(shard_.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n);
         return by_frames.reshape({clips, n, width});
       }};
-  const AdaSingleBlock::Text text{&caption, lengths.empty() ? nullptr : lengths.data()};
+  const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
   for (size_t i = 0; i < spatial_.size(); ++i) {
     const int layer = static_cast<int>(i);
     spatial_[i].forward(hidden, modulation, &text, spatial_attention,
