@@ -51,11 +51,11 @@ report() {  # name batch_seconds separate_seconds
 
 # The default model: its shipped config with N labels (batch_size from the config: 30).
 t0=$(now)
-run --config configs/default.json --set "generate.class_labels=[$labels_json]" --set output.grid=false \
+run --config configs/shapes-image.json --set "generate.class_labels=[$labels_json]" --set output.grid=false \
     --output "$work/default/batch.png"
 t1=$(now)
 for ((i = 0; i < n; i++)); do
-  run --config configs/default.json --set "generate.class_labels=[\"${classes[i % 30]}\"]" --set output.grid=false \
+  run --config configs/shapes-image.json --set "generate.class_labels=[\"${classes[i % 30]}\"]" --set output.grid=false \
       --seed "$i" --output "$work/default/one_$i.png"
 done
 t2=$(now)

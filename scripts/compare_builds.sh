@@ -39,7 +39,7 @@ run() {
   printf '%-5s %-58s %d of %d files identical\n' "$([ "$same" -eq "$total" ] && echo ok || echo DIFF)" "$name" "$same" "$total"
 }
 
-run "default model (30 classes + grid)" 1 --config configs/default.json --set output.grid=true
+run "shapes image model (30 classes + grid)" 1 --config configs/shapes-image.json --set output.grid=true
 for fx in dit_odd dit_small_bf16; do
   for s in ddim dpm; do
     run "$fx $s" 1 --config tests/fixtures/$fx/reference/run_$s.json --set model.path=tests/fixtures/$fx \

@@ -386,7 +386,7 @@ TEST_CASE("the scripts/batch_example configs run from the repository root") {
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK(pngs_in(tmp.file("y")).size() == 5 + 1);  // and the contact sheet
   r = testing::run_command("cd " + root + " && " + DITGEN_EXE +
-                           " plan --config scripts/batch_example/default_model_batch.json");
+                           " plan --config scripts/batch_example/shapes_image_batch.json");
   CHECK_MESSAGE(r.code == 0, r.output);
 }
 

@@ -139,10 +139,10 @@ TEST_CASE("output.grid also writes a captioned contact sheet of all outputs") {
   CHECK(fs::exists(s.dir / "out" / "img_0001.png"));
 }
 
-TEST_CASE("the shipped default config writes one image per class and the contact sheet") {
+TEST_CASE("the shipped shapes image config writes one image per class and the contact sheet") {
   Scratch s("default");
   const std::string src = DITGEN_SOURCE_DIR;
-  Run r = run_ditgen("--config " + src + "/configs/default.json --set model.path=" + src +
+  Run r = run_ditgen("--config " + src + "/configs/shapes-image.json --set model.path=" + src +
                      "/samples/dit-shapes --output " + (s.dir / "d.png").string() + " --quiet");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   int pngs = 0;
