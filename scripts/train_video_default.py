@@ -37,6 +37,11 @@ count so the batch needs no padding (LattePipeline does not pad either).
 Usage (fixed seeds, torch.set_num_threads(2); times in README):
     /root/venv-t5/bin/python scripts/train_video_default.py --out samples/latte-shapes
     /root/venv-t5/bin/python scripts/train_video_default.py --quick --out /tmp/x   # smoke test
+A run can be split (a shared machine, a session's time): --state FILE keeps
+the whole training state with every checkpoint and at the end, and
+`--resume --state FILE --steps N` continues it to N steps with the same
+result as one uninterrupted run (every random draw of the loop comes from
+one generator, whose state is saved).
 Writes the directory with save_pretrained, then samples a check set with
 LattePipeline and prints colour / shape / motion agreement (the measures of
 scripts/video_quality.py, ported to C++ in src/eval/motion_measure.cpp).
@@ -171,6 +176,14 @@ def save(pipe, transformer, out):
     log(f"saved {out} ({total / 1e6:.2f} MB)")
 
 
+def save_state(path, transformer, ema, opt, g, steps_done):
+    """Everything the loop's future depends on, written atomically."""
+    tmp = path + ".tmp"
+    torch.save({"transformer": transformer.state_dict(), "ema": ema.state_dict(), "optimizer": opt.state_dict(),
+                "generator": g.get_state(), "step": steps_done}, tmp)
+    os.replace(tmp, path)
+
+
 @torch.no_grad()
 def check(pipe, per_caption_group, steps, guidance, seed=0):
     """Samples captions covering every colour, shape and motion; prints agreement."""
@@ -208,10 +221,15 @@ def main():
     ap.add_argument("--check-steps", type=int, default=25)
     ap.add_argument("--guidance", type=float, default=5.0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--state", default=None,
+                    help="file that keeps the whole training state (weights, EMA, optimizer, random generator, "
+                         "step), written with every checkpoint")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue from --state: the result equals an uninterrupted run's")
     ap.add_argument("--quick", action="store_true", help="tiny smoke test")
+    if "--quick" in sys.argv[1:]:  # smaller defaults; options given still win
+        ap.set_defaults(clips=200, steps=30, save_every=1000)
     a = ap.parse_args()
-    if a.quick:
-        a.clips, a.steps, a.save_every = 200, 30, 1000
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     np.random.seed(0)
@@ -253,9 +271,20 @@ def main():
     acp = sched.alphas_cumprod
     opt = torch.optim.AdamW(transformer.parameters(), lr=a.lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(1234)
+    first = 0
+    if a.resume:
+        if not a.state or not os.path.exists(a.state):
+            sys.exit(f"--resume needs the --state file of an earlier run ({a.state} not found)")
+        st = torch.load(a.state, weights_only=False)
+        transformer.load_state_dict(st["transformer"])
+        ema.load_state_dict(st["ema"])
+        opt.load_state_dict(st["optimizer"])
+        g.set_state(st["generator"])
+        first = st["step"]
+        log(f"resumed from {a.state} after {first} steps")
     transformer.train()
     t_train = time.time()
-    for step in range(a.steps):
+    for step in range(first, a.steps):
         for gr in opt.param_groups:
             gr["lr"] = lr_at(step, a.lr)
         grp = groups[int(torch.multinomial(group_p, 1, generator=g))]
@@ -283,14 +312,19 @@ def main():
                 pe.lerp_(pm, 1 - decay)
         if step % 20 == 0 or step == a.steps - 1:
             el = time.time() - t_train
-            log(f"step {step} loss {loss.item():.4f} ({el / (step + 1):.2f} s/step)")
+            log(f"step {step} loss {loss.item():.4f} ({el / (step + 1 - first):.2f} s/step)")
         if (step + 1) % a.save_every == 0 and step + 1 < a.steps:
             save(pipe, ema, a.out)
+            if a.state:
+                save_state(a.state, transformer, ema, opt, g, step + 1)
             log(f"checkpoint after {step + 1} steps")
     t_train = time.time() - t_train
     save(pipe, ema, a.out)
+    if a.state:
+        save_state(a.state, transformer, ema, opt, g, a.steps)
     shutil.rmtree(tmp, ignore_errors=True)
-    log(f"training {a.steps} steps x {a.batch} clips in {t_train:.0f}s ({t_train / a.steps:.2f} s/step)")
+    log(f"training steps {first}..{a.steps} x {a.batch} clips in {t_train:.0f}s "
+        f"({t_train / max(1, a.steps - first):.2f} s/step)")
     pipe = LattePipeline.from_pretrained(a.out)
     pipe.set_progress_bar_config(disable=True)
     check(pipe, per_caption_group=5 if not a.quick else 30, steps=a.check_steps, guidance=a.guidance)
