@@ -198,8 +198,8 @@ void AdaSingleBlock::forward(Tensor& hidden, const Tensor& timestep_mod, const T
       }
       const int64_t texts = k.dim(0);
       if (texts * text->repeat != bsz)
-        throw std::logic_error("cross-attention: " + std::to_string(texts) + " texts x " + std::to_string(text->repeat) +
-                    " samples each for a batch of " + std::to_string(bsz));
+        throw std::logic_error("cross-attention: " + std::to_string(texts) + " texts x " +
+                               std::to_string(text->repeat) + " samples each for a batch of " + std::to_string(bsz));
       Tensor attn = place_.empty({bsz, p, dl});
       {
         profile::ScopedTimer t("cross_attention");
@@ -307,15 +307,6 @@ void check_text_args(const ForwardArgs& a, int64_t batch, int64_t caption_channe
   for (int32_t len : a.text_lengths)
     if (len < 1 || len > a.text->dim(1))
       fail("text length " + std::to_string(len) + " outside [1, " + std::to_string(a.text->dim(1)) + "]");
-}
-
-Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
-  const int64_t b = x.dim(0), w = x.numel() / b;
-  Shape shape = x.shape();
-  shape[0] = b * times;
-  Tensor out = place.empty(shape);
-  for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
-  return out;
 }
 
 }  // namespace ditgen::models

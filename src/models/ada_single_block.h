@@ -179,8 +179,4 @@ struct AdaSingleStem {
 void check_text_args(const ForwardArgs& args, int64_t batch, int64_t caption_channels,
                      const std::function<void(const std::string&)>& fail);
 
-// (R*B, ...) from (B, ...): sample b repeated R times in a row, as torch's
-// repeat_interleave(R, dim=0).
-Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place);
-
 }  // namespace ditgen::models

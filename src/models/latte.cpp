@@ -28,6 +28,16 @@ namespace ditgen::models {
 
 namespace {
 
+// (R*B, W) from (B, W): row b repeated R times in a row (repeat_interleave).
+Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
+  const int64_t b = x.dim(0), w = x.numel() / b;
+  Shape shape = x.shape();
+  shape[0] = b * times;
+  Tensor out = place.empty(shape);
+  for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
+  return out;
+}
+
 // Attention across the frames of each token. q, k, v, out: (B*F, N, Dl)
 // rows in (video, frame, token) order; per video the N tokens are the
 // samples (one row apart) and each attends over its F frames (N rows apart).
@@ -182,7 +192,8 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   {
     profile::ScopedTimer t("caption_projection");
     // One caption per video: the spatial blocks' cross-attention projects
-    // its keys and values once and repeats them per frame (Text::repeat).
+    // its keys and values once and lets every frame's queries attend to
+    // them (Text::repeat).
     caption = stem_.caption(*a.text, place_);
   }
 
