@@ -120,6 +120,17 @@ ContactSheetLayout layout_contact_sheet(const std::vector<Tile>& tiles, const Co
     L.tile_y.push_back(cell_y + (L.image_height - tiles[k].image.height * scale[k]) / 2);
     L.caption_x.push_back(cell_x);
     L.caption_y.push_back(cell_y + L.image_height);
+    L.caption_width.push_back(L.cell_width);
+  }
+  if (o.caption_spans_empty) {
+    // Sides stay below the sheet's width, already checked above.
+    for (size_t k = 0; k < tiles.size(); ++k) {
+      if (tiles[k].caption.empty() || L.caption_width[k] == 0) continue;
+      for (size_t j = k + 1; j < tiles.size() && j / columns == k / columns && tiles[j].caption.empty(); ++j) {
+        L.caption_width[k] += o.padding + L.cell_width;
+        L.caption_width[j] = 0;
+      }
+    }
   }
   return L;
 }
@@ -128,15 +139,16 @@ RgbImage make_contact_sheet(const std::vector<Tile>& tiles, const ContactSheetOp
   const ContactSheetLayout L = layout_contact_sheet(tiles, o);
   RgbImage sheet{L.width, L.height, std::vector<uint8_t>(static_cast<size_t>(L.width) * L.height * 3)};
   fill(sheet, 0, 0, L.width, L.height, o.background);
-  const int text_room = L.cell_width - 2 * o.caption_margin;
   for (size_t k = 0; k < tiles.size(); ++k) {
     blit_enlarged(sheet, tiles[k].image, L.tile_scale[k], L.tile_x[k], L.tile_y[k]);
-    fill(sheet, L.caption_x[k], L.caption_y[k], L.cell_width, L.caption_height, o.caption_background);
-    const std::string text = fit_caption(tiles[k].caption, text_room, o.font_scale);
+    const int strip_width = L.caption_width[k];
+    if (strip_width == 0) continue;  // drawn as part of a caption to its left
+    fill(sheet, L.caption_x[k], L.caption_y[k], strip_width, L.caption_height, o.caption_background);
+    const std::string text = fit_caption(tiles[k].caption, strip_width - 2 * o.caption_margin, o.font_scale);
     const int ink = text.empty() ? 0 : text_width(text, o.font_scale) - o.font_scale;
     const RgbCanvas strip{sheet.pixels.data() + (static_cast<size_t>(L.caption_y[k]) * L.width + L.caption_x[k]) * 3,
-                          L.cell_width, L.caption_height, static_cast<std::ptrdiff_t>(L.width) * 3};
-    draw_text(strip, (L.cell_width - ink) / 2, o.caption_margin, text, o.caption_colour, o.font_scale);
+                          strip_width, L.caption_height, static_cast<std::ptrdiff_t>(L.width) * 3};
+    draw_text(strip, (strip_width - ink) / 2, o.caption_margin, text, o.caption_colour, o.font_scale);
   }
   return sheet;
 }

@@ -5,6 +5,10 @@
 // the largest enlarged tile, which sits centred in its cell. Captions that
 // do not fit the cell are cut and end in "...", and are drawn through a
 // canvas clipped to their own strip, so nothing spills into a neighbour.
+// With caption_spans_empty (filmstrips: one caption per row, under its
+// first frame) a caption's strip runs on under the tiles to its right in
+// the same row that have no caption of their own, gaps included, so a
+// prompt reads whole under its row instead of cut to one frame's width.
 //
 // Geometry (all in sheet pixels), for n tiles:
 //   columns   = options.columns, or ceil(sqrt(n)) when 0; at most n
@@ -17,6 +21,10 @@
 //               rows * cell height + (rows + 1) * padding high
 //   cell (r, c) top-left = (padding + c * (cell_width + padding), padding + r * (cell height + padding));
 //   the tile's top-left is offset by ((cell_width - w * s) / 2, (image_height - h * s) / 2).
+//   caption strip k = caption_width_k x caption_height at the cell's bottom-left, where
+//               caption_width_k = cell_width, or with caption_spans_empty and a caption,
+//               span * cell_width + (span - 1) * padding, span = 1 + the uncaptioned tiles
+//               right after k in its row (those then have caption_width 0: no strip of their own)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,6 +56,7 @@ struct ContactSheetOptions {
   Rgb background = {96, 96, 96};  // padding and the parts of a cell no tile covers
   Rgb caption_background = {240, 240, 240};
   Rgb caption_colour = {20, 20, 20};
+  bool caption_spans_empty = false;  // a caption's strip covers the uncaptioned tiles after it in its row
 };
 
 // Where everything goes; see the geometry at the top of this file.
@@ -57,7 +66,8 @@ struct ContactSheetLayout {
   int width = 0, height = 0;  // the whole sheet
   std::vector<int> tile_scale;  // per tile
   std::vector<int> tile_x, tile_y;  // per tile: top-left of the enlarged tile on the sheet
-  std::vector<int> caption_x, caption_y;  // per tile: top-left of its caption strip (cell_width x caption_height)
+  std::vector<int> caption_x, caption_y;  // per tile: top-left of its caption strip
+  std::vector<int> caption_width;         // per tile: its strip's width; 0 where a caption to the left covers it
 };
 
 // std::invalid_argument for no tiles, a tile whose pixel count is not

@@ -104,6 +104,7 @@ class ContactSheetWriter final : public OutputWriter {
     ContactSheetOptions sheet;
     // Images: a grid; videos: one filmstrip row per output.
     sheet.columns = strip_ > 0 ? strip_ : grid_columns(static_cast<int>(tiles_.size()));
+    sheet.caption_spans_empty = strip_ > 0;  // the prompt under its whole row, not cut to one frame
     const std::string path = grid_path_for(plan_.pattern);
     write_png(path, make_contact_sheet(tiles_, sheet), text_);
     return {path};

@@ -279,3 +279,42 @@ TEST_CASE("the sheet is written by the common PNG writer, text chunks included")
   CHECK(read_all(path) == std::string(expected.begin(), expected.end()));
   CHECK_THROWS_AS(write_png(dir.file("bad.png"), RgbImage{2, 2, std::vector<uint8_t>(11)}), std::invalid_argument);
 }
+
+TEST_CASE("filmstrip captions run on under the uncaptioned tiles of their row, gaps included") {
+  // Two rows of three: row 0 captioned on its first tile only, row 1 on its
+  // first and last tiles. With caption_spans_empty row 0's strip is three
+  // cells and two gaps wide, row 1's first strip two cells and a gap.
+  std::vector<Tile> tiles = {make_tile(0, 32, 32, "a red circle moving right, long enough to need room"),
+                             make_tile(1, 32, 32, ""), make_tile(2, 32, 32, ""),
+                             make_tile(3, 32, 32, "first"), make_tile(4, 32, 32, ""), make_tile(5, 32, 32, "last")};
+  ContactSheetOptions o = test_options(3);
+  o.caption_spans_empty = true;
+  const ContactSheetLayout L = layout_contact_sheet(tiles, o);
+  CHECK(L.caption_width == std::vector<int>{3 * 96 + 2 * 8, 0, 0, 2 * 96 + 8, 0, 96});
+  const RgbImage sheet = make_contact_sheet(tiles, o);
+  // The whole caption fits the long strip: (304 - 6) / 6 = 49 glyphs.
+  const std::string shown = fit_caption(tiles[0].caption, 3 * 96 + 2 * 8 - 6);
+  CHECK(shown == "a red circle moving right, long enough to need...");
+  // Row 0's band, gaps between its cells included, is exactly that text
+  // centred on the caption background (a plain redraw of the strip).
+  const int strip_w = 3 * 96 + 2 * 8, strip_y = 8 + 96;
+  RgbImage expected{strip_w, kCaptionHeight, {}};
+  expected.pixels.resize(static_cast<size_t>(strip_w) * kCaptionHeight * 3);
+  for (size_t p = 0; p < expected.pixels.size(); p += 3)
+    std::copy(o.caption_background.begin(), o.caption_background.end(), expected.pixels.begin() + p);
+  const int ink = static_cast<int>(shown.size()) * 6 - 1;
+  draw_text(expected.pixels.data(), strip_w, kCaptionHeight, (strip_w - ink) / 2, 3, shown, o.caption_colour);
+  size_t mismatches = 0;
+  for (int y = 0; y < kCaptionHeight; ++y)
+    for (int x = 0; x < strip_w; ++x) mismatches += pixel(sheet, 8 + x, strip_y + y) != pixel(expected, x, y);
+  CHECK(mismatches == 0);
+  // Row 1: the gap between tiles 3 and 4 is inside the span, the gap
+  // before tile 5 stays background, and tile 5 keeps its own strip.
+  const int row1_y = 8 + (96 + kCaptionHeight + 8) + 96;
+  CHECK(pixel(sheet, 8 + 96 + 4, row1_y) == o.caption_background);
+  CHECK(pixel(sheet, 8 + 2 * 96 + 8 + 4, row1_y) == o.background);
+  CHECK(pixel(sheet, 8 + 2 * (96 + 8) + 1, row1_y) == o.caption_background);
+  // Without the option nothing spans (the image grid's behaviour).
+  o.caption_spans_empty = false;
+  CHECK(layout_contact_sheet(tiles, o).caption_width == std::vector<int>(6, 96));
+}

@@ -54,7 +54,7 @@ OutputItem item(int index, int frames, int h = 5, int w = 7) {
 
 TEST_CASE("png writer: one file per image at output_path_for, pixels and size as given") {
   testing::TempDir dir("ditgen_test_writer");
-  const OutputPlan plan{dir.file("img.png"), 3, 1};
+  const OutputPlan plan{dir.file("img.png"), 3, 1, {}};
   auto writer = make_png_writer(plan);
   CHECK(writer->planned_paths() ==
         std::vector<std::string>{dir.file("img_0000.png"), dir.file("img_0001.png"), dir.file("img_0002.png")});
@@ -74,7 +74,7 @@ TEST_CASE("png writer: one file per image at output_path_for, pixels and size as
 
 TEST_CASE("png frames writer: frame f of output i at frame_path_for, in order") {
   testing::TempDir dir("ditgen_test_writer");
-  const OutputPlan plan{dir.file("clip.png"), 2, 3};
+  const OutputPlan plan{dir.file("clip.png"), 2, 3, {}};
   auto writer = make_png_frames_writer(plan);
   CHECK(writer->planned_paths().size() == 6);
   CHECK(writer->planned_paths()[4] == dir.file("clip_0001_f001.png"));
@@ -103,7 +103,7 @@ TEST_CASE("filmstrip frames: evenly spaced, first and last included") {
 TEST_CASE("contact sheet writer: a grid of images, or one filmstrip row per video") {
   testing::TempDir dir("ditgen_test_writer");
   {  // 6 images: grid_columns(6) = 2 columns (3 full rows)
-    auto sheet = make_contact_sheet_writer({dir.file("a.png"), 6, 1}, {{"ditgen_config", "{}"}});
+    auto sheet = make_contact_sheet_writer({dir.file("a.png"), 6, 1, {}}, {{"ditgen_config", "{}"}});
     CHECK(sheet->planned_paths() == std::vector<std::string>{dir.file("a_grid.png")});
     std::vector<Tile> tiles;
     for (int i = 0; i < 6; ++i) {
@@ -121,7 +121,7 @@ TEST_CASE("contact sheet writer: a grid of images, or one filmstrip row per vide
     CHECK(h == layout.height);
   }
   {  // 2 videos of 12 frames with strips of 4: 2 rows of 4 cells
-    auto sheet = make_contact_sheet_writer({dir.file("v.png"), 2, 12}, {}, 4);
+    auto sheet = make_contact_sheet_writer({dir.file("v.png"), 2, 12, {}}, {}, 4);
     for (int i = 0; i < 2; ++i) sheet->write(item(i, 12));
     sheet->finish();
     std::vector<Tile> tiles(8, Tile{RgbImage{7, 5, std::vector<uint8_t>(7 * 5 * 3)}, "x"});
@@ -136,7 +136,7 @@ TEST_CASE("contact sheet writer: a grid of images, or one filmstrip row per vide
     const int x = layout.tile_x[7] + 1, y = layout.tile_y[7] + 1;
     CHECK(red[static_cast<size_t>(y) * w + x] == expected_red(1, 12, 11));
   }
-  CHECK_THROWS_AS(make_contact_sheet_writer({dir.file("z.png"), 1, 1}, {}, 0), std::invalid_argument);
+  CHECK_THROWS_AS(make_contact_sheet_writer({dir.file("z.png"), 1, 1, {}}, {}, 0), std::invalid_argument);
 }
 
 TEST_CASE("grid columns: full rows near a square") {
