@@ -62,6 +62,7 @@ from __future__ import annotations
 import argparse
 import copy
 import io
+import math
 import os
 import shutil
 import sys
@@ -101,10 +102,15 @@ def log(*a):
     print(f"[{time.time() - T0:7.1f}s]", *a, flush=True)
 
 
-def lr_at(step, base, warm=200):
-    """Linear warm-up, then constant (the EMA does the averaging): the run
-    does not depend on --steps, so the checkpoint saved after N steps is
-    exactly what `--steps N` gives."""
+def lr_at(step, base, steps, decay_start=None, warm=200):
+    """Linear warm-up, then constant (the EMA does the averaging) until
+    decay_start, then a cosine down to base / 10 at `steps`. Up to
+    decay_start the run does not depend on --steps, so a checkpoint saved
+    there is exactly what `--steps N` gives; a run resumed from it with
+    --decay-start continues the same schedule."""
+    if decay_start is not None and step >= decay_start:
+        p = (step - decay_start) / max(1, steps - decay_start)
+        return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p)))
     return base * min(1.0, (step + 1) / warm)
 
 
@@ -224,6 +230,9 @@ def main():
     ap.add_argument("--steps", type=int, default=6000)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--decay-start", type=int, default=3500,
+                    help="step from which the learning rate falls (cosine) to lr/10 at --steps; "
+                         "a value >= --steps keeps it constant")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--layers", type=int, default=4)
@@ -299,7 +308,7 @@ def main():
     t_train = time.time()
     for step in range(first, a.steps):
         for gr in opt.param_groups:
-            gr["lr"] = lr_at(step, a.lr)
+            gr["lr"] = lr_at(step, a.lr, a.steps, a.decay_start)
         grp = groups[int(torch.multinomial(group_p, 1, generator=g))]
         idx = grp[torch.randint(0, len(grp), (a.batch,), generator=g)]
         z0 = (mus[idx] + stds[idx] * torch.randn(mus[idx].shape, generator=g)) * sf

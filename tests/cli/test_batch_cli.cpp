@@ -388,6 +388,15 @@ TEST_CASE("the scripts/batch_example configs run from the repository root") {
   r = testing::run_command("cd " + root + " && " + DITGEN_EXE +
                            " plan --config scripts/batch_example/shapes_image_batch.json");
   CHECK_MESSAGE(r.code == 0, r.output);
+  // The default video model's example: eight named MP4s.
+  r = testing::run_command("cd " + root + " && " + DITGEN_EXE +
+                           " --device cpu --threads 2 --config scripts/batch_example/default_video_batch.json"
+                           " --steps 2 --quiet --output " + tmp.file("v/video.mp4"));
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  for (const char* name : {"red_circle_left", "red_circle_right", "yellow_square_up", "green_triangle_down",
+                           "cyan_star_growing", "blue_cross_shrinking", "magenta_circle_left", "blue_star_right"})
+    CHECK_MESSAGE(fs::exists(tmp.file(std::string("v/") + name + ".mp4")), name);
+  CHECK(manifest_lines(tmp.file("v/video_manifest.jsonl")).size() == 8);
 }
 
 // A rank that read other work (the test hook stands for a different prompt

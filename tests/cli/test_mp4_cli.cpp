@@ -5,7 +5,8 @@
 // run of the same seed; fps / crf / grid from the config; nothing printed
 // under --quiet (libav's own logging is silenced); bad crf or an unwritable
 // path fail before any weight is read; a signal during the MP4's write
-// leaves no temporary file.
+// leaves no temporary file. The shipped default config (the video model of
+// samples/) writes its six 16-frame clips and the filmstrip sheet.
 #include <doctest/doctest.h>
 #include <poll.h>
 #include <signal.h>
@@ -222,4 +223,35 @@ TEST_CASE("mp4 cli: SIGINT while the MP4 is being written leaves no temporary fi
   CHECK(WEXITSTATUS(status) == 130);
   CHECK_FALSE(fs::exists(temp));
   CHECK(s.files().empty());
+}
+
+TEST_CASE("the shipped default config writes six 16-frame MP4s of its prompts and the filmstrip sheet") {
+  Scratch s("default_video");
+  const std::string src = DITGEN_SOURCE_DIR;
+  // From the repository root, as the README's first command runs it; fewer
+  // steps than shipped to keep the suite quick (the quality test runs 25).
+  const Result r = run_ditgen("--config " + src + "/configs/default.json --set model.path=" + src +
+                              "/samples/latte-shapes --steps 5 --output " + (s.dir / "d.mp4").string() + " --quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::vector<std::string> prompts = {"a red circle moving right", "a yellow star moving up",
+                                            "a green triangle moving left", "a cyan square growing",
+                                            "a blue cross moving down", "a magenta star shrinking"};
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::string path = (s.dir / ("d_000" + std::to_string(i) + ".mp4")).string();
+    REQUIRE_MESSAGE(fs::exists(path), path);
+    const auto v = testing::decode_mp4(path);
+    CHECK(v.rgb.size() == 16);
+    CHECK(v.width == 32);
+    CHECK(v.height == 32);
+    CHECK(v.avg_frame_rate.num == 8 * v.avg_frame_rate.den);
+    CHECK(v.metadata.at("title") == prompts[i]);
+    CHECK(v.metadata.at("comment").find("Steps: 5, Sampler: ddim, CFG scale: 5, Seed: " + std::to_string(i)) !=
+          std::string::npos);
+  }
+  int x, y, n;
+  unsigned char* sheet = stbi_load((s.dir / "d_grid.png").string().c_str(), &x, &y, &n, 3);
+  REQUIRE(sheet);
+  stbi_image_free(sheet);
+  CHECK(x > 16 * 32);  // a row of 16 frames per clip
+  CHECK(y > 6 * 32);   // six rows
 }

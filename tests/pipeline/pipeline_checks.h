@@ -60,7 +60,7 @@ struct ClassAgreement {
 };
 
 // The default model's quality run: every class of samples/dit-shapes twice
-// (DDIM 25 steps, guidance 4, seed 0, batch 30, as configs/default.json),
+// (DDIM 25 steps, guidance 4, seed 0, batch 30, as configs/shapes-image.json),
 // each output classified by src/eval's port of the training script's
 // classifier; mismatches and the totals are printed.
 inline ClassAgreement class_agreement(const pipeline::ClassPipeline& pipe, const std::string& what) {
