@@ -125,7 +125,7 @@ ContactSheetLayout layout_contact_sheet(const std::vector<Tile>& tiles, const Co
   if (o.caption_spans_empty) {
     // Sides stay below the sheet's width, already checked above.
     for (size_t k = 0; k < tiles.size(); ++k) {
-      if (tiles[k].caption.empty() || L.caption_width[k] == 0) continue;
+      if (tiles[k].caption.empty()) continue;  // a captioned tile is never covered by another
       for (size_t j = k + 1; j < tiles.size() && j / columns == k / columns && tiles[j].caption.empty(); ++j) {
         L.caption_width[k] += o.padding + L.cell_width;
         L.caption_width[j] = 0;
