@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark one DiT-XL/2-256 forward (batch 2 = one CFG step, float32):
-ditgen vs PyTorch (diffusers' DiTTransformer2DModel), plus the machine's
-float32 GEMM peak.  A benchmark, not a test.
+"""Benchmark one DiT-XL/2-256 forward (batch 2 = one CFG step) in float32
+and bfloat16: ditgen vs PyTorch (diffusers' DiTTransformer2DModel), plus the
+machine's GEMM peak in each dtype.  A benchmark, not a test.
 
 Usage (from the repository root, after building the bench program):
 
@@ -11,7 +11,8 @@ Usage (from the repository root, after building the bench program):
         [--ditgen-bench build/scripts/bench/bench_dit_forward] \\
         [--workdir /tmp/ditgen-bench] [--threads 2] [--batch 2] \\
         [--repeat 5] [--warmup 1] [--rounds 2] [--sgemm-n 4096] \\
-        [--no-profile] [--torch-profile] [--openblas-coretype NAME]
+        [--dtypes float32,bfloat16] [--no-profile] [--torch-profile] \\
+        [--openblas-coretype NAME]
 
 Needs torch, diffusers and safetensors.  What it does:
 
@@ -19,20 +20,22 @@ Needs torch, diffusers and safetensors.  What it does:
      (fixed seed) in diffusers layout: <workdir>/DiT-XL-2-256-random/
      model_index.json + transformer/ (config.json, float32 safetensors,
      about 2.7 GB).  Never inside the repository.
-  2. Runs --rounds rounds, each: PyTorch forward, ditgen forward, ditgen
-     sgemm (N x N, through ops::gemm = OpenBLAS), PyTorch sgemm (torch.mm,
-     its own BLAS).  Every measurement is its own subprocess, so each peak
-     RSS (ru_maxrss) is that engine's alone; alternating spreads the noise of
-     a shared machine over both engines.  Each run does --warmup untimed and
-     --repeat timed forwards; the reported time is the median of all timed
-     forwards over all rounds.
-  3. Prints a table: median seconds, GFLOP/s (FLOP count computed from the
-     config: 2*M*N*K for every linear, adaLN and embedders included, plus
-     4*B*heads*N^2*head_dim for attention; 474.5 GFLOP for XL/2-256 at batch
-     2), fraction of the OpenBLAS sgemm peak (the issue's reference) and of
-     torch's own sgemm peak, peak RSS; the ditgen/torch ratios; then ditgen's
-     per-op profile (one more run with --profile) with each op's FLOP,
-     GFLOP/s and the time it loses against the OpenBLAS peak.
+  2. Runs --rounds rounds, each, for every dtype of --dtypes: PyTorch
+     forward (the model and input cast with .to(dtype)), ditgen forward
+     (bench_dit_forward --dtype), ditgen's GEMM peak (N x N through its CPU
+     GEMM op: oneDNN; bfloat16: a bf16 weight, the float32 input rounded
+     inside the op), PyTorch's (torch.mm in that dtype).  Every measurement
+     is its own subprocess, so each peak RSS (ru_maxrss) is that engine's
+     alone; alternating spreads the noise of a shared machine over both
+     engines.  Each run does --warmup untimed and --repeat timed forwards;
+     the reported time is the median of all timed forwards over all rounds.
+  3. Prints a table: per engine and dtype, median seconds, GFLOP/s (FLOP
+     count computed from the config: 2*M*N*K for every linear, adaLN and
+     embedders included, plus 4*B*heads*N^2*head_dim for attention; 474.5
+     GFLOP for XL/2-256 at batch 2), fraction of ditgen's GEMM peak in that
+     dtype and of torch's, peak RSS; the ditgen/torch ratios; then ditgen's
+     per-op profile (one more run with --profile per dtype) with each op's
+     FLOP, GFLOP/s and the time it loses against the peak.
 
 Both engines run with the same thread count (torch.set_num_threads and
 bench_dit_forward --threads).  OPENBLAS_* / OMP_* / MKL_* variables are left
@@ -176,12 +179,13 @@ def torch_child(args) -> None:
 
     torch.set_num_threads(args.threads)
     print(f"threads {torch.get_num_threads()}")
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
     if args.child == "torch-sgemm":
         n = args.sgemm_n
         g = torch.Generator().manual_seed(1)
-        a = torch.randn(n, n, generator=g)
-        b = torch.randn(n, n, generator=g)
-        c = torch.empty(n, n)
+        a = torch.randn(n, n, generator=g).to(dtype)
+        b = torch.randn(n, n, generator=g).to(dtype)
+        c = torch.empty(n, n, dtype=dtype)
         vals = []
         with torch.inference_mode():
             for r in range(args.warmup + args.repeat):
@@ -197,13 +201,13 @@ def torch_child(args) -> None:
     from diffusers import DiTTransformer2DModel
 
     t0 = time.perf_counter()
-    model = DiTTransformer2DModel.from_pretrained(args.model, subfolder="transformer", torch_dtype=torch.float32)
+    model = DiTTransformer2DModel.from_pretrained(args.model, subfolder="transformer", torch_dtype=dtype)
     model.eval()
     print(f"load_seconds {time.perf_counter() - t0:.3f}")
     cfg = model.config
     b = args.batch
     g = torch.Generator().manual_seed(0)
-    x = torch.randn(b, cfg.in_channels, cfg.sample_size, cfg.sample_size, generator=g)
+    x = torch.randn(b, cfg.in_channels, cfg.sample_size, cfg.sample_size, generator=g).to(dtype)
     t = torch.full((b,), 500.0)
     labels = torch.tensor([cfg.num_embeds_ada_norm if i % 2 else 207 for i in range(b)])
     times = []
@@ -284,15 +288,21 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=2, help="alternations torch, ditgen (default 2)")
     ap.add_argument("--sgemm-n", type=int, default=4096)
-    ap.add_argument("--no-profile", action="store_true", help="skip ditgen's per-op profile run")
+    ap.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated: float32, bfloat16")
+    ap.add_argument("--no-profile", action="store_true", help="skip ditgen's per-op profile runs")
     ap.add_argument("--torch-profile", action="store_true", help="also print torch.profiler's top ops")
     ap.add_argument("--openblas-coretype", default=None, help="set OPENBLAS_CORETYPE for the ditgen runs")
     ap.add_argument("--child", choices=["torch-forward", "torch-sgemm"], help=argparse.SUPPRESS)
     ap.add_argument("--model", help=argparse.SUPPRESS)
+    ap.add_argument("--dtype", default="float32", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         torch_child(args)
         return
+    dtypes = [d for d in args.dtypes.split(",") if d]
+    for d in dtypes:
+        if d not in ("float32", "bfloat16"):
+            sys.exit(f"--dtypes: {d} is not float32 or bfloat16")
 
     bench = args.ditgen_bench if args.ditgen_bench.is_absolute() else REPO / args.ditgen_bench
     if not bench.exists():
@@ -314,87 +324,100 @@ def main() -> None:
         dg_env["OPENBLAS_CORETYPE"] = args.openblas_coretype
         print(f"ditgen env OPENBLAS_CORETYPE={args.openblas_coretype} (--openblas-coretype)")
     print(f"threads    {args.threads}, batch {args.batch}, {args.rounds} rounds x ({args.warmup} warmup + "
-          f"{args.repeat} timed)")
+          f"{args.repeat} timed), dtypes {', '.join(dtypes)}")
     print(f"FLOP       {total_flop / 1e9:.1f} GFLOP per forward (from config)", flush=True)
 
     common = ["--threads", str(args.threads), "--repeat", str(args.repeat), "--warmup", str(args.warmup)]
     me = [sys.executable, str(Path(__file__).resolve())]
-    tf, dg, dg_sgemm, t_sgemm = [], [], [], []  # all timed values; sgemm: one median per run
-    t_kv, d_kv, s_kv = {}, {}, {}
-    t_peak = d_peak = 0
+    # Per dtype: all timed forwards, the GEMM peaks (one median per run) and peak RSS.
+    res = {d: dict(torch=[], ditgen=[], dg_peak=[], t_peak=[], t_rss=0, d_rss=0, t_kv={}, d_kv={}) for d in dtypes}
     for r in range(args.rounds):
-        out = run(me + ["--child", "torch-forward", "--model", str(root), "--batch", str(args.batch)]
-                  + (["--torch-profile"] if args.torch_profile and r == 0 else []) + common)
-        t_kv = parse_kv(out)
-        tf += floats(t_kv["forward_all"])
-        t_peak = max(t_peak, int(t_kv["peak_rss_bytes"]))
-        if args.torch_profile and r == 0:
-            print("\nPyTorch top ops (torch.profiler, one forward):\n" + profile_block(out))
-        print(f"round {r + 1}: torch   {t_kv['forward_all']}", flush=True)
+        for d in dtypes:
+            e = res[d]
+            out = run(me + ["--child", "torch-forward", "--model", str(root), "--batch", str(args.batch), "--dtype", d]
+                      + (["--torch-profile"] if args.torch_profile and r == 0 else []) + common)
+            e["t_kv"] = parse_kv(out)
+            e["torch"] += floats(e["t_kv"]["forward_all"])
+            e["t_rss"] = max(e["t_rss"], int(e["t_kv"]["peak_rss_bytes"]))
+            if args.torch_profile and r == 0:
+                print(f"\nPyTorch {d} top ops (torch.profiler, one forward):\n" + profile_block(out))
+            print(f"round {r + 1} {d:<8}: torch   {e['t_kv']['forward_all']}", flush=True)
 
-        out = run([str(bench), "--model", str(root), "--batch", str(args.batch)] + common, env=dg_env)
-        d_kv = parse_kv(out)
-        dg += floats(d_kv["forward_all"])
-        d_peak = max(d_peak, int(d_kv["peak_rss_bytes"]))
-        print(f"round {r + 1}: ditgen  {d_kv['forward_all']}  (blas_core {d_kv.get('blas_core')})", flush=True)
+            out = run([str(bench), "--model", str(root), "--batch", str(args.batch), "--dtype", d] + common,
+                      env=dg_env)
+            e["d_kv"] = parse_kv(out)
+            e["ditgen"] += floats(e["d_kv"]["forward_all"])
+            e["d_rss"] = max(e["d_rss"], int(e["d_kv"]["peak_rss_bytes"]))
+            print(f"round {r + 1} {d:<8}: ditgen  {e['d_kv']['forward_all']}", flush=True)
 
-        out = run([str(bench), "--sgemm", str(args.sgemm_n)] + common, env=dg_env)
-        s_kv = parse_kv(out)
-        dg_sgemm.append(float(s_kv["sgemm_gflops"]))
-        out = run(me + ["--child", "torch-sgemm", "--sgemm-n", str(args.sgemm_n)] + common)
-        t_sgemm.append(float(parse_kv(out)["sgemm_gflops"]))
-        print(f"round {r + 1}: sgemm   OpenBLAS {s_kv['sgemm_all']}  torch {parse_kv(out)['sgemm_all']}", flush=True)
+            out = run([str(bench), "--sgemm", str(args.sgemm_n), "--dtype", d] + common, env=dg_env)
+            s_kv = parse_kv(out)
+            e["dg_peak"].append(float(s_kv["sgemm_gflops"]))
+            out = run(me + ["--child", "torch-sgemm", "--sgemm-n", str(args.sgemm_n), "--dtype", d] + common)
+            e["t_peak"].append(float(parse_kv(out)["sgemm_gflops"]))
+            print(f"round {r + 1} {d:<8}: GEMM    ditgen {s_kv['sgemm_all']}  torch {parse_kv(out)['sgemm_all']}",
+                  flush=True)
 
-    # A shared machine only ever lowers a GEMM's speed: the peak is the best
-    # per-run median (each run's median over its --repeat products).
-    peak, tpeak = max(dg_sgemm), max(t_sgemm)
-    t_med, d_med = statistics.median(tf), statistics.median(dg)
-    print()
-    print(f"sgemm {args.sgemm_n}^3 peak (best run median), {args.threads} threads: OpenBLAS (ops::gemm, core "
-          f"{s_kv.get('blas_core')}) {peak:.1f} GFLOP/s; torch.mm ({blas_summary().split()[0]}) {tpeak:.1f} GFLOP/s")
     t_mlp = cfg["num_layers"] * 2.0 * args.batch * (256 + heads_dim(cfg)) * heads_dim(cfg)
+    print()
     print(f"one forward: {total_flop / 1e9:.1f} GFLOP ({(total_flop - t_mlp) / 1e9:.1f} without the per-block "
           f"timestep MLP; the issue quotes 474.5)")
+    # A shared machine only ever lowers a GEMM's speed: the peak is the best
+    # per-run median (each run's median over its --repeat products).
+    for d in dtypes:
+        e = res[d]
+        print(f"GEMM {args.sgemm_n}^3 peak in {d} (best run median), {args.threads} threads: ditgen's GEMM op "
+              f"{max(e['dg_peak']):.1f} GFLOP/s; torch.mm {max(e['t_peak']):.1f} GFLOP/s")
     print()
-    hdr = f"{'engine':<8} {'median s':>9} {'min s':>8} {'GFLOP/s':>8} {'%OpenBLAS pk':>13} {'%torch pk':>10} {'peak RSS':>10}"
+    hdr = (f"{'engine':<8} {'dtype':<9} {'median s':>9} {'min s':>8} {'GFLOP/s':>8} {'%ditgen pk':>11} "
+           f"{'%torch pk':>10} {'peak RSS':>10}")
     print(hdr)
     print("-" * len(hdr))
-    for name, ts, pk in (("torch", tf, t_peak), ("ditgen", dg, d_peak)):
-        med = statistics.median(ts)
-        gf = total_flop / med * 1e-9
-        print(f"{name:<8} {med:>9.3f} {min(ts):>8.3f} {gf:>8.1f} {100 * gf / peak:>12.1f}% {100 * gf / tpeak:>9.1f}% "
-              f"{gib(pk):>10}")
-    print(f"ratio ditgen/torch: time {d_med / t_med:.2f}x, peak RSS {d_peak / t_peak:.2f}x")
-    print(f"output_sum torch {t_kv.get('output_sum')}, ditgen {d_kv.get('output_sum')} (same weights, different "
-          f"random inputs: not compared)")
+    for d in dtypes:
+        e = res[d]
+        for name, ts, rss in (("torch", e["torch"], e["t_rss"]), ("ditgen", e["ditgen"], e["d_rss"])):
+            med = statistics.median(ts)
+            gf = total_flop / med * 1e-9
+            print(f"{name:<8} {d:<9} {med:>9.3f} {min(ts):>8.3f} {gf:>8.1f} {100 * gf / max(e['dg_peak']):>10.1f}% "
+                  f"{100 * gf / max(e['t_peak']):>9.1f}% {gib(rss):>10}")
+    for d in dtypes:
+        e = res[d]
+        print(f"ratio ditgen/torch {d}: time {statistics.median(e['ditgen']) / statistics.median(e['torch']):.2f}x, "
+              f"peak RSS {e['d_rss'] / e['t_rss']:.2f}x")
+    if "float32" in dtypes and "bfloat16" in dtypes:
+        print(f"ditgen bfloat16 / torch float32: time "
+              f"{statistics.median(res['bfloat16']['ditgen']) / statistics.median(res['float32']['torch']):.2f}x")
 
     if args.no_profile:
         return
-    # Re-measure the peak next to the profiled run, so both see the same load.
-    peak = max(peak, float(parse_kv(run([str(bench), "--sgemm", str(args.sgemm_n)] + common, env=dg_env))["sgemm_gflops"]))
-    out = run([str(bench), "--model", str(root), "--batch", str(args.batch), "--profile"] + common, env=dg_env)
-    kv = parse_kv(out)
-    prof = profile_block(out)
-    print(f"\nditgen per-op profile ({args.repeat} forwards, median forward {kv['forward_seconds']} s with "
-          f"profiling on; per forward):")
-    hdr = f"  {'op':<14} {'s/fwd':>7} {'%':>6} {'GFLOP':>7} {'GFLOP/s':>8} {'%peak':>6} {'lost s':>7}"
-    print(hdr)
-    rows, tot = [], 0.0
-    for line in prof.splitlines():
-        m = re.match(r"\s*(\S+)\s+([\d.]+) s\s+([\d.]+)%\s+(\d+) calls", line)
-        if m:
-            rows.append((m.group(1), float(m.group(2)) / args.repeat))
-            tot += float(m.group(2)) / args.repeat
-    lost_total = 0.0
-    for op, s in rows:
-        fl = flops.get(op, 0.0)
-        ideal = fl / (peak * 1e9)
-        lost_total += s - ideal
-        gf = f"{fl / s * 1e-9:8.1f} {100 * fl / s * 1e-9 / peak:5.1f}%" if fl else f"{'-':>8} {'-':>6}"
-        print(f"  {op:<14} {s:7.3f} {100 * s / tot:5.1f}% {fl / 1e9:7.1f} {gf} {s - ideal:7.3f}")
-    print(f"  {'total':<14} {tot:7.3f} {100.0:5.1f}% {total_flop / 1e9:7.1f} {total_flop / tot * 1e-9:8.1f} "
-          f"{100 * total_flop / tot * 1e-9 / peak:5.1f}% {lost_total:7.3f}")
-    print(f"  (%peak and lost s against the OpenBLAS sgemm peak {peak:.1f} GFLOP/s; lost s = time above FLOP / peak)")
+    for d in dtypes:
+        # Re-measure the peak next to the profiled run, so both see the same load.
+        peak = max(max(res[d]["dg_peak"]), float(parse_kv(run([str(bench), "--sgemm", str(args.sgemm_n), "--dtype", d]
+                                                              + common, env=dg_env))["sgemm_gflops"]))
+        out = run([str(bench), "--model", str(root), "--batch", str(args.batch), "--dtype", d, "--profile"] + common,
+                  env=dg_env)
+        kv = parse_kv(out)
+        prof = profile_block(out)
+        print(f"\nditgen {d} per-op profile ({args.repeat} forwards, median forward {kv['forward_seconds']} s with "
+              f"profiling on; per forward):")
+        hdr = f"  {'op':<14} {'s/fwd':>7} {'%':>6} {'GFLOP':>7} {'GFLOP/s':>8} {'%peak':>6} {'lost s':>7}"
+        print(hdr)
+        rows, tot = [], 0.0
+        for line in prof.splitlines():
+            m = re.match(r"\s*(\S+)\s+([\d.]+) s\s+([\d.]+)%\s+(\d+) calls", line)
+            if m:
+                rows.append((m.group(1), float(m.group(2)) / args.repeat))
+                tot += float(m.group(2)) / args.repeat
+        lost_total = 0.0
+        for op, sec in rows:
+            fl = flops.get(op, 0.0)
+            ideal = fl / (peak * 1e9)
+            lost_total += sec - ideal
+            gf = f"{fl / sec * 1e-9:8.1f} {100 * fl / sec * 1e-9 / peak:5.1f}%" if fl else f"{'-':>8} {'-':>6}"
+            print(f"  {op:<14} {sec:7.3f} {100 * sec / tot:5.1f}% {fl / 1e9:7.1f} {gf} {sec - ideal:7.3f}")
+        print(f"  {'total':<14} {tot:7.3f} {100.0:5.1f}% {total_flop / 1e9:7.1f} {total_flop / tot * 1e-9:8.1f} "
+              f"{100 * total_flop / tot * 1e-9 / peak:5.1f}% {lost_total:7.3f}")
+        print(f"  (%peak and lost s against ditgen's {d} GEMM peak {peak:.1f} GFLOP/s; lost s = time above FLOP / peak)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 // bench_dit_forward: times ditgen's DiT transformer forward, or a large square
-// sgemm (this machine's float32 GEMM peak). A benchmark, not a test; driven by
+// GEMM through the CPU's GEMM op (this machine's float32 or bfloat16 peak). A benchmark, not a test; driven by
 // scripts/bench_dit_forward.py, which compares it with PyTorch.
 //
 //   bench_dit_forward --model DIR [--batch 2] [--repeat 5] [--warmup 1] [--threads 2] [--profile]
 //                     [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]
-//   bench_dit_forward --sgemm [N] [--repeat 5] [--warmup 1] [--threads 2]
+//   bench_dit_forward --sgemm [N] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1] [--threads 2]
 //
 // DIR is a diffusers model root (model_index.json + transformer/) or the
 // transformer directory itself. The input is a deterministic random latent
@@ -61,7 +61,7 @@ struct Args {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_dit_forward --model DIR [--batch 2] [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
                "                         [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
-               "       bench_dit_forward --sgemm [N=4096] [--repeat 5] [--warmup 1] [--threads 2]\n");
+               "       bench_dit_forward --sgemm [N=4096] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1] [--threads 2]\n");
   std::exit(code);
 }
 
@@ -102,19 +102,23 @@ void fill_normal(float* p, int64_t n, uint32_t seed) {
   for (int64_t i = 0; i < n; ++i) p[i] = dist(rng);
 }
 
+// The CPU GEMM's peak in --dtype: float32, or bfloat16 (B a bfloat16
+// weight [N, K], A float32 rounded inside the GEMM, as a model's linear).
 int run_sgemm(const Args& a) {
   const int64_t n = a.sgemm_n;
-  std::vector<float> A(n * n), B(n * n), C(n * n);
+  const DType dtype = a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
+  Tensor A = Tensor::empty({n, n}), B = Tensor::empty({n, n}), C = Tensor::empty({n, n});
   fill_normal(A.data(), n * n, 1);
   fill_normal(B.data(), n * n, 2);
+  const Tensor Bw = B.to(dtype);
   std::vector<double> gflops;
   for (int r = 0; r < a.warmup + a.repeat; ++r) {
     const double t0 = now();
-    ops::cpu::gemm(false, false, n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+    ops::cpu::gemm(false, true, n, n, n, 1.0f, A.data(), n, Bw.raw(), dtype, n, 0.0f, C.data(), n);
     const double dt = now() - t0;
     if (r >= a.warmup) gflops.push_back(2.0 * n * n * n / dt * 1e-9);
   }
-  std::printf("sgemm_n %lld\n", static_cast<long long>(n));
+  std::printf("sgemm_n %lld\nsgemm_dtype %s\n", static_cast<long long>(n), dtype_name(dtype));
   std::printf("sgemm_gflops %.2f\n", median(gflops));
   print_list("sgemm_all", gflops);
   return 0;
@@ -137,7 +141,8 @@ int run_forward(const Args& a) {
   const double t_load = now();
   // The same rules as the ditgen command line (config/device_choice.h).
   const DeviceChoice where =
-      choose_device(a.device, a.dtype, a.attention, ops::cuda_built(), ops::cuda_device_count(), "bench_dit_forward");
+      choose_device(a.device, a.dtype, a.attention, ops::cuda_built(), ops::cuda_device_count(), ops::cpu_has_bf16(),
+                    "bench_dit_forward");
   if (where.device == Device::kCUDA) {
     ops::bind_cuda_device(0);
     ops::set_attention_mode(ops::attention_mode_from_name(where.attention));

@@ -40,7 +40,7 @@ namespace {
 // per rank: the node-local rank, DESIGN.md §4) and sets the attention mode.
 DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const models::TransformerSpec& model) {
   const DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
-                                            ops::cuda_device_count(), opts.config_path);
+                                            ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);
   if (choice.device == Device::kCUDA) {
     try {
       ops::bind_cuda_device(

@@ -26,8 +26,12 @@ void run_plan(const CliOptions& opts) {
                                           pipe->vae_config().scale_factor(), opts.config_path + ": generate");
   const parallel::Workload work = model.workload(latent);
   const DeviceChoice device = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
-                                            ops::cuda_device_count(), opts.config_path);
-  const int bytes = static_cast<int>(dtype_size(device.dtype));
+                                            ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);
+  // On the CPU only the GEMM weights take the compute dtype; activations
+  // and messages are float32 (models/placement.h).
+  const parallel::ElementSizes bytes(static_cast<int>(dtype_size(device.dtype)),
+                                     static_cast<int>(dtype_size(device.device == Device::kCPU ? DType::kF32
+                                                                                               : device.dtype)));
   const bool cfg_guidance = cfg.generate.guidance_scale > 1.0;
   const int64_t images = std::min<int64_t>(cfg.generate.batch_size, cfg.generate.num_outputs());
   std::vector<parallel::PlanRow> rows;

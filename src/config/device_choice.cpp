@@ -7,7 +7,7 @@
 namespace ditgen {
 
 DeviceChoice choose_device(const std::string& device_option, const std::string& model_dtype,
-                           const std::string& attention_option, bool cuda_built, int cuda_devices,
+                           const std::string& attention_option, bool cuda_built, int cuda_devices, bool cpu_bf16,
                            const std::string& config_path) {
   DeviceChoice c;
   if (device_option == "cuda") {
@@ -29,14 +29,13 @@ DeviceChoice choose_device(const std::string& device_option, const std::string& 
 
   const bool cuda = c.device == Device::kCUDA;
   if (model_dtype == "auto") {
-    c.dtype = cuda ? DType::kBF16 : DType::kF32;
+    c.dtype = cuda || cpu_bf16 ? DType::kBF16 : DType::kF32;
   } else if (model_dtype == "float32") {
     c.dtype = DType::kF32;
-  } else if (model_dtype == "bfloat16" || model_dtype == "float16") {
-    if (!cuda)
-      not_supported(model_dtype + " on CPU (" + config_path + ": model.dtype=\"" + model_dtype +
-                    "\") — the CPU computes in float32: use \"float32\" or \"auto\", or --device cuda");
-    c.dtype = model_dtype == "bfloat16" ? DType::kBF16 : DType::kF16;
+  } else if (model_dtype == "bfloat16") {
+    c.dtype = DType::kBF16;
+  } else if (model_dtype == "float16") {
+    c.dtype = cuda ? DType::kF16 : DType::kF32;  // no float16 arithmetic on CPUs
   } else {
     throw ConfigError(config_path + ": model.dtype: expected auto, float32, bfloat16 or float16, got '" +
                       model_dtype + "'");

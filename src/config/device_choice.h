@@ -2,8 +2,13 @@
 // against what this build and this machine have (DESIGN.md §1, §3). A pure
 // function of its inputs, so every combination is tested on the CPU.
 //   --device auto: CUDA when the build has it and a device is visible, else CPU.
-//   model.dtype auto: float32 on CPU, bfloat16 on CUDA; float32 is true
-//   float32 on both (no TF32); bfloat16 / float16 exist on CUDA only.
+//   model.dtype auto: bfloat16 on CUDA and on CPUs with AVX512-BF16 or
+//   AMX, float32 on other CPUs; float32 is true float32 on both (no TF32).
+//   On the CPU, bfloat16 is the GEMMs' and attention's arithmetic (float32
+//   sums; activations, norms and the scheduler float32; emulated, at float32
+//   speed, where the CPU has no bf16 instructions) and float16 computes as
+//   float32 (CPUs have no float16 arithmetic; float16 weights stay float16
+//   in memory and are widened exactly inside the GEMM).
 //   --attention flash | math chooses between the CUDA kernels; on the CPU
 //   (one tiled implementation) asking for either is an error, not ignored.
 #pragma once
@@ -20,11 +25,11 @@ struct DeviceChoice {
 };
 
 // ConfigError / not supported (exit 2) for what no machine could run
-// (--device cuda in a CPU-only build, half precision or a forced attention
-// kernel on the CPU); RuntimeFailure (exit 4) for --device cuda on a machine
+// (--device cuda in a CPU-only build, a forced attention kernel on the CPU); RuntimeFailure (exit 4) for --device cuda on a machine
 // without a visible device. `config_path` names the file in messages.
+// cpu_bf16: whether this CPU has bfloat16 dot products (ops::cpu_has_bf16).
 DeviceChoice choose_device(const std::string& device_option, const std::string& model_dtype,
-                           const std::string& attention_option, bool cuda_built, int cuda_devices,
+                           const std::string& attention_option, bool cuda_built, int cuda_devices, bool cpu_bf16,
                            const std::string& config_path);
 
 }  // namespace ditgen

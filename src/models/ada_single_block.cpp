@@ -205,7 +205,7 @@ void AdaSingleBlock::forward(Tensor& hidden, const Tensor& timestep_mod, const T
         profile::ScopedTimer t("cross_attention");
         Tensor per_text = attn.reshape({texts, text->repeat * p, dl});  // a view: each text's queries in a row
         parallel::SequenceParallelAttention::cross_attention(q.reshape({texts, text->repeat * p, dl}), k, v,
-                                                             dims_.head_dim, per_text, text->kv_lens);
+                                                             dims_.head_dim, per_text, text->kv_lens, place_.dtype);
       }
       profile::ScopedTimer t("out_proj");
       return parallel::row_parallel_linear(shard_.tp, attn, w_.cross_out_w, w_.cross_out_b);

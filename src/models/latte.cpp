@@ -42,11 +42,13 @@ Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
 // rows in (video, frame, token) order; per video the N tokens are the
 // samples (one row apart) and each attends over its F frames (N rows apart).
 void temporal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out, int64_t frames,
-                        int64_t head_dim) {
+                        int64_t head_dim, DType compute) {
   const int64_t n = q.dim(1), dl = q.dim(2), videos = q.dim(0) / frames, video = frames * n * dl;
   for (int64_t b = 0; b < videos; ++b) {
     auto rows = [&](const Tensor& t) { return ops::TokenRows{&t, b * video, n * dl, frames, dl}; };
-    ops::attention(ops::attention_args(rows(q), rows(k), rows(v), rows(out), n, dl / head_dim, head_dim));
+    ops::AttentionArgs a = ops::attention_args(rows(q), rows(k), rows(v), rows(out), n, dl / head_dim, head_dim);
+    a.compute = compute;
+    ops::attention(a);
   }
 }
 
@@ -92,7 +94,7 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   m.cfg_ = c;
   m.shard_ = shard;
   m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses);
+      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses, place.dtype);
   m.place_ = place;
   // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
   // the rest becomes the compute dtype.
@@ -200,7 +202,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // Spatial attention: over the N tokens of each frame; ulysses and ring
   // gather them across the sp group, dsp holds them whole.
   const parallel::SequenceParallelAttention spatial_sp =
-      dsp ? parallel::SequenceParallelAttention() : seq_attn_;
+      dsp ? parallel::SequenceParallelAttention(nullptr, parallel::SequenceMode::kUlysses, place_.dtype) : seq_attn_;
   const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                               Tensor& out) {
     spatial_sp.self_attention(q, k, v, c.head_dim, n, out);
@@ -211,7 +213,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // and back (parallel/frame_switch.h).
   const AdaSingleBlock::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                           Tensor& out) {
-    temporal_attention(q, k, v, out, frames, c.head_dim);
+    temporal_attention(q, k, v, out, frames, c.head_dim, place_.dtype);
   };
   const AdaSingleBlock::LayoutSwitch dsp_switch{
       [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D)

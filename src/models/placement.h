@@ -1,19 +1,23 @@
-// Where a model's weights and activations live: the device and the element
-// type of compute (model.dtype resolved, DESIGN.md §3). Weights are moved
-// there once at load; forward passes take and return host float32 tensors,
-// so pipelines and schedulers stay on the CPU whatever the device.
+// Where a model's weights and activations live, and in what dtype it
+// computes (model.dtype resolved, DESIGN.md §2-3). Weights are moved there
+// once at load; forward passes take and return host float32 tensors, so
+// pipelines and schedulers stay on the CPU whatever the device.
+//
+// dtype is the compute dtype. On CUDA it is the storage and arithmetic of
+// every weight and activation. On the CPU it is the dtype of the GEMM
+// weights, which is the GEMMs' arithmetic (ops.h: a bfloat16 weight makes a
+// bfloat16 GEMM, float32 sums) and, through the model's attention calls,
+// the attention's; activations, norms, modulation and every other weight
+// stay float32 there (storage()).
 //
 // Two kinds of weight: matrix() for the GEMM weights (what ops::linear /
 // linear_into take as w), put() for everything else (biases, tables, conv
-// weights, norms). On the CPU, which computes in float32, a GEMM weight stays
-// in its stored dtype, float32, bfloat16 or float16, borrowed from the
-// mmapped file (the CPU GEMM widens 16-bit rows block by block), unless
-// cpu_matrix_dtype asks for another (the text encoder in bfloat16: a float32
-// checkpoint converted once, so its weights take half the memory); the rest
-// is converted once to float32 here. On CUDA both convert once, at upload,
-// to the compute dtype.
+// weights, norms). A weight already in the dtype it needs is borrowed from
+// the mmapped file, never copied; otherwise it is converted once, here. One
+// exception keeps memory: a float16 GEMM weight under float32 compute on the
+// CPU stays float16 (the GEMM widens it exactly, block by block, so the
+// arithmetic is float32 all the same).
 #pragma once
-#include <optional>
 #include <string>
 
 #include "io/safetensors.h"
@@ -23,24 +27,23 @@ namespace ditgen::models {
 
 struct Placement {
   Device device = Device::kCPU;
-  DType dtype = DType::kF32;  // CPU: float32 only
-  // CPU only: the dtype GEMM weights are kept in; none = as stored.
-  std::optional<DType> cpu_matrix_dtype;
+  DType dtype = DType::kF32;  // the compute dtype (see above)
 
   Placement() = default;
-  Placement(Device d, DType t, std::optional<DType> matrices = std::nullopt)
-      : device(d), dtype(t), cpu_matrix_dtype(matrices) {}
+  Placement(Device d, DType t) : device(d), dtype(t) {}
 
+  // Activations and non-GEMM weights: float32 on the CPU, dtype on CUDA.
+  DType storage() const { return device == Device::kCPU ? DType::kF32 : dtype; }
   // A weight or table in this placement (no copy when already there: CPU
   // float32 weights stay borrowed from the mmapped file).
-  Tensor put(const Tensor& t) const { return t.to(device, dtype); }
-  // A GEMM weight: on the CPU as stored when that is a floating dtype (no
-  // copy, no widening) or as cpu_matrix_dtype, else as put().
+  Tensor put(const Tensor& t) const { return t.to(device, storage()); }
+  // A GEMM weight: in the compute dtype (as stored, no copy, when it already
+  // is, and a float16 weight under float32 on the CPU).
   Tensor matrix(const Tensor& t) const {
-    if (device != Device::kCPU || !is_floating(t.dtype())) return put(t);
-    return t.to(device, cpu_matrix_dtype.value_or(t.dtype()));
+    if (device == Device::kCPU && dtype == DType::kF32 && t.dtype() == DType::kF16) return t;
+    return t.to(device, dtype);
   }
-  Tensor empty(Shape shape) const { return Tensor::empty(std::move(shape), device, dtype); }
+  Tensor empty(Shape shape) const { return Tensor::empty(std::move(shape), device, storage()); }
 };
 
 // The GEMM weight `name` of `weights` placed by place.matrix(); when that

@@ -103,6 +103,7 @@ void T5Encoder::run_block(const Block& b, const Tensor& bias, const std::vector<
   args.bias_row_stride = L;
   args.kv_lens = lengths.data();  // padding keys take no part
   args.follow_attention_mode = false;  // a forced --attention flash is the transformer's; flash takes no bias
+  args.compute = place_.dtype;
   ops::attention(args);
   ops::add_(h, ops::linear(att, b.o_w, nullptr));
 

@@ -1,5 +1,9 @@
 #include "ops/backend.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <cstdio>
 #include <stdexcept>
 
@@ -15,6 +19,19 @@
 namespace ditgen::ops {
 
 bool cuda_built() { return device_memory::cuda_built(); }
+
+bool cpu_has_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  // CPUID leaf 7: subleaf 1 EAX bit 5 = AVX512_BF16, subleaf 0 EDX bit 22 =
+  // AMX-BF16 (read directly: clang's __builtin_cpu_supports lacks these names).
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
+  const bool amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) != 0;
+  return (avx512_bf16 && __builtin_cpu_supports("avx512f")) || amx_bf16;
+#else
+  return false;
+#endif
+}
 
 int cuda_device_count() {
 #ifdef DITGEN_WITH_CUDA

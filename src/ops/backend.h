@@ -14,6 +14,9 @@
 namespace ditgen::ops {
 
 bool cuda_built();
+// Whether this CPU has bfloat16 dot products (AVX512-BF16 with AVX-512, or
+// AMX-BF16): model.dtype auto is bfloat16 there.
+bool cpu_has_bf16();
 // Visible CUDA devices; 0 in a CPU-only build or without driver or device.
 int cuda_device_count();
 // "auto" / "flash" / "math" (--attention) as an AttentionMode;

@@ -24,7 +24,8 @@ double weight_elements_per_rank(const Workload& m, int tp) {
   return m.layers * (m.split_per_layer / tp + m.whole_per_layer) + m.whole_once;
 }
 
-PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch, bool cfg, int e) {
+PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch, bool cfg, ElementSizes bytes) {
+  const int e = bytes.activations;
   const int64_t sequences = images_per_batch * (cfg ? 2 : 1);
   if (l.cp == 2 && !cfg) throw ConfigError("parallel.cp = 2 needs classifier-free guidance (guidance_scale > 1)");
   if (l.cp < 1 || l.sp < 1 || l.tp < 1 || sequences % l.cp != 0)
@@ -47,7 +48,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   const double d = m.hidden(), dt = d / l.tp, ff = m.mlp_hidden, g = m.gathered_per_layer, L = m.layers;
   const double sp = l.sp, tp = l.tp;
 
-  r.weight_bytes_per_rank = weight_elements_per_rank(m, l.tp) * e;
+  r.weight_bytes_per_rank = weight_elements_per_rank(m, l.tp) * bytes.weights;
 
   // Activations: live through the block + the largest stage.
   const double throughout = 2 * rows * d + b * d + b * g + (l.tp > 1 ? b * g / tp : 0) +
@@ -80,7 +81,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 }
 
 std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& m, int64_t images_per_batch,
-                                        double guidance_scale, int e) {
+                                        double guidance_scale, ElementSizes e) {
   std::vector<PlanRow> rows;
   for (const Layout& l : valid_layouts(world_size, m, guidance_scale))
     rows.push_back(plan_layout(l, m, images_per_batch, guidance_scale > 1.0, e));

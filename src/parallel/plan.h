@@ -10,7 +10,7 @@
 // K = 6 chunks), R = output_per_token (DiT: patch^2 * out_channels), I / O
 // = input / output elements per sequence, E = eps_elements, A =
 // tp_all_reduces_per_layer (DiT 2, PixArt 3, Latte 5), e = bytes per
-// element (4: float32).
+// element (4: float32; ElementSizes: weights may differ, see there).
 //   b = images_per_batch * (2 if CFG) / cp   sequences (images or videos) in
 //                                            one forward per rank
 //   p = N_0, p1 = N_1                        token shards 0 and 1 of N over
@@ -112,14 +112,24 @@ struct PlanRow {
 // Weight elements one rank holds under tensor-parallel size tp.
 double weight_elements_per_rank(const Workload& work, int tp);
 
+// Bytes per element of the weights and of the activations (and of what is
+// sent): one size on CUDA; on the CPU in bfloat16 the GEMM weights take 2
+// bytes while activations and messages stay float32.
+struct ElementSizes {
+  int weights = 4, activations = 4;
+  ElementSizes() = default;
+  ElementSizes(int both) : weights(both), activations(both) {}  // NOLINT(google-explicit-constructor): one size
+  ElementSizes(int weight_bytes, int activation_bytes) : weights(weight_bytes), activations(activation_bytes) {}
+};
+
 // Throws ConfigError if cp = 2 without CFG.
 PlanRow plan_layout(const Layout& layout, const Workload& work, int64_t images_per_batch, bool cfg,
-                    int bytes_per_element = 4);
+                    ElementSizes bytes = {});
 
 // plan_layout for every valid_layouts(world_size, ...); CFG iff
 // guidance_scale > 1 (as diffusers).
 std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& work, int64_t images_per_batch,
-                                        double guidance_scale, int bytes_per_element = 4);
+                                        double guidance_scale, ElementSizes bytes = {});
 
 // Aligned table, one row per layout, human units; `title` (if any) is the
 // first line. Rows of a video model show b x f x p (videos, frames and

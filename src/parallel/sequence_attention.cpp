@@ -42,8 +42,10 @@ void SequenceParallelAttention::self_attention(const Tensor& q, const Tensor& k,
                                 " holds " + std::to_string(local_tokens(n)) + " of " + std::to_string(n) +
                                 " tokens");
   if (size() == 1) {
-    ops::attention(ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(out),
-                                       q.dim(0), heads, head_dim));
+    ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(out),
+                                               q.dim(0), heads, head_dim);
+    a.compute = compute_;
+    ops::attention(a);
   } else if (mode_ == SequenceMode::kRing) {
     ring(q, k, v, head_dim, n, out);
   } else {
@@ -80,8 +82,10 @@ void SequenceParallelAttention::ulysses(const Tensor& q, const Tensor& k, const 
   Tensor full = like(q, {3, bsz, n, w});
   unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full);
   Tensor o = like(q, {bsz, n, w});
-  ops::attention(ops::attention_args(ops::rows_of(full, 0, w, n), ops::rows_of(full, bsz * n * w, w, n),
-                                     ops::rows_of(full, 2 * bsz * n * w, w, n), ops::rows_of(o), bsz, w / hd, hd));
+  ops::AttentionArgs a = ops::attention_args(ops::rows_of(full, 0, w, n), ops::rows_of(full, bsz * n * w, w, n),
+                                             ops::rows_of(full, 2 * bsz * n * w, w, n), ops::rows_of(o), bsz, w / hd, hd);
+  a.compute = compute_;
+  ops::attention(a);
   // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
   for (int j = 0; j < sp; ++j) {
     send[j] = bsz * even_shard(n, sp, j).size() * w;
@@ -115,6 +119,7 @@ void SequenceParallelAttention::ring(const Tensor& q, const Tensor& k, const Ten
         ops::attention_args(ops::rows_of(q), ops::rows_of(cur, 0, 2 * dl, p_src), ops::rows_of(cur, dl, 2 * dl, p_src),
                             ops::rows_of(s == 0 ? out : part), bsz, heads, hd);
     a.lse = static_cast<float*>((s == 0 ? lse : part_lse).raw());
+    a.compute = compute_;
     ops::attention(a);
     if (s > 0) ops::attention_merge_(out, lse, part, part_lse, heads);
     if (s + 1 < sp) {
@@ -126,11 +131,12 @@ void SequenceParallelAttention::ring(const Tensor& q, const Tensor& k, const Ten
 }
 
 void SequenceParallelAttention::cross_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim,
-                                                Tensor& out, const int32_t* kv_lens) {
+                                                Tensor& out, const int32_t* kv_lens, DType compute) {
   const int64_t heads = check_operands("cross_attention", q, k, v, out, head_dim);
   ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(out),
                                              q.dim(0), heads, head_dim);
   a.kv_lens = kv_lens;
+  a.compute = compute;
   ops::attention(a);
 }
 

@@ -29,8 +29,10 @@ enum class SequenceMode { kUlysses, kRing };
 class SequenceParallelAttention {
  public:
   // sp: the sequence-parallel group (null = size 1); it must outlive this.
-  explicit SequenceParallelAttention(Communicator* sp = nullptr, SequenceMode mode = SequenceMode::kUlysses)
-      : sp_(sp), mode_(mode) {}
+  // compute: the attention's arithmetic (AttentionArgs::compute).
+  explicit SequenceParallelAttention(Communicator* sp = nullptr, SequenceMode mode = SequenceMode::kUlysses,
+                                     DType compute = DType::kF32)
+      : sp_(sp), mode_(mode), compute_(compute) {}
 
   int size() const { return sp_ ? sp_->size() : 1; }
   int rank() const { return sp_ ? sp_->rank() : 0; }
@@ -49,7 +51,7 @@ class SequenceParallelAttention {
   // q. kv_lens (host, B values in [1, M], or null): sample b attends to its
   // first kv_lens[b] keys only. No communication.
   static void cross_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, Tensor& out,
-                              const int32_t* kv_lens = nullptr);
+                              const int32_t* kv_lens = nullptr, DType compute = DType::kF32);
 
  private:
   void ulysses(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n, Tensor& out) const;
@@ -57,6 +59,7 @@ class SequenceParallelAttention {
 
   Communicator* sp_ = nullptr;
   SequenceMode mode_ = SequenceMode::kUlysses;
+  DType compute_ = DType::kF32;
 };
 
 }  // namespace ditgen::parallel

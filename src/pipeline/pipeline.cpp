@@ -86,6 +86,9 @@ Conditions Conditions::slice(int64_t first, int64_t count) const {
 }
 
 models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae) {
+  // The CPU decodes in float32 (DESIGN.md §2: the VAE decodes in float32
+  // unless model.vae_dtype says otherwise).
+  if (place.device == Device::kCPU) return {Device::kCPU, DType::kF32};
   // As diffusers' pipelines: a float16 VAE with force_upcast decodes in float32.
   if (place.dtype == DType::kF16 && vae.force_upcast) return {place.device, DType::kF32};
   return place;

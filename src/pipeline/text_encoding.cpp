@@ -1,14 +1,11 @@
 #include "pipeline/text_encoding.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 #include <filesystem>
 #include <map>
 
 #include "io/model_dir.h"
 #include "models/registry.h"
+#include "ops/backend.h"
 #include "pipeline/prompt_text.h"
 #include "util/error.h"
 
@@ -16,38 +13,17 @@ namespace ditgen::pipeline {
 
 namespace fs = std::filesystem;
 
-bool cpu_has_bf16() {
-#if defined(__x86_64__) || defined(__i386__)
-  // CPUID leaf 7: subleaf 1 EAX bit 5 = AVX512_BF16, subleaf 0 EDX bit 22 =
-  // AMX-BF16 (read directly: clang's __builtin_cpu_supports lacks these names).
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  const bool avx512_bf16 = __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 5)) != 0;
-  const bool amx_bf16 = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) != 0;
-  return (avx512_bf16 && __builtin_cpu_supports("avx512f")) || amx_bf16;
-#else
-  return false;
-#endif
-}
-
 models::Placement text_encoder_placement(Device device, const std::string& dtype) {
-  models::Placement place;
-  place.device = device;
   DType want = DType::kF32;
   if (dtype == "auto")
-    want = device == Device::kCUDA || cpu_has_bf16() ? DType::kBF16 : DType::kF32;
+    want = device == Device::kCUDA || ops::cpu_has_bf16() ? DType::kBF16 : DType::kF32;
   else if (dtype == "bfloat16")
     want = DType::kBF16;
   else if (dtype == "float16")
-    want = DType::kF16;
+    want = device == Device::kCUDA ? DType::kF16 : DType::kF32;  // no float16 arithmetic on CPUs
   else if (dtype != "float32")
     throw ConfigError("text encoder dtype: expected auto, float32, bfloat16 or float16, got '" + dtype + "'");
-  if (device == Device::kCUDA) {
-    place.dtype = want;
-  } else {
-    place.dtype = DType::kF32;
-    if (want != DType::kF32) place.cpu_matrix_dtype = want;
-  }
-  return place;
+  return {device, want};
 }
 
 TextStage TextStage::open(const std::string& model_dir) {

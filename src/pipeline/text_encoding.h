@@ -28,14 +28,11 @@ struct PromptEmbeddings {
 };
 
 // Where and in what dtype the text encoder runs, from --device and
-// model.dtype / --dtype (DESIGN.md §2). On the CPU, which computes in
-// float32, "bfloat16" keeps the GEMM weights in bfloat16 (converted once
-// from a float32 or float16 checkpoint) and "float16" keeps them in float16;
-// "auto" is bfloat16 on CUDA and on CPUs with AVX512-BF16 or AMX, float32
-// elsewhere.
+// model.dtype / --dtype (DESIGN.md §2, models/placement.h): "auto" is
+// bfloat16 on CUDA and on CPUs with bfloat16 dot products
+// (ops::cpu_has_bf16), float32 elsewhere; "float16" computes as float32 on
+// the CPU.
 models::Placement text_encoder_placement(Device device, const std::string& dtype);
-// Whether this CPU has AVX512-BF16 or AMX-BF16 (model.dtype auto).
-bool cpu_has_bf16();
 
 class TextStage {
  public:

@@ -35,6 +35,11 @@ struct AttentionArgs {
   int64_t q_row_stride = 0, k_row_stride = 0, v_row_stride = 0, out_row_stride = 0;
   int64_t q_batch_stride = 0, k_batch_stride = 0, v_batch_stride = 0, out_batch_stride = 0;
   float scale = 0;  // usually 1/sqrt(head_dim)
+  // The arithmetic of the two products (q k^T and p v): float32, or
+  // bfloat16 (CPU: the scaled queries, keys, values and probabilities
+  // rounded to bfloat16, exact products, float32 sums; scores, softmax and
+  // output float32). CUDA computes in its operands' dtype and ignores it.
+  DType compute = DType::kF32;
   // Optional float32 (batch, heads, q_len) output, in the operands' memory:
   // each row's log-sum-exp of the scaled (and biased) scores, so partial
   // results over key blocks can be merged (ring attention). Null: not written.

@@ -18,6 +18,7 @@ struct Case {
   const char* attention;
   bool built;
   int devices;
+  bool cpu_bf16;  // the CPU has bfloat16 dot products
   // Expected: exit code 0 (and the choice), else the error's exit code and
   // a phrase of its message.
   int exit_code;
@@ -31,28 +32,33 @@ constexpr DType F32 = DType::kF32, BF16 = DType::kBF16, F16 = DType::kF16;
 
 const Case kCases[] = {
     // auto picks CUDA only when built with it and a device is visible.
-    {"auto", "auto", "auto", false, 0, 0, C, F32, ""},
-    {"auto", "auto", "auto", true, 0, 0, C, F32, ""},
-    {"auto", "auto", "auto", false, 4, 0, C, F32, ""},  // devices but a CPU-only build
-    {"auto", "auto", "auto", true, 1, 0, G, BF16, ""},
-    {"cpu", "auto", "auto", true, 8, 0, C, F32, ""},
-    {"cuda", "auto", "auto", true, 2, 0, G, BF16, ""},
+    {"auto", "auto", "auto", false, 0, false, 0, C, F32, ""},
+    {"auto", "auto", "auto", true, 0, false, 0, C, F32, ""},
+    {"auto", "auto", "auto", false, 4, false, 0, C, F32, ""},  // devices but a CPU-only build
+    {"auto", "auto", "auto", true, 1, false, 0, G, BF16, ""},
+    {"cpu", "auto", "auto", true, 8, false, 0, C, F32, ""},
+    {"cuda", "auto", "auto", true, 2, false, 0, G, BF16, ""},
+    // auto on a CPU with bfloat16 dot products is bfloat16.
+    {"auto", "auto", "auto", false, 0, true, 0, C, BF16, ""},
+    {"cpu", "auto", "auto", true, 1, true, 0, C, BF16, ""},
+    {"cuda", "auto", "auto", true, 1, true, 0, G, BF16, ""},
     // model.dtype on each device.
-    {"cuda", "float32", "auto", true, 1, 0, G, F32, ""},
-    {"cuda", "bfloat16", "math", true, 1, 0, G, BF16, ""},
-    {"cuda", "float16", "flash", true, 1, 0, G, F16, ""},
-    {"cpu", "float32", "auto", false, 0, 0, C, F32, ""},
-    {"cpu", "bfloat16", "auto", true, 1, 2, C, F32, "bfloat16 on CPU"},
-    {"auto", "float16", "auto", false, 0, 2, C, F32, "float16 on CPU"},
-    {"cpu", "int8", "auto", false, 0, 2, C, F32, "model.dtype"},
+    {"cuda", "float32", "auto", true, 1, false, 0, G, F32, ""},
+    {"cuda", "bfloat16", "math", true, 1, false, 0, G, BF16, ""},
+    {"cuda", "float16", "flash", true, 1, false, 0, G, F16, ""},
+    {"cpu", "float32", "auto", false, 0, true, 0, C, F32, ""},
+    {"cpu", "bfloat16", "auto", true, 1, true, 0, C, BF16, ""},
+    {"cpu", "bfloat16", "auto", false, 0, false, 0, C, BF16, ""},  // emulated: bf16 arithmetic at float32 speed
+    {"auto", "float16", "auto", false, 0, true, 0, C, F32, ""},    // no float16 arithmetic on CPUs
+    {"cpu", "int8", "auto", false, 0, false, 2, C, F32, "model.dtype"},
     // --device cuda where it cannot run.
-    {"cuda", "auto", "auto", false, 0, 2, C, F32, "built without the CUDA backend"},
-    {"cuda", "auto", "auto", true, 0, 4, C, F32, "no CUDA device is visible"},
+    {"cuda", "auto", "auto", false, 0, false, 2, C, F32, "built without the CUDA backend"},
+    {"cuda", "auto", "auto", true, 0, false, 4, C, F32, "no CUDA device is visible"},
     // --attention forces a CUDA kernel: an error on the CPU, not ignored.
-    {"cpu", "auto", "flash", true, 1, 2, C, F32, "--attention flash on CPU"},
-    {"auto", "auto", "math", false, 0, 2, C, F32, "--attention math on CPU"},
-    {"auto", "auto", "math", true, 1, 0, G, BF16, ""},
-    {"auto", "auto", "fast", true, 1, 2, C, F32, "--attention"},
+    {"cpu", "auto", "flash", true, 1, false, 2, C, F32, "--attention flash on CPU"},
+    {"auto", "auto", "math", false, 0, false, 2, C, F32, "--attention math on CPU"},
+    {"auto", "auto", "math", true, 1, false, 0, G, BF16, ""},
+    {"auto", "auto", "fast", true, 1, false, 2, C, F32, "--attention"},
 };
 
 }  // namespace
@@ -64,15 +70,16 @@ TEST_CASE("choose_device follows the device, dtype and attention rules") {
     CAPTURE(c.attention);
     CAPTURE(c.built);
     CAPTURE(c.devices);
+    CAPTURE(c.cpu_bf16);
     if (c.exit_code == 0) {
-      const DeviceChoice d = choose_device(c.device, c.dtype, c.attention, c.built, c.devices, "run.json");
+      const DeviceChoice d = choose_device(c.device, c.dtype, c.attention, c.built, c.devices, c.cpu_bf16, "run.json");
       CHECK(d.device == c.want_device);
       CHECK(d.dtype == c.want_dtype);
       CHECK(d.attention == c.attention);
       continue;
     }
     try {
-      choose_device(c.device, c.dtype, c.attention, c.built, c.devices, "run.json");
+      choose_device(c.device, c.dtype, c.attention, c.built, c.devices, c.cpu_bf16, "run.json");
       FAIL("no error");
     } catch (const Error& e) {
       CHECK(e.exit_code() == c.exit_code);
@@ -81,12 +88,12 @@ TEST_CASE("choose_device follows the device, dtype and attention rules") {
   }
 }
 
-TEST_CASE("the half-precision error on the CPU names the config file and field") {
+TEST_CASE("a bad model.dtype names the config file and field") {
   try {
-    choose_device("cpu", "bfloat16", "auto", false, 0, "configs/run.json");
+    choose_device("cpu", "float8", "auto", false, 0, true, "configs/run.json");
     FAIL("no error");
   } catch (const Error& e) {
-    CHECK(std::string(e.what()).find("configs/run.json: model.dtype=\"bfloat16\"") != std::string::npos);
+    CHECK(std::string(e.what()).find("configs/run.json: model.dtype") != std::string::npos);
   }
 }
 

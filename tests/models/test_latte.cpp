@@ -34,10 +34,10 @@ LatteTransformer load_latte(const ShardGroups& shard = {}) {
   return LatteTransformer::load(io::WeightStore::open_dir(transformer_dir()), config(), shard);
 }
 
-std::unique_ptr<Transformer> load_via_registry() {
+std::unique_ptr<Transformer> load_via_registry(DType dtype = DType::kF32) {
   const auto spec = transformer_spec(config_json(), transformer_dir() + "/config.json");
   REQUIRE(std::string(spec->family()) == "latte");
-  return spec->load(io::WeightStore::open_dir(transformer_dir()), {}, {});
+  return spec->load(io::WeightStore::open_dir(transformer_dir()), {}, Placement(Device::kCPU, dtype));
 }
 
 Tensor forward_tensor(const std::string& name) { return testing::fixture_tensor(kFixture, "forward.safetensors", name); }
@@ -96,6 +96,18 @@ TEST_CASE("latte forward matches diffusers: 3 frames (video_length) and one fram
                                 << testing::max_rel(y, c.sample));
     CHECK(err <= 1e-5);
     CHECK(testing::max_rel(y, c.sample) < 1e-4);
+  }
+}
+
+TEST_CASE("latte forward in bfloat16 stays near diffusers' float32") {
+  const auto model = load_via_registry(DType::kBF16);
+  for (const std::string suffix : {"", "_f1"}) {
+    CAPTURE(suffix);
+    const ForwardCase c(suffix);
+    const double err = testing::rel_l2(model->forward(c.args), c.sample);
+    MESSAGE("latte_tiny sample" << suffix << " bfloat16: forward relative L2 error " << err);
+    CHECK(err < 2e-2);
+    CHECK(err > 1e-5);  // bfloat16 arithmetic really ran
   }
 }
 

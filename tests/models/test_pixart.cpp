@@ -79,11 +79,12 @@ void check_parity(const Transformer& model, const std::string& fixture, const st
   CHECK(testing::max_rel(y, c.sample) < 1e-4);
 }
 
-std::unique_ptr<Transformer> load_via_registry(const std::string& fixture, const std::string& part = "transformer") {
+std::unique_ptr<Transformer> load_via_registry(const std::string& fixture, const std::string& part = "transformer",
+                                               DType dtype = DType::kF32) {
   const std::string path = transformer_dir(fixture, part) + "/config.json";
   const auto spec = transformer_spec(config_of(fixture, part), path);
   REQUIRE(std::string(spec->family()) == "pixart");
-  return spec->load(io::WeightStore::open_dir(transformer_dir(fixture)), {}, {});
+  return spec->load(io::WeightStore::open_dir(transformer_dir(fixture)), {}, Placement(Device::kCPU, dtype));
 }
 
 std::string model_error(const nlohmann::json& cfg) {
@@ -123,6 +124,18 @@ TEST_CASE("pixart forward matches diffusers: micro-conditions, interpolation_sca
   const auto model = load_via_registry("pixart_1024_tiny");
   check_parity(*model, "pixart_1024_tiny", "", true);
   check_parity(*model, "pixart_1024_tiny", "_8x12", true);
+}
+
+TEST_CASE("pixart forward in bfloat16 stays near diffusers' float32") {
+  for (const std::string fixture : {"pixart_tiny", "pixart_1024_tiny"}) {
+    CAPTURE(fixture);
+    const ForwardCase c(fixture, "", fixture == "pixart_1024_tiny");
+    const Tensor y = load_via_registry(fixture, "transformer", DType::kBF16)->forward(c.args);
+    const double err = testing::rel_l2(y, c.sample);
+    MESSAGE(fixture << " bfloat16: forward relative L2 error " << err);
+    CHECK(err < 2e-2);
+    CHECK(err > 1e-5);  // bfloat16 arithmetic really ran
+  }
 }
 
 TEST_CASE("pixart: the legacy Transformer2DModel config loads as PixArt and gives the same output") {

@@ -129,8 +129,7 @@ TEST_CASE("t5: three tiny encoders match transformers in float32 and bfloat16") 
     const Tensor f32 = encode(dir, e.tokens, Placement{});
     CHECK(f32.shape() == e.f32.shape());
     CHECK(rel_l2(f32, e.f32) <= 1e-5);
-    Placement bf16;
-    bf16.cpu_matrix_dtype = DType::kBF16;
+    const Placement bf16(Device::kCPU, DType::kBF16);
     const Tensor b = encode(dir, e.tokens, bf16);
     CHECK(rel_l2(b, e.bf16) <= 2e-2);
     CHECK(rel_l2(b, e.f32) <= 2e-2);

@@ -48,7 +48,9 @@ TEST_CASE("linear_into writes its columns of a wider buffer and nothing else") {
   for (int64_t r = 0; r < 6; ++r)
     for (int64_t j = 0; j < 11; ++j) {
       const bool mine = j >= 5 && j < 9;
-      CHECK(y[r * 11 + j] == (mine ? want[r * 4 + j - 5] : 42.0f));
+      // oneDNN may pick another kernel for a strided output: equal to rounding.
+      if (mine) CHECK(y[r * 11 + j] == doctest::Approx(want[r * 4 + j - 5]).epsilon(1e-6));
+      else CHECK(y[r * 11 + j] == 42.0f);
     }
   CHECK_THROWS_AS(ops::linear_into(x, w, &bias, y, 8), std::invalid_argument);  // columns 8..11 of 11
 }

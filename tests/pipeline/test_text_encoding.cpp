@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "ops/backend.h"
 #include "pipeline/text_encoding.h"
 #include "temp_dir.h"
 #include "util/error.h"
@@ -73,14 +74,15 @@ TEST_CASE("text stage: a repeated prompt is encoded once and gets the same rows"
 TEST_CASE("text stage: model.dtype to the encoder's placement") {
   const models::Placement f32 = pipeline::text_encoder_placement(Device::kCPU, "float32");
   CHECK(f32.dtype == DType::kF32);
-  CHECK_FALSE(f32.cpu_matrix_dtype.has_value());
+  CHECK(f32.storage() == DType::kF32);
   const models::Placement bf16 = pipeline::text_encoder_placement(Device::kCPU, "bfloat16");
-  CHECK(bf16.dtype == DType::kF32);  // the CPU computes in float32 ...
-  CHECK(bf16.cpu_matrix_dtype == DType::kBF16);  // ... on weights kept in bfloat16
+  CHECK(bf16.dtype == DType::kBF16);           // bfloat16 GEMMs ...
+  CHECK(bf16.storage() == DType::kF32);        // ... between float32 activations
+  CHECK(pipeline::text_encoder_placement(Device::kCPU, "float16").dtype == DType::kF32);
   CHECK(pipeline::text_encoder_placement(Device::kCUDA, "bfloat16").dtype == DType::kBF16);
   CHECK(pipeline::text_encoder_placement(Device::kCUDA, "auto").dtype == DType::kBF16);
   const models::Placement cpu_auto = pipeline::text_encoder_placement(Device::kCPU, "auto");
-  CHECK(cpu_auto.cpu_matrix_dtype.has_value() == pipeline::cpu_has_bf16());
+  CHECK((cpu_auto.dtype == DType::kBF16) == ops::cpu_has_bf16());
   CHECK_THROWS_AS(pipeline::text_encoder_placement(Device::kCPU, "float8"), ConfigError);
 }
 

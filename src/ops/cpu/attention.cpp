@@ -18,6 +18,16 @@
 // added to each chunk's S^T tile between the score micro-kernel and the
 // online softmax, for the tile's real queries only; without one that loop is
 // skipped and the rest is unchanged.
+//
+// bfloat16 compute (AttentionArgs::compute): the scaled queries, the keys,
+// the values and the probabilities are rounded to bfloat16 and multiplied
+// exactly, with float32 sums; scores, the softmax and the output stay
+// float32. With AVX512-BF16 the two micro-kernels run on bf16 pairs
+// (vdpbf16ps: two products per lane per instruction, half the bytes):
+// queries, probabilities and values are packed as pairs along the summed
+// index (keys come as rows, whose consecutive elements already are pairs).
+// Without it the same arithmetic is emulated: the operands rounded into the
+// float32 tiles and the float32 kernels run on them.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -29,6 +39,7 @@
 
 #include "kernels/math/softmax.h"
 #include "ops/cpu/cpu_ops.h"
+#include "tensor/half.h"
 
 namespace ditgen::ops::cpu {
 
@@ -133,6 +144,116 @@ void pv_rows(const float* pt, int64_t ld_pt, int64_t keys, const float* v, int64
   }
 }
 
+inline float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+
+#if defined(__AVX512BF16__)
+constexpr bool kNativeBf16 = true;
+static_assert(kVec == 16);
+
+inline __m512bh as_bh(__m512i x) { return reinterpret_cast<__m512bh&>(x); }
+
+// n floats of src as bfloat16 (nearest even) into dst, n >= 0.
+inline void to_bf16_row(const float* src, int64_t n, uint16_t* dst) {
+  int64_t e = 0;
+  for (; e + 16 <= n; e += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + e));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + e), reinterpret_cast<const __m256i&>(h));
+  }
+  for (; e < n; ++e) dst[e] = f32_to_bf16(src[e]);
+}
+
+// dst[c] = bf16(lo[c]) | bf16(hi[c]) << 16 for c < n (n a multiple of 16),
+// only the first `valid` columns of lo / hi read (the rest taken as 0); a
+// null row is zeros. The pairs vdpbf16ps sums along.
+inline void pack_pairs(const float* lo, const float* hi, int64_t valid, int64_t n, uint32_t* dst) {
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  for (int64_t c = 0; c < n; c += 16) {
+    const __mmask16 m = valid - c >= 16 ? __mmask16(0xffff) : valid > c ? __mmask16((1u << (valid - c)) - 1) : 0;
+    const __m512 a = lo ? _mm512_maskz_loadu_ps(m, lo + c) : _mm512_setzero_ps();
+    const __m512 b = hi ? _mm512_maskz_loadu_ps(m, hi + c) : _mm512_setzero_ps();
+    const __m512bh x = _mm512_cvtne2ps_pbh(b, a);  // a in the low 16 elements, b in the high 16
+    _mm512_storeu_si512(dst + c, _mm512_permutexvar_epi16(interleave, reinterpret_cast<const __m512i&>(x)));
+  }
+}
+
+// st[j][i] = sum_e k_j[e] * q[e][i] on bf16 pairs: key row j is `key[j]`
+// as d2 pairs (e, e+1), qp[e2][i] the pair of query i; kKeyRows keys by
+// kQueryVecs vectors of queries, as score_tile.
+inline void score_tile_bf16(const uint32_t* const* key, int64_t d2, const uint32_t* qp, int64_t ld_qp, float* st,
+                            int64_t ld_st) {
+  __m512 acc[kKeyRows][kQueryVecs];
+#pragma GCC unroll 8
+  for (int r = 0; r < kKeyRows; ++r)
+#pragma GCC unroll 2
+    for (int c = 0; c < kQueryVecs; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t e2 = 0; e2 < d2; ++e2) {
+    __m512bh q[kQueryVecs];
+#pragma GCC unroll 2
+    for (int c = 0; c < kQueryVecs; ++c) q[c] = as_bh(_mm512_loadu_si512(qp + e2 * ld_qp + c * kVec));
+#pragma GCC unroll 8
+    for (int r = 0; r < kKeyRows; ++r) {
+      const __m512bh kv = as_bh(_mm512_set1_epi32(static_cast<int>(key[r][e2])));
+#pragma GCC unroll 2
+      for (int c = 0; c < kQueryVecs; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], kv, q[c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kKeyRows; ++r)
+#pragma GCC unroll 2
+    for (int c = 0; c < kQueryVecs; ++c) _mm512_storeu_ps(st + r * ld_st + c * kVec, acc[r][c]);
+}
+
+// o[r][c] += sum_j p[j][r] * v[j][c] on bf16 pairs of keys: pp[j2][r] the
+// probabilities of keys 2 j2, 2 j2 + 1 for query r, vp[j2][c] their values
+// in column c; kOutRows queries by NV vectors of columns, as pv_tile.
+template <int NV>
+inline void pv_tile_bf16(const uint32_t* pp, int64_t ld_pp, int64_t pairs, const uint32_t* vp, int64_t ld_vp, float* o,
+                         int64_t ld_o) {
+  __m512 acc[kOutRows][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < kOutRows; ++r)
+#pragma GCC unroll 6
+    for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_loadu_ps(o + r * ld_o + c * kVec);
+  for (int64_t j2 = 0; j2 < pairs; ++j2) {
+    __m512bh vv[NV];
+#pragma GCC unroll 6
+    for (int c = 0; c < NV; ++c) vv[c] = as_bh(_mm512_loadu_si512(vp + j2 * ld_vp + c * kVec));
+#pragma GCC unroll 4
+    for (int r = 0; r < kOutRows; ++r) {
+      const __m512bh p = as_bh(_mm512_set1_epi32(static_cast<int>(pp[j2 * ld_pp + r])));
+#pragma GCC unroll 6
+      for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], p, vv[c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < kOutRows; ++r)
+#pragma GCC unroll 6
+    for (int c = 0; c < NV; ++c) _mm512_storeu_ps(o + r * ld_o + c * kVec, acc[r][c]);
+}
+
+void pv_rows_bf16(const uint32_t* pp, int64_t ld_pp, int64_t pairs, const uint32_t* vp, int64_t ld_vp, float* o,
+                  int64_t ld_o, int64_t vecs) {
+  for (int64_t c = 0; c < vecs;) {
+    const int64_t left = vecs - c;
+    const int64_t n = left <= kMaxOutVecs ? left : 4;
+    const uint32_t* vc = vp + c * kVec;
+    float* oc = o + c * kVec;
+    switch (n) {
+      case 1: pv_tile_bf16<1>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
+      case 2: pv_tile_bf16<2>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
+      case 3: pv_tile_bf16<3>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
+      case 4: pv_tile_bf16<4>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
+      case 5: pv_tile_bf16<5>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
+      default: pv_tile_bf16<6>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
+    }
+    c += n;
+  }
+}
+#else
+constexpr bool kNativeBf16 = false;
+#endif
+
 }  // namespace
 
 void attention(const AttentionArgs& a) {
@@ -141,21 +262,38 @@ void attention(const AttentionArgs& a) {
   if (a.kv_lens)
     for (int64_t b = 0; b < a.batch; ++b)
       if (a.kv_lens[b] < 1 || a.kv_lens[b] > a.kv_len) throw std::invalid_argument("attention: bad kv_lens");
+  const bool bf16 = a.compute == DType::kBF16;
+  const bool native = bf16 && kNativeBf16 && !bf16_hooks().emulate;  // else bf16 is emulated in the float32 tiles
   const int64_t d = a.head_dim;
   const int64_t d_pad = round_up(d, kVec);  // packed V / output row length
+  const int64_t d2 = (d + 1) / 2;           // bf16 pairs along a key or query row
   const int64_t vecs = d_pad / kVec;
   const int64_t q_tiles = (a.q_len + kQueryTile - 1) / kQueryTile;
   const int64_t tasks = a.batch * a.heads * q_tiles;
   constexpr int64_t kQ = kQueryTile;
   constexpr int64_t kKeyPad = round_up(kKeyTile, kKeyRows);
+  constexpr int64_t kPairs = kKeyTile / 2;
+  static_assert(kKeyTile % 2 == 0);
 
 #pragma omp parallel
   {
     std::vector<float> qt(d * kQ);             // (D, Bq) scaled queries, transposed; zero past the end
     std::vector<float> st(kKeyPad * kQ);       // (Bk, Bq) scores, then probabilities, transposed
     std::vector<float> vp(kKeyTile * d_pad);   // (Bk, Dpad) values in whole-vector rows
+    std::vector<float> kr;                     // (Bk, D) keys rounded to bfloat16 (emulated bf16)
     std::vector<float> acc(kQ * d_pad);        // (Bq, Dpad) unnormalised output
     std::vector<float> row_max(kQ), row_sum(kQ), correction(kQ);
+    // Native bf16: (D/2, Bq) query pairs, (Bk, 2 D/2) key rows, (Bk/2, Dpad)
+    // value pairs, (Bk/2, Bq) probability pairs.
+    std::vector<uint32_t> qp, kp, vp2, pp;
+    if (native) {
+      qp.assign(d2 * kQ, 0);
+      kp.assign(kKeyPad * d2, 0);
+      vp2.assign(kPairs * d_pad, 0);
+      pp.assign(kPairs * kQ, 0);
+    } else if (bf16) {
+      kr.assign(kKeyPad * d, 0.0f);
+    }
 
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
@@ -167,12 +305,27 @@ void attention(const AttentionArgs& a) {
       const float* vb = static_cast<const float*>(a.v) + b * a.v_batch_stride + h * d;
 
       // Transpose the query tile (contiguous writes, strided reads: cheaper
-      // than scattering each row).
+      // than scattering each row); bf16: pairs of the rounded scaled queries.
       const float* qsrc = static_cast<const float*>(a.q) + b * a.q_batch_stride + q0 * a.q_row_stride + h * d;
-      for (int64_t e = 0; e < d; ++e) {
-        float* dst = qt.data() + e * kQ;
-        for (int64_t i = 0; i < bq; ++i) dst[i] = qsrc[i * a.q_row_stride + e] * a.scale;
-        std::fill(dst + bq, dst + kQ, 0.0f);
+      if (native) {
+        for (int64_t e2 = 0; e2 < d2; ++e2) {
+          uint32_t* dst = qp.data() + e2 * kQ;
+          for (int64_t i = 0; i < bq; ++i) {
+            const float* q = qsrc + i * a.q_row_stride;
+            const uint32_t lo = f32_to_bf16(q[2 * e2] * a.scale);
+            const uint32_t hi = 2 * e2 + 1 < d ? f32_to_bf16(q[2 * e2 + 1] * a.scale) : 0u;
+            dst[i] = lo | hi << 16;
+          }
+          std::fill(dst + bq, dst + kQ, 0u);
+        }
+      } else {
+        for (int64_t e = 0; e < d; ++e) {
+          float* dst = qt.data() + e * kQ;
+          for (int64_t i = 0; i < bq; ++i) dst[i] = qsrc[i * a.q_row_stride + e] * a.scale;
+          if (bf16)
+            for (int64_t i = 0; i < bq; ++i) dst[i] = round_bf16(dst[i]);
+          std::fill(dst + bq, dst + kQ, 0.0f);
+        }
       }
       std::fill(row_max.begin(), row_max.end(), -std::numeric_limits<float>::infinity());
       std::fill(row_sum.begin(), row_sum.end(), 0.0f);
@@ -183,11 +336,34 @@ void attention(const AttentionArgs& a) {
         const int64_t bk_pad = round_up(bk, kKeyRows);
         // S^T, kKeyRows keys at a time; rows past the last key repeat it
         // (valid memory) and are masked out below.
-        for (int64_t j = 0; j < bk_pad; j += kKeyRows) {
-          const float* rows[kKeyRows];
-          for (int r = 0; r < kKeyRows; ++r) rows[r] = kb + (k0 + std::min(j + r, bk - 1)) * a.k_row_stride;
-          for (int64_t i = 0; i < kQ; i += kQueryVecs * kVec)
-            score_tile(rows, d, qt.data() + i, kQ, st.data() + j * kQ + i, kQ);
+        if (native) {
+#if defined(__AVX512BF16__)
+          // Key rows as bf16: consecutive elements are the pairs.
+          for (int64_t j = 0; j < bk; ++j) {
+            uint16_t* row = reinterpret_cast<uint16_t*>(kp.data() + j * d2);
+            to_bf16_row(kb + (k0 + j) * a.k_row_stride, d, row);
+            if (d % 2) row[d] = 0;
+          }
+          for (int64_t j = 0; j < bk_pad; j += kKeyRows) {
+            const uint32_t* rows[kKeyRows];
+            for (int r = 0; r < kKeyRows; ++r) rows[r] = kp.data() + std::min(j + r, bk - 1) * d2;
+            for (int64_t i = 0; i < kQ; i += kQueryVecs * kVec)
+              score_tile_bf16(rows, d2, qp.data() + i, kQ, st.data() + j * kQ + i, kQ);
+          }
+#endif
+        } else {
+          if (bf16)
+            for (int64_t j = 0; j < bk; ++j)
+              for (int64_t e = 0; e < d; ++e) kr[j * d + e] = round_bf16(kb[(k0 + j) * a.k_row_stride + e]);
+          for (int64_t j = 0; j < bk_pad; j += kKeyRows) {
+            const float* rows[kKeyRows];
+            for (int r = 0; r < kKeyRows; ++r) {
+              const int64_t row = std::min(j + r, bk - 1);
+              rows[r] = bf16 ? kr.data() + row * d : kb + (k0 + row) * a.k_row_stride;
+            }
+            for (int64_t i = 0; i < kQ; i += kQueryVecs * kVec)
+              score_tile(rows, d, qt.data() + i, kQ, st.data() + j * kQ + i, kQ);
+          }
         }
         // S^T[j][i] += bias(h, q0 + i, k0 + j): a transposed add, done in
         // blocks of kBiasBlock keys so that the part of S^T written across
@@ -231,13 +407,38 @@ void attention(const AttentionArgs& a) {
 #pragma omp simd
           for (int64_t e = 0; e < d_pad; ++e) o[e] *= correction[i];
         }
-        for (int64_t j = 0; j < bk; ++j) {
-          float* vr = vp.data() + j * d_pad;
-          std::memcpy(vr, vb + (k0 + j) * a.v_row_stride, d * sizeof(float));
-          std::fill(vr + d, vr + d_pad, 0.0f);
+        // P V. The sum of the probabilities (row_sum) is of the float32
+        // ones, as the softmax's denominator is float32; bf16 rounds only
+        // the factors of the products.
+        if (native) {
+#if defined(__AVX512BF16__)
+          const int64_t pairs = (bk + 1) / 2;
+          for (int64_t j2 = 0; j2 < pairs; ++j2) {
+            const int64_t j = 2 * j2;
+            const float* hi_v = j + 1 < bk ? vb + (k0 + j + 1) * a.v_row_stride : nullptr;
+            pack_pairs(vb + (k0 + j) * a.v_row_stride, hi_v, d, d_pad, vp2.data() + j2 * d_pad);
+            pack_pairs(st.data() + j * kQ, j + 1 < bk ? st.data() + (j + 1) * kQ : nullptr, kQ, kQ,
+                       pp.data() + j2 * kQ);
+          }
+          for (int64_t r = 0; r < round_up(bq, kOutRows); r += kOutRows)
+            pv_rows_bf16(pp.data() + r, kQ, pairs, vp2.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
+#endif
+        } else {
+          for (int64_t j = 0; j < bk; ++j) {
+            float* vr = vp.data() + j * d_pad;
+            const float* src = vb + (k0 + j) * a.v_row_stride;
+            if (bf16)
+              for (int64_t e = 0; e < d; ++e) vr[e] = round_bf16(src[e]);
+            else
+              std::memcpy(vr, src, d * sizeof(float));
+            std::fill(vr + d, vr + d_pad, 0.0f);
+          }
+          if (bf16)
+            for (int64_t j = 0; j < bk; ++j)
+              for (int64_t i = 0; i < kQ; ++i) st[j * kQ + i] = round_bf16(st[j * kQ + i]);
+          for (int64_t r = 0; r < round_up(bq, kOutRows); r += kOutRows)
+            pv_rows(st.data() + r, kQ, bk, vp.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
         }
-        for (int64_t r = 0; r < round_up(bq, kOutRows); r += kOutRows)
-          pv_rows(st.data() + r, kQ, bk, vp.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
       }
 
       float* out = static_cast<float*>(a.out) + b * a.out_batch_stride + q0 * a.out_row_stride + h * d;

@@ -3,26 +3,42 @@
 // has checked the arguments (dtypes included), and by the CUDA tests as the
 // reference. Raw pointers where the front end passes offsets into tensors
 // (row strides of adaLN chunks, attention operands); everything is float32
-// except GEMM weights, which may also be bfloat16 or float16 (widened to
-// float32 block by block inside the GEMM, gemm.cpp).
+// except GEMM weights, which may also be bfloat16 (a bfloat16 GEMM) or
+// float16 (widened to float32 block by block inside the GEMM, gemm.cpp).
 #pragma once
 #include <cstdint>
 #include <vector>
 
+#include "ops/cpu/onednn_matmul.h"
 #include "ops/ops.h"
 
 namespace ditgen::ops::cpu {
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-// The same with b of any floating dtype (16-bit: widened in row blocks;
-// float32: exactly the call above).
+// The same with b of any floating dtype, which is the GEMM's arithmetic
+// (gemm.cpp): float32; bfloat16 (a rounded to bfloat16, float32 sums);
+// float16 widened to float32. Then c += bias[n] (alpha == 1 or not) and the
+// epilogue, fused into the matmul where oneDNN runs it.
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc);
-// x, bias float32; w float32, bfloat16 or float16.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
+          const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr,
+          Epilogue epilogue = Epilogue::kNone);
+// x, bias float32; w float32, bfloat16 or float16 (its dtype is the arithmetic, as gemm).
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Epilogue epilogue = Epilogue::kNone);
 // Rows of length N written into y with row stride ldy.
-void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy);
+void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy,
+                 Epilogue epilogue = Epilogue::kNone);
+// Tests only: how bfloat16 GEMMs and attention run, so that every path is
+// checked on one machine. emulate: the bf16 arithmetic emulated in float32
+// (operands rounded, float32 kernels) even where the CPU has bf16 dot
+// products; gemm_block_elements > 0: a GEMM's input rows are rounded in
+// blocks of that many elements (default 16M).
+struct Bf16Hooks {
+  bool emulate = false;
+  int64_t gemm_block_elements = 0;
+};
+void set_bf16_hooks(const Bf16Hooks& hooks);
+const Bf16Hooks& bf16_hooks();
 
 void silu_(Tensor& x);
 Tensor silu(const Tensor& x);

@@ -1,14 +1,24 @@
-// GEMM and Linear on the CPU through OpenBLAS (its OpenMP build, so BLAS and
-// ditgen's own loops share one thread pool and never oversubscribe cores).
-// Called from inside an OpenMP parallel region (attention tiles), the OpenMP
-// OpenBLAS runs single-threaded, which is what the tiled kernels want.
+// GEMM and Linear on the CPU. The arithmetic is the weight's dtype (DESIGN.md
+// §2, README "CPU compute dtype"):
+//   float32 weight   float32 GEMM: oneDNN matmul (onednn_matmul.h), or
+//                    OpenBLAS sgemv for a single row of output;
+//   bfloat16 weight  bfloat16 GEMM: the input rounded to bfloat16 (nearest
+//                    even), products exact, sums in float32, float32 out:
+//                    oneDNN's bf16 matmul where it has a kernel for this CPU,
+//                    else the same arithmetic emulated (the rounded input
+//                    against the widened weight in float32);
+//   float16 weight   float32 GEMM on the weight widened exactly (CPUs have no
+//                    float16 arithmetic): a block of rows at a time into a
+//                    reused thread-local float32 scratch of about 4 MB, so no
+//                    float32 copy of a whole weight ever exists.
+// The bfloat16 input is converted a block of rows at a time into a reused
+// thread-local scratch (at most kRoundedElements), so memory does not grow
+// with the number of tokens, and nothing is allocated once the first
+// denoising step has sized the scratch.
 //
-// Weights may be bfloat16 or float16 (mmapped in their stored dtype); the
-// arithmetic stays float32 (bf16 compute is a later step). Such a weight is
-// widened a block of rows at a time into a reused thread-local float32
-// scratch of about 4 MB and multiplied block by block with sgemm / sgemv, so
-// no float32 copy of a whole weight ever exists. A float32 weight takes
-// exactly the single sgemm / sgemv call it always did.
+// oneDNN and OpenBLAS are both OpenMP builds, so BLAS, oneDNN and ditgen's
+// own loops share one thread pool and never oversubscribe cores. Called from
+// inside an OpenMP parallel region, both run single-threaded.
 //
 // Debian's OpenBLAS (0.3.21, DYNAMIC_ARCH) does not recognise recent Xeons
 // (Sapphire/Emerald Rapids) and falls back to its "Prescott" SSE3 kernels,
@@ -28,8 +38,8 @@
 // constructor, before main: README, Bad input.)
 #include <cblas.h>
 #include <omp.h>
-#if defined(__SSE__)
-#include <xmmintrin.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 #include <algorithm>
@@ -38,9 +48,12 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/math/activations.h"
 #include "ops/cpu/cpu_ops.h"
+#include "ops/cpu/onednn_matmul.h"
 #include "tensor/half.h"
 
 extern "C" {
@@ -126,46 +139,51 @@ const char* blas_threading() {
 
 }  // namespace ditgen::ops
 
-namespace ditgen::ops::cpu {
 
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
-}
+namespace ditgen::ops::cpu {
 
 namespace {
 
-// Elements of float32 scratch per block of widened weight rows: big enough
-// that each sgemm call is efficient, small enough to stay in L2/L3.
-constexpr int64_t kScratchElements = int64_t{1} << 20;
+Bf16Hooks g_bf16_hooks;
 
-// This thread's scratch of at least n floats (grown, never shrunk).
-float* scratch(int64_t n) {
-  thread_local std::unique_ptr<float[]> buf;
+// Elements of float32 scratch per block of widened weight rows: big enough
+// that each GEMM call is efficient, small enough to stay in L2/L3.
+constexpr int64_t kScratchElements = int64_t{1} << 20;
+// Elements of the input rounded to bfloat16 per block of rows (32 MB as
+// bfloat16): at least a few hundred rows for every K a DiT has, where the
+// bf16 matmul runs at full speed (420+ GFLOP/s from M = 512).
+constexpr int64_t kRoundedElements = int64_t{1} << 24;
+
+// A thread's reused scratch of at least n elements of T (grown, never
+// shrunk). Tag keeps the buffers of different uses apart.
+template <class T, int Tag>
+T* scratch(int64_t n) {
+  thread_local std::unique_ptr<T[]> buf;
   thread_local int64_t size = 0;
   if (n > size) {
-    buf.reset(new float[static_cast<size_t>(n)]);
+    buf.reset(new T[static_cast<size_t>(n)]);
     size = n;
   }
   return buf.get();
 }
+float* widen_scratch(int64_t n) { return scratch<float, 0>(n); }
 
-// Rows a block holds: whole rows of `row` elements within the scratch
+// Rows a block holds: whole rows of `row` elements within `budget` elements
 // (at least one).
-int64_t block_rows(int64_t row) { return std::max<int64_t>(1, kScratchElements / std::max<int64_t>(row, 1)); }
+int64_t block_rows(int64_t row, int64_t budget = kScratchElements) {
+  return std::max<int64_t>(1, budget / std::max<int64_t>(row, 1));
+}
+
+bool parallel_pass(int64_t count) { return count >= 65536 && !omp_in_parallel(); }
 
 // dst[i] = float(src[i]) for a 16-bit array (a contiguous run of weight rows).
 void widen(const void* src, DType dtype, int64_t count, float* dst) {
   const uint16_t* h = static_cast<const uint16_t*>(src);
-  const bool parallel = count >= 65536 && !omp_in_parallel();
   if (dtype == DType::kBF16) {
-#pragma omp parallel for simd schedule(static) if (parallel)
+#pragma omp parallel for simd schedule(static) if (parallel_pass(count))
     for (int64_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(h[i]);
   } else {
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) if (parallel_pass(count))
     for (int64_t i = 0; i < count; ++i) dst[i] = f16_to_f32(h[i]);
   }
 }
@@ -176,39 +194,207 @@ void widen_rows(const char* src, DType dtype, int64_t rows, int64_t cols, int64_
   for (int64_t r = 0; r < rows; ++r) widen(src + r * ld * dtype_size(dtype), dtype, cols, dst + r * cols);
 }
 
-}  // namespace
+// n floats rounded to bfloat16 bits, nearest even (f32_to_bf16; with
+// AVX512-BF16 one instruction per 16, which also rounds to nearest even).
+void round_bf16(const float* src, int64_t n, uint16_t* dst) {
+  int64_t e = 0;
+#if defined(__AVX512BF16__)
+  for (; e + 16 <= n; e += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + e), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + e)));
+#endif
+  for (; e < n; ++e) dst[e] = f32_to_bf16(src[e]);
+}
 
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-          const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (b_dtype == DType::kF32)
-    return gemm(trans_a, trans_b, m, n, k, alpha, a, lda, static_cast<const float*>(b), ldb, beta, c, ldc);
+// Rows r0..r0+rows of op(a) (m x k, a [m, k] or [k, m] with lda) packed
+// into dst [rows, k], each element rounded to the nearest bfloat16 (even on
+// ties), as bfloat16 bits (Out = uint16_t) or as the float32 of that value.
+template <class Out>
+void round_rows(const float* a, bool trans_a, int64_t lda, int64_t r0, int64_t rows, int64_t k, Out* dst) {
+#pragma omp parallel for schedule(static) if (parallel_pass(rows * k))
+  for (int64_t r = 0; r < rows; ++r) {
+    Out* out = dst + r * k;
+    if constexpr (std::is_same_v<Out, uint16_t>) {
+      if (!trans_a) {
+        round_bf16(a + (r0 + r) * lda, k, out);
+        continue;
+      }
+    }
+    if (!trans_a) {
+      const float* src = a + (r0 + r) * lda;
+#pragma omp simd
+      for (int64_t e = 0; e < k; ++e) {
+        const uint16_t h = f32_to_bf16(src[e]);
+        if constexpr (std::is_same_v<Out, uint16_t>) out[e] = h;
+        else out[e] = bf16_to_f32(h);
+      }
+    } else {
+      for (int64_t e = 0; e < k; ++e) {
+        const uint16_t h = f32_to_bf16(a[e * lda + r0 + r]);
+        if constexpr (std::is_same_v<Out, uint16_t>) out[e] = h;
+        else out[e] = bf16_to_f32(h);
+      }
+    }
+  }
+}
+
+// c rows += bias, then the epilogue: what oneDNN fuses, for the paths that
+// do not run through it.
+void finish_rows(float* c, int64_t m, int64_t n, int64_t ldc, const float* bias, Epilogue epilogue) {
+  if (!bias && epilogue == Epilogue::kNone) return;
+#pragma omp parallel for if (m * n > 32768 && !omp_in_parallel())
+  for (int64_t i = 0; i < m; ++i) {
+    float* row = c + i * ldc;
+    if (bias) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+    }
+    if (epilogue == Epilogue::kGeluTanh) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) row[j] = math::gelu_tanh(row[j]);
+    }
+  }
+}
+
+// c = beta * c (k == 0: the product is empty), then bias and epilogue.
+void scale_rows(float* c, int64_t m, int64_t n, int64_t ldc, float beta, const float* bias, Epilogue epilogue) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+  finish_rows(c, m, n, ldc, bias, epilogue);
+}
+
+MatmulCall call_of(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, int64_t lda,
+                   int64_t ldb, float beta, int64_t ldc, DType dtype, const float* bias, Epilogue epilogue) {
+  MatmulCall call;
+  call.m = m;
+  call.n = n;
+  call.k = k;
+  call.trans_a = trans_a;
+  call.trans_b = trans_b;
+  call.lda = lda;
+  call.ldb = ldb;
+  call.ldc = ldc;
+  call.dtype = dtype;
+  call.alpha = alpha;
+  call.beta = beta;
+  call.bias = bias != nullptr;
+  call.epilogue = epilogue;
+  return call;
+}
+
+// float32 a and b.
+void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Epilogue epilogue) {
   if (m == 0 || n == 0) return;
+  if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, epilogue);
+  if (m == 1) {
+    // One row: OpenBLAS's sgemv beats a one-row matmul (the adaLN linears of
+    // a single image: 1.4 ms against 1.7 for 1152 -> 6912, 15 us against 35
+    // for 128 -> 768). c = alpha op(b)^T a + beta c, a strided by lda when
+    // transposed.
+    cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, static_cast<blasint>(trans_b ? n : k),
+                static_cast<blasint>(trans_b ? k : n), alpha, b, static_cast<blasint>(ldb), a,
+                static_cast<blasint>(trans_a ? lda : 1), beta, c, 1);
+    return finish_rows(c, 1, n, ldc, bias, epilogue);
+  }
+  if (bias && alpha != 1.0f) {  // oneDNN adds a bias only to an unscaled product
+    onednn_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, nullptr,
+                          Epilogue::kNone),
+                  a, b, nullptr, c);
+    return finish_rows(c, m, n, ldc, bias, epilogue);
+  }
+  onednn_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, bias, epilogue), a, b,
+                bias, c);
+}
+
+// float32 a against a 16-bit b widened a block at a time (exact), float32
+// arithmetic: float16 weights, and the emulated bfloat16 GEMM (whose a is
+// already rounded).
+void gemm_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc,
+                  const float* bias, Epilogue epilogue) {
   const size_t esize = dtype_size(b_dtype);
   const char* bytes = static_cast<const char*>(b);
   if (trans_b) {
     // b is [n, k]: a block of its rows is a block of c's columns.
     const int64_t rows = block_rows(k);
-    float* w = scratch(std::min(rows, n) * k);
+    float* w = widen_scratch(std::min(rows, n) * k);
     for (int64_t n0 = 0; n0 < n; n0 += rows) {
       const int64_t nb = std::min(rows, n - n0);
       widen_rows(bytes + n0 * ldb * esize, b_dtype, nb, k, ldb, w);
-      gemm(trans_a, true, m, nb, k, alpha, a, lda, w, k, beta, c + n0, ldc);
+      gemm_f32(trans_a, true, m, nb, k, alpha, a, lda, w, k, beta, c + n0, ldc, nullptr, Epilogue::kNone);
     }
-    return;
+  } else {
+    // b is [k, n]: a block of its rows is a slice of the sum over k, so the
+    // blocks accumulate into c (beta applies once, with the first).
+    const int64_t rows = block_rows(n);
+    float* w = widen_scratch(std::min(rows, k) * n);
+    for (int64_t k0 = 0; k0 < k; k0 += rows) {
+      const int64_t kb = std::min(rows, k - k0);
+      widen_rows(bytes + k0 * ldb * esize, b_dtype, kb, n, ldb, w);
+      gemm_f32(trans_a, false, m, n, kb, alpha, trans_a ? a + k0 * lda : a + k0, lda, w, n, k0 == 0 ? beta : 1.0f, c,
+               ldc, nullptr, Epilogue::kNone);
+    }
   }
-  // b is [k, n]: a block of its rows is a slice of the sum over k, so the
-  // blocks accumulate into c (beta applies once, with the first).
-  if (k == 0) return gemm(trans_a, false, m, n, k, alpha, a, lda, scratch(n), n, beta, c, ldc);
-  const int64_t rows = block_rows(n);
-  float* w = scratch(std::min(rows, k) * n);
-  for (int64_t k0 = 0; k0 < k; k0 += rows) {
-    const int64_t kb = std::min(rows, k - k0);
-    widen_rows(bytes + k0 * ldb * esize, b_dtype, kb, n, ldb, w);
-    gemm(trans_a, false, m, n, kb, alpha, trans_a ? a + k0 * lda : a + k0, lda, w, n, k0 == 0 ? beta : 1.0f, c, ldc);
+  finish_rows(c, m, n, ldc, bias, epilogue);
+}
+
+// float32 a, bfloat16 b: a's rows rounded to bfloat16 a block at a time.
+void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+               const void* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Epilogue epilogue) {
+  const bool native = onednn_fast(DType::kBF16) && !g_bf16_hooks.emulate;
+  const int64_t rows = block_rows(k, g_bf16_hooks.gemm_block_elements > 0 ? g_bf16_hooks.gemm_block_elements : kRoundedElements);
+  for (int64_t m0 = 0; m0 < m; m0 += rows) {
+    const int64_t mb = std::min(rows, m - m0);
+    float* cb = c + m0 * ldc;
+    if (native) {
+      uint16_t* ab = scratch<uint16_t, 1>(std::min(rows, m) * k);
+      round_rows(a, trans_a, lda, m0, mb, k, ab);
+      if (bias && alpha != 1.0f) {
+        onednn_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, nullptr,
+                              Epilogue::kNone),
+                      ab, b, nullptr, cb);
+        finish_rows(cb, mb, n, ldc, bias, epilogue);
+      } else {
+        onednn_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, epilogue), ab,
+                      b, bias, cb);
+      }
+    } else {
+      float* af = scratch<float, 2>(std::min(rows, m) * k);
+      round_rows(a, trans_a, lda, m0, mb, k, af);
+      gemm_widened(false, trans_b, mb, n, k, alpha, af, k, b, DType::kBF16, ldb, beta, cb, ldc, bias, epilogue);
+    }
   }
 }
 
-void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy) {
+}  // namespace
+
+void set_bf16_hooks(const Bf16Hooks& hooks) { g_bf16_hooks = hooks; }
+const Bf16Hooks& bf16_hooks() { return g_bf16_hooks; }
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr, Epilogue::kNone);
+}
+
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias,
+          Epilogue epilogue) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, epilogue);
+  switch (b_dtype) {
+    case DType::kF32:
+      return gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, static_cast<const float*>(b), ldb, beta, c, ldc, bias,
+                      epilogue);
+    case DType::kBF16:
+      return gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, epilogue);
+    case DType::kF16:
+      return gemm_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, b_dtype, ldb, beta, c, ldc, bias, epilogue);
+    default:
+      throw std::invalid_argument(std::string("gemm: a ") + dtype_name(b_dtype) + " weight");
+  }
+}
+
+void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy, Epilogue epilogue) {
   if (w.ndim() != 2) throw std::invalid_argument("linear: weight must be 2-D, got " + shape_str(w.shape()));
   const int64_t n = w.dim(0), k = w.dim(1);
   if (x.ndim() < 1 || x.dim(-1) != k)
@@ -216,42 +402,15 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y,
                                 shape_str(w.shape()));
   if (bias && bias->numel() != n) throw std::invalid_argument("linear: bias " + shape_str(bias->shape()));
   const int64_t m = x.numel() / k;
-  if (w.dtype() != DType::kF32 && m == 1) {
-    // GEMV on a 16-bit weight: each block of widened rows gives its outputs.
-    const int64_t rows = block_rows(k);
-    float* wf = scratch(std::min(rows, n) * k);
-    const size_t row_bytes = static_cast<size_t>(k) * w.element_size();
-    for (int64_t n0 = 0; n0 < n; n0 += rows) {
-      const int64_t nb = std::min(rows, n - n0);
-      widen(static_cast<const char*>(w.raw()) + n0 * row_bytes, w.dtype(), nb * k, wf);
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(nb), static_cast<blasint>(k), 1.0f, wf,
-                  static_cast<blasint>(k), x.data(), 1, 0.0f, y + n0, 1);
-    }
-  } else if (w.dtype() != DType::kF32) {
-    gemm(false, true, m, n, k, 1.0f, x.data(), k, w.raw(), w.dtype(), k, 0.0f, y, ldy);
-  } else if (m == 1) {
-    // GEMV: sgemv is markedly faster than a 1-row sgemm for the adaLN linears.
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, w.data(),
-                static_cast<blasint>(k), x.data(), 1, 0.0f, y, 1);
-  } else {
-    gemm(false, true, m, n, k, 1.0f, x.data(), k, w.data(), k, 0.0f, y, ldy);
-  }
-  if (bias) {
-    const float* bv = bias->data();
-#pragma omp parallel for if (m * n > 32768)
-    for (int64_t i = 0; i < m; ++i) {
-      float* row = y + i * ldy;
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) row[j] += bv[j];
-    }
-  }
+  gemm(false, true, m, n, k, 1.0f, x.data(), k, w.raw(), w.dtype(), k, 0.0f, y, ldy, bias ? bias->data() : nullptr,
+       epilogue);
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Epilogue epilogue) {
   Shape out_shape = x.shape();
   out_shape.back() = w.dim(0);
   Tensor y = Tensor::empty(out_shape);
-  linear_into(x, w, bias, y.data(), w.dim(0));
+  linear_into(x, w, bias, y.data(), w.dim(0), epilogue);
   return y;
 }
 

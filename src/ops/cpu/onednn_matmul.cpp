@@ -1,0 +1,136 @@
+// oneDNN matmul with a process-wide primitive cache (onednn_matmul.h).
+// oneDNN 2.6 API (Debian 12): matmul::desc + primitive_desc(desc, attr,
+// engine). Operands are described with explicit strides, so transposed
+// and strided operands (a weight's [N, K] rows, columns of a wider output)
+// need no copies.
+#include "ops/cpu/onednn_matmul.h"
+
+#include <dnnl.hpp>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace ditgen::ops::cpu {
+
+namespace {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+dnnl::memory::data_type dnnl_type(DType t) {
+  switch (t) {
+    case DType::kF32: return dnnl::memory::data_type::f32;
+    case DType::kBF16: return dnnl::memory::data_type::bf16;
+    default: throw std::invalid_argument(std::string("oneDNN matmul: no ") + dtype_name(t) + " operands");
+  }
+}
+
+// An m x n row-major matrix with leading dimension ld, or its transpose.
+dnnl::memory::desc matrix_desc(int64_t rows, int64_t cols, bool trans, int64_t ld, dnnl::memory::data_type t) {
+  return trans ? dnnl::memory::desc({rows, cols}, t, {1, ld}) : dnnl::memory::desc({rows, cols}, t, {ld, 1});
+}
+
+auto key_of(const MatmulCall& c) {
+  return std::make_tuple(c.m, c.n, c.k, c.trans_a, c.trans_b, c.lda, c.ldb, c.ldc, static_cast<int>(c.dtype), c.alpha,
+                         c.beta, c.bias, static_cast<int>(c.epilogue));
+}
+
+struct Prepared {
+  dnnl::matmul primitive;
+  dnnl::memory::desc a, b, bias, c;
+  std::string kernel;
+};
+
+Prepared prepare(const MatmulCall& c) {
+  const auto t = dnnl_type(c.dtype);
+  Prepared p;
+  p.a = matrix_desc(c.m, c.k, c.trans_a, c.lda, t);
+  p.b = matrix_desc(c.k, c.n, c.trans_b, c.ldb, t);
+  p.c = matrix_desc(c.m, c.n, false, c.ldc, dnnl::memory::data_type::f32);
+  dnnl::primitive_attr attr;
+  if (c.alpha != 1.0f) attr.set_output_scales(0, {c.alpha});
+  dnnl::post_ops ops;
+  if (c.beta != 0.0f) ops.append_sum(c.beta);
+  if (c.epilogue == Epilogue::kGeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+  attr.set_post_ops(ops);
+  std::unique_ptr<dnnl::matmul::desc> d;
+  if (c.bias) {
+    p.bias = dnnl::memory::desc({1, c.n}, dnnl::memory::data_type::f32, {c.n, 1});
+    d = std::make_unique<dnnl::matmul::desc>(p.a, p.b, p.bias, p.c);
+  } else {
+    d = std::make_unique<dnnl::matmul::desc>(p.a, p.b, p.c);
+  }
+  const dnnl::matmul::primitive_desc pd(*d, attr, engine());
+  p.kernel = pd.impl_info_str();
+  p.primitive = dnnl::matmul(pd);
+  return p;
+}
+
+// The cache: shapes are few (a model's distinct GEMMs), so a map under a
+// mutex; the lookup costs well under a microsecond against calls of tens
+// of microseconds and more.
+const Prepared& cached(const MatmulCall& c) {
+  static std::mutex mutex;
+  static std::map<decltype(key_of(c)), Prepared> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto key = key_of(c);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(std::move(key), prepare(c)).first;
+  return it->second;
+}
+
+bool cpu_has_avx512() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+bool onednn_fast(DType dtype) {
+  if (dtype == DType::kF32) return true;
+  if (dtype != DType::kBF16) return false;
+  // Ask oneDNN itself: the kernel it picks for a typical shape is its
+  // reference implementation ("ref:any") where it has no bf16 code for this
+  // CPU (below AVX-512 in oneDNN 2.6).
+  static const bool fast = [] {
+    if (!cpu_has_avx512()) return false;
+    const MatmulCall probe{64, 64, 64, false, true, 64, 64, 64, DType::kBF16};
+    return std::strncmp(onednn_kernel_name(probe), "ref", 3) != 0;
+  }();
+  return fast;
+}
+
+const char* onednn_kernel_name(const MatmulCall& call) { return cached(call).kernel.c_str(); }
+
+void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const float* bias, float* c) {
+  if (call.m <= 0 || call.n <= 0 || call.k <= 0)
+    throw std::invalid_argument("oneDNN matmul: empty shape " + std::to_string(call.m) + "x" + std::to_string(call.n) +
+                                "x" + std::to_string(call.k));
+  if (call.bias && call.alpha != 1.0f) throw std::invalid_argument("oneDNN matmul: a bias needs alpha 1");
+  const Prepared& p = cached(call);
+  auto& e = engine();
+  // Memory objects wrap the caller's pointers: no copies.
+  dnnl::memory am(p.a, e, const_cast<void*>(a)), bm(p.b, e, const_cast<void*>(b)), cm(p.c, e, c);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+  if (call.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
+  p.primitive.execute(stream(), args);
+  stream().wait();
+}
+
+}  // namespace ditgen::ops::cpu

@@ -1,0 +1,58 @@
+// The CPU's GEMM engine: oneDNN's matmul (Debian's libdnnl, its OpenMP
+// build, so it shares ditgen's thread pool), in float32 or in bfloat16 with
+// float32 accumulation and output. Chosen by measurement on this project's
+// machine (AVX-512 + AVX512-BF16, 2 threads; README, CPU performance):
+// float32 at 205-220 GFLOP/s against OpenBLAS sgemm's 175-200 on every
+// transformer shape from 64x128x128 to 16384x1152x1152, bfloat16 at 420-440
+// GFLOP/s (OpenBLAS 0.3.21 as Debian builds it has no sbgemm). OpenBLAS stays
+// for the one-row float32 products (sgemv is faster there).
+//
+// The weight is read in place in its plain layout ([N, K] row-major as a
+// checkpoint stores it, or [K, N]): no packed copy, so an mmapped bfloat16
+// weight is used straight from the file and tp slices stay ordinary tensors
+// (packing gained 2-4% at M = 512). Bias and the epilogue run inside the
+// matmul on the output tile while it is in cache (oneDNN post-ops).
+//
+// Primitives are built once per distinct call shape (a few hundred
+// microseconds each) and cached for the process: a model runs a handful of
+// shapes over and over, and after the first denoising step no call builds
+// or allocates anything.
+#pragma once
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace ditgen::ops::cpu {
+
+// What happens to each output after the bias (and after the accumulation
+// into beta * c).
+enum class Epilogue { kNone, kGeluTanh };
+
+// c[m, n] = epilogue(alpha * op(a)[m, k] · op(b)[k, n] + bias[n] + beta * c),
+// row-major with leading dimensions lda, ldb, ldc; op = transpose when asked.
+// a and b are `dtype` (float32 or bfloat16), c and bias float32. A bias
+// requires alpha == 1.
+struct MatmulCall {
+  int64_t m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  DType dtype = DType::kF32;
+  float alpha = 1.0f, beta = 0.0f;
+  bool bias = false;
+  Epilogue epilogue = Epilogue::kNone;
+};
+
+// Whether oneDNN runs `dtype` matmuls here with an optimised kernel (not its
+// reference loops): float32 always on x86-64, bfloat16 where the CPU has
+// AVX-512 (native bf16 dot products with AVX512-BF16 or AMX, emulated on
+// plain AVX-512).
+bool onednn_fast(DType dtype);
+
+// Runs one call (a cached primitive). k may be 0 (c = epilogue(bias + beta c)).
+void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const float* bias, float* c);
+
+// The kernel oneDNN chose for a call of this shape ("brg:avx512_core_bf16"),
+// for benchmarks and diagnostics.
+const char* onednn_kernel_name(const MatmulCall& call);
+
+}  // namespace ditgen::ops::cpu
