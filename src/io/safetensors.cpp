@@ -350,13 +350,25 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
 void SafetensorsFile::release_pages(const std::string& name) const { release_pages_of(info(name)); }
 
 void SafetensorsFile::release_pages_of(const TensorInfo& ti) const {
-  if (ti.end == ti.begin) return;
-  // Whole pages around the tensor: a neighbour sharing an edge page loses
+  release_bytes(map_ + data_offset_ + ti.begin, ti.end - ti.begin);
+}
+
+void SafetensorsFile::release_pages(const std::string& name, const Tensor& view) const {
+  const TensorInfo& ti = info(name);
+  const uint8_t* begin = map_ + data_offset_ + ti.begin;
+  const auto* at = static_cast<const uint8_t*>(view.raw());
+  if (!view.is_cpu() || at < begin || at + view.nbytes() > begin + (ti.end - ti.begin))
+    throw std::invalid_argument(path_ + ": release_pages: the view does not lie inside tensor '" + name + "'");
+  release_bytes(at, view.nbytes());
+}
+
+void SafetensorsFile::release_bytes(const uint8_t* begin, size_t bytes) const {
+  if (bytes == 0) return;
+  // Whole pages around the bytes: a neighbour sharing an edge page loses
   // nothing (the map is read-only, so its pages are clean and fault back in).
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uint8_t* base = map_ + data_offset_ + ti.begin;
-  const uintptr_t first = reinterpret_cast<uintptr_t>(base) / page * page;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(base + (ti.end - ti.begin));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) / page * page;
+  const uintptr_t last = reinterpret_cast<uintptr_t>(begin + bytes);
   madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
@@ -526,6 +538,10 @@ Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_
 }
 
 void WeightStore::release_pages(const std::string& name) const { files_[where_index(name)]->release_pages(name); }
+
+void WeightStore::release_pages(const std::string& name, const Tensor& view) const {
+  files_[where_index(name)]->release_pages(name, view);
+}
 
 size_t WeightStore::where_index(const std::string& name) const {
   auto it = where_.find(name);

@@ -65,6 +65,9 @@ class SafetensorsFile {
   // A tensor still borrowing those bytes stays valid: the pages fault back
   // in from the file when read.
   void release_pages(const std::string& name) const;
+  // The same for the bytes of `view`, a view of part of `name` (load or
+  // load_rows); std::invalid_argument if it does not lie inside them.
+  void release_pages(const std::string& name, const Tensor& view) const;
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -74,6 +77,7 @@ class SafetensorsFile {
   // Rows [row_begin, row_end) of `ti` (a scalar counts as one row).
   Tensor load_rows_of(const TensorInfo& ti, int64_t row_begin, int64_t row_end, const Shape& out_shape) const;
   void release_pages_of(const TensorInfo& ti) const;
+  void release_bytes(const uint8_t* begin, size_t bytes) const;
   std::string path_;
   const uint8_t* map_ = nullptr;  // whole file
   size_t map_size_ = 0;
@@ -110,6 +114,7 @@ class WeightStore {
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
   void release_pages(const std::string& name) const;  // SafetensorsFile::release_pages
+  void release_pages(const std::string& name, const Tensor& view) const;
 
   // Checks that `name` exists with exactly `shape` and a floating dtype
   // (ModelError naming the file, the tensor, and expected vs found shape or

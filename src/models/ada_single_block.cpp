@@ -90,10 +90,10 @@ AdaSingleBlock AdaSingleBlock::load(const io::WeightStore& w, const std::string&
   auto rows = [&](const std::string& name, parallel::Range r) {
     if (tp == 1) return w.info(name).shape.size() == 2 ? load_matrix(w, name, place) : whole(name);
     Tensor t = w.load_rows(name, r.begin, r.end);
-    return t.ndim() == 2 ? place.matrix(t) : place.put(t);  // a weight's rows, or a bias's
+    return t.ndim() == 2 ? place_matrix(w, name, t, place) : place.put(t);  // a weight's rows, or a bias's
   };
   auto cols = [&](const std::string& name, parallel::Range r) {
-    return tp == 1 ? load_matrix(w, name, place) : place.matrix(w.load_cols(name, r.begin, r.end));
+    return place_matrix(w, name, tp == 1 ? w.load(name) : w.load_cols(name, r.begin, r.end), place);
   };
   AdaSingleBlockWeights& k = blk.w_;
   k.scale_shift_table = whole(b + "scale_shift_table");

@@ -130,7 +130,7 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   // CPU the GEMM weights (matrix) stay as stored, borrowed from the mmapped
   // file, and the rest (put) becomes float32.
   auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
-  auto matrix = [&](const std::string& name) { return place.matrix(w.load(name)); };
+  auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
   m.patch_w = matrix("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});
   m.patch_b = whole("pos_embed.proj.bias");
   m.pos_embed = place.put(ops::sincos_pos_embed_2d(d, c.grid(), c.grid(), static_cast<double>(c.grid()), 1.0));
@@ -144,10 +144,10 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   const parallel::Range heads = parallel::column_split(d, shard.tp), feats = parallel::column_split(f, shard.tp);
   auto rows = [&](const std::string& name, parallel::Range r, int64_t offset = 0) {
     Tensor t = w.load_rows(name, offset + r.begin, offset + r.end);
-    return t.ndim() == 2 ? place.matrix(t) : place.put(t);  // a weight's rows, or a bias's
+    return t.ndim() == 2 ? place_matrix(w, name, t, place) : place.put(t);  // a weight's rows, or a bias's
   };
   auto cols = [&](const std::string& name, parallel::Range r) {
-    return place.matrix(tp == 1 ? w.load(name) : w.load_cols(name, r.begin, r.end));
+    return place_matrix(w, name, tp == 1 ? w.load(name) : w.load_cols(name, r.begin, r.end), place);
   };
   m.blocks.resize(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i) {

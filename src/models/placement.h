@@ -46,15 +46,27 @@ struct Placement {
   Tensor empty(Shape shape) const { return Tensor::empty(std::move(shape), device, storage()); }
 };
 
-// The GEMM weight `name` of `weights` placed by place.matrix(); when that
-// made a copy (a conversion or an upload), the file pages the source was
-// read from are released from this process at once, so loading a model
-// tensor by tensor never holds the whole source checkpoint resident.
-inline Tensor load_matrix(const io::WeightStore& weights, const std::string& name, const Placement& place) {
-  const Tensor source = weights.load(name);
+// `source` (all or part of the stored tensor `name`: a view of the file
+// from load / load_rows, or columns load_cols copied out of it) placed as a
+// GEMM weight by place.matrix(). When that made a copy of a view, the file
+// pages under the view are released from this process at once, so loading
+// a model tensor by tensor never holds the whole source checkpoint resident
+// (a float32 checkpoint run in bfloat16 peaks near its bfloat16 size);
+// load_cols released its own pages already.
+inline Tensor place_matrix(const io::WeightStore& weights, const std::string& name, const Tensor& source,
+                           const Placement& place) {
   Tensor placed = place.matrix(source);
-  if (placed.raw() != source.raw()) weights.release_pages(name);
+  if (placed.raw() == source.raw()) return placed;  // still the source itself
+  const Tensor stored = weights.load(name);          // a view: where the file's bytes are
+  const auto* begin = static_cast<const char*>(stored.raw());
+  const auto* at = static_cast<const char*>(source.raw());
+  if (source.is_cpu() && at >= begin && at < begin + stored.nbytes()) weights.release_pages(name, source);
   return placed;
+}
+
+// The whole GEMM weight `name`, placed as place_matrix says.
+inline Tensor load_matrix(const io::WeightStore& weights, const std::string& name, const Placement& place) {
+  return place_matrix(weights, name, weights.load(name), place);
 }
 
 }  // namespace ditgen::models
