@@ -17,12 +17,14 @@ namespace {
 
 constexpr int64_t kPromptsPerPass = 8;
 
-void activate(Tensor& x, T5Activation act) {
-  switch (act) {
-    case T5Activation::kRelu: ops::relu_(x); break;
-    case T5Activation::kGeluNew: ops::gelu_tanh_(x); break;  // gelu_new is the tanh approximation
-    case T5Activation::kSilu: ops::silu_(x); break;
-  }
+// The feed-forward's first projection and its activation (GELU fused into
+// the GEMM: gelu_new is the tanh approximation).
+Tensor project_activated(const Tensor& x, const Tensor& w, T5Activation act) {
+  if (act == T5Activation::kGeluNew) return ops::linear(x, w, nullptr, ops::Activation::kGeluTanh);
+  Tensor y = ops::linear(x, w, nullptr);
+  if (act == T5Activation::kRelu) ops::relu_(y);
+  else ops::silu_(y);
+  return y;
 }
 
 }  // namespace
@@ -109,8 +111,7 @@ void T5Encoder::run_block(const Block& b, const Tensor& bias, const std::vector<
 
   // Feed-forward.
   x = ops::rms_norm(h, b.ff_norm_w, cfg_.eps);
-  Tensor hidden = ops::linear(x, b.wi_w, nullptr);  // (rows, d_ff)
-  activate(hidden, cfg_.act);
+  Tensor hidden = project_activated(x, b.wi_w, cfg_.act);  // (rows, d_ff)
   if (cfg_.gated) ops::mul_(hidden, ops::linear(x, b.wi_gate_w, nullptr));
   ops::add_(h, ops::linear(hidden, b.wo_w, nullptr));
 }

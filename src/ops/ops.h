@@ -37,15 +37,21 @@ Tensor convert(const Tensor& x, DType dtype);
 // ---- GEMM ---------------------------------------------------------------
 // c[M, N] = alpha * op(a) * op(b) + beta * c on 2-D tensors (op = transpose
 // when asked); M, N, K come from the shapes. On the CPU b (the weight) may
-// be bfloat16 or float16 (widened in blocks, float32 arithmetic).
+// be bfloat16 or float16, its dtype the arithmetic as for linear.
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta, Tensor& c);
 
-// y[..., N] = x[..., K] · w[N, K]^T + bias[N]  (torch.nn.Linear). On the
-// CPU w may be bfloat16 or float16 (kept as stored, widened a block of rows
-// at a time inside the GEMM); x, bias and y are float32.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
-// Same, into columns [col, col + N) of y, a [rows, W] tensor (x's rows), so
-// several projections can fill one wider buffer.
+// What a linear applies to each output after its bias: on the CPU inside
+// the GEMM, on the output tile while it is in cache (one trip through
+// memory fewer than a separate activation op).
+enum class Activation { kNone, kGeluTanh };
+
+// y[..., N] = act(x[..., K] · w[N, K]^T + bias[N])  (torch.nn.Linear, then
+// the activation). On the CPU, the weight's dtype is the GEMM's arithmetic:
+// float32; bfloat16 (x rounded to bfloat16, float32 sums); float16 (widened
+// exactly: float32). x, bias and y are float32 there.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act = Activation::kNone);
+// Same (no activation), into columns [col, col + N) of y, a [rows, W]
+// tensor (x's rows), so several projections can fill one wider buffer.
 void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t col);
 
 // ---- Elementwise ----------------------------------------------------------

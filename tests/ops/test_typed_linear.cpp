@@ -103,10 +103,13 @@ TEST_CASE("linear with a bfloat16 weight rounds its input to bfloat16 and sums i
     int64_t n;
     int64_t block;  // input elements per rounded block (0: the default)
   };
-  // Odd shapes; one row; a weight larger than a widening block; inputs
-  // rounded in several blocks of rows.
-  const Case cases[] = {{{3, 7}, 5, 0}, {{1, 33}, 17, 0}, {{2, 5, 64}, 130, 0}, {{9, 1000}, 2200, 0},
-                        {{37, 96}, 50, 96 * 8}, {{5, 301}, 12, 1}};
+  // Odd shapes; one row; up to 8 rows (the few-rows kernel: n not a
+  // multiple of its row blocks, k not of its 32-element steps) and more (the
+  // matmul); a weight larger than a widening block; inputs rounded in
+  // several blocks of rows.
+  const Case cases[] = {{{3, 7}, 5, 0},       {{1, 33}, 17, 0},        {{2, 1152}, 70, 0}, {{8, 40}, 9, 0},
+                        {{2, 5, 64}, 130, 0}, {{9, 1000}, 2200, 0},    {{37, 96}, 50, 96 * 8},
+                        {{5, 301}, 12, 1}};
   uint32_t seed = 40;
   for (const Case& c : cases) {
     CAPTURE(shape_str(c.x));
@@ -139,17 +142,17 @@ TEST_CASE("linear with a bfloat16 weight rounds its input to bfloat16 and sums i
   }
 }
 
-TEST_CASE("linear's GELU epilogue equals the GEMM followed by gelu_tanh_") {
+TEST_CASE("linear's fused GELU equals the GEMM followed by gelu_tanh_") {
   const Tensor x = random_tensor({6, 40}, 70, -2.0f, 2.0f), bias = random_tensor({23}, 71);
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16}) {
     CAPTURE(dtype_name(t));
     const Tensor w = random_tensor({23, 40}, 72).to(t);
     auto check = [&] {
-      Tensor want = ops::cpu::linear(x, w, &bias);
+      Tensor want = ops::linear(x, w, &bias);
       ops::gelu_tanh_(want);
-      const Tensor got = ops::cpu::linear(x, w, &bias, ops::cpu::Epilogue::kGeluTanh);
+      const Tensor got = ops::linear(x, w, &bias, ops::Activation::kGeluTanh);
       CHECK(testing::max_rel(got, want) < 1e-6);
-      const Tensor one = ops::cpu::linear(x.slice0(2, 3), w, &bias, ops::cpu::Epilogue::kGeluTanh);  // one row
+      const Tensor one = ops::linear(x.slice0(2, 3), w, &bias, ops::Activation::kGeluTanh);  // one row
       CHECK(testing::max_rel(one, want.slice0(2, 3).clone()) < 1e-6);
     };
     if (t == DType::kBF16) on_both_bf16_paths(0, check);

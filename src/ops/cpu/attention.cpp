@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "kernels/math/softmax.h"
+#include "ops/cpu/bf16_round.h"
 #include "ops/cpu/cpu_ops.h"
 #include "tensor/half.h"
 
@@ -151,16 +152,6 @@ constexpr bool kNativeBf16 = true;
 static_assert(kVec == 16);
 
 inline __m512bh as_bh(__m512i x) { return reinterpret_cast<__m512bh&>(x); }
-
-// n floats of src as bfloat16 (nearest even) into dst, n >= 0.
-inline void to_bf16_row(const float* src, int64_t n, uint16_t* dst) {
-  int64_t e = 0;
-  for (; e + 16 <= n; e += 16) {
-    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + e));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + e), reinterpret_cast<const __m256i&>(h));
-  }
-  for (; e < n; ++e) dst[e] = f32_to_bf16(src[e]);
-}
 
 // dst[c] = bf16(lo[c]) | bf16(hi[c]) << 16 for c < n (n a multiple of 16),
 // only the first `valid` columns of lo / hi read (the rest taken as 0); a
@@ -341,7 +332,7 @@ void attention(const AttentionArgs& a) {
           // Key rows as bf16: consecutive elements are the pairs.
           for (int64_t j = 0; j < bk; ++j) {
             uint16_t* row = reinterpret_cast<uint16_t*>(kp.data() + j * d2);
-            to_bf16_row(kb + (k0 + j) * a.k_row_stride, d, row);
+            round_to_bf16(kb + (k0 + j) * a.k_row_stride, d, row);
             if (d % 2) row[d] = 0;
           }
           for (int64_t j = 0; j < bk_pad; j += kKeyRows) {

@@ -19,15 +19,15 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 // The same with b of any floating dtype, which is the GEMM's arithmetic
 // (gemm.cpp): float32; bfloat16 (a rounded to bfloat16, float32 sums);
 // float16 widened to float32. Then c += bias[n] (alpha == 1 or not) and the
-// epilogue, fused into the matmul where oneDNN runs it.
+// activation, fused into the matmul where oneDNN runs it.
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr,
-          Epilogue epilogue = Epilogue::kNone);
+          Activation act = Activation::kNone);
 // x, bias float32; w float32, bfloat16 or float16 (its dtype is the arithmetic, as gemm).
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Epilogue epilogue = Epilogue::kNone);
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act = Activation::kNone);
 // Rows of length N written into y with row stride ldy.
 void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy,
-                 Epilogue epilogue = Epilogue::kNone);
+                 Activation act = Activation::kNone);
 // Tests only: how bfloat16 GEMMs and attention run, so that every path is
 // checked on one machine. emulate: the bf16 arithmetic emulated in float32
 // (operands rounded, float32 kernels) even where the CPU has bf16 dot

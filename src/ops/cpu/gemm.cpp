@@ -4,9 +4,10 @@
 //                    OpenBLAS sgemv for a single row of output;
 //   bfloat16 weight  bfloat16 GEMM: the input rounded to bfloat16 (nearest
 //                    even), products exact, sums in float32, float32 out:
-//                    oneDNN's bf16 matmul where it has a kernel for this CPU,
-//                    else the same arithmetic emulated (the rounded input
-//                    against the widened weight in float32);
+//                    oneDNN's bf16 matmul where it has a kernel for this CPU
+//                    (up to 8 rows: small_gemm_bf16.h, memory-bound), else
+//                    the same arithmetic emulated (the rounded input against
+//                    the widened weight in float32);
 //   float16 weight   float32 GEMM on the weight widened exactly (CPUs have no
 //                    float16 arithmetic): a block of rows at a time into a
 //                    reused thread-local float32 scratch of about 4 MB, so no
@@ -38,8 +39,8 @@
 // constructor, before main: README, Bad input.)
 #include <cblas.h>
 #include <omp.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
 #endif
 
 #include <algorithm>
@@ -53,7 +54,9 @@
 
 #include "kernels/math/activations.h"
 #include "ops/cpu/cpu_ops.h"
+#include "ops/cpu/bf16_round.h"
 #include "ops/cpu/onednn_matmul.h"
+#include "ops/cpu/small_gemm_bf16.h"
 #include "tensor/half.h"
 
 extern "C" {
@@ -194,17 +197,6 @@ void widen_rows(const char* src, DType dtype, int64_t rows, int64_t cols, int64_
   for (int64_t r = 0; r < rows; ++r) widen(src + r * ld * dtype_size(dtype), dtype, cols, dst + r * cols);
 }
 
-// n floats rounded to bfloat16 bits, nearest even (f32_to_bf16; with
-// AVX512-BF16 one instruction per 16, which also rounds to nearest even).
-void round_bf16(const float* src, int64_t n, uint16_t* dst) {
-  int64_t e = 0;
-#if defined(__AVX512BF16__)
-  for (; e + 16 <= n; e += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + e), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + e)));
-#endif
-  for (; e < n; ++e) dst[e] = f32_to_bf16(src[e]);
-}
-
 // Rows r0..r0+rows of op(a) (m x k, a [m, k] or [k, m] with lda) packed
 // into dst [rows, k], each element rounded to the nearest bfloat16 (even on
 // ties), as bfloat16 bits (Out = uint16_t) or as the float32 of that value.
@@ -215,7 +207,7 @@ void round_rows(const float* a, bool trans_a, int64_t lda, int64_t r0, int64_t r
     Out* out = dst + r * k;
     if constexpr (std::is_same_v<Out, uint16_t>) {
       if (!trans_a) {
-        round_bf16(a + (r0 + r) * lda, k, out);
+        round_to_bf16(a + (r0 + r) * lda, k, out);
         continue;
       }
     }
@@ -237,10 +229,10 @@ void round_rows(const float* a, bool trans_a, int64_t lda, int64_t r0, int64_t r
   }
 }
 
-// c rows += bias, then the epilogue: what oneDNN fuses, for the paths that
+// c rows += bias, then the activation: what oneDNN fuses, for the paths that
 // do not run through it.
-void finish_rows(float* c, int64_t m, int64_t n, int64_t ldc, const float* bias, Epilogue epilogue) {
-  if (!bias && epilogue == Epilogue::kNone) return;
+void finish_rows(float* c, int64_t m, int64_t n, int64_t ldc, const float* bias, Activation act) {
+  if (!bias && act == Activation::kNone) return;
 #pragma omp parallel for if (m * n > 32768 && !omp_in_parallel())
   for (int64_t i = 0; i < m; ++i) {
     float* row = c + i * ldc;
@@ -248,22 +240,22 @@ void finish_rows(float* c, int64_t m, int64_t n, int64_t ldc, const float* bias,
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
     }
-    if (epilogue == Epilogue::kGeluTanh) {
+    if (act == Activation::kGeluTanh) {
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) row[j] = math::gelu_tanh(row[j]);
     }
   }
 }
 
-// c = beta * c (k == 0: the product is empty), then bias and epilogue.
-void scale_rows(float* c, int64_t m, int64_t n, int64_t ldc, float beta, const float* bias, Epilogue epilogue) {
+// c = beta * c (k == 0: the product is empty), then bias and activation.
+void scale_rows(float* c, int64_t m, int64_t n, int64_t ldc, float beta, const float* bias, Activation act) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-  finish_rows(c, m, n, ldc, bias, epilogue);
+  finish_rows(c, m, n, ldc, bias, act);
 }
 
 MatmulCall call_of(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, int64_t lda,
-                   int64_t ldb, float beta, int64_t ldc, DType dtype, const float* bias, Epilogue epilogue) {
+                   int64_t ldb, float beta, int64_t ldc, DType dtype, const float* bias, Activation act) {
   MatmulCall call;
   call.m = m;
   call.n = n;
@@ -277,15 +269,15 @@ MatmulCall call_of(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   call.alpha = alpha;
   call.beta = beta;
   call.bias = bias != nullptr;
-  call.epilogue = epilogue;
+  call.act = act;
   return call;
 }
 
 // float32 a and b.
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Epilogue epilogue) {
+              const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Activation act) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, epilogue);
+  if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, act);
   if (m == 1) {
     // One row: OpenBLAS's sgemv beats a one-row matmul (the adaLN linears of
     // a single image: 1.4 ms against 1.7 for 1152 -> 6912, 15 us against 35
@@ -294,15 +286,15 @@ void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float
     cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, static_cast<blasint>(trans_b ? n : k),
                 static_cast<blasint>(trans_b ? k : n), alpha, b, static_cast<blasint>(ldb), a,
                 static_cast<blasint>(trans_a ? lda : 1), beta, c, 1);
-    return finish_rows(c, 1, n, ldc, bias, epilogue);
+    return finish_rows(c, 1, n, ldc, bias, act);
   }
   if (bias && alpha != 1.0f) {  // oneDNN adds a bias only to an unscaled product
     onednn_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, nullptr,
-                          Epilogue::kNone),
+                          Activation::kNone),
                   a, b, nullptr, c);
-    return finish_rows(c, m, n, ldc, bias, epilogue);
+    return finish_rows(c, m, n, ldc, bias, act);
   }
-  onednn_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, bias, epilogue), a, b,
+  onednn_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, bias, act), a, b,
                 bias, c);
 }
 
@@ -311,7 +303,7 @@ void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float
 // already rounded).
 void gemm_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc,
-                  const float* bias, Epilogue epilogue) {
+                  const float* bias, Activation act) {
   const size_t esize = dtype_size(b_dtype);
   const char* bytes = static_cast<const char*>(b);
   if (trans_b) {
@@ -321,7 +313,7 @@ void gemm_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
     for (int64_t n0 = 0; n0 < n; n0 += rows) {
       const int64_t nb = std::min(rows, n - n0);
       widen_rows(bytes + n0 * ldb * esize, b_dtype, nb, k, ldb, w);
-      gemm_f32(trans_a, true, m, nb, k, alpha, a, lda, w, k, beta, c + n0, ldc, nullptr, Epilogue::kNone);
+      gemm_f32(trans_a, true, m, nb, k, alpha, a, lda, w, k, beta, c + n0, ldc, nullptr, Activation::kNone);
     }
   } else {
     // b is [k, n]: a block of its rows is a slice of the sum over k, so the
@@ -332,16 +324,23 @@ void gemm_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
       const int64_t kb = std::min(rows, k - k0);
       widen_rows(bytes + k0 * ldb * esize, b_dtype, kb, n, ldb, w);
       gemm_f32(trans_a, false, m, n, kb, alpha, trans_a ? a + k0 * lda : a + k0, lda, w, n, k0 == 0 ? beta : 1.0f, c,
-               ldc, nullptr, Epilogue::kNone);
+               ldc, nullptr, Activation::kNone);
     }
   }
-  finish_rows(c, m, n, ldc, bias, epilogue);
+  finish_rows(c, m, n, ldc, bias, act);
 }
 
 // float32 a, bfloat16 b: a's rows rounded to bfloat16 a block at a time.
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const void* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Epilogue epilogue) {
+               const void* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Activation act) {
   const bool native = onednn_fast(DType::kBF16) && !g_bf16_hooks.emulate;
+  if (native && trans_b && m <= kSmallGemmRows && small_gemm_bf16_available()) {
+    // A few rows (adaLN, embedders): memory-bound, the weight streamed once.
+    uint16_t* ab = scratch<uint16_t, 1>(m * k);
+    round_rows(a, trans_a, lda, 0, m, k, ab);
+    small_gemm_bf16(m, n, k, alpha, ab, k, static_cast<const uint16_t*>(b), ldb, beta, c, ldc);
+    return finish_rows(c, m, n, ldc, bias, act);
+  }
   const int64_t rows = block_rows(k, g_bf16_hooks.gemm_block_elements > 0 ? g_bf16_hooks.gemm_block_elements : kRoundedElements);
   for (int64_t m0 = 0; m0 < m; m0 += rows) {
     const int64_t mb = std::min(rows, m - m0);
@@ -351,17 +350,17 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
       round_rows(a, trans_a, lda, m0, mb, k, ab);
       if (bias && alpha != 1.0f) {
         onednn_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, nullptr,
-                              Epilogue::kNone),
+                              Activation::kNone),
                       ab, b, nullptr, cb);
-        finish_rows(cb, mb, n, ldc, bias, epilogue);
+        finish_rows(cb, mb, n, ldc, bias, act);
       } else {
-        onednn_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, epilogue), ab,
+        onednn_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, act), ab,
                       b, bias, cb);
       }
     } else {
       float* af = scratch<float, 2>(std::min(rows, m) * k);
       round_rows(a, trans_a, lda, m0, mb, k, af);
-      gemm_widened(false, trans_b, mb, n, k, alpha, af, k, b, DType::kBF16, ldb, beta, cb, ldc, bias, epilogue);
+      gemm_widened(false, trans_b, mb, n, k, alpha, af, k, b, DType::kBF16, ldb, beta, cb, ldc, bias, act);
     }
   }
 }
@@ -373,28 +372,28 @@ const Bf16Hooks& bf16_hooks() { return g_bf16_hooks; }
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr, Epilogue::kNone);
+  gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr, Activation::kNone);
 }
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias,
-          Epilogue epilogue) {
+          Activation act) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, epilogue);
+  if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, act);
   switch (b_dtype) {
     case DType::kF32:
       return gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, static_cast<const float*>(b), ldb, beta, c, ldc, bias,
-                      epilogue);
+                      act);
     case DType::kBF16:
-      return gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, epilogue);
+      return gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, act);
     case DType::kF16:
-      return gemm_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, b_dtype, ldb, beta, c, ldc, bias, epilogue);
+      return gemm_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, b_dtype, ldb, beta, c, ldc, bias, act);
     default:
       throw std::invalid_argument(std::string("gemm: a ") + dtype_name(b_dtype) + " weight");
   }
 }
 
-void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy, Epilogue epilogue) {
+void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y, int64_t ldy, Activation act) {
   if (w.ndim() != 2) throw std::invalid_argument("linear: weight must be 2-D, got " + shape_str(w.shape()));
   const int64_t n = w.dim(0), k = w.dim(1);
   if (x.ndim() < 1 || x.dim(-1) != k)
@@ -403,14 +402,14 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y,
   if (bias && bias->numel() != n) throw std::invalid_argument("linear: bias " + shape_str(bias->shape()));
   const int64_t m = x.numel() / k;
   gemm(false, true, m, n, k, 1.0f, x.data(), k, w.raw(), w.dtype(), k, 0.0f, y, ldy, bias ? bias->data() : nullptr,
-       epilogue);
+       act);
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Epilogue epilogue) {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act) {
   Shape out_shape = x.shape();
   out_shape.back() = w.dim(0);
   Tensor y = Tensor::empty(out_shape);
-  linear_into(x, w, bias, y.data(), w.dim(0), epilogue);
+  linear_into(x, w, bias, y.data(), w.dim(0), act);
   return y;
 }
 

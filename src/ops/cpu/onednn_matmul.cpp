@@ -44,7 +44,7 @@ dnnl::memory::desc matrix_desc(int64_t rows, int64_t cols, bool trans, int64_t l
 
 auto key_of(const MatmulCall& c) {
   return std::make_tuple(c.m, c.n, c.k, c.trans_a, c.trans_b, c.lda, c.ldb, c.ldc, static_cast<int>(c.dtype), c.alpha,
-                         c.beta, c.bias, static_cast<int>(c.epilogue));
+                         c.beta, c.bias, static_cast<int>(c.act));
 }
 
 struct Prepared {
@@ -63,7 +63,7 @@ Prepared prepare(const MatmulCall& c) {
   if (c.alpha != 1.0f) attr.set_output_scales(0, {c.alpha});
   dnnl::post_ops ops;
   if (c.beta != 0.0f) ops.append_sum(c.beta);
-  if (c.epilogue == Epilogue::kGeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+  if (c.act == Activation::kGeluTanh) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
   attr.set_post_ops(ops);
   std::unique_ptr<dnnl::matmul::desc> d;
   if (c.bias) {

@@ -10,8 +10,8 @@
 // The weight is read in place in its plain layout ([N, K] row-major as a
 // checkpoint stores it, or [K, N]): no packed copy, so an mmapped bfloat16
 // weight is used straight from the file and tp slices stay ordinary tensors
-// (packing gained 2-4% at M = 512). Bias and the epilogue run inside the
-// matmul on the output tile while it is in cache (oneDNN post-ops).
+// (packing gained 2-4% at M = 512). The bias and the activation run inside
+// the matmul on the output tile while it is in cache (oneDNN post-ops).
 //
 // Primitives are built once per distinct call shape (a few hundred
 // microseconds each) and cached for the process: a model runs a handful of
@@ -20,15 +20,12 @@
 #pragma once
 #include <cstdint>
 
+#include "ops/ops.h"
 #include "tensor/dtype.h"
 
 namespace ditgen::ops::cpu {
 
-// What happens to each output after the bias (and after the accumulation
-// into beta * c).
-enum class Epilogue { kNone, kGeluTanh };
-
-// c[m, n] = epilogue(alpha * op(a)[m, k] · op(b)[k, n] + bias[n] + beta * c),
+// c[m, n] = act(alpha * op(a)[m, k] · op(b)[k, n] + bias[n] + beta * c),
 // row-major with leading dimensions lda, ldb, ldc; op = transpose when asked.
 // a and b are `dtype` (float32 or bfloat16), c and bias float32. A bias
 // requires alpha == 1.
@@ -39,7 +36,7 @@ struct MatmulCall {
   DType dtype = DType::kF32;
   float alpha = 1.0f, beta = 0.0f;
   bool bias = false;
-  Epilogue epilogue = Epilogue::kNone;
+  Activation act = Activation::kNone;
 };
 
 // Whether oneDNN runs `dtype` matmuls here with an optimised kernel (not its
@@ -48,7 +45,7 @@ struct MatmulCall {
 // plain AVX-512).
 bool onednn_fast(DType dtype);
 
-// Runs one call (a cached primitive). k may be 0 (c = epilogue(bias + beta c)).
+// Runs one call (a cached primitive); m, n, k >= 1.
 void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const float* bias, float* c);
 
 // The kernel oneDNN chose for a call of this shape ("brg:avx512_core_bf16"),
