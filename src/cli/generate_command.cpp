@@ -36,11 +36,12 @@ namespace ditgen::cli {
 
 namespace {
 
-// Resolves --device / model.dtype / --attention, binds this rank's GPU (one
+// Resolves --device / model.dtype / model.vae_dtype / --attention, binds this rank's GPU (one
 // per rank: the node-local rank, DESIGN.md §4) and sets the attention mode.
 DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const models::TransformerSpec& model) {
-  const DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
-                                            ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);
+  DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
+                                      ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);
+  choice.vae_dtype = choose_vae_dtype(cfg.model.vae_dtype, choice.device, opts.config_path);
   if (choice.device == Device::kCUDA) {
     try {
       ops::bind_cuda_device(
@@ -107,7 +108,7 @@ void run_generate(const CliOptions& opts) {
   }
   const BatchWork work = plan_batch_work(given, req, writers, rank0);
 
-  pipe->load_weights(layout.run, {device.device, device.dtype});
+  pipe->load_weights(layout.run, {device.device, device.dtype}, device.vae_dtype);
   if (device.device == Device::kCUDA && !quiet)
     std::fprintf(stderr, "ditgen: %s, %s, attention %s (head size %lld)%s\n", ops::cuda_device_description().c_str(),
                  dtype_name(device.dtype), ops::cuda_attention_path(model.head_dim(), device.dtype).c_str(),

@@ -31,6 +31,7 @@ using ClassLabel = std::variant<int, std::string>;
 struct ModelConfig {
   std::string path;            // diffusers-layout directory, as written
   std::string dtype = "auto";  // auto | float32 | bfloat16 | float16
+  std::string vae_dtype = "float32";  // the VAE decoder's: float32 | bfloat16 | float16
   bool operator==(const ModelConfig&) const = default;
 };
 

@@ -50,4 +50,11 @@ DeviceChoice choose_device(const std::string& device_option, const std::string& 
   return c;
 }
 
+DType choose_vae_dtype(const std::string& vae_dtype, Device device, const std::string& config_path) {
+  if (vae_dtype == "float32") return DType::kF32;
+  if (vae_dtype == "bfloat16") return DType::kBF16;
+  if (vae_dtype == "float16") return device == Device::kCUDA ? DType::kF16 : DType::kF32;
+  throw ConfigError(config_path + ": model.vae_dtype: expected float32, bfloat16 or float16, got '" + vae_dtype + "'");
+}
+
 }  // namespace ditgen

@@ -14,6 +14,7 @@ ModelConfig parse_model(const ObjectReader& model) {
   ModelConfig c;
   c.path = model.required_string("path", "the diffusers-layout model directory");
   c.dtype = model.choice("dtype", c.dtype, {"auto", "float32", "bfloat16", "float16"});
+  c.vae_dtype = model.choice("vae_dtype", c.vae_dtype, {"float32", "bfloat16", "float16"});
   return c;
 }
 

@@ -13,7 +13,7 @@ namespace {
 const std::vector<std::string>& schema_paths() {
   static const std::vector<std::string> paths = [] {
     std::vector<std::string> p = {
-        "model", "model.path", "model.dtype",
+        "model", "model.path", "model.dtype", "model.vae_dtype",
         "generate", "generate.class_labels", "generate.prompts", "generate.negative_prompt",
         "generate.prompt_file", "generate.max_sequence_length",
         "generate.seed", "generate.steps", "generate.guidance_scale", "generate.scheduler",

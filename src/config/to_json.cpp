@@ -46,7 +46,7 @@ json to_json(const RunConfig& c) {
   if (c.pab.cross) pab["cross"] = pab_kind_json(*c.pab.cross, false);
   if (c.pab.mlp) pab["mlp"] = pab_kind_json(*c.pab.mlp, true);
   nlohmann::json j = {
-      {"model", {{"path", c.model.path}, {"dtype", c.model.dtype}}},
+      {"model", {{"path", c.model.path}, {"dtype", c.model.dtype}, {"vae_dtype", c.model.vae_dtype}}},
       {"generate", generate_json(c.generate)},
       {"parallel", {{"sp", c.parallel.sp}, {"cp", c.parallel.cp}, {"tp", c.parallel.tp},
                     {"sp_mode", c.parallel.sp_mode}}},

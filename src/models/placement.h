@@ -10,9 +10,9 @@
 // the attention's; activations, norms, modulation and every other weight
 // stay float32 there (storage()).
 //
-// Two kinds of weight: matrix() for the GEMM weights (what ops::linear /
-// linear_into take as w), put() for everything else (biases, tables, conv
-// weights, norms). A weight already in the dtype it needs is borrowed from
+// Three kinds of weight: matrix() for the GEMM weights (what ops::linear /
+// linear_into take as w), conv() for convolution weights, put() for
+// everything else (biases, tables, norms). A weight already in the dtype it needs is borrowed from
 // the mmapped file, never copied; otherwise it is converted once, here. One
 // exception keeps memory: a float16 GEMM weight under float32 compute on the
 // CPU stays float16 (the GEMM widens it exactly, block by block, so the
@@ -43,6 +43,9 @@ struct Placement {
     if (device == Device::kCPU && dtype == DType::kF32 && t.dtype() == DType::kF16) return t;
     return t.to(device, dtype);
   }
+  // A convolution weight: in the compute dtype (the CPU's convolution takes
+  // float32 or bfloat16, its weight's dtype being its arithmetic).
+  Tensor conv(const Tensor& t) const { return t.to(device, dtype); }
   Tensor empty(Shape shape) const { return Tensor::empty(std::move(shape), device, storage()); }
 };
 

@@ -3,7 +3,8 @@
 // _from_deprecated_attn_block variant: GroupNorm, one head of size C,
 // residual connection, rescale_output_factor 1).
 //
-// The work is 3x3 convolutions (ops::conv2d: im2col + GEMM); GroupNorm is
+// The work is 3x3 convolutions (ops::conv2d: oneDNN on the CPU, in the
+// placement's dtype: float32, or bfloat16 under model.vae_dtype); GroupNorm is
 // always fused with the SiLU that follows it. Intermediates are released as
 // soon as they are consumed, and images are decoded one at a time, so the
 // peak is a few feature maps of one image (at 256x256 with 128 channels,
@@ -70,17 +71,18 @@ std::vector<std::pair<std::string, Shape>> resnet_tensors(const std::string& p, 
 VaeResnet load_resnet(const io::WeightStore& store, const std::string& p, int64_t cin, int64_t cout,
                       const Placement& place) {
   auto w = [&](const std::string& name) { return place.put(store.load(name)); };
+  auto conv = [&](const std::string& name) { return place.conv(store.load(name)); };
   VaeResnet r;
   r.norm1_w = w(p + "norm1.weight");
   r.norm1_b = w(p + "norm1.bias");
-  r.conv1_w = w(p + "conv1.weight");
+  r.conv1_w = conv(p + "conv1.weight");
   r.conv1_b = w(p + "conv1.bias");
   r.norm2_w = w(p + "norm2.weight");
   r.norm2_b = w(p + "norm2.bias");
-  r.conv2_w = w(p + "conv2.weight");
+  r.conv2_w = conv(p + "conv2.weight");
   r.conv2_b = w(p + "conv2.bias");
   if (cin != cout) {
-    r.shortcut_w = w(p + "conv_shortcut.weight");
+    r.shortcut_w = conv(p + "conv_shortcut.weight");
     r.shortcut_b = w(p + "conv_shortcut.bias");
   }
   return r;
@@ -226,10 +228,10 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const 
   m.place_ = place;
   m.cfg_ = c;
   if (c.use_post_quant_conv) {
-    m.post_quant_w = place.put(w.load("post_quant_conv.weight"));
+    m.post_quant_w = place.conv(w.load("post_quant_conv.weight"));
     m.post_quant_b = place.put(w.load("post_quant_conv.bias"));
   }
-  m.conv_in_w = place.put(w.load("decoder.conv_in.weight"));
+  m.conv_in_w = place.conv(w.load("decoder.conv_in.weight"));
   m.conv_in_b = place.put(w.load("decoder.conv_in.bias"));
   m.mid_resnet0 = load_resnet(w, mid + "resnets.0.", c_last, c_last, place);
   m.mid_resnet1 = load_resnet(w, mid + "resnets.1.", c_last, c_last, place);
@@ -243,7 +245,7 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const 
       std::copy(pw.data(), pw.data() + c_last * c_last, qkv_w.data() + i * c_last * c_last);
       std::copy(pb.data(), pb.data() + c_last, qkv_b.data() + i * c_last);
     }
-    a.qkv_w = place.put(qkv_w);
+    a.qkv_w = place.matrix(qkv_w);  // b of a GEMM: its dtype the arithmetic
     a.qkv_b = place.put(qkv_b);
     a.out_w = place.put(w.load(proj[3].w).reshape({c_last, c_last}));
     a.out_b = place.put(w.load(proj[3].b));
@@ -258,13 +260,13 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const 
       blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout, place));
     }
     if (i + 1 < n) {
-      blk.up_w = place.put(w.load(ub + "upsamplers.0.conv.weight"));
+      blk.up_w = place.conv(w.load(ub + "upsamplers.0.conv.weight"));
       blk.up_b = place.put(w.load(ub + "upsamplers.0.conv.bias"));
     }
   }
   m.norm_out_w = place.put(w.load("decoder.conv_norm_out.weight"));
   m.norm_out_b = place.put(w.load("decoder.conv_norm_out.bias"));
-  m.conv_out_w = place.put(w.load("decoder.conv_out.weight"));
+  m.conv_out_w = place.conv(w.load("decoder.conv_out.weight"));
   m.conv_out_b = place.put(w.load("decoder.conv_out.bias"));
   return m;
 }
@@ -314,6 +316,7 @@ Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
                                                 ops::rows_of(qkv, 2 * c, 3 * c, n), ops::rows_of(attn, 0, c, n), 1,
                                                 1, c);
   args.follow_attention_mode = false;  // --attention is the transformer's; head size c here (512 in SD VAEs)
+  args.compute = place_.dtype;
   ops::attention(args);
   qkv = Tensor();
 

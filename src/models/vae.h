@@ -1,5 +1,5 @@
-// VAE: the decoder half of diffusers' AutoencoderKL, on the CPU (float32) or
-// CUDA (models::Placement).
+// VAE: the decoder half of diffusers' AutoencoderKL, on the CPU (float32 or
+// bfloat16 compute) or CUDA (models::Placement).
 // Structure (diffusers Decoder): post_quant_conv (1x1), conv_in (3x3), a mid
 // block (resnet, single-head self-attention over the H*W pixels, resnet),
 // one UpDecoderBlock2D per entry of reversed(block_out_channels) with
@@ -75,8 +75,9 @@ struct VaeUpBlock {
 class VaeDecoder {
  public:
   // Validates every tensor name and shape against `cfg`, then loads onto
-  // `place` (on the CPU: F32 borrowed from the mmap, F16/BF16 converted to
-  // float32; on CUDA: uploaded once in the placement's dtype).
+  // `place` (models/placement.h: convolution weights and the attention's
+  // q/k/v projection in the compute dtype, the rest float32 on the CPU;
+  // on CUDA everything uploaded once in the placement's dtype).
   static VaeDecoder load(const io::WeightStore& weights, const VaeConfig& cfg, const Placement& place = {});
 
   // latents (B, latent_channels, h, w), host float32, ALREADY divided by scaling_factor

@@ -268,7 +268,8 @@ void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding) {
-  same_place("conv2d", x, {&w, bias});
+  same_place("conv2d", x, {bias});
+  weight_place("conv2d", x, w);  // the CPU takes a float32 or bfloat16 weight: the arithmetic
   if (x.ndim() != 4 || w.ndim() != 4 || w.dim(1) != x.dim(1) || (bias && bias->numel() != w.dim(0)) ||
       stride <= 0 || padding < 0 || x.dim(2) + 2 * padding < w.dim(2) || x.dim(3) + 2 * padding < w.dim(3))
     throw std::invalid_argument("conv2d: input " + shape_str(x.shape()) + ", weight " + shape_str(w.shape()) +

@@ -116,7 +116,8 @@ void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor
 
 // ---- Convolution and resampling (VAE) --------------------------------------------
 // 2-D convolution, NCHW: x [B, Cin, H, W], w [Cout, Cin, kh, kw], bias [Cout];
-// stride and zero padding in both directions.
+// stride and zero padding in both directions. On the CPU w may be bfloat16:
+// its dtype is the arithmetic, as for linear (x rounded, float32 sums).
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 // Nearest-neighbour upsampling by an integer factor: [B, C, H, W] -> [B, C, H*f, W*f].
 Tensor upsample_nearest(const Tensor& x, int64_t factor);

@@ -22,11 +22,11 @@ ClassPipeline ClassPipeline::load(const std::string& model_dir, const ParallelRu
   return p;
 }
 
-void ClassPipeline::load_weights(const ParallelRun& par, const models::Placement& place) {
+void ClassPipeline::load_weights(const ParallelRun& par, const models::Placement& place, DType vae_dtype) {
   StageScope stage("loading weights");
   par_ = par;
   transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);
-  load_vae(par, place);
+  load_vae(par, place.device, vae_dtype);
 }
 
 Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where) const {

@@ -39,7 +39,7 @@ class ClassPipeline final : public Pipeline {
                             const models::Placement& place = {});
 
   Request prepare(const GenerateConfig& generate, const std::string& where) const override;
-  void load_weights(const ParallelRun& par, const models::Placement& place) override;
+  void load_weights(const ParallelRun& par, const models::Placement& place, DType vae_dtype = DType::kF32) override;
   // The class ids, checked against the model (a Request built by hand may
   // hold anything).
   Conditions condition(const Request& req) const override;

@@ -85,13 +85,10 @@ Conditions Conditions::slice(int64_t first, int64_t count) const {
   return c;
 }
 
-models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae) {
-  // The CPU decodes in float32 (DESIGN.md §2: the VAE decodes in float32
-  // unless model.vae_dtype says otherwise).
-  if (place.device == Device::kCPU) return {Device::kCPU, DType::kF32};
+models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeConfig& vae) {
   // As diffusers' pipelines: a float16 VAE with force_upcast decodes in float32.
-  if (place.dtype == DType::kF16 && vae.force_upcast) return {place.device, DType::kF32};
-  return place;
+  if (vae_dtype == DType::kF16 && vae.force_upcast) return {device, DType::kF32};
+  return {device, vae_dtype};
 }
 
 ModelParts ModelParts::read(const std::string& model_dir) {
@@ -240,10 +237,10 @@ void Pipeline::set_sampling(Request& r, const GenerateConfig& g) const {
       ->set_timesteps(r.steps);
 }
 
-void Pipeline::load_vae(const ParallelRun& par, const models::Placement& place) {
+void Pipeline::load_vae(const ParallelRun& par, Device device, DType vae_dtype) {
   if (!par.output_rank) return;
   vae_ = std::make_shared<models::VaeDecoder>(models::VaeDecoder::load(
-      io::WeightStore::open_dir(parts_.dir.part_dir("vae")), parts_.vae, vae_placement(place, parts_.vae)));
+      io::WeightStore::open_dir(parts_.dir.part_dir("vae")), parts_.vae, vae_placement(device, vae_dtype, parts_.vae)));
 }
 
 Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) const {

@@ -155,9 +155,12 @@ class Pipeline {
   // file) and the field. --init-noise and PAB are added by the caller.
   virtual Request prepare(const GenerateConfig& generate, const std::string& where) const = 0;
 
-  // Reads, validates and places the weights this rank needs (the VAE on the
-  // output rank only).
-  virtual void load_weights(const ParallelRun& par, const models::Placement& place) = 0;
+  // Reads, validates and places the weights this rank needs: the
+  // transformer (and the text encoder, when the conditions are made) on
+  // `place`, the VAE on the output rank only, computing in vae_dtype
+  // (model.vae_dtype resolved; float32 by default, DESIGN.md §2).
+  virtual void load_weights(const ParallelRun& par, const models::Placement& place,
+                            DType vae_dtype = DType::kF32) = 0;
 
   // Stage 1: the request's conditions as the transformer takes them.
   virtual Conditions condition(const Request& req) const = 0;
@@ -188,7 +191,7 @@ class Pipeline {
   explicit Pipeline(ModelParts parts) : parts_(std::move(parts)) {}
   Pipeline(Pipeline&&) = default;
   // Loads the VAE decoder when this is the output rank.
-  void load_vae(const ParallelRun& par, const models::Placement& place);
+  void load_vae(const ParallelRun& par, Device device, DType vae_dtype);
   // The sampling settings every request takes from the generate section
   // (seed, steps, guidance, scheduler, batch size), with the step count
   // checked against the scheduler (e.g. more steps than training timesteps).
@@ -223,6 +226,6 @@ class Pipeline {
 
 // The VAE's placement for a pipeline placed on `place`: the same, except
 // float16 with force_upcast (vae/config.json, default true) decodes in float32.
-models::Placement vae_placement(const models::Placement& place, const models::VaeConfig& vae);
+models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeConfig& vae);
 
 }  // namespace ditgen::pipeline

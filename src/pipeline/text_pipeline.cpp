@@ -49,12 +49,12 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
   return r;
 }
 
-void TextPipeline::load_weights(const ParallelRun& par, const models::Placement& place) {
+void TextPipeline::load_weights(const ParallelRun& par, const models::Placement& place, DType vae_dtype) {
   StageScope stage("loading weights");
   par_ = par;
   device_ = place.device;
   transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);
-  load_vae(par, place);
+  load_vae(par, place.device, vae_dtype);
 }
 
 Conditions TextPipeline::condition(const Request& req) const {

@@ -40,7 +40,7 @@ class TextPipeline final : public Pipeline {
   Request prepare(const GenerateConfig& generate, const std::string& where) const override;
   // The transformer and the VAE; the text encoder is loaded by condition()
   // and released before it returns.
-  void load_weights(const ParallelRun& par, const models::Placement& place) override;
+  void load_weights(const ParallelRun& par, const models::Placement& place, DType vae_dtype = DType::kF32) override;
   Conditions condition(const Request& req) const override;
   Tensor denoise(const Request& req, const Conditions& cond, const StepCallback& on_step = {},
                  PabSummary* pab = nullptr) const override;

@@ -3,6 +3,8 @@
 // the legacy attention names of pre-0.14 checkpoints and config errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -18,9 +20,20 @@ using namespace ditgen;
 
 namespace {
 
-models::VaeDecoder load_vae(const std::string& dir) {
+models::VaeDecoder load_vae(const std::string& dir, DType dtype = DType::kF32) {
   auto cfg = models::VaeConfig::from_json(io::read_json_file(dir + "/config.json"), dir + "/config.json");
-  return models::VaeDecoder::load(io::WeightStore::open_dir(dir), cfg);
+  return models::VaeDecoder::load(io::WeightStore::open_dir(dir), cfg, {Device::kCPU, dtype});
+}
+
+// PSNR of decoded images in [-1, 1] (as pixel values 0..255, unquantised).
+double psnr(const Tensor& got, const Tensor& ref) {
+  double mse = 0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double d = 127.5 * (std::clamp(got[i], -1.0f, 1.0f) - std::clamp(ref[i], -1.0f, 1.0f));
+    mse += d * d;
+  }
+  mse /= static_cast<double>(ref.numel());
+  return 10.0 * std::log10(255.0 * 255.0 / mse);
 }
 
 void check_decode(const models::VaeDecoder& vae, const std::string& fixture) {
@@ -44,6 +57,41 @@ TEST_CASE("VAE decode matches diffusers: float32, 10x10 latents -> 20x20") {
 
 TEST_CASE("VAE decode matches diffusers: float16 weights") {
   check_decode(load_vae(testing::fixture_dir("dit_small_bf16") + "/vae"), "dit_small_bf16");
+}
+
+TEST_CASE("VAE decode in bfloat16 (model.vae_dtype) stays near diffusers' float32") {
+  for (const std::string fixture : {"dit_odd", "dit_small_bf16"}) {
+    CAPTURE(fixture);
+    const auto vae = load_vae(testing::fixture_dir(fixture) + "/vae", DType::kBF16);
+    const Tensor z = testing::fixture_tensor(fixture, "expected.safetensors", "vae_input");
+    const Tensor ref = testing::fixture_tensor(fixture, "expected.safetensors", "vae_output");
+    const double err = testing::rel_l2(vae.decode(z), ref);
+    MESSAGE(fixture << " bfloat16: VAE decode relative L2 " << err);
+    CHECK(err < 2e-2);
+    CHECK(err > 1e-5);  // bfloat16 arithmetic really ran
+  }
+}
+
+TEST_CASE("VAE decode in bfloat16 of the default video model's latents: PSNR against float32 decode") {
+  // The diffusers parity fixture's final latents (2 clips of 16 frames),
+  // decoded frame by frame by samples/latte-shapes/vae in both dtypes.
+  const std::string dir = std::string(DITGEN_SOURCE_DIR) + "/samples/latte-shapes/vae";
+  const Tensor latents =
+      io::SafetensorsFile::open(std::string(DITGEN_SOURCE_DIR) + "/tests/fixtures/latte_shapes_reference/expected.safetensors")
+          ->load("latents");
+  const auto f32 = load_vae(dir), bf16 = load_vae(dir, DType::kBF16);
+  const float sf = f32.config().scaling_factor;
+  // (2, 4, 16, 8, 8) -> (32, 4, 8, 8) frames, divided by the scaling factor.
+  const int64_t clips = latents.dim(0), c = latents.dim(1), frames = latents.dim(2), hw = 64;
+  Tensor z = Tensor::empty({clips * frames, c, 8, 8});
+  for (int64_t b = 0; b < clips; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t f = 0; f < frames; ++f)
+        for (int64_t i = 0; i < hw; ++i)
+          z[((b * frames + f) * c + ch) * hw + i] = latents[((b * c + ch) * frames + f) * hw + i] / sf;
+  const double db = psnr(bf16.decode(z), f32.decode(z));
+  MESSAGE("default video model: bfloat16 VAE decode against float32, PSNR " << db << " dB");
+  CHECK(db > 40.0);
 }
 
 TEST_CASE("VAE accepts the legacy attention names of pre-0.14 checkpoints (1x1 conv shaped)") {

@@ -7,6 +7,7 @@
 #include "../ops/test_helpers.h"
 #include <cstring>
 
+#include "config/device_choice.h"
 #include "pipeline/class_pipeline.h"
 #include "pipeline/pipeline_checks.h"
 #include "sched/noise.h"
@@ -127,15 +128,23 @@ TEST_CASE("a class name listed under several ids resolves to the last, as DiTPip
   CHECK(pipeline::resolve_class_label(int64_t{999}, id2label, 1000, "f") == 999);
 }
 
-TEST_CASE("the VAE's placement: float16 with force_upcast decodes in float32, as diffusers does") {
+TEST_CASE("the VAE placement follows model.vae_dtype, and float16 with force_upcast decodes in float32 as diffusers does") {
   models::VaeConfig vae;  // force_upcast defaults to true, as in diffusers
-  const models::Placement f16{Device::kCUDA, DType::kF16}, bf16{Device::kCUDA, DType::kBF16};
-  CHECK(pipeline::vae_placement(f16, vae).dtype == DType::kF32);
-  CHECK(pipeline::vae_placement(f16, vae).device == Device::kCUDA);
-  CHECK(pipeline::vae_placement(bf16, vae).dtype == DType::kBF16);  // diffusers upcasts float16 only
-  CHECK(pipeline::vae_placement({}, vae).dtype == DType::kF32);
+  const Device cuda = Device::kCUDA;
+  CHECK(pipeline::vae_placement(cuda, DType::kF16, vae).dtype == DType::kF32);
+  CHECK(pipeline::vae_placement(cuda, DType::kF16, vae).device == Device::kCUDA);
+  CHECK(pipeline::vae_placement(cuda, DType::kBF16, vae).dtype == DType::kBF16);  // diffusers upcasts float16 only
+  CHECK(pipeline::vae_placement(Device::kCPU, DType::kF32, vae).dtype == DType::kF32);
+  CHECK(pipeline::vae_placement(Device::kCPU, DType::kBF16, vae).dtype == DType::kBF16);
+  // model.vae_dtype as written to the decoder's dtype on each device.
+  CHECK(choose_vae_dtype("float32", cuda, "r.json") == DType::kF32);
+  CHECK(choose_vae_dtype("bfloat16", Device::kCPU, "r.json") == DType::kBF16);
+  CHECK(choose_vae_dtype("float16", Device::kCPU, "r.json") == DType::kF32);  // no float16 arithmetic on CPUs
+  CHECK(choose_vae_dtype("float16", cuda, "r.json") == DType::kF16);
+  CHECK_THROWS_WITH_AS(choose_vae_dtype("int8", cuda, "r.json"), doctest::Contains("r.json: model.vae_dtype"),
+                       ConfigError);
   vae.force_upcast = false;
-  CHECK(pipeline::vae_placement(f16, vae).dtype == DType::kF16);
+  CHECK(pipeline::vae_placement(cuda, DType::kF16, vae).dtype == DType::kF16);
   // Read from vae/config.json: the fixture says true; absent means true.
   const auto dir = io::ModelDir::open(testing::fixture_dir("dit_odd"));
   CHECK(models::VaeConfig::from_json(dir.part_config("vae"), "vae/config.json").force_upcast);
