@@ -7,7 +7,7 @@
 #
 #   scripts/bench_cuda.sh BUILD_DIR MODEL_DIR [BATCH=2] [REPEAT=10]
 #
-# BUILD_DIR: a CUDA build (-DDITGEN_CUDA=ON) with bench_dit_forward built.
+# BUILD_DIR: a CUDA build (-DDITGEN_CUDA=ON) with bench_forward built.
 # MODEL_DIR: a diffusers model root or transformer directory, e.g. the
 # shipped samples/dit-shapes, or a full-size random DiT-XL/2 written by
 #   BUILD_DIR/scripts/bench/make_random_dit --preset dit-xl-2-256 --out /tmp/xl
@@ -17,10 +17,10 @@ build=${1:?usage: bench_cuda.sh BUILD_DIR MODEL_DIR [BATCH] [REPEAT]}
 model=${2:?usage: bench_cuda.sh BUILD_DIR MODEL_DIR [BATCH] [REPEAT]}
 batch=${3:-2}
 repeat=${4:-10}
-bench="$build/scripts/bench/bench_dit_forward"
-[ -x "$bench" ] || { echo "bench_cuda.sh: $bench not built (cmake --build $build --target bench_dit_forward)" >&2; exit 2; }
+bench="$build/scripts/bench/bench_forward"
+[ -x "$bench" ] || { echo "bench_cuda.sh: $bench not built (cmake --build $build --target bench_forward)" >&2; exit 2; }
 
-run() {  # label, then bench_dit_forward options; prints "label seconds peak_bytes path"
+run() {  # label, then bench_forward options; prints "label seconds peak_bytes path"
   local label=$1; shift
   local out
   out=$("$bench" --model "$model" --batch "$batch" --repeat "$repeat" --warmup 2 "$@")

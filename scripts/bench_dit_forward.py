@@ -6,9 +6,9 @@ machine's GEMM peak in each dtype.  A benchmark, not a test.
 Usage (from the repository root, after building the bench program):
 
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-    cmake --build build --target bench_dit_forward -j
+    cmake --build build --target bench_forward -j
     /path/to/venv/bin/python scripts/bench_dit_forward.py \\
-        [--ditgen-bench build/scripts/bench/bench_dit_forward] \\
+        [--ditgen-bench build/scripts/bench/bench_forward] \\
         [--workdir /tmp/ditgen-bench] [--threads 2] [--batch 2] \\
         [--repeat 5] [--warmup 1] [--rounds 2] [--sgemm-n 4096] \\
         [--dtypes float32,bfloat16] [--no-profile] [--torch-profile] \\
@@ -22,7 +22,7 @@ Needs torch, diffusers and safetensors.  What it does:
      about 2.7 GB).  Never inside the repository.
   2. Runs --rounds rounds, each, for every dtype of --dtypes: PyTorch
      forward (the model and input cast with .to(dtype)), ditgen forward
-     (bench_dit_forward --dtype), ditgen's GEMM peak (N x N through its CPU
+     (bench_forward --dtype), ditgen's GEMM peak (N x N through its CPU
      GEMM op: oneDNN; bfloat16: a bf16 weight, the float32 input rounded
      inside the op), PyTorch's (torch.mm in that dtype).  Every measurement
      is its own subprocess, so each peak RSS (ru_maxrss) is that engine's
@@ -38,7 +38,7 @@ Needs torch, diffusers and safetensors.  What it does:
      FLOP, GFLOP/s and the time it loses against the peak.
 
 Both engines run with the same thread count (torch.set_num_threads and
-bench_dit_forward --threads).  OPENBLAS_* / OMP_* / MKL_* variables are left
+bench_forward --threads).  OPENBLAS_* / OMP_* / MKL_* variables are left
 as found and printed.  --openblas-coretype NAME sets OPENBLAS_CORETYPE for the
 ditgen runs only (PyTorch from PyPI uses MKL, not OpenBLAS).  OpenBLAS
 0.3.21's DYNAMIC_ARCH does not recognise Sapphire Rapids and would pick its
@@ -281,7 +281,7 @@ def gib(n: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/ditgen-bench"))
-    ap.add_argument("--ditgen-bench", type=Path, default=REPO / "build/scripts/bench/bench_dit_forward")
+    ap.add_argument("--ditgen-bench", type=Path, default=REPO / "build/scripts/bench/bench_forward")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5)
@@ -306,7 +306,7 @@ def main() -> None:
 
     bench = args.ditgen_bench if args.ditgen_bench.is_absolute() else REPO / args.ditgen_bench
     if not bench.exists():
-        sys.exit(f"{bench}: not found; build it: cmake --build build --target bench_dit_forward")
+        sys.exit(f"{bench}: not found; build it: cmake --build build --target bench_forward")
     root = ensure_model(args.workdir)
     cfg = json.loads((root / "transformer" / "config.json").read_text())
     flops = flop_breakdown(cfg, args.batch)

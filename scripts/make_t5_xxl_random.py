@@ -30,7 +30,7 @@ is left alone; each text_encoder/ is written to a temporary sibling and renamed
 into place when complete, so an interrupted run leaves no half directory.
 
 Run (venv with torch, transformers 4.x, safetensors, sentencepiece):
-    /root/venv-t5/bin/python scripts/make_t5_xxl_random.py OUTDIR [--seed N]
+    /root/venv-t5/bin/python scripts/make_t5_xxl_random.py OUTDIR [--seed N] [--bf16-only]
 Needs ~29 GB of free disk and ~11 GB of free memory; a few minutes on 2 cores.
 """
 import argparse
@@ -224,6 +224,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("outdir")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--bf16-only", action="store_true", help="write the bfloat16 directory only (scripts/bench_cpu.py)")
     args = ap.parse_args()
     start = time.time()
     out = Path(args.outdir).resolve()
@@ -236,14 +237,15 @@ def main():
         make_bf16(bf16, args.seed)
     copy_tokenizer(bf16)
 
-    if encoder_complete(f32 / "text_encoder"):
-        print("%s: exists, skipped" % (f32 / "text_encoder"))
-    else:
-        f32.mkdir(parents=True, exist_ok=True)
-        make_f32(bf16, f32)
-    copy_tokenizer(f32)
+    if not args.bf16_only:
+        if encoder_complete(f32 / "text_encoder"):
+            print("%s: exists, skipped" % (f32 / "text_encoder"))
+        else:
+            f32.mkdir(parents=True, exist_ok=True)
+            make_f32(bf16, f32)
+        copy_tokenizer(f32)
 
-    for d in (bf16, f32):
+    for d in (bf16,) if args.bf16_only else (bf16, f32):
         enc = d / "text_encoder"
         files = sorted(p.name for p in enc.iterdir())
         print("%s: %s; text_encoder %s (%s), tokenizer %s"

@@ -1,6 +1,6 @@
 // make_random_dit: writes a DiTTransformer2DModel directory (config.json +
 // diffusion_pytorch_model.safetensors) with DiT-XL/2 or DiT-B/2 sizes and
-// random weights, natively, so bench_dit_forward can time a full-size
+// random weights, natively, so bench_forward can time a full-size
 // transformer on a machine without Python (a GPU machine, say). The values
 // are N(0, 0.02) with a fixed seed: outputs are noise, but the shapes, FLOPs
 // and memory are those of the real model. scripts/make_random_model.py makes
@@ -10,7 +10,7 @@
 // checkpoints often are.
 //
 //   make_random_dit --preset dit-xl-2-256 --out /tmp/dit-xl-2-256-transformer [--dtype bfloat16]
-//   bench_dit_forward --model /tmp/dit-xl-2-256-transformer --device cuda --dtype bfloat16
+//   bench_forward --model /tmp/dit-xl-2-256-transformer --device cuda --dtype bfloat16
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
