@@ -75,10 +75,11 @@ struct Args {
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_forward --model DIR [--batch 2] [--frames F] [--latent-size N] [--text-tokens 120]\n"
-               "                     [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
-               "                     [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
+               "         [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
+               "         [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
                "       bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--dtype D] [--repeat 5] ...\n"
-               "       bench_forward --sgemm [N=4096] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1] [--threads 2]\n");
+               "       bench_forward --sgemm [N=4096] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1]\n"
+               "         [--threads 2]\n");
   std::exit(code);
 }
 
@@ -104,7 +105,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
-  if ((!a.model.empty()) + (!a.text_encoder.empty()) + (a.sgemm_n > 0) != 1 || a.batch < 1 || a.repeat < 1 || a.warmup < 0 || a.threads < 1 ||
+  const int modes = !a.model.empty() + !a.text_encoder.empty() + (a.sgemm_n > 0);
+  if (modes != 1 || a.batch < 1 || a.repeat < 1 || a.warmup < 0 || a.threads < 1 ||
       a.frames < 0 || a.latent_size < 0 || a.text_tokens < 1)
     usage(2);
   return a;
@@ -241,7 +243,8 @@ int run_forward(const Args& a) {
   args.timesteps.assign(b, 500.0f);
   Tensor text;
   if (spec->conditioning() == models::Conditioning::kClassLabels) {
-    for (int64_t i = 0; i < b; ++i) args.class_labels.push_back(i % 2 ? spec->num_classes() : 207 % spec->num_classes());
+    const int64_t classes = spec->num_classes();
+    for (int64_t i = 0; i < b; ++i) args.class_labels.push_back(i % 2 ? classes : 207 % classes);
   } else {
     text = Tensor::empty({b, a.text_tokens, spec->caption_channels()});
     fill_normal(text.data(), text.numel(), 1);

@@ -101,7 +101,8 @@ int run(const Args& a) {
   std::printf("output_sum %.6g\ndecode_seconds %.4f\ndecode_all ", checksum, bench::median(times));
   for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.4f", i ? "," : "", times[i]);
   std::printf("\npeak_rss_bytes %lld\n", static_cast<long long>(ru.ru_maxrss) * 1024);
-  if (a.profile) std::printf("profile_begin (summed over %d decodes)\n%sprofile_end\n", a.repeat, profile::report().c_str());
+  if (a.profile)
+    std::printf("profile_begin (summed over %d decodes)\n%sprofile_end\n", a.repeat, profile::report().c_str());
   return 0;
 }
 

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include "../ops/test_helpers.h"
 #include "io/safetensors.h"
 #include "models/placement.h"
-#include "../ops/test_helpers.h"
 #include "temp_dir.h"
 
 using namespace ditgen;
@@ -62,8 +62,8 @@ TEST_CASE("place_matrix releases the file pages under a weight it converted") {
   testing::TempDir tmp("placement");
   const std::string file = tmp.file("w.safetensors");
   const int64_t rows = 1024, cols = 1024;  // 4 MiB of float32
-  io::write_safetensors(file, {{"w", testing::random_tensor({rows, cols}, 2)}, {"b", testing::random_tensor({cols}, 3)}},
-                        {});
+  io::write_safetensors(file,
+                        {{"w", testing::random_tensor({rows, cols}, 2)}, {"b", testing::random_tensor({cols}, 3)}}, {});
   const auto store = io::WeightStore::open_dir(tmp.path.string());
   const Tensor view = store.load("w");
   const int64_t size = static_cast<int64_t>(view.nbytes());

@@ -76,9 +76,8 @@ TEST_CASE("VAE decode in bfloat16 of the default video model's latents: PSNR aga
   // The diffusers parity fixture's final latents (2 clips of 16 frames),
   // decoded frame by frame by samples/latte-shapes/vae in both dtypes.
   const std::string dir = std::string(DITGEN_SOURCE_DIR) + "/samples/latte-shapes/vae";
-  const Tensor latents =
-      io::SafetensorsFile::open(std::string(DITGEN_SOURCE_DIR) + "/tests/fixtures/latte_shapes_reference/expected.safetensors")
-          ->load("latents");
+  const std::string fixture = std::string(DITGEN_SOURCE_DIR) + "/tests/fixtures/latte_shapes_reference";
+  const Tensor latents = io::SafetensorsFile::open(fixture + "/expected.safetensors")->load("latents");
   const auto f32 = load_vae(dir), bf16 = load_vae(dir, DType::kBF16);
   const float sf = f32.config().scaling_factor;
   // (2, 4, 16, 8, 8) -> (32, 4, 8, 8) frames, divided by the scaling factor.

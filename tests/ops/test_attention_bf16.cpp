@@ -68,8 +68,8 @@ Tensor run(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, DTy
            const std::vector<int32_t>* lens = nullptr, const Tensor* bias = nullptr, Tensor* lse = nullptr) {
   const int64_t bsz = q.dim(0), inner = q.dim(2);
   Tensor out = Tensor::empty(q.shape());
-  ops::AttentionArgs a =
-      ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(out), bsz, heads, inner / heads);
+  ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(out), bsz,
+                                             heads, inner / heads);
   a.compute = compute;
   if (lens) a.kv_lens = lens->data();
   if (bias) {
@@ -129,7 +129,8 @@ TEST_CASE("bfloat16 attention: both paths agree over many chunks, with key count
 TEST_CASE("attention rejects a compute dtype other than float32 and bfloat16") {
   const Tensor q = random_tensor({1, 4, 8}, 1);
   Tensor out = Tensor::empty({1, 4, 8});
-  ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(q), ops::rows_of(q), ops::rows_of(out), 1, 1, 8);
+  ops::AttentionArgs a =
+      ops::attention_args(ops::rows_of(q), ops::rows_of(q), ops::rows_of(q), ops::rows_of(out), 1, 1, 8);
   a.compute = DType::kF16;
   CHECK_THROWS_AS(ops::attention(a), std::invalid_argument);
 }

@@ -142,7 +142,6 @@ const char* blas_threading() {
 
 }  // namespace ditgen::ops
 
-
 namespace ditgen::ops::cpu {
 
 namespace {
@@ -206,25 +205,15 @@ void round_rows(const float* a, bool trans_a, int64_t lda, int64_t r0, int64_t r
   for (int64_t r = 0; r < rows; ++r) {
     Out* out = dst + r * k;
     if constexpr (std::is_same_v<Out, uint16_t>) {
-      if (!trans_a) {
+      if (!trans_a) {  // the common case: a contiguous row, vectorised
         round_to_bf16(a + (r0 + r) * lda, k, out);
         continue;
       }
     }
-    if (!trans_a) {
-      const float* src = a + (r0 + r) * lda;
-#pragma omp simd
-      for (int64_t e = 0; e < k; ++e) {
-        const uint16_t h = f32_to_bf16(src[e]);
-        if constexpr (std::is_same_v<Out, uint16_t>) out[e] = h;
-        else out[e] = bf16_to_f32(h);
-      }
-    } else {
-      for (int64_t e = 0; e < k; ++e) {
-        const uint16_t h = f32_to_bf16(a[e * lda + r0 + r]);
-        if constexpr (std::is_same_v<Out, uint16_t>) out[e] = h;
-        else out[e] = bf16_to_f32(h);
-      }
+    for (int64_t e = 0; e < k; ++e) {
+      const uint16_t h = f32_to_bf16(trans_a ? a[e * lda + r0 + r] : a[(r0 + r) * lda + e]);
+      if constexpr (std::is_same_v<Out, uint16_t>) out[e] = h;
+      else out[e] = bf16_to_f32(h);
     }
   }
 }
@@ -273,6 +262,20 @@ MatmulCall call_of(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   return call;
 }
 
+// oneDNN's matmul with the bias and the activation fused, except a bias
+// under alpha != 1 (oneDNN adds its bias to the unscaled product): then both
+// come after.
+void fused_matmul(MatmulCall call, const void* a, const void* b, const float* bias, float* c) {
+  if (bias && call.alpha != 1.0f) {
+    const Activation act = call.act;
+    call.bias = false;
+    call.act = Activation::kNone;
+    onednn_matmul(call, a, b, nullptr, c);
+    return finish_rows(c, call.m, call.n, call.ldc, bias, act);
+  }
+  onednn_matmul(call, a, b, bias, c);
+}
+
 // float32 a and b.
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Activation act) {
@@ -288,14 +291,8 @@ void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float
                 static_cast<blasint>(trans_a ? lda : 1), beta, c, 1);
     return finish_rows(c, 1, n, ldc, bias, act);
   }
-  if (bias && alpha != 1.0f) {  // oneDNN adds a bias only to an unscaled product
-    onednn_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, nullptr,
-                          Activation::kNone),
-                  a, b, nullptr, c);
-    return finish_rows(c, m, n, ldc, bias, act);
-  }
-  onednn_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, bias, act), a, b,
-                bias, c);
+  fused_matmul(call_of(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, DType::kF32, bias, act), a, b, bias,
+               c);
 }
 
 // float32 a against a 16-bit b widened a block at a time (exact), float32
@@ -341,22 +338,16 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
     small_gemm_bf16(m, n, k, alpha, ab, k, static_cast<const uint16_t*>(b), ldb, beta, c, ldc);
     return finish_rows(c, m, n, ldc, bias, act);
   }
-  const int64_t rows = block_rows(k, g_bf16_hooks.gemm_block_elements > 0 ? g_bf16_hooks.gemm_block_elements : kRoundedElements);
+  const int64_t budget = g_bf16_hooks.gemm_block_elements > 0 ? g_bf16_hooks.gemm_block_elements : kRoundedElements;
+  const int64_t rows = block_rows(k, budget);
   for (int64_t m0 = 0; m0 < m; m0 += rows) {
     const int64_t mb = std::min(rows, m - m0);
     float* cb = c + m0 * ldc;
     if (native) {
       uint16_t* ab = scratch<uint16_t, 1>(std::min(rows, m) * k);
       round_rows(a, trans_a, lda, m0, mb, k, ab);
-      if (bias && alpha != 1.0f) {
-        onednn_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, nullptr,
-                              Activation::kNone),
-                      ab, b, nullptr, cb);
-        finish_rows(cb, mb, n, ldc, bias, act);
-      } else {
-        onednn_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, act), ab,
-                      b, bias, cb);
-      }
+      fused_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, act), ab, b, bias,
+                   cb);
     } else {
       float* af = scratch<float, 2>(std::min(rows, m) * k);
       round_rows(a, trans_a, lda, m0, mb, k, af);

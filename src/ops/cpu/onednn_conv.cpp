@@ -33,7 +33,7 @@ dnnl::stream& stream() {
 struct Prepared {
   dnnl::convolution_forward conv;
   dnnl::memory::desc x_user, w_user, b_user, y_user;  // NCHW / OIHW / x arrays of the caller
-  dnnl::memory::desc x_conv, w_conv, y_conv;         // the primitive's layouts
+  dnnl::memory::desc x_conv, w_conv, y_conv;  // the primitive's layouts
   std::unique_ptr<dnnl::reorder> x_in, w_in, y_out;  // null where the layouts agree
 };
 
@@ -67,8 +67,10 @@ Prepared prepare(const ConvShape& s, DType w_dtype, bool bias) {
   p.w_conv = pd.weights_desc();
   p.y_conv = pd.dst_desc();
   auto& e = engine();
-  if (p.x_conv != p.x_user) p.x_in = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, p.x_user, e, p.x_conv));
-  if (p.w_conv != p.w_user) p.w_in = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, p.w_user, e, p.w_conv));
+  if (p.x_conv != p.x_user)
+    p.x_in = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, p.x_user, e, p.x_conv));
+  if (p.w_conv != p.w_user)
+    p.w_in = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, p.w_user, e, p.w_conv));
   if (p.y_conv != p.y_user)
     p.y_out = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, p.y_conv, e, p.y_user));
   return p;
@@ -79,8 +81,10 @@ const Prepared& cached(const ConvShape& s, DType w_dtype, bool bias) {
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool>;
   static std::map<Key, Prepared> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  Key key{s.batch,    s.in_channels, s.height, s.width, s.out_channels, s.kernel_h, s.kernel_w, s.stride, s.padding,
+  // clang-format off
+  Key key{s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel_h, s.kernel_w, s.stride, s.padding,
           static_cast<int>(w_dtype), bias};
+  // clang-format on
   auto it = cache.find(key);
   if (it == cache.end()) it = cache.emplace(key, prepare(s, w_dtype, bias)).first;
   return it->second;
@@ -123,7 +127,8 @@ void onednn_conv2d(const ConvShape& s, const float* x, const void* w, DType w_dt
     p.w_in->execute(st, w_user, w_conv);
   }
   if (p.y_out) y_conv = dnnl::memory(p.y_conv, e, scratch(2, p.y_conv.get_size()));
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_conv}, {DNNL_ARG_WEIGHTS, w_conv}, {DNNL_ARG_DST, y_conv}};
+  std::unordered_map<int, dnnl::memory> args{
+      {DNNL_ARG_SRC, x_conv}, {DNNL_ARG_WEIGHTS, w_conv}, {DNNL_ARG_DST, y_conv}};
   if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.b_user, e, const_cast<float*>(bias)));
   p.conv.execute(st, args);
   if (p.y_out) p.y_out->execute(st, y_conv, y_user);

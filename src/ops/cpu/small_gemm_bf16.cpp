@@ -46,8 +46,8 @@ void block(int64_t n0, int64_t k, float alpha, const uint16_t* x, int64_t ldx, c
 }
 
 template <int M>
-void rows(int64_t n, int64_t k, float alpha, const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw,
-          float beta, float* y, int64_t ldy) {
+void rows(int64_t n, int64_t k, float alpha, const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw, float beta,
+          float* y, int64_t ldy) {
   constexpr int R = M <= 4 ? 4 : 2;  // M x R accumulators + R weight registers fit the 32 zmm
   const int64_t blocks = n / R;
   // Threads split the rows (each weight byte is read by one thread); small
