@@ -24,10 +24,12 @@
 
 #include "bench_common.h"
 #include "config/config.h"
+#include "config/device_choice.h"
 #include "eval/image_metrics.h"
 #include "eval/motion_measure.h"
 #include "eval/shape_classifier.h"
 #include "io/png.h"
+#include "ops/backend.h"
 #include "ops/ops.h"
 #include "pipeline/pipeline.h"
 #include "util/error.h"
@@ -106,14 +108,18 @@ int main(int argc, char** argv) try {
   ops::set_num_threads(a.threads);
   const RunConfig rc = load_config(a.config, {});
   auto pipe = pipeline::Pipeline::open(rc.model.path);
-  pipe->load_weights({}, {});
+  // The config's model.dtype and model.vae_dtype on this CPU, as ditgen resolves them.
+  const DeviceChoice where = choose_device("cpu", rc.model.dtype, "auto", false, 0, ops::cpu_has_bf16(), a.config);
+  pipe->load_weights({}, {where.device, where.dtype}, choose_vae_dtype(rc.model.vae_dtype, where.device, a.config));
+  std::fprintf(stderr, "model.dtype %s -> %s\n", rc.model.dtype.c_str(), dtype_name(where.dtype));
   GenerateConfig g = rc.generate;
   const std::vector<Caption> caps = captions();
   g.prompts.clear();
   for (const Caption& c : caps)
     g.prompts.push_back("a " + eval::shape_colour_names()[c.colour] + " " + eval::shape_names()[c.shape] + " " +
                         eval::motion_names()[c.motion]);
-  const pipeline::Request base_req = pipe->prepare(g, a.config);
+  pipeline::Request base_req = pipe->prepare(g, a.config);
+  base_req.text_encoder_dtype = rc.model.dtype;
 
   const auto cfgs = configs();
   std::vector<Run> runs(cfgs.size());

@@ -25,7 +25,8 @@
 // float32. With AVX512-BF16 the two micro-kernels run on bf16 pairs
 // (vdpbf16ps: two products per lane per instruction, half the bytes):
 // queries, probabilities and values are packed as pairs along the summed
-// index (keys come as rows, whose consecutive elements already are pairs).
+// index (keys come as rows, whose consecutive elements already are pairs;
+// bf16_dot.h).
 // Without it the same arithmetic is emulated: the operands rounded into the
 // float32 tiles and the float32 kernels run on them.
 #include <immintrin.h>
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "kernels/math/softmax.h"
+#include "ops/cpu/bf16_dot.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/cpu_ops.h"
 #include "tensor/half.h"
@@ -151,8 +153,6 @@ inline float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 constexpr bool kNativeBf16 = true;
 static_assert(kVec == 16);
 
-inline __m512bh as_bh(__m512i x) { return reinterpret_cast<__m512bh&>(x); }
-
 // dst[c] = bf16(lo[c]) | bf16(hi[c]) << 16 for c < n (n a multiple of 16),
 // only the first `valid` columns of lo / hi read (the rest taken as 0); a
 // null row is zeros. The pairs vdpbf16ps sums along.
@@ -179,14 +179,14 @@ inline void score_tile_bf16(const uint32_t* const* key, int64_t d2, const uint32
 #pragma GCC unroll 2
     for (int c = 0; c < kQueryVecs; ++c) acc[r][c] = _mm512_setzero_ps();
   for (int64_t e2 = 0; e2 < d2; ++e2) {
-    __m512bh q[kQueryVecs];
+    __m512i q[kQueryVecs];
 #pragma GCC unroll 2
-    for (int c = 0; c < kQueryVecs; ++c) q[c] = as_bh(_mm512_loadu_si512(qp + e2 * ld_qp + c * kVec));
+    for (int c = 0; c < kQueryVecs; ++c) q[c] = _mm512_loadu_si512(qp + e2 * ld_qp + c * kVec);
 #pragma GCC unroll 8
     for (int r = 0; r < kKeyRows; ++r) {
-      const __m512bh kv = as_bh(_mm512_set1_epi32(static_cast<int>(key[r][e2])));
+      const __m512i kv = _mm512_set1_epi32(static_cast<int>(key[r][e2]));
 #pragma GCC unroll 2
-      for (int c = 0; c < kQueryVecs; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], kv, q[c]);
+      for (int c = 0; c < kQueryVecs; ++c) acc[r][c] = dot_bf16_pairs(acc[r][c], kv, q[c]);
     }
   }
 #pragma GCC unroll 8
@@ -207,14 +207,14 @@ inline void pv_tile_bf16(const uint32_t* pp, int64_t ld_pp, int64_t pairs, const
 #pragma GCC unroll 6
     for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_loadu_ps(o + r * ld_o + c * kVec);
   for (int64_t j2 = 0; j2 < pairs; ++j2) {
-    __m512bh vv[NV];
+    __m512i vv[NV];
 #pragma GCC unroll 6
-    for (int c = 0; c < NV; ++c) vv[c] = as_bh(_mm512_loadu_si512(vp + j2 * ld_vp + c * kVec));
+    for (int c = 0; c < NV; ++c) vv[c] = _mm512_loadu_si512(vp + j2 * ld_vp + c * kVec);
 #pragma GCC unroll 4
     for (int r = 0; r < kOutRows; ++r) {
-      const __m512bh p = as_bh(_mm512_set1_epi32(static_cast<int>(pp[j2 * ld_pp + r])));
+      const __m512i p = _mm512_set1_epi32(static_cast<int>(pp[j2 * ld_pp + r]));
 #pragma GCC unroll 6
-      for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], p, vv[c]);
+      for (int c = 0; c < NV; ++c) acc[r][c] = dot_bf16_pairs(acc[r][c], p, vv[c]);
     }
   }
 #pragma GCC unroll 4

@@ -10,16 +10,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "ops/cpu/bf16_dot.h"
+
 namespace ditgen::ops::cpu {
 
 #if defined(__AVX512BF16__)
 
 namespace {
-
-inline __m512bh load_bh(const uint16_t* p, __mmask32 mask) {
-  const __m512i v = _mm512_maskz_loadu_epi16(mask, p);
-  return reinterpret_cast<const __m512bh&>(v);
-}
 
 // Rows [n0, n0 + R) of w against the M rows of x.
 template <int M, int R>
@@ -30,11 +27,11 @@ void block(int64_t n0, int64_t k, float alpha, const uint16_t* x, int64_t ldx, c
     for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
   for (int64_t e = 0; e < k; e += 32) {
     const __mmask32 mask = k - e >= 32 ? ~__mmask32(0) : __mmask32((1u << (k - e)) - 1);
-    __m512bh wr[R];
-    for (int r = 0; r < R; ++r) wr[r] = load_bh(w + (n0 + r) * ldw + e, mask);
+    __m512i wr[R];
+    for (int r = 0; r < R; ++r) wr[r] = _mm512_maskz_loadu_epi16(mask, w + (n0 + r) * ldw + e);
     for (int i = 0; i < M; ++i) {
-      const __m512bh xi = load_bh(x + i * ldx + e, mask);
-      for (int r = 0; r < R; ++r) acc[i][r] = _mm512_dpbf16_ps(acc[i][r], xi, wr[r]);
+      const __m512i xi = _mm512_maskz_loadu_epi16(mask, x + i * ldx + e);
+      for (int r = 0; r < R; ++r) acc[i][r] = dot_bf16_pairs(acc[i][r], xi, wr[r]);
     }
   }
   for (int i = 0; i < M; ++i)
