@@ -357,8 +357,8 @@ def main() -> None:
             rep = ["--repeat", "3", "--warmup", "1"] + th
             kv = dit.parse_kv(run(me + ["--child", "t5", "--model", str(models["t5"]), "--dtype", d] + rep))
             row(work, "transformers", d).add(kv)
-            kv = dit.parse_kv(run([str(bench), "--text-encoder", str(models["t5"]), "--text-tokens", "120",
-                                   "--dtype", d] + rep))
+            kv = dit.parse_kv(run([str(bench), "--text-encoder", str(models["t5"]), "--batch", "1", "--text-tokens",
+                                   "120", "--dtype", d] + rep))
             row(work, "ditgen", d, rows[(work, "transformers", d)].flop).add(kv)
             print(f"round {r + 1}: t5 done", flush=True)
         if "latte" in parts:

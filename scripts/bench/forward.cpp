@@ -66,7 +66,7 @@ namespace {
 struct Args {
   std::string model, text_encoder;
   int64_t sgemm_n = 0;  // > 0: sgemm mode
-  int64_t batch = 2, frames = 0, latent_size = 0, text_tokens = 120;  // 0: the model's default
+  int64_t batch = 0, frames = 0, latent_size = 0, text_tokens = 120;  // 0: the mode's / model's default
   int repeat = 5, warmup = 1, threads = 2;
   bool profile = false;
   std::string device = "cpu", dtype = "float32", attention = "auto";
@@ -106,6 +106,7 @@ Args parse(int argc, char** argv) {
     else usage(2);
   }
   const int modes = !a.model.empty() + !a.text_encoder.empty() + (a.sgemm_n > 0);
+  if (a.batch == 0) a.batch = a.text_encoder.empty() ? 2 : 1;  // a CFG pair of latents, one prompt
   if (modes != 1 || a.batch < 1 || a.repeat < 1 || a.warmup < 0 || a.threads < 1 ||
       a.frames < 0 || a.latent_size < 0 || a.text_tokens < 1)
     usage(2);
