@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/block_cache.h"
+#include "util/block_cache.h"
 #include "kernels/cuda/cuda_check.h"
 #include "util/error.h"
 

@@ -24,6 +24,7 @@
 #include "io/model_dir.h"
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
+#include "tensor/device_memory.h"
 #include "util/error.h"
 #include "util/strings.h"
 #include "util/profile.h"
@@ -351,6 +352,10 @@ Tensor VaeDecoder::decode_one(const Tensor& z) const {
       profile::ScopedTimer t("vae.conv3x3");
       h = ops::conv2d(h, blk.up_w, &blk.up_b, 1, 1);
     }
+    // The next block works at 4x the pixels: the host blocks cached for
+    // this one's tensors could not hold its, so they go back now rather
+    // than stay resident through the rest of the decode.
+    device_memory::release_cached_host();
   }
   {
     profile::ScopedTimer t("vae.group_norm");

@@ -15,6 +15,7 @@
 #include "sched/noise.h"
 #include "sched/scheduler.h"
 #include "sched/scheduler_config.h"
+#include "tensor/device_memory.h"
 #include "util/error.h"
 #include "util/profile.h"
 
@@ -249,6 +250,12 @@ Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) co
     throw std::invalid_argument("Pipeline::decode: latents " + shape_str(latents.shape()) +
                                 " are neither (N, C, h, w) nor (N, C, F, h, w)");
   profile::ScopedTimer timer("vae_decode");
+  // The host blocks cached for the denoising loop's tensors go before the
+  // VAE's (of other sizes) are made, and the VAE's when it is done.
+  device_memory::release_cached_host();
+  struct ReleaseAfter {
+    ~ReleaseAfter() { device_memory::release_cached_host(); }
+  } release_after;
   const float sf = vae_->config().scaling_factor;
   const bool video = latents.ndim() == 5;
   const int64_t n = latents.dim(0), channels = latents.dim(1), frames = video ? latents.dim(2) : 1;

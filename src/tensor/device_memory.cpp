@@ -1,17 +1,20 @@
-// Device storage for Tensor: aligned host memory, and with the CUDA backend
-// the caching allocator of kernels/cuda/device.h plus its copy and cast
-// primitives. The only file of the tensor layer with a DITGEN_WITH_CUDA branch.
+// Device storage for Tensor: aligned host memory (blocks of 1 MiB and more
+// through a caching allocator, util/block_cache.h), and with the CUDA
+// backend the caching allocator of kernels/cuda/device.h plus its copy and
+// cast primitives. The only file of the tensor layer with a DITGEN_WITH_CUDA branch.
 // Host-side conversion is convert_host (tensor/convert.h); a host <-> device
 // copy moves the bytes in the host tensor's dtype and casts on the device.
 #include "tensor/device_memory.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "tensor/convert.h"
+#include "util/block_cache.h"
 #include "util/error.h"
 
 #ifdef DITGEN_WITH_CUDA
@@ -23,8 +26,54 @@ namespace ditgen::device_memory {
 
 namespace {
 
+// Host blocks of kHostCacheMin bytes and more are kept for reuse when their
+// tensor goes: a model asks for the same sizes every denoising step, so
+// from the second step on no large tensor costs an allocation (nor the
+// page faults and zeroing of freshly mapped memory). Not under
+// AddressSanitizer, whose use-after-free checks need every block really
+// freed.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kHostCache = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kHostCache = false;
+#else
+constexpr bool kHostCache = true;
+#endif
+#else
+constexpr bool kHostCache = true;
+#endif
+constexpr size_t kHostCacheMin = size_t{1} << 20;
+
+struct HostCache {
+  std::mutex mutex;
+  // aligned_alloc returns null when out of memory: the cache then releases
+  // what it holds and retries once (BlockCache).
+  BlockCache cache{[](size_t n) { return std::aligned_alloc(64, n); }, [](void* p) { std::free(p); }, "host"};
+};
+
+HostCache& host_cache() {
+  static HostCache* c = new HostCache;  // never destroyed: tensors may outlive static destruction
+  return *c;
+}
+
 std::shared_ptr<void> allocate_host(size_t bytes) {
   const size_t rounded = (bytes + 63) / 64 * 64;
+  if (kHostCache && rounded >= kHostCacheMin) {
+    HostCache& c = host_cache();
+    void* p = nullptr;
+    try {
+      const std::lock_guard<std::mutex> lock(c.mutex);
+      p = c.cache.allocate(rounded);  // block sizes are multiples of 512 B or 2 MiB: aligned_alloc takes them
+    } catch (const RuntimeFailure&) {
+      throw std::bad_alloc();  // Tensor::empty names the tensor and the stage
+    }
+    return std::shared_ptr<void>(p, [](void* q) {
+      HostCache& hc = host_cache();
+      const std::lock_guard<std::mutex> lock(hc.mutex);
+      hc.cache.deallocate(q);
+    });
+  }
   void* p = std::aligned_alloc(64, rounded ? rounded : 64);
   if (!p) throw std::bad_alloc();  // Tensor::empty names the tensor and the stage
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
@@ -53,6 +102,20 @@ std::shared_ptr<void> allocate(Device device, size_t bytes) {
 #else
   no_cuda();
 #endif
+}
+
+void release_cached_host() {
+  if (!kHostCache) return;
+  HostCache& c = host_cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  c.cache.release_cached();
+}
+
+size_t cached_host_bytes() {
+  if (!kHostCache) return 0;
+  HostCache& c = host_cache();
+  const std::lock_guard<std::mutex> lock(c.mutex);
+  return c.cache.stats().cached;
 }
 
 void fill_zero(Device device, void* ptr, size_t bytes) {

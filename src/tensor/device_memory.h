@@ -14,8 +14,14 @@ namespace ditgen::device_memory {
 // Whether this build has the CUDA backend (not whether a GPU is present).
 bool cuda_built();
 
-// Owned storage of `bytes` on `device`, freed when the last handle goes.
+// Owned storage of `bytes` on `device`, freed when the last handle goes (to
+// the caching allocators: CUDA's, and the host's for 1 MiB and more).
 std::shared_ptr<void> allocate(Device device, size_t bytes);
+// The host blocks the cache holds (free, kept for reuse) back to the system,
+// and their total: between stages, so blocks sized for one stage's tensors
+// do not stay resident through the next.
+void release_cached_host();
+size_t cached_host_bytes();
 void fill_zero(Device device, void* ptr, size_t bytes);
 
 // Copies n elements between any two devices, converting dtype on the way

@@ -10,10 +10,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/cuda/block_cache.h"
+#include "util/block_cache.h"
 #include "util/error.h"
 
-using ditgen::cuda::BlockCache;
+using ditgen::BlockCache;
 
 namespace {
 
