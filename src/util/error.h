@@ -72,7 +72,7 @@ inline int exit_code_for(const std::exception& e) {
 // The message printed for that exception ("out of memory during <stage>"
 // for bad_alloc, whose what() says only "std::bad_alloc").
 inline std::string error_text(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory" + during_stage();
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory" + during_failed_stage();
   return e.what();
 }
 

@@ -22,9 +22,15 @@ class StageScope {
 
  private:
   const char* previous_;
+  int exceptions_;  // std::uncaught_exceptions() at construction: unwinding shows as more
 };
 
 // " during <stage>", or "" outside any stage: the suffix failure messages append.
 std::string during_stage();
+
+// The same for an exception caught after its stages unwound (main's report
+// of a std::bad_alloc): the current stage, else the innermost one the last
+// exception unwound out of.
+std::string during_failed_stage();
 
 }  // namespace ditgen

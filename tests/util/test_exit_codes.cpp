@@ -13,6 +13,7 @@
 #include "ops/ops.h"
 #include "parallel/layout.h"
 #include "util/error.h"
+#include "util/run_stage.h"
 
 using namespace ditgen;
 
@@ -71,6 +72,27 @@ TEST_CASE("the other error classes and out of memory") {
   CHECK(exit_code_of([] { not_supported("x"); }) == kExitBadConfig);
   CHECK(error_text(std::bad_alloc()) == "out of memory");
   CHECK(error_text(ModelError("m.safetensors: bad")) == "m.safetensors: bad");
+}
+
+TEST_CASE("a std::bad_alloc caught after its stages unwound is reported with the innermost stage") {
+  // main catches it outside every StageScope: the stage it was thrown in is kept.
+  std::string text;
+  try {
+    const StageScope run("generate");
+    {
+      const StageScope ok("text encoder");  // ended normally: not the one named
+    }
+    const StageScope decode("decode and write");
+    throw std::bad_alloc();
+  } catch (const std::exception& e) {
+    text = error_text(e);
+  }
+  CHECK(text == "out of memory during decode and write");
+  {
+    const StageScope next("denoise");  // a new stage forgets the old failure
+    CHECK(error_text(std::bad_alloc()) == "out of memory during denoise");
+  }
+  CHECK(error_text(std::bad_alloc()) == "out of memory");
 }
 
 TEST_CASE("require throws the given error class naming the file") {

@@ -8,10 +8,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+
+#include "ops/cpu/onednn_errors.h"
+#include "util/error.h"
+#include "util/run_stage.h"
+#include "util/strings.h"
 
 namespace ditgen::ops::cpu {
 
@@ -90,9 +96,14 @@ const Prepared& cached(const ConvShape& s, DType w_dtype, bool bias) {
   return it->second;
 }
 
+std::string dims(int64_t a, int64_t b, int64_t c, int64_t d) {
+  return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " + std::to_string(d) + "]";
+}
+
 // A reused thread-local buffer of at least `bytes` (grown, never shrunk),
-// 64-byte aligned; `slot` keeps the three intermediates apart.
-void* scratch(int slot, size_t bytes) {
+// 64-byte aligned; `slot` keeps the three intermediates apart. Running out
+// of memory names the array (`what`) like a failed tensor allocation does.
+void* scratch(int slot, size_t bytes, const std::string& what) {
   struct Buffer {
     std::unique_ptr<char[]> data;
     size_t size = 0;
@@ -100,7 +111,12 @@ void* scratch(int slot, size_t bytes) {
   thread_local Buffer buffers[3];
   Buffer& b = buffers[slot];
   if (bytes + 64 > b.size) {
-    b.data.reset(new char[bytes + 64]);
+    b.data.reset();
+    b.size = 0;
+    b.data.reset(new (std::nothrow) char[bytes + 64]);
+    if (!b.data)
+      throw RuntimeFailure("out of memory: cannot allocate conv2d's copy of " + what + " in oneDNN's layout (" +
+                           format_bytes(static_cast<double>(bytes)) + ")" + during_stage());
     b.size = bytes + 64;
   }
   const auto at = reinterpret_cast<uintptr_t>(b.data.get());
@@ -112,27 +128,34 @@ void* scratch(int slot, size_t bytes) {
 void onednn_conv2d(const ConvShape& s, const float* x, const void* w, DType w_dtype, const float* bias, float* y) {
   if (w_dtype != DType::kF32 && w_dtype != DType::kBF16)
     throw std::invalid_argument(std::string("conv2d: a ") + dtype_name(w_dtype) + " weight (float32 or bfloat16)");
-  const Prepared& p = cached(s, w_dtype, bias != nullptr);
-  auto& e = engine();
-  auto& st = stream();
-  dnnl::memory x_user(p.x_user, e, const_cast<float*>(x)), w_user(p.w_user, e, const_cast<void*>(w));
-  dnnl::memory y_user(p.y_user, e, y);
-  dnnl::memory x_conv = x_user, w_conv = w_user, y_conv = y_user;
-  if (p.x_in) {
-    x_conv = dnnl::memory(p.x_conv, e, scratch(0, p.x_conv.get_size()));
-    p.x_in->execute(st, x_user, x_conv);
-  }
-  if (p.w_in) {
-    w_conv = dnnl::memory(p.w_conv, e, scratch(1, p.w_conv.get_size()));
-    p.w_in->execute(st, w_user, w_conv);
-  }
-  if (p.y_out) y_conv = dnnl::memory(p.y_conv, e, scratch(2, p.y_conv.get_size()));
-  std::unordered_map<int, dnnl::memory> args{
-      {DNNL_ARG_SRC, x_conv}, {DNNL_ARG_WEIGHTS, w_conv}, {DNNL_ARG_DST, y_conv}};
-  if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.b_user, e, const_cast<float*>(bias)));
-  p.conv.execute(st, args);
-  if (p.y_out) p.y_out->execute(st, y_conv, y_user);
-  st.wait();
+  with_onednn_errors([&] {
+    const Prepared& p = cached(s, w_dtype, bias != nullptr);
+    auto& e = engine();
+    auto& st = stream();
+    dnnl::memory x_user(p.x_user, e, const_cast<float*>(x)), w_user(p.w_user, e, const_cast<void*>(w));
+    dnnl::memory y_user(p.y_user, e, y);
+    dnnl::memory x_conv = x_user, w_conv = w_user, y_conv = y_user;
+    if (p.x_in) {
+      const std::string what = "the input " + dims(s.batch, s.in_channels, s.height, s.width);
+      x_conv = dnnl::memory(p.x_conv, e, scratch(0, p.x_conv.get_size(), what));
+      p.x_in->execute(st, x_user, x_conv);
+    }
+    if (p.w_in) {
+      const std::string what = "the weight " + dims(s.out_channels, s.in_channels, s.kernel_h, s.kernel_w);
+      w_conv = dnnl::memory(p.w_conv, e, scratch(1, p.w_conv.get_size(), what));
+      p.w_in->execute(st, w_user, w_conv);
+    }
+    if (p.y_out) {
+      const std::string what = "the output " + dims(s.batch, s.out_channels, s.out_height(), s.out_width());
+      y_conv = dnnl::memory(p.y_conv, e, scratch(2, p.y_conv.get_size(), what));
+    }
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, x_conv}, {DNNL_ARG_WEIGHTS, w_conv}, {DNNL_ARG_DST, y_conv}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.b_user, e, const_cast<float*>(bias)));
+    p.conv.execute(st, args);
+    if (p.y_out) p.y_out->execute(st, y_conv, y_user);
+    st.wait();
+  });
 }
 
 }  // namespace ditgen::ops::cpu

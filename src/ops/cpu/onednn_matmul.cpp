@@ -15,6 +15,8 @@
 #include <string>
 #include <tuple>
 
+#include "ops/cpu/onednn_errors.h"
+
 namespace ditgen::ops::cpu {
 
 namespace {
@@ -123,14 +125,16 @@ void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const f
     throw std::invalid_argument("oneDNN matmul: empty shape " + std::to_string(call.m) + "x" + std::to_string(call.n) +
                                 "x" + std::to_string(call.k));
   if (call.bias && call.alpha != 1.0f) throw std::invalid_argument("oneDNN matmul: a bias needs alpha 1");
-  const Prepared& p = cached(call);
-  auto& e = engine();
-  // Memory objects wrap the caller's pointers: no copies.
-  dnnl::memory am(p.a, e, const_cast<void*>(a)), bm(p.b, e, const_cast<void*>(b)), cm(p.c, e, c);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
-  if (call.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
-  p.primitive.execute(stream(), args);
-  stream().wait();
+  with_onednn_errors([&] {
+    const Prepared& p = cached(call);
+    auto& e = engine();
+    // Memory objects wrap the caller's pointers: no copies.
+    dnnl::memory am(p.a, e, const_cast<void*>(a)), bm(p.b, e, const_cast<void*>(b)), cm(p.c, e, c);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
+    if (call.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
+    p.primitive.execute(stream(), args);
+    stream().wait();
+  });
 }
 
 }  // namespace ditgen::ops::cpu
