@@ -7,13 +7,16 @@
 //   bench_forward --model DIR [--batch 2] [--frames 16] [--latent-size N] [--text-tokens 120]
 //                 [--repeat 5] [--warmup 1] [--threads 2] [--profile]
 //                 [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]
-//   bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--dtype ...] [--repeat 5] ...
+//   bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype ...] ...
 //   bench_forward --sgemm [N] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1] [--threads 2]
 //
 // --text-encoder times the text encoder of DIR (a model root with
 // text_encoder/, or that directory) on --batch prompts of --text-tokens
 // token ids (id i of a prompt is (7919 i + 1) mod the vocabulary; all real,
-// no padding): the encode stage's forward alone, the weights loaded once.
+// no padding): the encode stage's forward alone, the weights loaded once,
+// row-major as the pipeline keeps them (pipeline/text_encoding.h), or
+// packed as a transformer's are with --pack-weights (load_seconds then
+// includes the packing).
 //
 // DIR is a diffusers model root (model_index.json + transformer/) or the
 // transformer directory itself. The input is a deterministic random latent
@@ -68,7 +71,7 @@ struct Args {
   int64_t sgemm_n = 0;  // > 0: sgemm mode
   int64_t batch = 0, frames = 0, latent_size = 0, text_tokens = 120;  // 0: the mode's / model's default
   int repeat = 5, warmup = 1, threads = 2;
-  bool profile = false;
+  bool profile = false, pack_weights = false;
   std::string device = "cpu", dtype = "float32", attention = "auto";
 };
 
@@ -77,7 +80,7 @@ struct Args {
                "usage: bench_forward --model DIR [--batch 2] [--frames F] [--latent-size N] [--text-tokens 120]\n"
                "         [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
                "         [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
-               "       bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--dtype D] [--repeat 5] ...\n"
+               "       bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype D] ...\n"
                "       bench_forward --sgemm [N=4096] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1]\n"
                "         [--threads 2]\n");
   std::exit(code);
@@ -99,6 +102,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--warmup") a.warmup = std::stoi(value());
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--profile") a.profile = true;
+    else if (k == "--pack-weights") a.pack_weights = true;
     else if (k == "--device") a.device = value();
     else if (k == "--dtype") a.dtype = value();
     else if (k == "--attention") a.attention = value();
@@ -187,7 +191,8 @@ int run_text_encoder(const Args& a) {
   const DeviceChoice where = choose_device("cpu", a.dtype, "auto", false, 0, ops::cpu_has_bf16(), "bench_forward");
   std::printf("family %s\nvariant %s\ndtype %s\n", spec->family(), spec->variant(), dtype_name(where.dtype));
   const double t_load = now();
-  const auto encoder = spec->load(io::WeightStore::open_dir(dir.string()), {where.device, where.dtype});
+  const auto encoder =
+      spec->load(io::WeightStore::open_dir(dir.string()), {where.device, where.dtype, a.pack_weights});
   std::printf("load_seconds %.3f\n", now() - t_load);
   models::TokenBatch tokens;
   for (int64_t p = 0; p < a.batch; ++p) {

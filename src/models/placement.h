@@ -10,9 +10,13 @@
 // the attention's; activations, norms, modulation and every other weight
 // stay float32 there (storage()).
 //
-// Three kinds of weight: matrix() for the GEMM weights (what ops::linear /
-// linear_into take as w), conv() for convolution weights, put() for
-// everything else (biases, tables, norms). A weight already in the dtype it needs is borrowed from
+// Four kinds of weight: matrix() for the GEMM weights (what ops::linear /
+// linear_into take as w: on a CPU with native bfloat16 matmuls a bfloat16
+// one is packed into oneDNN's blocked layout, ops::pack_gemm_weight, unless
+// pack_weights is off),
+// table() for a table in the compute dtype whose rows are read (T5's token
+// embedding), conv() for convolution weights, put() for everything else
+// (biases, norms). A weight already in the dtype it needs is borrowed from
 // the mmapped file, never copied; otherwise it is converted once, here. One
 // exception keeps memory: a float16 GEMM weight under float32 compute on the
 // CPU stays float16 (the GEMM widens it exactly, block by block, so the
@@ -21,6 +25,7 @@
 #include <string>
 
 #include "io/safetensors.h"
+#include "ops/ops.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
@@ -28,43 +33,62 @@ namespace ditgen::models {
 struct Placement {
   Device device = Device::kCPU;
   DType dtype = DType::kF32;  // the compute dtype (see above)
+  // Whether matrix() packs (ops::pack_gemm_weight): worth it for weights
+  // read many times per load (a transformer's, steps x CFG), not for the
+  // text encoder's, read once per prompt: packing T5-XXL is a pass over
+  // 9.5 GB that costs more than the 15% it saves on one encode.
+  bool pack_weights = true;
 
   Placement() = default;
-  Placement(Device d, DType t) : device(d), dtype(t) {}
+  Placement(Device d, DType t, bool pack = true) : device(d), dtype(t), pack_weights(pack) {}
 
   // Activations and non-GEMM weights: float32 on the CPU, dtype on CUDA.
   DType storage() const { return device == Device::kCPU ? DType::kF32 : dtype; }
   // A weight or table in this placement (no copy when already there: CPU
   // float32 weights stay borrowed from the mmapped file).
   Tensor put(const Tensor& t) const { return t.to(device, storage()); }
-  // A GEMM weight: in the compute dtype (as stored, no copy, when it already
-  // is, and a float16 weight under float32 on the CPU).
-  Tensor matrix(const Tensor& t) const {
+  // A table read by rows: in the compute dtype (as stored, no copy, when it
+  // already is, and a float16 one under float32 on the CPU).
+  Tensor table(const Tensor& t) const {
     if (device == Device::kCPU && dtype == DType::kF32 && t.dtype() == DType::kF16) return t;
     return t.to(device, dtype);
   }
+  // A GEMM weight: as table(), then in the layout the GEMM reads fastest.
+  Tensor matrix(const Tensor& t) const { return pack_weights ? ops::pack_gemm_weight(table(t)) : table(t); }
   // A convolution weight: in the compute dtype (the CPU's convolution takes
   // float32 or bfloat16, its weight's dtype being its arithmetic).
   Tensor conv(const Tensor& t) const { return t.to(device, dtype); }
   Tensor empty(Shape shape) const { return Tensor::empty(std::move(shape), device, storage()); }
 };
 
-// `source` (all or part of the stored tensor `name`: a view of the file
-// from load / load_rows, or columns load_cols copied out of it) placed as a
-// GEMM weight by place.matrix(). When that made a copy of a view, the file
-// pages under the view are released from this process at once, so loading
-// a model tensor by tensor never holds the whole source checkpoint resident
-// (a float32 checkpoint run in bfloat16 peaks near its bfloat16 size);
-// load_cols released its own pages already.
-inline Tensor place_matrix(const io::WeightStore& weights, const std::string& name, const Tensor& source,
-                           const Placement& place) {
-  Tensor placed = place.matrix(source);
+// `placed`, made from `source` (all or part of the stored tensor `name`: a
+// view of the file from load / load_rows, or columns load_cols copied out
+// of it) by one of place's methods. When that made a copy of a view, the
+// file pages under the view are released from this process at once, so
+// loading a model tensor by tensor never holds the whole source checkpoint
+// resident (a float32 checkpoint run in bfloat16 peaks near its bfloat16
+// size); load_cols released its own pages already.
+inline Tensor release_source(const io::WeightStore& weights, const std::string& name, const Tensor& source,
+                             Tensor placed) {
   if (placed.raw() == source.raw()) return placed;  // still the source itself
   const Tensor stored = weights.load(name);          // a view: where the file's bytes are
   const auto* begin = static_cast<const char*>(stored.raw());
   const auto* at = static_cast<const char*>(source.raw());
   if (source.is_cpu() && at >= begin && at < begin + stored.nbytes()) weights.release_pages(name, source);
   return placed;
+}
+
+// `source` placed as a GEMM weight by place.matrix(), its file pages
+// released as above.
+inline Tensor place_matrix(const io::WeightStore& weights, const std::string& name, const Tensor& source,
+                           const Placement& place) {
+  return release_source(weights, name, source, place.matrix(source));
+}
+
+// The whole table `name`, placed by place.table(), its file pages released.
+inline Tensor load_table(const io::WeightStore& weights, const std::string& name, const Placement& place) {
+  const Tensor source = weights.load(name);
+  return release_source(weights, name, source, place.table(source));
 }
 
 // The whole GEMM weight `name`, placed as place_matrix says.

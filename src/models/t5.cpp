@@ -34,7 +34,7 @@ T5Encoder::T5Encoder(const T5Config& cfg, const io::WeightStore& w, const Placem
     : cfg_(cfg), place_(place) {
   auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
   auto vector = [&](const std::string& name) { return place.put(w.load(name)); };
-  embed_table_ = matrix(t5_embedding_name(w));
+  embed_table_ = load_table(w, t5_embedding_name(w), place);
   blocks_.resize(static_cast<size_t>(cfg.num_layers));
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
     Block& b = blocks_[static_cast<size_t>(i)];

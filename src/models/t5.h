@@ -52,7 +52,7 @@ class T5Encoder final : public TextEncoder {
 
   T5Config cfg_;
   Placement place_;
-  Tensor embed_table_;     // (vocab, D), as matrix(): rows copied out per token
+  Tensor embed_table_;     // (vocab, D), as table(): rows copied out per token
   std::vector<Block> blocks_;
   Tensor final_norm_w_;    // (D)
 };

@@ -121,7 +121,7 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor
                                 std::to_string(kb) + "x" + std::to_string(n) + ", c " + shape_str(c.shape()));
   DITGEN_DISPATCH_ON(a, "gemm", gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c),
                      gemm(trans_a, trans_b, m, n, k, alpha, a.data(), a.dim(1), b.raw(), b.dtype(), b.dim(1), beta,
-                          c.data(), n));
+                          c.data(), n, nullptr, Activation::kNone, b.layout()));
 }
 
 namespace {
@@ -158,6 +158,11 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
                                 std::to_string(rows) + " rows");
   DITGEN_DISPATCH_ON(x, "linear_into", linear_into(x, w, bias, y, col),
                      linear_into(x, w, bias, y.data() + col, width));
+}
+
+Tensor pack_gemm_weight(const Tensor& w) {
+  if (!w.defined() || !w.is_cpu()) return w;
+  return cpu::pack_gemm_weight(w);
 }
 
 void silu_(Tensor& x) { DITGEN_DISPATCH(x, "silu_", silu_(x)); }

@@ -54,6 +54,13 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation a
 // tensor (x's rows), so several projections can fill one wider buffer.
 void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t col);
 
+// w (a GEMM weight [N, K], what linear / gemm's b take) in the layout the
+// device's GEMM reads fastest, done once at load: on the CPU a bfloat16
+// weight packed into oneDNN's blocked layout (Layout::kGemmPacked, same
+// bytes; only linear, linear_into and gemm's b under trans_b read it) where
+// the CPU runs bfloat16 matmuls natively; otherwise w itself.
+Tensor pack_gemm_weight(const Tensor& w);
+
 // ---- Elementwise ----------------------------------------------------------
 void silu_(Tensor& x);                       // x * sigmoid(x), in place
 Tensor silu(const Tensor& x);

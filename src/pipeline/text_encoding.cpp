@@ -23,7 +23,7 @@ models::Placement text_encoder_placement(Device device, const std::string& dtype
     want = device == Device::kCUDA ? DType::kF16 : DType::kF32;  // no float16 arithmetic on CPUs
   else if (dtype != "float32")
     throw ConfigError("text encoder dtype: expected auto, float32, bfloat16 or float16, got '" + dtype + "'");
-  return {device, want};
+  return {device, want, /*pack=*/false};  // read once per prompt: packing would cost more than it saves
 }
 
 TextStage TextStage::open(const std::string& model_dir) {

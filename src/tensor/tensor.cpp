@@ -15,7 +15,8 @@ namespace ditgen {
 namespace {
 
 std::string describe(const Tensor& t) {
-  return std::string(device_name(t.device())) + " " + dtype_name(t.dtype()) + " tensor " + shape_str(t.shape());
+  return std::string(device_name(t.device())) + " " + dtype_name(t.dtype()) +
+         (t.layout() == Layout::kGemmPacked ? " packed GEMM weight " : " tensor ") + shape_str(t.shape());
 }
 
 }  // namespace
@@ -90,15 +91,26 @@ Tensor Tensor::borrow(void* data, DType dtype, Shape shape, std::shared_ptr<cons
   return t;
 }
 
+void Tensor::require_row_major(const char* what) const {
+  if (layout_ != Layout::kRowMajor)
+    throw std::logic_error(std::string(what) + " of a " + describe(*this) + " (only the CPU GEMM reads one)");
+}
+
+Tensor Tensor::with_layout(Layout layout) const {
+  Tensor t = *this;
+  t.layout_ = layout;
+  return t;
+}
+
 float* Tensor::data() {
-  if (device_ != Device::kCPU || dtype_ != DType::kF32)
+  if (device_ != Device::kCPU || dtype_ != DType::kF32 || layout_ != Layout::kRowMajor)
     throw std::logic_error("host element access to a " + describe(*this) +
                            " (only CPU float32 tensors have data(); data_as<T>() reads the others, to() converts)");
   return static_cast<float*>(data_);
 }
 
 void* Tensor::checked_host(DType want) {
-  if (device_ != Device::kCPU || dtype_ != want)
+  if (device_ != Device::kCPU || dtype_ != want || layout_ != Layout::kRowMajor)
     throw std::logic_error("host access as " + std::string(dtype_name(want)) + " to a " + describe(*this));
   return data_;
 }
@@ -106,6 +118,7 @@ void* Tensor::checked_host(DType want) {
 const float* Tensor::data() const { return const_cast<Tensor*>(this)->data(); }
 
 void* Tensor::raw_at(int64_t offset) {
+  require_row_major("Tensor::raw_at");
   if (offset < 0 || offset > numel())
     throw std::out_of_range("Tensor::raw_at: element " + std::to_string(offset) + " of a " + describe(*this));
   return static_cast<char*>(data_) + offset * static_cast<int64_t>(element_size());
@@ -114,6 +127,7 @@ void* Tensor::raw_at(int64_t offset) {
 const void* Tensor::raw_at(int64_t offset) const { return const_cast<Tensor*>(this)->raw_at(offset); }
 
 Tensor Tensor::reshape(Shape shape) const {
+  require_row_major("reshape");
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
@@ -143,6 +157,7 @@ Tensor Tensor::slice0(int64_t begin, int64_t end) const {
 }
 
 Tensor Tensor::clone() const {
+  require_row_major("clone");
   Tensor t = empty(shape_, device_, dtype_);
   t.copy_from(*this);
   return t;
@@ -150,12 +165,15 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::to(Device device, DType dtype) const {
   if (device == device_ && dtype == dtype_) return *this;
+  require_row_major("conversion");
   Tensor t = empty(shape_, device, dtype);
   t.copy_from(*this);
   return t;
 }
 
 void Tensor::copy_from(const Tensor& src) {
+  require_row_major("Tensor::copy_from into");
+  src.require_row_major("Tensor::copy_from");
   if (src.numel() != numel())
     throw std::invalid_argument("Tensor::copy_from: " + describe(src) + " into a " + describe(*this));
   if (numel() == 0) return;
@@ -163,6 +181,7 @@ void Tensor::copy_from(const Tensor& src) {
 }
 
 std::vector<float> Tensor::to_vector() const {
+  require_row_major("to_vector");
   std::vector<float> v(static_cast<size_t>(numel()));
   if (!v.empty()) device_memory::copy(v.data(), Device::kCPU, DType::kF32, data_, device_, dtype_, numel());
   return v;

@@ -12,6 +12,12 @@
 // for CPU float32 tensors only; data_as<T>() reads the other dtypes (T =
 // BFloat16, Float16, int32_t, int64_t, float; checked against the dtype).
 // A CUDA tensor reached by CPU code is a clear error, never a bad pointer.
+//
+// One kind of tensor is not row-major: a CPU bfloat16 GEMM weight packed
+// into oneDNN's blocked layout at load (Layout::kGemmPacked, made only by
+// ops::pack_gemm_weight). It keeps its logical (N, K) shape, and only the
+// CPU GEMM reads it: element access, views and conversions of it are
+// std::logic_error.
 // Conversion is explicit: to(dtype) / copy_from (ops::convert in the op
 // front end). Everything device-agnostic goes through raw() and the ops.
 #pragma once
@@ -30,6 +36,9 @@ namespace ditgen {
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "[2, 4, 32, 32]"
 int64_t shape_numel(const Shape& s);
+
+// How a tensor's elements are laid out in its storage (see above).
+enum class Layout { kRowMajor, kGemmPacked };
 
 class Tensor {
  public:
@@ -57,6 +66,7 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   Device device() const { return device_; }
   DType dtype() const { return dtype_; }
+  Layout layout() const { return layout_; }
   bool is_cpu() const { return device_ == Device::kCPU; }
 
   // Host float32 elements: CPU float32 tensors only (std::logic_error
@@ -94,6 +104,9 @@ class Tensor {
   Tensor to(Device device, DType dtype) const;
   Tensor to(Device device) const { return to(device, device == device_ ? dtype_ : DType::kF32); }
   Tensor to(DType dtype) const { return to(device_, dtype); }
+  // The same storage and shape, tagged as laid out by `layout` (for the
+  // one function that packs a weight: its bytes must already be so).
+  Tensor with_layout(Layout layout) const;
   // Overwrites this tensor's elements with src's (same numel; any devices
   // and dtypes; converted as to()).
   void copy_from(const Tensor& src);
@@ -111,12 +124,15 @@ class Tensor {
   }
   // data_ when this is a CPU tensor of `want` (std::logic_error otherwise).
   void* checked_host(DType want);
+  // std::logic_error naming `what` unless this tensor is row-major.
+  void require_row_major(const char* what) const;
 
   std::shared_ptr<const void> storage_;  // keeps data_ alive
   void* data_ = nullptr;                 // the storage address (host or device)
   Shape shape_;
   Device device_ = Device::kCPU;
   DType dtype_ = DType::kF32;
+  Layout layout_ = Layout::kRowMajor;
 };
 
 }  // namespace ditgen

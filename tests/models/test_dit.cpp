@@ -11,6 +11,7 @@
 #include "fixture.h"
 #include "io/model_dir.h"
 #include "models/dit.h"
+#include "ops/cpu/cpu_ops.h"
 #include "../ops/test_helpers.h"
 #include "util/error.h"
 #include "mapping.h"
@@ -56,25 +57,41 @@ TEST_CASE("DiT forward in bfloat16 stays near diffusers' float32: both fixtures"
 
 using testing::points_into_mapping_of;
 
-TEST_CASE("DiT on the CPU in bfloat16 keeps bf16 GEMM weights as stored, mmapped, the rest float32") {
+TEST_CASE("DiT on the CPU in bfloat16 keeps bf16 GEMM weights as stored (mmapped, or packed), the rest float32") {
   auto dir = io::ModelDir::open(testing::fixture_dir("dit_small_bf16"));
   auto cfg = models::DitConfig::from_json(dir.part_config("transformer"), dir.part_config_path("transformer"));
   const auto store = io::WeightStore::open_dir(dir.part_dir("transformer"));
-  const std::string q = "transformer_blocks.0.attn1.to_q.weight";
+  const std::string q = "transformer_blocks.0.attn1.to_q.weight", ff2 = "transformer_blocks.0.ff.net.2.weight";
   {
-    const auto dit = models::DitTransformer::load(store, cfg, {}, models::Placement(Device::kCPU, DType::kBF16));
+    // Without packing: borrowed from the mapping, zero copy.
+    const models::Placement plain(Device::kCPU, DType::kBF16, /*pack=*/false);
+    const auto dit = models::DitTransformer::load(store, cfg, {}, plain);
     const models::DitBlock& b = dit.block(0);
     for (const Tensor* w : {&b.q_w, &b.ada_w[3], &b.ff1_w, &b.ff2_w, &b.out_w, &b.t_linear2_w}) {
       CHECK(w->dtype() == DType::kBF16);  // never widened on load
       CHECK(w->device() == Device::kCPU);
+      CHECK(w->layout() == Layout::kRowMajor);
     }
     CHECK(points_into_mapping_of(b.q_w.raw(), store.file_of(q)));  // borrowed: zero copy
     CHECK(b.q_w.raw() == store.load(q).raw());
-    CHECK(points_into_mapping_of(b.ff2_w.raw(), store.file_of("transformer_blocks.0.ff.net.2.weight")));
+    CHECK(points_into_mapping_of(b.ff2_w.raw(), store.file_of(ff2)));
     // Biases and the class table (read by gather_rows) are converted once to float32.
     CHECK(b.q_b.dtype() == DType::kF32);
     CHECK(b.ada_b[0].dtype() == DType::kF32);
     CHECK(b.class_table.dtype() == DType::kF32);
+  }
+  {
+    // As the pipeline loads a transformer: packed where this CPU packs the shape.
+    const auto dit = models::DitTransformer::load(store, cfg, {}, models::Placement(Device::kCPU, DType::kBF16));
+    const Tensor& w = dit.block(0).q_w;
+    CHECK(w.dtype() == DType::kBF16);
+    if (ops::cpu::onednn_packs_weight(w.dim(0), w.dim(1))) {
+      CHECK(w.layout() == Layout::kGemmPacked);
+      CHECK_FALSE(points_into_mapping_of(w.raw(), store.file_of(q)));
+    } else {
+      CHECK(w.layout() == Layout::kRowMajor);
+      CHECK(w.raw() == store.load(q).raw());
+    }
   }
   // Under float32 compute the same weights are converted once, at load.
   const auto dit = models::DitTransformer::load(store, cfg);

@@ -46,7 +46,8 @@ void touch(const Tensor& t) {  // read every page, so every page is resident
 
 TEST_CASE("placement: the compute dtype of GEMM weights, float32 storage for the rest on the CPU") {
   const Tensor w32 = testing::random_tensor({4, 6}, 1);
-  const models::Placement f32, bf16(Device::kCPU, DType::kBF16);
+  // Row-major bf16 (no packing), so the placed weight can be read back below.
+  const models::Placement f32, bf16(Device::kCPU, DType::kBF16, /*pack=*/false);
   CHECK(f32.matrix(w32).raw() == w32.raw());  // as stored: no copy
   CHECK(bf16.matrix(w32).dtype() == DType::kBF16);
   CHECK(bf16.put(w32).raw() == w32.raw());  // biases, norms, tables: float32
@@ -67,7 +68,8 @@ TEST_CASE("place_matrix releases the file pages under a weight it converted") {
   const auto store = io::WeightStore::open_dir(tmp.path.string());
   const Tensor view = store.load("w");
   const int64_t size = static_cast<int64_t>(view.nbytes());
-  const models::Placement f32, bf16(Device::kCPU, DType::kBF16);
+  // Row-major bf16 (no packing), so the placed weight can be read back below.
+  const models::Placement f32, bf16(Device::kCPU, DType::kBF16, /*pack=*/false);
 
   touch(view);
   REQUIRE(mapping_rss(view.raw()) >= size);

@@ -195,3 +195,61 @@ TEST_CASE("gemm with a 16-bit b: float16 as the widened float32 gemm, bfloat16 o
                             Tensor::zeros({2, 2}), 0.0f, c),
                   std::invalid_argument);
 }
+
+TEST_CASE("a packed bfloat16 weight gives the plain weight's products (linear, linear_into, gemm's b)") {
+  const int64_t n = 128, k = 96;  // a shape oneDNN packs into exactly its own bytes
+  const Tensor w = random_tensor({n, k}, 80).to(DType::kBF16);
+  const Tensor packed = ops::pack_gemm_weight(w);
+  if (!ops::cpu::onednn_packs_weight(n, k)) {
+    MESSAGE("no native bfloat16 matmul here: weights stay row-major");
+    CHECK(packed.layout() == Layout::kRowMajor);
+    return;
+  }
+  REQUIRE(packed.layout() == Layout::kGemmPacked);
+  CHECK(packed.shape() == w.shape());
+  CHECK(packed.dtype() == DType::kBF16);
+  CHECK(std::memcmp(packed.raw(), w.raw(), w.nbytes()) != 0);  // really another layout
+  const Tensor bias = random_tensor({n}, 81);
+  // One row, the few-rows sizes (a packed weight never takes the few-rows
+  // kernel), and a matmul's worth; against the double loop on rounded inputs.
+  for (int64_t rows : {1, 3, 8, 9, 130}) {
+    CAPTURE(rows);
+    const Tensor x = random_tensor({rows, k}, 82 + static_cast<uint32_t>(rows), -2.0f, 2.0f);
+    std::vector<double> want = product(x, false, w, true, true);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] += bias[j];
+    CHECK(rel_l2(ops::linear(x, packed, &bias), want) < 1e-6);
+    Tensor gelu_want = ops::linear(x, w, &bias);
+    ops::gelu_tanh_(gelu_want);
+    CHECK(testing::max_rel(ops::linear(x, packed, &bias, ops::Activation::kGeluTanh), gelu_want) < 1e-5);
+    Tensor into = Tensor::full({rows, n + 2}, 7.0f);
+    ops::linear_into(x, packed, &bias, into, 2);
+    for (int64_t i = 0; i < rows; ++i) {
+      CHECK(into[i * (n + 2)] == 7.0f);
+      CHECK(into[i * (n + 2) + 2] == doctest::Approx(want[i * n]).epsilon(1e-5).scale(1.0));
+    }
+    // gemm's b under trans_b, a transposed too (the VAE attention's call).
+    const Tensor xt = random_tensor({k, rows}, 90);
+    Tensor c = Tensor::zeros({rows, n}), c_plain = Tensor::zeros({rows, n});
+    ops::gemm(true, true, 0.5f, xt, packed, 0.0f, c);
+    ops::gemm(true, true, 0.5f, xt, w, 0.0f, c_plain);
+    CHECK(rel_l2(c, c_plain) < 1e-6);
+  }
+  // Only the GEMM reads it: views, element access and conversions refuse it.
+  CHECK_THROWS_AS(packed.reshape({k, n}), std::logic_error);
+  CHECK_THROWS_AS(packed.slice0(0, 1), std::logic_error);
+  CHECK_THROWS_AS(packed.data_as<BFloat16>(), std::logic_error);
+  CHECK_THROWS_AS(packed.to(DType::kF32), std::logic_error);
+  CHECK_THROWS_AS(packed.to_vector(), std::logic_error);
+  Tensor c = Tensor::zeros({2, n});
+  CHECK_THROWS_AS(ops::gemm(false, false, 1.0f, random_tensor({2, n}, 91), packed, 0.0f, c), std::invalid_argument);
+  // What does not pack stays itself: float32, a shape that would need padding,
+  // and under the emulation hook.
+  const Tensor f32 = random_tensor({n, k}, 92);
+  CHECK(ops::pack_gemm_weight(f32).raw() == f32.raw());
+  const Tensor odd = random_tensor({24, 40}, 93).to(DType::kBF16);
+  CHECK(ops::pack_gemm_weight(odd).layout() == Layout::kRowMajor);
+  ops::cpu::set_bf16_hooks({true, 0});
+  CHECK(ops::pack_gemm_weight(w).layout() == Layout::kRowMajor);
+  ops::cpu::set_bf16_hooks({});
+}

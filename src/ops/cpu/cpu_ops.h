@@ -19,10 +19,15 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 // The same with b of any floating dtype, which is the GEMM's arithmetic
 // (gemm.cpp): float32; bfloat16 (a rounded to bfloat16, float32 sums);
 // float16 widened to float32. Then c += bias[n] (alpha == 1 or not) and the
-// activation, fused into the matmul where oneDNN runs it.
+// activation, fused into the matmul where oneDNN runs it. A b of layout
+// kGemmPacked (pack_gemm_weight) is a bfloat16 weight under trans_b, ldb = k.
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias = nullptr,
-          Activation act = Activation::kNone);
+          Activation act = Activation::kNone, Layout b_layout = Layout::kRowMajor);
+// w (N, K) packed for the bfloat16 GEMM (onednn_matmul.h) where that pays
+// and the CPU runs it natively: a CPU bfloat16 row-major 2-D weight whose
+// shape packs, and not under the emulation hook; otherwise w itself.
+Tensor pack_gemm_weight(const Tensor& w);
 // x, bias float32; w float32, bfloat16 or float16 (its dtype is the arithmetic, as gemm).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act = Activation::kNone);
 // Rows of length N written into y with row stride ldy.

@@ -7,7 +7,10 @@
 //                    oneDNN's bf16 matmul where it has a kernel for this CPU
 //                    (up to 8 rows: small_gemm_bf16.h, memory-bound), else
 //                    the same arithmetic emulated (the rounded input against
-//                    the widened weight in float32);
+//                    the widened weight in float32); a weight packed at load
+//                    (pack_gemm_weight: oneDNN's blocked layout, what the
+//                    transformers' weights are where it runs natively) always
+//                    goes to oneDNN, whatever the rows;
 //   float16 weight   float32 GEMM on the weight widened exactly (CPUs have no
 //                    float16 arithmetic): a block of rows at a time into a
 //                    reused thread-local float32 scratch of about 4 MB, so no
@@ -276,6 +279,22 @@ void fused_matmul(MatmulCall call, const void* a, const void* b, const float* bi
   onednn_matmul(call, a, b, bias, c);
 }
 
+// fused_matmul on a packed b. oneDNN 2.6 has no optimised kernel for a
+// packed weight into a strided output of a few rows (the adaLN linears
+// writing their chunks' columns: it falls back to its reference loops, 50x
+// slower), so such a call writes a contiguous scratch, then the columns.
+void packed_matmul(MatmulCall call, const void* a, const void* b, const float* bias, float* c) {
+  if (call.ldc == call.n || std::strncmp(onednn_kernel_name(call), "ref", 3) != 0)
+    return fused_matmul(call, a, b, bias, c);
+  const int64_t m = call.m, n = call.n, ldc = call.ldc;
+  float* dense = scratch<float, 3>(m * n);
+  if (call.beta != 0.0f)
+    for (int64_t i = 0; i < m; ++i) std::memcpy(dense + i * n, c + i * ldc, static_cast<size_t>(n) * sizeof(float));
+  call.ldc = n;
+  fused_matmul(call, a, b, bias, dense);
+  for (int64_t i = 0; i < m; ++i) std::memcpy(c + i * ldc, dense + i * n, static_cast<size_t>(n) * sizeof(float));
+}
+
 // float32 a and b.
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Activation act) {
@@ -328,10 +347,13 @@ void gemm_widened(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, f
 }
 
 // float32 a, bfloat16 b: a's rows rounded to bfloat16 a block at a time.
+// A packed b (trans_b, ldb = k) always goes to oneDNN, whatever the rows
+// (packing happened only where it runs natively).
 void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-               const void* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Activation act) {
-  const bool native = onednn_fast(DType::kBF16) && !g_bf16_hooks.emulate;
-  if (native && trans_b && m <= kSmallGemmRows && small_gemm_bf16_available()) {
+               const void* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Activation act,
+               bool packed) {
+  const bool native = packed || (onednn_fast(DType::kBF16) && !g_bf16_hooks.emulate);
+  if (!packed && native && trans_b && m <= kSmallGemmRows && small_gemm_bf16_available()) {
     // A few rows (adaLN, embedders): memory-bound, the weight streamed once.
     uint16_t* ab = scratch<uint16_t, 1>(m * k);
     round_rows(a, trans_a, lda, 0, m, k, ab);
@@ -346,8 +368,10 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
     if (native) {
       uint16_t* ab = scratch<uint16_t, 1>(std::min(rows, m) * k);
       round_rows(a, trans_a, lda, m0, mb, k, ab);
-      fused_matmul(call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, act), ab, b, bias,
-                   cb);
+      MatmulCall call = call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, act);
+      call.packed_b = packed;
+      if (packed) packed_matmul(call, ab, b, bias, cb);
+      else fused_matmul(call, ab, b, bias, cb);
     } else {
       float* af = scratch<float, 2>(std::min(rows, m) * k);
       round_rows(a, trans_a, lda, m0, mb, k, af);
@@ -368,15 +392,20 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const void* b, DType b_dtype, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias,
-          Activation act) {
+          Activation act, Layout b_layout) {
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, act);
+  if (b_layout == Layout::kGemmPacked) {
+    if (b_dtype != DType::kBF16 || !trans_b || ldb != k)
+      throw std::invalid_argument("gemm: a packed weight is the bfloat16 b of a trans_b GEMM with ldb = k");
+    return gemm_bf16(trans_a, true, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, act, true);
+  }
   switch (b_dtype) {
     case DType::kF32:
       return gemm_f32(trans_a, trans_b, m, n, k, alpha, a, lda, static_cast<const float*>(b), ldb, beta, c, ldc, bias,
                       act);
     case DType::kBF16:
-      return gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, act);
+      return gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias, act, false);
     case DType::kF16:
       return gemm_widened(trans_a, trans_b, m, n, k, alpha, a, lda, b, b_dtype, ldb, beta, c, ldc, bias, act);
     default:
@@ -393,7 +422,16 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y,
   if (bias && bias->numel() != n) throw std::invalid_argument("linear: bias " + shape_str(bias->shape()));
   const int64_t m = x.numel() / k;
   gemm(false, true, m, n, k, 1.0f, x.data(), k, w.raw(), w.dtype(), k, 0.0f, y, ldy, bias ? bias->data() : nullptr,
-       act);
+       act, w.layout());
+}
+
+Tensor pack_gemm_weight(const Tensor& w) {
+  if (!w.is_cpu() || w.dtype() != DType::kBF16 || w.layout() != Layout::kRowMajor || w.ndim() != 2 ||
+      g_bf16_hooks.emulate || !onednn_packs_weight(w.dim(0), w.dim(1)))
+    return w;
+  Tensor packed = Tensor::empty(w.shape(), Device::kCPU, DType::kBF16);
+  onednn_pack_weight(w.dim(0), w.dim(1), w.raw(), packed.raw());
+  return packed.with_layout(Layout::kGemmPacked);
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act) {

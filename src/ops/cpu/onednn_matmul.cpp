@@ -46,7 +46,25 @@ dnnl::memory::desc matrix_desc(int64_t rows, int64_t cols, bool trans, int64_t l
 
 auto key_of(const MatmulCall& c) {
   return std::make_tuple(c.m, c.n, c.k, c.trans_a, c.trans_b, c.lda, c.ldb, c.ldc, static_cast<int>(c.dtype), c.alpha,
-                         c.beta, c.bias, static_cast<int>(c.act));
+                         c.beta, c.bias, static_cast<int>(c.act), c.packed_b);
+}
+
+// The layout oneDNN's bf16 matmul prefers for a (k, n) weight (format_tag
+// any, asked with 256 rows: the answer does not depend on m), once per shape.
+const dnnl::memory::desc& packed_weight_desc(int64_t n, int64_t k) {
+  static std::mutex mutex;
+  static std::map<std::pair<int64_t, int64_t>, dnnl::memory::desc> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find({n, k});
+  if (it == cache.end()) {
+    using dt = dnnl::memory::data_type;
+    const dnnl::memory::desc a({256, k}, dt::bf16, dnnl::memory::format_tag::ab);
+    const dnnl::memory::desc b({k, n}, dt::bf16, dnnl::memory::format_tag::any);
+    const dnnl::memory::desc c({256, n}, dt::f32, dnnl::memory::format_tag::ab);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine());
+    it = cache.emplace(std::make_pair(n, k), pd.weights_desc()).first;
+  }
+  return it->second;
 }
 
 struct Prepared {
@@ -59,7 +77,7 @@ Prepared prepare(const MatmulCall& c) {
   const auto t = dnnl_type(c.dtype);
   Prepared p;
   p.a = matrix_desc(c.m, c.k, c.trans_a, c.lda, t);
-  p.b = matrix_desc(c.k, c.n, c.trans_b, c.ldb, t);
+  p.b = c.packed_b ? packed_weight_desc(c.n, c.k) : matrix_desc(c.k, c.n, c.trans_b, c.ldb, t);
   p.c = matrix_desc(c.m, c.n, false, c.ldc, dnnl::memory::data_type::f32);
   dnnl::primitive_attr attr;
   if (c.alpha != 1.0f) attr.set_output_scales(0, {c.alpha});
@@ -116,6 +134,30 @@ bool onednn_fast(DType dtype) {
     return std::strncmp(onednn_kernel_name(probe), "ref", 3) != 0;
   }();
   return fast;
+}
+
+bool onednn_packs_weight(int64_t n, int64_t k) {
+  if (n <= 0 || k <= 0 || !onednn_fast(DType::kBF16)) return false;
+  bool packs = false;
+  with_onednn_errors([&] {
+    const dnnl::memory::desc& d = packed_weight_desc(n, k);
+    packs = d.get_size() == static_cast<size_t>(n * k) * 2 &&
+            d != matrix_desc(k, n, true, k, dnnl::memory::data_type::bf16);  // plain already: nothing to gain
+  });
+  return packs;
+}
+
+void onednn_pack_weight(int64_t n, int64_t k, const void* w, void* packed) {
+  if (!onednn_packs_weight(n, k))
+    throw std::invalid_argument("oneDNN matmul: a " + std::to_string(n) + "x" + std::to_string(k) +
+                                " weight does not pack");
+  with_onednn_errors([&] {
+    auto& e = engine();
+    dnnl::memory plain(matrix_desc(k, n, true, k, dnnl::memory::data_type::bf16), e, const_cast<void*>(w));
+    dnnl::memory blocked(packed_weight_desc(n, k), e, packed);
+    dnnl::reorder(plain, blocked).execute(stream(), plain, blocked);
+    stream().wait();
+  });
 }
 
 const char* onednn_kernel_name(const MatmulCall& call) { return cached(call).kernel.c_str(); }
