@@ -61,7 +61,7 @@ struct ParallelConfig {
   int sp = 1;
   int cp = 1;
   int tp = 1;
-  // auto (dsp for video models, ulysses for image models) | ulysses | ring | dsp
+  // auto (dsp for video models, ulysses for image models) | ulysses | ring | dsp | naive_patch
   std::string sp_mode = "auto";
 
   int world_size() const { return sp * cp * tp; }

@@ -87,7 +87,7 @@ ParallelConfig parse_parallel(const ObjectReader& parallel) {
   c.sp = parallel.integer("sp", c.sp, 1);
   c.cp = parallel.integer("cp", c.cp, 1);
   c.tp = parallel.integer("tp", c.tp, 1);
-  c.sp_mode = parallel.choice("sp_mode", c.sp_mode, {"auto", "ulysses", "ring", "dsp"});
+  c.sp_mode = parallel.choice("sp_mode", c.sp_mode, {"auto", "ulysses", "ring", "dsp", "naive_patch"});
   if (c.cp > 2)
     parallel.context().fail(parallel.path_of("cp"),
                             "expected 1 or 2 (the two halves of classifier-free guidance), got " +

@@ -124,7 +124,7 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   m.cfg_ = c;
   m.shard_ = shard;
   m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses, place.dtype);
+      shard.sp, shard.sequence_mode(), place.dtype);
   m.place_ = place;
   // Every weight goes to the model's device and dtype once, here; on the
   // CPU the GEMM weights (matrix) stay as stored, borrowed from the mmapped

@@ -94,7 +94,7 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   m.cfg_ = c;
   m.shard_ = shard;
   m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses, place.dtype);
+      shard.sp, shard.sequence_mode(), place.dtype);
   m.place_ = place;
   // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
   // the rest becomes the compute dtype.

@@ -56,7 +56,7 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
   m.cfg_ = c;
   m.shard_ = shard;
   m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.ring() ? parallel::SequenceMode::kRing : parallel::SequenceMode::kUlysses, place.dtype);
+      shard.sp, shard.sequence_mode(), place.dtype);
   m.place_ = place;
   // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
   // the rest becomes the compute dtype.

@@ -17,6 +17,7 @@
 #include "pab/broadcast.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
+#include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
 #include "util/error.h"
 
@@ -37,6 +38,13 @@ struct ShardGroups {
   int sp_size() const { return sp ? sp->size() : 1; }
   int sp_rank() const { return sp ? sp->rank() : 0; }
   bool ring() const { return mode == parallel::SpMode::kRing; }
+  // The attention module's mode for spatial self-attention (dsp holds each
+  // frame whole, so the model gives its attention no sp group there).
+  parallel::SequenceMode sequence_mode() const {
+    if (mode == parallel::SpMode::kRing) return parallel::SequenceMode::kRing;
+    if (mode == parallel::SpMode::kNaivePatch) return parallel::SequenceMode::kLocal;
+    return parallel::SequenceMode::kUlysses;
+  }
   bool dsp() const { return mode == parallel::SpMode::kDsp; }
 };
 

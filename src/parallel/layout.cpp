@@ -104,7 +104,8 @@ SpMode sp_mode_of(const std::string& mode) {
   if (mode == "ulysses") return SpMode::kUlysses;
   if (mode == "ring") return SpMode::kRing;
   if (mode == "dsp") return SpMode::kDsp;
-  throw std::invalid_argument("sp_mode \"" + mode + "\" is not ulysses, ring or dsp");
+  if (mode == "naive_patch") return SpMode::kNaivePatch;
+  throw std::invalid_argument("sp_mode \"" + mode + "\" is not ulysses, ring, dsp or naive_patch");
 }
 
 std::string resolve_sp_mode(const std::string& mode, const Workload& work) {
@@ -130,8 +131,9 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     }
   }
   const bool ulysses = l.sp_mode == "ulysses", dsp = l.sp_mode == "dsp";
-  if (!ulysses && !dsp && l.sp_mode != "ring")
-    p.push_back("parallel.sp_mode = \"" + l.sp_mode + "\": must be \"ulysses\", \"ring\" or \"dsp\"");
+  if (!ulysses && !dsp && l.sp_mode != "ring" && l.sp_mode != "naive_patch")
+    p.push_back("parallel.sp_mode = \"" + l.sp_mode +
+                "\": must be \"ulysses\", \"ring\", \"dsp\" or \"naive_patch\"");
   if (dsp && !d.video())
     p.push_back("parallel.sp_mode = \"dsp\" shards the frames of a video; this is an image model (use ulysses or "
                 "ring)");

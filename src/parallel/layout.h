@@ -20,7 +20,8 @@ namespace ditgen::parallel {
 
 struct Layout {
   int sp = 1, cp = 1, tp = 1;
-  // ulysses | ring | dsp (video models only); irrelevant when sp == 1.
+  // ulysses | ring | dsp (video models only) | naive_patch (each rank's
+  // tokens attend among themselves only: approximate); irrelevant when sp == 1.
   // Configs may say "auto": default_sp_mode resolves it per model.
   std::string sp_mode = "ulysses";
 
@@ -34,8 +35,8 @@ struct Layout {
 };
 
 // Layout::sp_mode as an enum, for the code that runs it.
-enum class SpMode { kUlysses, kRing, kDsp };
-// std::invalid_argument for anything but ulysses, ring, dsp ("auto" must be resolved first).
+enum class SpMode { kUlysses, kRing, kDsp, kNaivePatch };
+// std::invalid_argument for anything but ulysses, ring, dsp, naive_patch ("auto" must be resolved first).
 SpMode sp_mode_of(const std::string& mode);
 
 // A rank's coordinate along each axis.

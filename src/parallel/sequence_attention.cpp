@@ -41,7 +41,7 @@ void SequenceParallelAttention::self_attention(const Tensor& q, const Tensor& k,
                                 std::to_string(k.dim(1)) + " key rows, rank " + std::to_string(rank()) +
                                 " holds " + std::to_string(local_tokens(n)) + " of " + std::to_string(n) +
                                 " tokens");
-  if (size() == 1) {
+  if (size() == 1 || mode_ == SequenceMode::kLocal) {
     ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(out),
                                                q.dim(0), heads, head_dim);
     a.compute = compute_;

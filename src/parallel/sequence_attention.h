@@ -10,7 +10,11 @@
 //            back (H_local must divide by sp);
 //   ring     the K/V shards travel around the ring (sp - 1 send/recv
 //            steps); each step's partial output over one key block merges
-//            into the running one by log-sum-exp.
+//            into the running one by log-sum-exp;
+//   local    (sp_mode naive_patch, xDiT's naive patch parallelism) each
+//            rank's tokens attend to its own tokens only: no
+//            communication, not the whole-sequence result (an
+//            approximation whose seams show; README, Parallel runs).
 // Cross-attention (queries sharded, keys and values whole on every rank,
 // such as text tokens, with optional per-sample key counts) needs no
 // communication. The module moves tensors through ops:: and
@@ -24,7 +28,7 @@
 
 namespace ditgen::parallel {
 
-enum class SequenceMode { kUlysses, kRing };
+enum class SequenceMode { kUlysses, kRing, kLocal };
 
 class SequenceParallelAttention {
  public:
@@ -41,8 +45,9 @@ class SequenceParallelAttention {
   // This rank's tokens of a sequence of n.
   int64_t local_tokens(int64_t n) const;
 
-  // Self-attention over the whole sequence of n tokens. q, k, v, out:
-  // (B, P_me, H_local*head_dim) rows of this rank's tokens; out is written.
+  // Self-attention over the whole sequence of n tokens (kLocal: over this
+  // rank's own P_me). q, k, v, out: (B, P_me, H_local*head_dim) rows of
+  // this rank's tokens; out is written.
   void self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n,
                       Tensor& out) const;
 

@@ -46,7 +46,7 @@ TEST_CASE("type and range checks name the file and the dotted path") {
       {"parallel.cp", 0, "expected a positive integer"},
       {"parallel.tp", 0, "expected a positive integer"},
       {"parallel.cp", 3, "expected 1 or 2"},
-      {"parallel.sp_mode", "tree", "expected one of \"auto\", \"ulysses\", \"ring\", \"dsp\""},
+      {"parallel.sp_mode", "tree", "expected one of \"auto\", \"ulysses\", \"ring\", \"dsp\", \"naive_patch\""},
       {"model.dtype", "fp32", "expected one of \"auto\", \"float32\", \"bfloat16\", \"float16\""},
       {"model.path", "", "expected a non-empty string"},
       {"model.path", 5, "expected a string"},

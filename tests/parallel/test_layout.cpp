@@ -160,7 +160,7 @@ TEST_CASE("validation: each rule named with its numbers") {
   CHECK(has(e, "parallel.sp = 0: must be >= 1"));
 
   e = error_of(Layout{2, 1, 1, "stripes"}, 2, m, 4.0);
-  CHECK(has(e, "parallel.sp_mode = \"stripes\": must be \"ulysses\", \"ring\" or \"dsp\""));
+  CHECK(has(e, "parallel.sp_mode = \"stripes\": must be \"ulysses\", \"ring\", \"dsp\" or \"naive_patch\""));
 
   // Several failures are all named.
   e = error_of(Layout{3, 3, 1}, 8, m, 1.0);

@@ -1,7 +1,8 @@
 // The parallel attention module (src/parallel/) over real MPI, run as
 // `mpirun -np N mpi_parallel_attention` for N in {2, 3} (tests/CMakeLists.txt):
 // Ulysses and ring self-attention on uneven token shards against attention
-// of the whole sequence on one process, gather_tokens, the tp helpers
+// of the whole sequence on one process, local (naive patch) self-attention
+// against a double-precision loop over each rank's own tokens, gather_tokens, the tp helpers
 // (row-parallel linear against a plain linear, the chunked column gather),
 // and the frame <-> token switch of video activations (uneven frames and
 // tokens, ranks holding none) against a host reference.
@@ -14,6 +15,8 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -82,6 +85,50 @@ TEST_CASE("ulysses self-attention on uneven token shards equals whole-sequence a
 TEST_CASE("ring self-attention on uneven token shards equals whole-sequence attention") {
   for (int64_t n : {7, 25, 64}) check_self_attention(SequenceMode::kRing, 2, n, 3, 8);
   check_self_attention(SequenceMode::kRing, 1, 300, 5, 72);  // heads need not divide by sp
+}
+
+TEST_CASE("local (naive patch) self-attention: each rank's tokens attend only among themselves") {
+  RANK_INFO();
+  const int64_t bsz = 2, heads = 3, hd = 8, inner = heads * hd;
+  for (int64_t n : {7, 26}) {
+    CAPTURE(n);
+    const Tensor q = random_tensor({bsz, n, inner}, 111, -2, 2), k = random_tensor({bsz, n, inner}, 112, -2, 2),
+                 v = random_tensor({bsz, n, inner}, 113, -2, 2);
+    const Range mine = even_shard(n, world().size(), world().rank());
+    const Tensor qs = token_rows(q, mine), ks = token_rows(k, mine), vs = token_rows(v, mine);
+    Tensor out = Tensor::empty(qs.shape());
+    SequenceParallelAttention(&world(), SequenceMode::kLocal).self_attention(qs, ks, vs, hd, n, out);
+    // Reference: softmax attention in double over the band's keys only.
+    const int64_t p = mine.size();
+    std::vector<double> want(static_cast<size_t>(bsz * p * inner));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    for (int64_t b = 0; b < bsz; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < p; ++i) {
+          std::vector<double> s(static_cast<size_t>(p));
+          double top = -1e300, sum = 0;
+          for (int64_t j = 0; j < p; ++j) {
+            double dot = 0;
+            for (int64_t c = 0; c < hd; ++c)
+              dot += static_cast<double>(qs[(b * p + i) * inner + h * hd + c]) * ks[(b * p + j) * inner + h * hd + c];
+            s[j] = dot * scale;
+            top = std::max(top, s[j]);
+          }
+          for (double& x : s) sum += (x = std::exp(x - top));
+          for (int64_t c = 0; c < hd; ++c) {
+            double acc = 0;
+            for (int64_t j = 0; j < p; ++j) acc += s[j] / sum * vs[(b * p + j) * inner + h * hd + c];
+            want[(b * p + i) * inner + h * hd + c] = acc;
+          }
+        }
+    CHECK(rel_l2(out, want) < 1e-5);
+    // Not the whole-sequence result (a mode that silently attended to every
+    // token would pass the check above only by accident).
+    Tensor whole = Tensor::empty(q.shape());
+    ops::attention(ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(whole), bsz,
+                                       heads, hd));
+    CHECK(rel_l2(out, token_rows(whole, mine)) > 1e-2);
+  }
 }
 
 TEST_CASE("gather_tokens reassembles the whole sequence on every rank") {
