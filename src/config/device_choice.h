@@ -25,15 +25,15 @@ struct DeviceChoice {
   std::string attention = "auto";  // auto | flash | math (CUDA only)
 };
 
-// ConfigError / not supported (exit 2) for what no machine could run
-// (--device cuda in a CPU-only build, a forced attention kernel on the CPU); RuntimeFailure (exit 4) for --device cuda on a machine
-// without a visible device. `config_path` names the file in messages.
 // The VAE decoder's compute dtype from model.vae_dtype (float32 unless it
 // says otherwise, DESIGN.md §2): float32, bfloat16 (its convolutions' and
 // GEMMs' arithmetic on the CPU, as model.dtype's), float16 (CUDA; float32 on
 // the CPU). ConfigError naming config_path for another value.
 DType choose_vae_dtype(const std::string& vae_dtype, Device device, const std::string& config_path);
 
+// ConfigError / not supported (exit 2) for what no machine could run
+// (--device cuda in a CPU-only build, a forced attention kernel on the CPU); RuntimeFailure (exit 4) for --device cuda on a machine
+// without a visible device. `config_path` names the file in messages.
 // cpu_bf16: whether this CPU has bfloat16 dot products (ops::cpu_has_bf16).
 DeviceChoice choose_device(const std::string& device_option, const std::string& model_dtype,
                            const std::string& attention_option, bool cuda_built, int cuda_devices, bool cpu_bf16,

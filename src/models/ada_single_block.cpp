@@ -83,7 +83,7 @@ AdaSingleBlock AdaSingleBlock::load(const io::WeightStore& w, const std::string&
   blk.place_ = place;
   // tp: this rank's rows of the column-split layers (its heads' q/k/v, its
   // MLP features) and the matching input columns of the row-split ones;
-  // tp = 1 loads whole tensors. GEMM weights stay as stored on the CPU.
+  // tp = 1 loads whole tensors. GEMM weights go through place_matrix.
   const parallel::Range heads = parallel::column_split(s.inner_dim(), shard.tp);
   const parallel::Range feats = parallel::column_split(s.ff_inner, shard.tp);
   auto whole = [&](const std::string& name) { return place.put(w.load(name)); };

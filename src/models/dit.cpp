@@ -123,12 +123,12 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   DitTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.sequence_mode(), place.dtype);
+  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype);
   m.place_ = place;
   // Every weight goes to the model's device and dtype once, here; on the
-  // CPU the GEMM weights (matrix) stay as stored, borrowed from the mmapped
-  // file, and the rest (put) becomes float32.
+  // CPU the GEMM weights (matrix) take the compute dtype (as stored,
+  // borrowed from the mmapped file, or packed: models/placement.h), and the
+  // rest (put) becomes float32.
   auto whole = [&](const std::string& name) { return place.put(w.load(name)); };
   auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
   m.patch_w = matrix("pos_embed.proj.weight").reshape({d, c.in_channels * p * p});

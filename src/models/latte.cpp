@@ -93,11 +93,11 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   LatteTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.sequence_mode(), place.dtype);
+  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype);
   m.place_ = place;
-  // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
-  // the rest becomes the compute dtype.
+  // GEMM weights take the compute dtype (models/placement.h: on the CPU as
+  // stored, borrowed from the mmapped file, or packed); the rest becomes the
+  // compute dtype.
   m.stem_ = AdaSingleStem::load(w, stem, place);
   m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
   m.native_temporal = place.put(m.temporal_table(c.video_length));

@@ -55,11 +55,11 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
   PixArtTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(
-      shard.sp, shard.sequence_mode(), place.dtype);
+  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype);
   m.place_ = place;
-  // GEMM weights stay as stored on the CPU, borrowed from the mmapped file;
-  // the rest becomes the compute dtype.
+  // GEMM weights take the compute dtype (models/placement.h: on the CPU as
+  // stored, borrowed from the mmapped file, or packed); the rest becomes the
+  // compute dtype.
   m.stem_ = AdaSingleStem::load(w, stem, place);
   m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
   if (c.use_additional_conditions) {

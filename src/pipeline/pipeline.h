@@ -224,8 +224,9 @@ class Pipeline {
   ParallelRun par_;
 };
 
-// The VAE's placement for a pipeline placed on `place`: the same, except
-// float16 with force_upcast (vae/config.json, default true) decodes in float32.
+// The VAE's placement on `device` computing in vae_dtype (model.vae_dtype
+// resolved), except that float16 with force_upcast (vae/config.json,
+// default true) decodes in float32.
 models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeConfig& vae);
 
 }  // namespace ditgen::pipeline

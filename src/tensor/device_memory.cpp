@@ -111,6 +111,8 @@ void release_cached_host() {
   c.cache.release_cached();
 }
 
+bool host_cache_enabled() { return kHostCache; }
+
 size_t cached_host_bytes() {
   if (!kHostCache) return 0;
   HostCache& c = host_cache();

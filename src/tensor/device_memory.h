@@ -22,6 +22,9 @@ std::shared_ptr<void> allocate(Device device, size_t bytes);
 // do not stay resident through the next.
 void release_cached_host();
 size_t cached_host_bytes();
+// Whether this build caches host blocks (not under AddressSanitizer, whose
+// use-after-free checks need every block really freed).
+bool host_cache_enabled();
 void fill_zero(Device device, void* ptr, size_t bytes);
 
 // Copies n elements between any two devices, converting dtype on the way

@@ -11,22 +11,8 @@
 
 using namespace ditgen;
 
-namespace {
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAsan = true;
-#else
-constexpr bool kAsan = false;
-#endif
-#else
-constexpr bool kAsan = false;
-#endif
-}  // namespace
-
 TEST_CASE("host tensors of 1 MiB and more reuse their blocks, until the cache is released") {
-  if (kAsan) {
+  if (!device_memory::host_cache_enabled()) {
     MESSAGE("built with AddressSanitizer: the host cache is off");
     CHECK(device_memory::cached_host_bytes() == 0);
     return;

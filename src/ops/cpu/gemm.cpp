@@ -60,6 +60,7 @@
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/onednn_matmul.h"
 #include "ops/cpu/small_gemm_bf16.h"
+#include "ops/cpu/thread_scratch.h"
 #include "tensor/half.h"
 
 extern "C" {
@@ -159,19 +160,7 @@ constexpr int64_t kScratchElements = int64_t{1} << 20;
 // bf16 matmul runs at full speed (420+ GFLOP/s from M = 512).
 constexpr int64_t kRoundedElements = int64_t{1} << 24;
 
-// A thread's reused scratch of at least n elements of T (grown, never
-// shrunk). Tag keeps the buffers of different uses apart.
-template <class T, int Tag>
-T* scratch(int64_t n) {
-  thread_local std::unique_ptr<T[]> buf;
-  thread_local int64_t size = 0;
-  if (n > size) {
-    buf.reset(new T[static_cast<size_t>(n)]);
-    size = n;
-  }
-  return buf.get();
-}
-float* widen_scratch(int64_t n) { return scratch<float, 0>(n); }
+float* widen_scratch(int64_t n) { return thread_scratch<float, kWidenedWeight>(n); }
 
 // Rows a block holds: whole rows of `row` elements within `budget` elements
 // (at least one).
@@ -279,22 +268,6 @@ void fused_matmul(MatmulCall call, const void* a, const void* b, const float* bi
   onednn_matmul(call, a, b, bias, c);
 }
 
-// fused_matmul on a packed b. oneDNN 2.6 has no optimised kernel for a
-// packed weight into a strided output of a few rows (the adaLN linears
-// writing their chunks' columns: it falls back to its reference loops, 50x
-// slower), so such a call writes a contiguous scratch, then the columns.
-void packed_matmul(MatmulCall call, const void* a, const void* b, const float* bias, float* c) {
-  if (call.ldc == call.n || std::strncmp(onednn_kernel_name(call), "ref", 3) != 0)
-    return fused_matmul(call, a, b, bias, c);
-  const int64_t m = call.m, n = call.n, ldc = call.ldc;
-  float* dense = scratch<float, 3>(m * n);
-  if (call.beta != 0.0f)
-    for (int64_t i = 0; i < m; ++i) std::memcpy(dense + i * n, c + i * ldc, static_cast<size_t>(n) * sizeof(float));
-  call.ldc = n;
-  fused_matmul(call, a, b, bias, dense);
-  for (int64_t i = 0; i < m; ++i) std::memcpy(c + i * ldc, dense + i * n, static_cast<size_t>(n) * sizeof(float));
-}
-
 // float32 a and b.
 void gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
               const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const float* bias, Activation act) {
@@ -355,7 +328,7 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   const bool native = packed || (onednn_fast(DType::kBF16) && !g_bf16_hooks.emulate);
   if (!packed && native && trans_b && m <= kSmallGemmRows && small_gemm_bf16_available()) {
     // A few rows (adaLN, embedders): memory-bound, the weight streamed once.
-    uint16_t* ab = scratch<uint16_t, 1>(m * k);
+    uint16_t* ab = thread_scratch<uint16_t, kRoundedInput>(m * k);
     round_rows(a, trans_a, lda, 0, m, k, ab);
     small_gemm_bf16(m, n, k, alpha, ab, k, static_cast<const uint16_t*>(b), ldb, beta, c, ldc);
     return finish_rows(c, m, n, ldc, bias, act);
@@ -366,14 +339,13 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
     const int64_t mb = std::min(rows, m - m0);
     float* cb = c + m0 * ldc;
     if (native) {
-      uint16_t* ab = scratch<uint16_t, 1>(std::min(rows, m) * k);
+      uint16_t* ab = thread_scratch<uint16_t, kRoundedInput>(std::min(rows, m) * k);
       round_rows(a, trans_a, lda, m0, mb, k, ab);
       MatmulCall call = call_of(false, trans_b, mb, n, k, alpha, k, ldb, beta, ldc, DType::kBF16, bias, act);
       call.packed_b = packed;
-      if (packed) packed_matmul(call, ab, b, bias, cb);
-      else fused_matmul(call, ab, b, bias, cb);
+      fused_matmul(call, ab, b, bias, cb);
     } else {
-      float* af = scratch<float, 2>(std::min(rows, m) * k);
+      float* af = thread_scratch<float, kRoundedInputF32>(std::min(rows, m) * k);
       round_rows(a, trans_a, lda, m0, mb, k, af);
       gemm_widened(false, trans_b, mb, n, k, alpha, af, k, b, DType::kBF16, ldb, beta, cb, ldc, bias, act);
     }

@@ -14,7 +14,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "ops/cpu/onednn_errors.h"
+#include "ops/cpu/onednn_runtime.h"
+#include "tensor/tensor.h"
 #include "util/error.h"
 #include "util/run_stage.h"
 #include "util/strings.h"
@@ -25,16 +26,6 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  static dnnl::stream s(engine());
-  return s;
-}
 
 struct Prepared {
   dnnl::convolution_forward conv;
@@ -67,12 +58,12 @@ Prepared prepare(const ConvShape& s, DType w_dtype, bool bias) {
     d = std::make_unique<dnnl::convolution_forward::desc>(dnnl::prop_kind::forward_inference,
                                                           dnnl::algorithm::convolution_direct, x_any, w_any, y_any,
                                                           stride, pad_l, pad_r);
-  const dnnl::convolution_forward::primitive_desc pd(*d, engine());
+  const dnnl::convolution_forward::primitive_desc pd(*d, onednn_engine());
   p.conv = dnnl::convolution_forward(pd);
   p.x_conv = pd.src_desc();
   p.w_conv = pd.weights_desc();
   p.y_conv = pd.dst_desc();
-  auto& e = engine();
+  auto& e = onednn_engine();
   if (p.x_conv != p.x_user)
     p.x_in = std::make_unique<dnnl::reorder>(dnnl::reorder::primitive_desc(e, p.x_user, e, p.x_conv));
   if (p.w_conv != p.w_user)
@@ -96,14 +87,11 @@ const Prepared& cached(const ConvShape& s, DType w_dtype, bool bias) {
   return it->second;
 }
 
-std::string dims(int64_t a, int64_t b, int64_t c, int64_t d) {
-  return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " + std::to_string(d) + "]";
-}
-
 // A reused thread-local buffer of at least `bytes` (grown, never shrunk),
 // 64-byte aligned; `slot` keeps the three intermediates apart. Running out
-// of memory names the array (`what`) like a failed tensor allocation does.
-void* scratch(int slot, size_t bytes, const std::string& what) {
+// of memory names the array (`what`, e.g. "the input", and the shape of
+// `user`, the caller's array) like a failed tensor allocation does.
+void* scratch(int slot, size_t bytes, const char* what, const dnnl::memory::desc& user) {
   struct Buffer {
     std::unique_ptr<char[]> data;
     size_t size = 0;
@@ -115,8 +103,9 @@ void* scratch(int slot, size_t bytes, const std::string& what) {
     b.size = 0;
     b.data.reset(new (std::nothrow) char[bytes + 64]);
     if (!b.data)
-      throw RuntimeFailure("out of memory: cannot allocate conv2d's copy of " + what + " in oneDNN's layout (" +
-                           format_bytes(static_cast<double>(bytes)) + ")" + during_stage());
+      throw RuntimeFailure("out of memory: cannot allocate conv2d's copy of " + std::string(what) + " " +
+                           shape_str(user.dims()) + " in oneDNN's layout (" + format_bytes(static_cast<double>(bytes)) +
+                           ")" + during_stage());
     b.size = bytes + 64;
   }
   const auto at = reinterpret_cast<uintptr_t>(b.data.get());
@@ -130,25 +119,20 @@ void onednn_conv2d(const ConvShape& s, const float* x, const void* w, DType w_dt
     throw std::invalid_argument(std::string("conv2d: a ") + dtype_name(w_dtype) + " weight (float32 or bfloat16)");
   with_onednn_errors([&] {
     const Prepared& p = cached(s, w_dtype, bias != nullptr);
-    auto& e = engine();
-    auto& st = stream();
+    auto& e = onednn_engine();
+    auto& st = onednn_stream();
     dnnl::memory x_user(p.x_user, e, const_cast<float*>(x)), w_user(p.w_user, e, const_cast<void*>(w));
     dnnl::memory y_user(p.y_user, e, y);
     dnnl::memory x_conv = x_user, w_conv = w_user, y_conv = y_user;
     if (p.x_in) {
-      const std::string what = "the input " + dims(s.batch, s.in_channels, s.height, s.width);
-      x_conv = dnnl::memory(p.x_conv, e, scratch(0, p.x_conv.get_size(), what));
+      x_conv = dnnl::memory(p.x_conv, e, scratch(0, p.x_conv.get_size(), "the input", p.x_user));
       p.x_in->execute(st, x_user, x_conv);
     }
     if (p.w_in) {
-      const std::string what = "the weight " + dims(s.out_channels, s.in_channels, s.kernel_h, s.kernel_w);
-      w_conv = dnnl::memory(p.w_conv, e, scratch(1, p.w_conv.get_size(), what));
+      w_conv = dnnl::memory(p.w_conv, e, scratch(1, p.w_conv.get_size(), "the weight", p.w_user));
       p.w_in->execute(st, w_user, w_conv);
     }
-    if (p.y_out) {
-      const std::string what = "the output " + dims(s.batch, s.out_channels, s.out_height(), s.out_width());
-      y_conv = dnnl::memory(p.y_conv, e, scratch(2, p.y_conv.get_size(), what));
-    }
+    if (p.y_out) y_conv = dnnl::memory(p.y_conv, e, scratch(2, p.y_conv.get_size(), "the output", p.y_user));
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, x_conv}, {DNNL_ARG_WEIGHTS, w_conv}, {DNNL_ARG_DST, y_conv}};
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.b_user, e, const_cast<float*>(bias)));

@@ -15,21 +15,12 @@
 #include <string>
 #include <tuple>
 
-#include "ops/cpu/onednn_errors.h"
+#include "ops/cpu/onednn_runtime.h"
+#include "ops/cpu/thread_scratch.h"
 
 namespace ditgen::ops::cpu {
 
 namespace {
-
-dnnl::engine& engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
-
-dnnl::stream& stream() {
-  static dnnl::stream s(engine());
-  return s;
-}
 
 dnnl::memory::data_type dnnl_type(DType t) {
   switch (t) {
@@ -61,7 +52,7 @@ const dnnl::memory::desc& packed_weight_desc(int64_t n, int64_t k) {
     const dnnl::memory::desc a({256, k}, dt::bf16, dnnl::memory::format_tag::ab);
     const dnnl::memory::desc b({k, n}, dt::bf16, dnnl::memory::format_tag::any);
     const dnnl::memory::desc c({256, n}, dt::f32, dnnl::memory::format_tag::ab);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine());
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), onednn_engine());
     it = cache.emplace(std::make_pair(n, k), pd.weights_desc()).first;
   }
   return it->second;
@@ -71,14 +62,19 @@ struct Prepared {
   dnnl::matmul primitive;
   dnnl::memory::desc a, b, bias, c;
   std::string kernel;
+  // c is written to a contiguous scratch, then copied into the caller's
+  // strided rows: oneDNN 2.6 has no optimised kernel for some strided
+  // outputs (a packed weight into the columns of a wider output at a few
+  // rows: the adaLN chunks) and runs its reference loops, 50x slower.
+  bool dense_c = false;
 };
 
-Prepared prepare(const MatmulCall& c) {
+Prepared prepare_with(const MatmulCall& c, int64_t ldc) {
   const auto t = dnnl_type(c.dtype);
   Prepared p;
   p.a = matrix_desc(c.m, c.k, c.trans_a, c.lda, t);
   p.b = c.packed_b ? packed_weight_desc(c.n, c.k) : matrix_desc(c.k, c.n, c.trans_b, c.ldb, t);
-  p.c = matrix_desc(c.m, c.n, false, c.ldc, dnnl::memory::data_type::f32);
+  p.c = matrix_desc(c.m, c.n, false, ldc, dnnl::memory::data_type::f32);
   dnnl::primitive_attr attr;
   if (c.alpha != 1.0f) attr.set_output_scales(0, {c.alpha});
   dnnl::post_ops ops;
@@ -92,11 +88,23 @@ Prepared prepare(const MatmulCall& c) {
   } else {
     d = std::make_unique<dnnl::matmul::desc>(p.a, p.b, p.c);
   }
-  const dnnl::matmul::primitive_desc pd(*d, attr, engine());
+  const dnnl::matmul::primitive_desc pd(*d, attr, onednn_engine());
   p.kernel = pd.impl_info_str();
   p.primitive = dnnl::matmul(pd);
   return p;
 }
+
+bool is_reference(const Prepared& p) { return p.kernel.compare(0, 3, "ref") == 0; }
+
+Prepared prepare(const MatmulCall& c) {
+  Prepared p = prepare_with(c, c.ldc);
+  if (c.ldc == c.n || !is_reference(p)) return p;
+  Prepared dense = prepare_with(c, c.n);
+  if (is_reference(dense)) return p;  // no better: keep the direct call
+  dense.dense_c = true;
+  return dense;
+}
+
 
 // The cache: shapes are few (a model's distinct GEMMs), so a map under a
 // mutex; the lookup costs well under a microsecond against calls of tens
@@ -152,11 +160,11 @@ void onednn_pack_weight(int64_t n, int64_t k, const void* w, void* packed) {
     throw std::invalid_argument("oneDNN matmul: a " + std::to_string(n) + "x" + std::to_string(k) +
                                 " weight does not pack");
   with_onednn_errors([&] {
-    auto& e = engine();
+    auto& e = onednn_engine();
     dnnl::memory plain(matrix_desc(k, n, true, k, dnnl::memory::data_type::bf16), e, const_cast<void*>(w));
     dnnl::memory blocked(packed_weight_desc(n, k), e, packed);
-    dnnl::reorder(plain, blocked).execute(stream(), plain, blocked);
-    stream().wait();
+    dnnl::reorder(plain, blocked).execute(onednn_stream(), plain, blocked);
+    onednn_stream().wait();
   });
 }
 
@@ -169,13 +177,22 @@ void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const f
   if (call.bias && call.alpha != 1.0f) throw std::invalid_argument("oneDNN matmul: a bias needs alpha 1");
   with_onednn_errors([&] {
     const Prepared& p = cached(call);
-    auto& e = engine();
+    auto& e = onednn_engine();
+    const size_t row_bytes = static_cast<size_t>(call.n) * sizeof(float);
+    float* out = c;
+    if (p.dense_c) {
+      out = thread_scratch<float, kDenseMatmulOutput>(call.m * call.n);
+      if (call.beta != 0.0f)
+        for (int64_t i = 0; i < call.m; ++i) std::memcpy(out + i * call.n, c + i * call.ldc, row_bytes);
+    }
     // Memory objects wrap the caller's pointers: no copies.
-    dnnl::memory am(p.a, e, const_cast<void*>(a)), bm(p.b, e, const_cast<void*>(b)), cm(p.c, e, c);
+    dnnl::memory am(p.a, e, const_cast<void*>(a)), bm(p.b, e, const_cast<void*>(b)), cm(p.c, e, out);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
     if (call.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
-    p.primitive.execute(stream(), args);
-    stream().wait();
+    p.primitive.execute(onednn_stream(), args);
+    onednn_stream().wait();
+    if (p.dense_c)
+      for (int64_t i = 0; i < call.m; ++i) std::memcpy(c + i * call.ldc, out + i * call.n, row_bytes);
   });
 }
 

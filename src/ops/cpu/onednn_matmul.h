@@ -7,11 +7,13 @@
 // GFLOP/s (OpenBLAS 0.3.21 as Debian builds it has no sbgemm). OpenBLAS stays
 // for the one-row float32 products (sgemv is faster there).
 //
-// The weight is read in place in its plain layout ([N, K] row-major as a
-// checkpoint stores it, or [K, N]): no packed copy, so an mmapped bfloat16
-// weight is used straight from the file and tp slices stay ordinary tensors
-// (packing gained 2-4% at M = 512). The bias and the activation run inside
-// the matmul on the output tile while it is in cache (oneDNN post-ops).
+// A weight is read in its plain layout ([N, K] row-major as a checkpoint
+// stores it, or [K, N]), used in place from the mmapped file, or, for a
+// bfloat16 weight of a transformer, packed once at load into oneDNN's
+// blocked layout (onednn_pack_weight below; packing float32 weights gained
+// only 2-4% at M = 512, so they stay plain). The bias and the activation
+// run inside the matmul on the output tile while it is in cache (oneDNN
+// post-ops).
 //
 // Primitives are built once per distinct call shape (a few hundred
 // microseconds each) and cached for the process: a model runs a handful of

@@ -1,0 +1,33 @@
+// A thread's reused scratch buffer for the CPU ops: at least n elements of
+// T, grown when a call needs more, never shrunk, so a kernel called every
+// denoising step allocates only on its first call. Tag keeps the buffers of
+// different uses apart (each (T, Tag) pair is one buffer per thread): one
+// per use that can be live at once, listed here so no two collide (a
+// GEMM's widened weight block is still being read while oneDNN writes its
+// dense output).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace ditgen::ops::cpu {
+
+enum ScratchTag {
+  kWidenedWeight,      // gemm.cpp: a block of 16-bit weight rows widened to float32
+  kRoundedInput,       // gemm.cpp: a block of input rows rounded to bfloat16
+  kRoundedInputF32,    // gemm.cpp: the same as float32 values (the emulated bf16 path)
+  kDenseMatmulOutput,  // onednn_matmul.cpp: a strided output's contiguous stand-in
+};
+
+template <class T, ScratchTag Tag>
+T* thread_scratch(int64_t n) {
+  thread_local std::unique_ptr<T[]> buf;
+  thread_local int64_t size = 0;
+  if (n > size) {
+    buf.reset(new T[static_cast<size_t>(n)]);
+    size = n;
+  }
+  return buf.get();
+}
+
+}  // namespace ditgen::ops::cpu
