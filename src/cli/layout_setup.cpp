@@ -19,7 +19,8 @@
 namespace ditgen::cli {
 
 parallel::Layout requested_layout(const RunConfig& cfg, const parallel::Workload& work) {
-  return {cfg.parallel.sp, cfg.parallel.cp, cfg.parallel.tp, parallel::resolve_sp_mode(cfg.parallel.sp_mode, work)};
+  const ParallelConfig& p = cfg.parallel;
+  return {p.sp, p.cp, p.tp, parallel::resolve_sp_mode(p.sp_mode, work), p.pp, p.patches, p.warmup_steps};
 }
 
 RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, const parallel::Workload& work,
@@ -33,16 +34,20 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
   const auto tp = parallel::tp_split(r.layout, r.world_rank);
   const auto sp = parallel::sp_split(r.layout, r.world_rank);
   const auto cp = parallel::cp_split(r.layout, r.world_rank);
+  const auto pp = parallel::pp_split(r.layout, r.world_rank);
   r.tp = parallel::MpiRuntime::split(world, tp.color, tp.key);
   r.sp = parallel::MpiRuntime::split(world, sp.color, sp.key);
   r.cp = parallel::MpiRuntime::split(world, cp.color, cp.key);
+  r.pp = parallel::MpiRuntime::split(world, pp.color, pp.key);
 #ifdef DITGEN_WITH_NCCL
   if (device == Device::kCUDA && world.size() > 1) {
-    // Same order on every rank: tp first, then sp (construction is collective).
+    // Same order on every rank: tp, sp, then pp (construction is collective).
     r.tp_mpi = std::move(r.tp);
     r.sp_mpi = std::move(r.sp);
+    r.pp_mpi = std::move(r.pp);
     r.tp = parallel::make_nccl_communicator(*r.tp_mpi);
     r.sp = parallel::make_nccl_communicator(*r.sp_mpi);
+    r.pp = parallel::make_nccl_communicator(*r.pp_mpi);
     r.nccl = true;
   }
 #else
@@ -51,6 +56,8 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
   r.run.shard.tp = r.tp.get();
   r.run.shard.sp = r.sp.get();
   r.run.shard.mode = parallel::sp_mode_of(r.layout.sp_mode);
+  r.run.shard.pp = r.pp.get();
+  r.run.shard.pipeline = {r.layout.pipeline_patches(), r.layout.warmup_steps};
   r.run.cp = r.cp.get();
   r.run.output_rank = r.world_rank == 0;
   return r;
@@ -89,6 +96,7 @@ void write_test_comm_stats(const RankLayout& layout, int64_t forwards) {
   const std::string json = nlohmann::json{{"tp", sent(layout.tp)},
                                           {"sp", sent(layout.sp)},
                                           {"cp", sent(layout.cp)},
+                                          {"pp", sent(layout.pp)},
                                           {"forwards", forwards}}
                                .dump() +
                            "\n";

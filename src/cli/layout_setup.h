@@ -16,9 +16,9 @@ namespace ditgen::cli {
 struct RankLayout {
   parallel::Layout layout;
   int world_rank = 0;
-  std::unique_ptr<parallel::Communicator> tp, sp, cp;  // owned; run points at them
-  std::unique_ptr<parallel::Communicator> tp_mpi, sp_mpi;  // NCCL's bootstrap groups, when tp/sp are NCCL
-  bool nccl = false;  // tp and sp run over NCCL (CUDA device, NCCL built)
+  std::unique_ptr<parallel::Communicator> tp, sp, cp, pp;  // owned; run points at them
+  std::unique_ptr<parallel::Communicator> tp_mpi, sp_mpi, pp_mpi;  // NCCL's bootstrap groups, when tp/sp/pp are NCCL
+  bool nccl = false;  // tp, sp and pp run over NCCL (CUDA device, NCCL built)
   pipeline::ParallelRun run;
 };
 
@@ -49,9 +49,9 @@ void inject_test_failure(int world_rank);
 void inject_test_kill(int world_rank, int64_t steps_done);
 
 // Test hook: DITGEN_TEST_COMM_STATS=FILE makes the output rank write the
-// bytes it sent through its tp, sp and cp groups over the run, and the
+// bytes it sent through its tp, sp, cp and pp groups over the run, and the
 // number of transformer forwards, as JSON ({"tp": .., "sp": .., "cp": ..,
-// "forwards": ..}), so tests can hold `plan`'s per-step figures against
+// "pp": .., "forwards": ..}), so tests can hold `plan`'s per-step figures against
 // what a real run counts.
 void write_test_comm_stats(const RankLayout& layout, int64_t forwards);
 

@@ -63,8 +63,13 @@ struct ParallelConfig {
   int tp = 1;
   // auto (dsp for video models, ulysses for image models) | ulysses | ring | dsp | naive_patch
   std::string sp_mode = "auto";
+  // PipeFusion (parallel/layout.h, Layout::pp): pipeline stages, the patches
+  // the tokens travel them in (0 = pp), and the synchronous steps first.
+  int pp = 1;
+  int patches = 0;
+  int warmup_steps = 1;
 
-  int world_size() const { return sp * cp * tp; }
+  int world_size() const { return pp * sp * cp * tp; }
   bool operator==(const ParallelConfig&) const = default;
 };
 

@@ -88,6 +88,9 @@ ParallelConfig parse_parallel(const ObjectReader& parallel) {
   c.cp = parallel.integer("cp", c.cp, 1);
   c.tp = parallel.integer("tp", c.tp, 1);
   c.sp_mode = parallel.choice("sp_mode", c.sp_mode, {"auto", "ulysses", "ring", "dsp", "naive_patch"});
+  c.pp = parallel.integer("pp", c.pp, 1);
+  c.patches = parallel.integer("patches", c.patches, 0);
+  c.warmup_steps = parallel.integer("warmup_steps", c.warmup_steps, 1);
   if (c.cp > 2)
     parallel.context().fail(parallel.path_of("cp"),
                             "expected 1 or 2 (the two halves of classifier-free guidance), got " +

@@ -57,6 +57,13 @@ json to_json(const RunConfig& c) {
   // A run control, not a setting of the outputs: written only when on, so
   // a resumed run's files carry the same config as an uninterrupted run's.
   if (c.output.skip_existing) j["output"]["skip_existing"] = true;
+  // PipeFusion's settings only when asked for, so configs without them
+  // round-trip (and PNG metadata) as before.
+  if (c.parallel.pp != 1 || c.parallel.patches != 0 || c.parallel.warmup_steps != 1) {
+    j["parallel"]["pp"] = c.parallel.pp;
+    j["parallel"]["patches"] = c.parallel.patches;
+    j["parallel"]["warmup_steps"] = c.parallel.warmup_steps;
+  }
   return j;
 }
 

@@ -8,9 +8,13 @@
 
 namespace ditgen {
 
-void reject_unsupported(const RunConfig&, const std::string&) {
-  // Nothing of the config schema is left unbuilt. model.dtype depends on the
-  // device: config/device_choice.cpp checks it.
+void reject_unsupported(const RunConfig& c, const std::string& path) {
+  // PAB keeps one branch output per block; PipeFusion runs each block once
+  // per patch, on patches of other sizes than the warm-up's whole image.
+  if (c.parallel.pp > 1 && c.pab.enabled())
+    not_supported("PAB together with PipeFusion (" + path + ": parallel.pp=" + std::to_string(c.parallel.pp) +
+                  " and a pab section) — use one of them");
+  // model.dtype depends on the device: config/device_choice.cpp checks it.
 }
 
 }  // namespace ditgen

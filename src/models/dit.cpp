@@ -149,8 +149,12 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   auto cols = [&](const std::string& name, parallel::Range r) {
     return place_matrix(w, name, tp == 1 ? w.load(name) : w.load_cols(name, r.begin, r.end), place);
   };
+  // PipeFusion: a stage holds its own blocks only, and the last one also
+  // block 0's embedder (the final layer's conditioning, as diffusers').
+  m.pipe_ = parallel::PatchPipeline(shard.pp, c.num_layers, shard.pipeline);
   m.blocks.resize(c.num_layers);
   for (int64_t i = 0; i < c.num_layers; ++i) {
+    if (!m.pipe_.holds(i) && !(i == 0 && m.pipe_.last_stage())) continue;
     const std::string b = "transformer_blocks." + std::to_string(i) + ".";
     DitBlock& k = m.blocks[i];
     k.t_linear1_w = matrix(b + "norm1.emb.timestep_embedder.linear_1.weight");
@@ -158,6 +162,7 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
     k.t_linear2_w = matrix(b + "norm1.emb.timestep_embedder.linear_2.weight");
     k.t_linear2_b = whole(b + "norm1.emb.timestep_embedder.linear_2.bias");
     k.class_table = whole(b + "norm1.emb.class_embedder.embedding_table.weight");
+    if (!m.pipe_.holds(i)) continue;
     for (int chunk = 0; chunk < 6; ++chunk) {
       k.ada_w[chunk] = rows(b + "norm1.linear.weight", heads, chunk * d);
       k.ada_b[chunk] = rows(b + "norm1.linear.bias", heads, chunk * d);
@@ -204,9 +209,10 @@ int64_t DitTransformer::comm_bytes() const {
 }
 
 Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
-                               const std::vector<int64_t>& labels, pab::BroadcastCache* pab) const {
+                               const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
+                               parallel::StaleKeyValues* stale_kv) const {
   const DitConfig& c = cfg_;
-  const int64_t bsz = x.dim(0), d = c.inner_dim(), n = c.grid() * c.grid();
+  const int64_t bsz = x.dim(0), n = c.grid() * c.grid();
   if (x.ndim() != 4 || x.dim(1) != c.in_channels || x.dim(2) != c.sample_size || x.dim(3) != c.sample_size)
     throw RuntimeFailure("DiT forward: latents " + shape_str(x.shape()) + " do not match the model's [B, " +
                          std::to_string(c.in_channels) + ", " + std::to_string(c.sample_size) + ", " +
@@ -219,39 +225,72 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     if (l < 0 || l > c.num_classes)
       throw RuntimeFailure("DiT forward: class label " + std::to_string(l) + " outside [0, " +
                            std::to_string(c.num_classes) + "]");
-  const int sp = shard_.sp_size();
-  const parallel::Range mine = parallel::even_shard(n, sp, shard_.sp_rank());  // this rank's tokens
-  const int64_t p = mine.size(), dl = d / shard_.tp_size();
-
-  // Patch embedding (a stride-p conv as patchify + linear) plus positions.
-  Tensor hidden;  // (B, P, D) residual stream of this rank's tokens
-  {
-    profile::ScopedTimer t("patch_embed");
-    hidden = ops::linear(parallel::token_rows(ops::patchify(place_.put(x), c.patch_size), mine), patch_w, &patch_b);
-    ops::add_broadcast_(hidden, pos_embed.slice0(mine.begin, mine.end));
-  }
+  // The token rows that go through the blocks together: this rank's sp
+  // shard, or under PipeFusion each patch in turn (parallel/patch_pipeline.h).
+  const bool pipelined = pipe_.stages() > 1;
+  const std::vector<parallel::Range> row_sets =
+      pipelined ? pipe_.patches(n, stale_kv)
+                : std::vector<parallel::Range>{parallel::even_shard(n, shard_.sp_size(), shard_.sp_rank())};
   // (B, 256) sinusoids, computed on the host (tiny) and moved once per forward.
   const Tensor t_emb = place_.put(ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f));
+  Tensor patched;  // (B, N, C*p*p) the first stage's patchified latents
+  if (pipe_.first_stage()) patched = ops::patchify(place_.put(x), c.patch_size);
+  const int64_t out_width = c.patch_size * c.patch_size * c.out_channels;
+  Tensor out = pipelined ? place_.empty({bsz, n, out_width}) : Tensor();  // (B, N, p*p*out)
 
+  for (const parallel::Range& rows : row_sets) {
+    Tensor hidden;  // (B, P, D) residual stream of these tokens
+    if (pipe_.first_stage()) {
+      profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
+      hidden = ops::linear(parallel::token_rows(patched, rows), patch_w, &patch_b);
+      ops::add_broadcast_(hidden, pos_embed.slice0(rows.begin, rows.end));
+    } else {
+      hidden = place_.empty({bsz, rows.size(), c.inner_dim()});
+      pipe_.receive(hidden);
+    }
+    run_blocks(hidden, rows, n, t_emb, labels, pab, stale_kv);
+    if (!pipe_.last_stage()) {
+      pipe_.send(hidden);
+      continue;
+    }
+    profile::ScopedTimer t("final_layer");
+    const Tensor block0_cond = block_conditioning(blocks[0], t_emb, labels);  // diffusers: block 0's embedder
+    Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
+    Tensor normed = place_.empty(hidden.shape());
+    ops::layer_norm_modulate(hidden, final_mod, 0, c.inner_dim(), kAdaNormEps, normed);
+    Tensor rows_out = ops::linear(normed, final_w, &final_b);  // (B, P, p*p*out)
+    if (pipelined)
+      ops::copy_rows(rows_out, 0, rows.size() * out_width, out, rows.begin * out_width, n * out_width, bsz,
+                     rows.size() * out_width);
+    else
+      out = parallel::gather_tokens(shard_.sp, rows_out, n);  // every rank needs the whole prediction
+  }
+  if (pipelined) pipe_.share_output(out);
+  return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
+}
+
+void DitTransformer::run_blocks(Tensor& hidden, parallel::Range rows, int64_t n, const Tensor& t_emb,
+                                const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
+                                parallel::StaleKeyValues* stale_kv) const {
+  const DitConfig& c = cfg_;
+  const int64_t bsz = hidden.dim(0), p = rows.size(), d = c.inner_dim(), dl = d / shard_.tp_size();
   Tensor normed = place_.empty({bsz, p, d});  // (B, P, D) modulated LayerNorm output
   Tensor q = place_.empty({bsz, p, dl}), k = place_.empty({bsz, p, dl}), v = place_.empty({bsz, p, dl});
   Tensor attn = place_.empty({bsz, p, dl});  // (B, P, Dl) attention of this rank's heads
-  Tensor block0_cond;                        // (B, D) for the final layer
 
-  for (size_t bi = 0; bi < blocks.size(); ++bi) {
-    const DitBlock& blk = blocks[bi];
+  for (int64_t bi = pipe_.layers().begin; bi < pipe_.layers().end; ++bi) {
+    const DitBlock& blk = blocks[static_cast<size_t>(bi)];
     // (B, 6D) columns: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp (D each)
     Tensor mod;
     {
       profile::ScopedTimer t("adaln");
-      Tensor cond = block_conditioning(blk, t_emb, labels);
-      if (bi == 0) block0_cond = cond;
-      mod = modulation(blk, cond);
+      mod = modulation(blk, block_conditioning(blk, t_emb, labels));
     }
+    const int block = static_cast<int>(bi);
     Tensor attn_out;  // (B, P, D) attention branch before its gate
-    if (pab && pab->reuse(static_cast<int>(bi), pab::Kind::kSpatial)) {
-      attn_out = pab->cached(static_cast<int>(bi), pab::Kind::kSpatial);
-      pab->reused(static_cast<int>(bi), pab::Kind::kSpatial);
+    if (pab && pab->reuse(block, pab::Kind::kSpatial)) {
+      attn_out = pab->cached(block, pab::Kind::kSpatial);
+      pab->reused(block, pab::Kind::kSpatial);
     } else {
       const int64_t sent_before = comm_bytes();
       {
@@ -266,22 +305,25 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       }
       {
         profile::ScopedTimer t("attention");
-        seq_attn_.self_attention(q, k, v, c.head_dim, n, attn);
+        if (pipe_.stages() > 1)
+          pipe_.attention(bi, rows, n, q, k, v, c.head_dim, attn, stale_kv, place_.dtype);
+        else
+          seq_attn_.self_attention(q, k, v, c.head_dim, n, attn);
       }
       {
         profile::ScopedTimer t("out_proj");
         attn_out = parallel::row_parallel_linear(shard_.tp, attn, blk.out_w, blk.out_b);
       }
-      if (pab) pab->computed(static_cast<int>(bi), pab::Kind::kSpatial, attn_out, comm_bytes() - sent_before);
+      if (pab) pab->computed(block, pab::Kind::kSpatial, attn_out, comm_bytes() - sent_before);
     }
     {
       profile::ScopedTimer t("residual");
       ops::gated_residual_(hidden, attn_out, mod, 2 * d);
     }
     Tensor ff_out;  // (B, P, D) MLP branch before its gate
-    if (pab && pab->reuse(static_cast<int>(bi), pab::Kind::kMlp)) {
-      ff_out = pab->cached(static_cast<int>(bi), pab::Kind::kMlp);
-      pab->reused(static_cast<int>(bi), pab::Kind::kMlp);
+    if (pab && pab->reuse(block, pab::Kind::kMlp)) {
+      ff_out = pab->cached(block, pab::Kind::kMlp);
+      pab->reused(block, pab::Kind::kMlp);
     } else {
       const int64_t sent_before = comm_bytes();
       {
@@ -297,20 +339,13 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
         profile::ScopedTimer t("mlp_out");
         ff_out = parallel::row_parallel_linear(shard_.tp, ff, blk.ff2_w, blk.ff2_b);
       }
-      if (pab) pab->computed(static_cast<int>(bi), pab::Kind::kMlp, ff_out, comm_bytes() - sent_before);
+      if (pab) pab->computed(block, pab::Kind::kMlp, ff_out, comm_bytes() - sent_before);
     }
     {
       profile::ScopedTimer t("residual");
       ops::gated_residual_(hidden, ff_out, mod, 5 * d);
     }
   }
-
-  profile::ScopedTimer t("final_layer");
-  Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
-  ops::layer_norm_modulate(hidden, final_mod, 0, d, kAdaNormEps, normed);
-  Tensor out = ops::linear(normed, final_w, &final_b);  // (B, P, p*p*out)
-  out = parallel::gather_tokens(shard_.sp, out, n);  // every rank needs the whole prediction
-  return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 
 }  // namespace ditgen::models

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parallel/communicator.h"
+#include "parallel/patch_pipeline.h"
 #include "parallel/sequence_attention.h"
 #include "io/safetensors.h"
 #include "models/placement.h"
@@ -79,8 +80,10 @@ class DitTransformer {
   // cache, each block's spatial attention output (after out-proj and its
   // all-reduce, before the gate) and MLP output are reused when the cache
   // says so, skipping their compute and communication.
+  // Under PipeFusion (shard.pp), this stage runs its layers over each patch;
+  // stale_kv holds the keys and values of earlier steps (null: synchronous).
   Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels,
-                 pab::BroadcastCache* pab = nullptr) const;
+                 pab::BroadcastCache* pab = nullptr, parallel::StaleKeyValues* stale_kv = nullptr) const;
 
   const DitConfig& config() const { return cfg_; }
   const ShardGroups& shard() const { return shard_; }
@@ -93,14 +96,19 @@ class DitTransformer {
   Tensor modulation(const DitBlock& blk, const Tensor& cond) const;
   // Bytes this rank has sent through its tp and sp groups so far.
   int64_t comm_bytes() const;
+  // This stage's blocks over the residual rows `rows` of n tokens (B, P, D), in place.
+  void run_blocks(Tensor& hidden, parallel::Range rows, int64_t n, const Tensor& t_emb,
+                  const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
+                  parallel::StaleKeyValues* stale_kv) const;
 
   DitConfig cfg_;
   ShardGroups shard_;
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
+  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
   Placement place_;
   Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
   Tensor pos_embed;                 // (N, D)            2-D sin-cos, N = grid^2
-  std::vector<DitBlock> blocks;
+  std::vector<DitBlock> blocks;     // L; under PipeFusion only this stage's are loaded
   Tensor final_ada_w, final_ada_b;  // (2D, D), (2D)     proj_out_1
   Tensor final_w, final_b;          // (p*p*out, D), (p*p*out)  proj_out_2
 };

@@ -47,7 +47,7 @@ class DitModel final : public Transformer {
  public:
   explicit DitModel(DitTransformer impl) : impl_(std::move(impl)) {}
   Tensor forward(const ForwardArgs& a) const override {
-    return impl_.forward(*a.latents, a.timesteps, a.class_labels, a.pab);
+    return impl_.forward(*a.latents, a.timesteps, a.class_labels, a.pab, a.stale_kv);
   }
 
  private:

@@ -63,6 +63,9 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   if (c.num_heads % tp || c.ff_inner_dim % tp)
     throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
                       std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
+  if (shard.pp_size() > 1)
+    throw ConfigError("parallel.pp = " + std::to_string(shard.pp_size()) +
+                      ": PipeFusion runs image models (DiT, PixArt) in this version, not video models");
   if (shard.sp_size() > 1 && shard.mode == parallel::SpMode::kUlysses && (c.num_heads / tp) % shard.sp_size())
     throw ConfigError("ulysses: sp * tp = " + std::to_string(shard.sp_size() * tp) +
                       " must divide num_attention_heads " + std::to_string(c.num_heads));

@@ -66,8 +66,10 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
     m.resolution_embedder = EmbedderMlp::load(w, "adaln_single.emb.resolution_embedder.", place);
     m.aspect_ratio_embedder = EmbedderMlp::load(w, "adaln_single.emb.aspect_ratio_embedder.", place);
   }
-  m.blocks_.reserve(c.num_layers);
-  for (int64_t i = 0; i < c.num_layers; ++i)
+  // PipeFusion: a stage holds its own blocks only.
+  m.pipe_ = parallel::PatchPipeline(shard.pp, c.num_layers, shard.pipeline);
+  m.blocks_.reserve(m.pipe_.layers().size());
+  for (int64_t i = m.pipe_.layers().begin; i < m.pipe_.layers().end; ++i)
     m.blocks_.push_back(AdaSingleBlock::load(w, "transformer_blocks." + std::to_string(i) + ".", dims, shard, place));
   return m;
 }
@@ -119,18 +121,21 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   check_args(a);
   const PixArtConfig& c = cfg_;
   const Tensor& x = *a.latents;
-  const int64_t p = c.patch_size;
+  const int64_t p = c.patch_size, bsz = x.dim(0);
   const int64_t grid_h = x.dim(2) / p, grid_w = x.dim(3) / p, n = grid_h * grid_w;
-  const parallel::Range mine = parallel::even_shard(n, shard_.sp_size(), shard_.sp_rank());  // this rank's tokens
+  // The token rows that go through the blocks together: this rank's sp
+  // shard, or under PipeFusion each patch in turn (parallel/patch_pipeline.h).
+  const bool pipelined = pipe_.stages() > 1;
+  const std::vector<parallel::Range> row_sets =
+      pipelined ? pipe_.patches(n, a.stale_kv)
+                : std::vector<parallel::Range>{parallel::even_shard(n, shard_.sp_size(), shard_.sp_rank())};
 
-  // Patch embedding (a stride-p conv as patchify + linear) plus positions.
-  Tensor hidden;  // (B, P, D) residual stream of this rank's tokens
-  {
+  Tensor patched, pos;  // the first stage's (B, N, C*p*p) patchified latents and (N, D) positions
+  if (pipe_.first_stage()) {
     profile::ScopedTimer t("patch_embed");
-    hidden = ops::linear(parallel::token_rows(ops::patchify(place_.put(x), p), mine), stem_.patch_w, &stem_.patch_b);
+    patched = ops::patchify(place_.put(x), p);
     const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
-    const Tensor pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
-    ops::add_broadcast_(hidden, pos.slice0(mine.begin, mine.end));
+    pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
   }
   Tensor embedded, timestep_mod, caption;  // (B, D), (B, 6D), (B, L, D)
   {
@@ -142,19 +147,44 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
     profile::ScopedTimer t("caption_projection");
     caption = stem_.caption(*a.text, place_);
   }
-
-  const AdaSingleBlock::AttentionCore self_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                           Tensor& out) {
-    seq_attn_.self_attention(q, k, v, c.head_dim, n, out);
-  };
   const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data()};
-  for (size_t bi = 0; bi < blocks_.size(); ++bi)
-    blocks_[bi].forward(hidden, timestep_mod, &text, self_attention,
-                        {a.pab, static_cast<int>(bi), pab::Kind::kSpatial});
+  const int64_t out_width = p * p * c.out_channels;
+  Tensor out = pipelined ? place_.empty({bsz, n, out_width}) : Tensor();  // (B, N, p*p*out)
 
-  profile::ScopedTimer t("final_layer");
-  Tensor out = stem_.final_layer(hidden, embedded, place_);  // (B, P, p*p*out)
-  out = parallel::gather_tokens(shard_.sp, out, n);           // every rank needs the whole prediction
+  for (const parallel::Range& rows : row_sets) {
+    Tensor hidden;  // (B, P, D) residual stream of these tokens
+    if (pipe_.first_stage()) {
+      profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
+      hidden = ops::linear(parallel::token_rows(patched, rows), stem_.patch_w, &stem_.patch_b);
+      ops::add_broadcast_(hidden, pos.slice0(rows.begin, rows.end));
+    } else {
+      hidden = place_.empty({bsz, rows.size(), c.inner_dim()});
+      pipe_.receive(hidden);
+    }
+    for (int64_t bi = pipe_.layers().begin; bi < pipe_.layers().end; ++bi) {
+      const AdaSingleBlock::AttentionCore self_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
+                                                               Tensor& o) {
+        if (pipelined)
+          pipe_.attention(bi, rows, n, q, k, v, c.head_dim, o, a.stale_kv, place_.dtype);
+        else
+          seq_attn_.self_attention(q, k, v, c.head_dim, n, o);
+      };
+      blocks_[static_cast<size_t>(bi - pipe_.layers().begin)].forward(
+          hidden, timestep_mod, &text, self_attention, {a.pab, static_cast<int>(bi), pab::Kind::kSpatial});
+    }
+    if (!pipe_.last_stage()) {
+      pipe_.send(hidden);
+      continue;
+    }
+    profile::ScopedTimer t("final_layer");
+    Tensor rows_out = stem_.final_layer(hidden, embedded, place_);  // (B, P, p*p*out)
+    if (pipelined)
+      ops::copy_rows(rows_out, 0, rows.size() * out_width, out, rows.begin * out_width, n * out_width, bsz,
+                     rows.size() * out_width);
+    else
+      out = parallel::gather_tokens(shard_.sp, rows_out, n);  // every rank needs the whole prediction
+  }
+  if (pipelined) pipe_.share_output(out);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

@@ -20,6 +20,7 @@
 #include "models/pixart_spec.h"
 #include "models/placement.h"
 #include "models/transformer.h"
+#include "parallel/patch_pipeline.h"
 #include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
 
@@ -42,6 +43,7 @@ class PixArtTransformer {
   Tensor position_table(int64_t grid_h, int64_t grid_w) const;
 
   const PixArtConfig& config() const { return cfg_; }
+  // Block i of this stage's (all of them without PipeFusion).
   const AdaSingleBlock& block(size_t i) const { return blocks_.at(i); }
 
  private:
@@ -52,12 +54,13 @@ class PixArtTransformer {
   PixArtConfig cfg_;
   ShardGroups shard_;
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
+  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
   Placement place_;
   AdaSingleStem stem_;                  // patch embedding, adaln_single, caption projection, final layer
   Tensor native_pos;                    // (base^2, D)       positions of the sample_size grid
   EmbedderMlp resolution_embedder;      // W = D/3 (micro-conditions only)
   EmbedderMlp aspect_ratio_embedder;    // W = D/3 (micro-conditions only)
-  std::vector<AdaSingleBlock> blocks_;
+  std::vector<AdaSingleBlock> blocks_;  // this stage's layers (parallel/patch_pipeline.h), in order
 };
 
 }  // namespace ditgen::models

@@ -17,6 +17,7 @@
 #include "pab/broadcast.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
+#include "parallel/patch_pipeline.h"
 #include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
 #include "util/error.h"
@@ -33,10 +34,13 @@ struct ShardGroups {
   parallel::Communicator* tp = nullptr;
   parallel::Communicator* sp = nullptr;
   parallel::SpMode mode = parallel::SpMode::kUlysses;  // sp_mode (resolved: never "auto")
+  parallel::Communicator* pp = nullptr;                 // PipeFusion's stages (parallel/patch_pipeline.h)
+  parallel::PipelineSettings pipeline;                  // its patches and warm-up steps (pp > 1)
   int tp_size() const { return tp ? tp->size() : 1; }
   int tp_rank() const { return tp ? tp->rank() : 0; }
   int sp_size() const { return sp ? sp->size() : 1; }
   int sp_rank() const { return sp ? sp->rank() : 0; }
+  int pp_size() const { return pp ? pp->size() : 1; }
   bool ring() const { return mode == parallel::SpMode::kRing; }
   // The attention module's mode for spatial self-attention (dsp holds each
   // frame whole, so the model gives its attention no sp group there).
@@ -67,6 +71,9 @@ struct ForwardArgs {
   std::vector<std::array<float, 2>> resolution;  // B
   std::vector<float> aspect_ratio;               // B
   pab::BroadcastCache* pab = nullptr;   // Pyramid Attention Broadcast, or null
+  // PipeFusion (pp > 1): this generation's step and the keys and values
+  // kept from earlier steps; null = every step synchronous.
+  parallel::StaleKeyValues* stale_kv = nullptr;
 };
 
 // Where a text-conditional family's diffusers pipeline differs from

@@ -90,6 +90,23 @@ void Communicator::send_recv(const float* send, int64_t send_count, int dest, fl
   do_send_recv(send, send_count, dest, recv, recv_count, source);
 }
 
+void Communicator::send(const float* data, int64_t count, int dest) {
+  profile::ScopedTimer timer("communication");
+  check_count(count, "send");
+  check_rank(dest, "send dest");
+  if (dest == rank()) throw std::invalid_argument("send: rank " + std::to_string(dest) + " sends to itself");
+  bytes_sent_ += count * kFloatBytes;
+  if (count > 0) do_send(data, count, dest);
+}
+
+void Communicator::recv(float* data, int64_t count, int source) {
+  profile::ScopedTimer timer("communication");
+  check_count(count, "recv");
+  check_rank(source, "recv source");
+  if (source == rank()) throw std::invalid_argument("recv: rank " + std::to_string(source) + " receives from itself");
+  if (count > 0) do_recv(data, count, source);
+}
+
 void Communicator::broadcast(float* data, int64_t count, int root) {
   check_count(count, "broadcast");
   broadcast_bytes(data, static_cast<size_t>(count) * sizeof(float), root);

@@ -17,6 +17,7 @@
 //   all_gather_v     (n-1) * counts[rank]*4
 //   all_to_all_v     sum of send_counts[j]*4 over j != rank
 //   send_recv        send_count*4 when dest != rank, else 0
+//   send             count*4 (dest != rank); recv 0
 //   broadcast        root: (n-1) * count*4; other ranks 0
 //   broadcast_bytes  root: (n-1) * nbytes;  other ranks 0
 //   barrier          0
@@ -65,6 +66,12 @@ class Communicator {
   // send_count. send and recv must not overlap.
   void send_recv(const float* send, int64_t send_count, int dest, float* recv,
                  int64_t recv_count, int source);
+  // Point to point, one direction (PipeFusion's stage-to-stage hops): a
+  // send to `dest` is matched by that rank's recv from this one, of the same
+  // count, in the order posted. A rank cannot send to itself (use
+  // send_recv). May block until the matching recv is posted.
+  void send(const float* data, int64_t count, int dest);
+  void recv(float* data, int64_t count, int source);
   void broadcast(float* data, int64_t count, int root);
   void broadcast_bytes(void* data, size_t nbytes, int root);
   void barrier();
@@ -85,6 +92,8 @@ class Communicator {
                                float* recv, const std::vector<int64_t>& recv_counts) = 0;
   virtual void do_send_recv(const float* send, int64_t send_count, int dest, float* recv,
                             int64_t recv_count, int source) = 0;
+  virtual void do_send(const float* data, int64_t count, int dest) = 0;
+  virtual void do_recv(float* data, int64_t count, int source) = 0;
   virtual void do_broadcast_bytes(void* data, size_t nbytes, int root) = 0;
   virtual void do_barrier() = 0;
 
@@ -111,6 +120,9 @@ class SelfCommunicator final : public Communicator {
                        float* recv, const std::vector<int64_t>& recv_counts) override;
   void do_send_recv(const float* send, int64_t send_count, int dest, float* recv,
                     int64_t recv_count, int source) override;
+  // Unreachable: send and recv reject a peer equal to the own rank.
+  void do_send(const float*, int64_t, int) override {}
+  void do_recv(float*, int64_t, int) override {}
   void do_broadcast_bytes(void*, size_t, int) override {}
   void do_barrier() override {}
 };

@@ -15,7 +15,7 @@ namespace ditgen::parallel {
 namespace {
 
 void check_rank(const Layout& l, int rank) {
-  if (l.sp < 1 || l.cp < 1 || l.tp < 1 || rank < 0 || rank >= l.world_size())
+  if (l.sp < 1 || l.cp < 1 || l.tp < 1 || l.pp < 1 || rank < 0 || rank >= l.world_size())
     throw std::invalid_argument("rank " + std::to_string(rank) + " is outside layout " + l.str());
 }
 
@@ -27,9 +27,22 @@ std::string num(double v) {
 
 }  // namespace
 
+namespace {
+
+// "2 patches, 1 warm-up step"
+std::string pipeline_str(const Layout& l) {
+  const int m = l.pipeline_patches(), w = l.warmup_steps;
+  return std::to_string(m) + (m == 1 ? " patch, " : " patches, ") + std::to_string(w) +
+         (w == 1 ? " warm-up step" : " warm-up steps");
+}
+
+}  // namespace
+
 std::string Layout::str() const {
-  return "sp" + std::to_string(sp) + " x cp" + std::to_string(cp) + " x tp" + std::to_string(tp) + " (" +
-         sp_mode + ")";
+  const std::string factors =
+      "sp" + std::to_string(sp) + " x cp" + std::to_string(cp) + " x tp" + std::to_string(tp) + " (" + sp_mode;
+  if (pp == 1) return factors + ")";
+  return "pp" + std::to_string(pp) + " x " + factors + "; " + pipeline_str(*this) + ")";
 }
 
 std::string Layout::short_str() const {
@@ -39,11 +52,13 @@ std::string Layout::short_str() const {
     if (!s.empty()) s += " x ";
     s += name + std::to_string(n);
   };
+  add("pp", pp);
   add("sp", sp);
   add("cp", cp);
   add("tp", tp);
   if (s.empty()) return "single process";
   if (sp > 1) s += " " + sp_mode;
+  if (pp > 1) s += " (" + std::to_string(pipeline_patches()) + " patches)";
   return s;
 }
 
@@ -52,14 +67,15 @@ Coords coords_of(const Layout& l, int rank) {
   Coords c;
   c.tp = rank % l.tp;
   c.sp = (rank / l.tp) % l.sp;
-  c.cp = rank / (l.tp * l.sp);
+  c.pp = (rank / (l.tp * l.sp)) % l.pp;
+  c.cp = rank / (l.tp * l.sp * l.pp);
   return c;
 }
 
 int rank_of(const Layout& l, Coords c) {
-  if (c.cp < 0 || c.cp >= l.cp || c.sp < 0 || c.sp >= l.sp || c.tp < 0 || c.tp >= l.tp)
+  if (c.cp < 0 || c.cp >= l.cp || c.sp < 0 || c.sp >= l.sp || c.tp < 0 || c.tp >= l.tp || c.pp < 0 || c.pp >= l.pp)
     throw std::invalid_argument("coordinates outside layout " + l.str());
-  return (c.cp * l.sp + c.sp) * l.tp + c.tp;
+  return ((c.cp * l.pp + c.pp) * l.sp + c.sp) * l.tp + c.tp;
 }
 
 std::vector<int> tp_group_ranks(const Layout& l, int rank) {
@@ -83,21 +99,33 @@ std::vector<int> cp_group_ranks(const Layout& l, int rank) {
   return r;
 }
 
-// Color: the two other coordinates flattened (unique per group); key: the
+std::vector<int> pp_group_ranks(const Layout& l, int rank) {
+  Coords c = coords_of(l, rank);
+  std::vector<int> r;
+  for (c.pp = 0; c.pp < l.pp; ++c.pp) r.push_back(rank_of(l, c));
+  return r;
+}
+
+// Color: the other coordinates flattened (unique per group); key: the
 // coordinate along the axis, so group rank = coordinate.
 GroupSplit tp_split(const Layout& l, int rank) {
   const Coords c = coords_of(l, rank);
-  return {c.cp * l.sp + c.sp, c.tp};
+  return {(c.cp * l.pp + c.pp) * l.sp + c.sp, c.tp};
 }
 
 GroupSplit sp_split(const Layout& l, int rank) {
   const Coords c = coords_of(l, rank);
-  return {c.cp * l.tp + c.tp, c.sp};
+  return {(c.cp * l.pp + c.pp) * l.tp + c.tp, c.sp};
 }
 
 GroupSplit cp_split(const Layout& l, int rank) {
   const Coords c = coords_of(l, rank);
-  return {c.sp * l.tp + c.tp, c.cp};
+  return {(c.pp * l.sp + c.sp) * l.tp + c.tp, c.cp};
+}
+
+GroupSplit pp_split(const Layout& l, int rank) {
+  const Coords c = coords_of(l, rank);
+  return {(c.cp * l.sp + c.sp) * l.tp + c.tp, c.pp};
 }
 
 SpMode sp_mode_of(const std::string& mode) {
@@ -124,7 +152,7 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
                                          double guidance_scale) {
   std::vector<std::string> p;
   bool sizes_ok = true;
-  for (auto [name, v] : {std::pair{"sp", l.sp}, {"cp", l.cp}, {"tp", l.tp}}) {
+  for (auto [name, v] : {std::pair{"sp", l.sp}, {"cp", l.cp}, {"tp", l.tp}, {"pp", l.pp}}) {
     if (v < 1) {
       p.push_back("parallel." + std::string(name) + " = " + std::to_string(v) + ": must be >= 1");
       sizes_ok = false;
@@ -143,9 +171,35 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     p.push_back("parallel.cp = 2 needs guidance_scale > 1 (got " + num(guidance_scale) + ")");
   if (!sizes_ok) return p;
 
-  if (world_size != l.world_size())
-    p.push_back("world size " + std::to_string(world_size) + " != sp*cp*tp = " + std::to_string(l.sp) + "*" +
-                std::to_string(l.cp) + "*" + std::to_string(l.tp) + " = " + std::to_string(l.world_size()));
+  if (world_size != l.world_size()) {
+    if (l.pp == 1)
+      p.push_back("world size " + std::to_string(world_size) + " != sp*cp*tp = " + std::to_string(l.sp) + "*" +
+                  std::to_string(l.cp) + "*" + std::to_string(l.tp) + " = " + std::to_string(l.world_size()));
+    else
+      p.push_back("world size " + std::to_string(world_size) + " != pp*sp*cp*tp = " + std::to_string(l.pp) + "*" +
+                  std::to_string(l.sp) + "*" + std::to_string(l.cp) + "*" + std::to_string(l.tp) + " = " +
+                  std::to_string(l.world_size()));
+  }
+  if (l.pp > 1) {
+    // PipeFusion (parallel/patch_pipeline.h): every stage needs a layer and
+    // every patch a token; the first step has no earlier keys and values.
+    if (l.pp > d.layers)
+      p.push_back("parallel.pp = " + std::to_string(l.pp) + " exceeds the " + std::to_string(d.layers) +
+                  " layers (every pipeline stage needs at least one)");
+    if (l.patches < 0) p.push_back("parallel.patches = " + std::to_string(l.patches) + ": must be >= 1 (0 = pp)");
+    else if (l.pipeline_patches() > d.tokens)
+      p.push_back("parallel.patches = " + std::to_string(l.pipeline_patches()) + " exceeds the " +
+                  std::to_string(d.tokens) + " tokens per image (every patch needs at least one)");
+    if (l.warmup_steps < 1)
+      p.push_back("parallel.warmup_steps = " + std::to_string(l.warmup_steps) +
+                  ": must be >= 1 (the first step has no earlier keys and values to reuse)");
+    if (d.video())
+      p.push_back("parallel.pp = " + std::to_string(l.pp) +
+                  ": PipeFusion runs image models (DiT, PixArt) in this version, not video models");
+    if (l.sp > 1)
+      p.push_back("parallel.pp = " + std::to_string(l.pp) + " with sp = " + std::to_string(l.sp) +
+                  ": PipeFusion combines with cp and tp in this version, not with sequence parallelism");
+  }
   const std::string heads = "num_attention_heads " + std::to_string(d.heads) + " is not divisible by ";
   if (ulysses && l.sp > 1) {
     // The all-to-all turns a token shard into a shard of heads/(sp*tp) heads.

@@ -3,8 +3,10 @@
 // an impossible layout before any weight is loaded.
 //
 // Rank order is fixed by the design: tp varies fastest (it communicates the
-// most, so its group stays inside a node), then sp, then cp:
-//     rank = (cp_rank * sp + sp_rank) * tp + tp_rank
+// most, so its group stays inside a node), then sp, then pp (PipeFusion's
+// stages, xDiT's order), then cp:
+//     rank = ((cp_rank * pp + pp_rank) * sp + sp_rank) * tp + tp_rank
+// (with pp = 1 the formula of DESIGN.md §4).
 // Every group helper here derives from that one formula, so the MPI split
 // (color = the other two coordinates, key = the coordinate along the axis)
 // and the tests agree by construction.
@@ -24,12 +26,22 @@ struct Layout {
   // tokens attend among themselves only: approximate); irrelevant when sp == 1.
   // Configs may say "auto": default_sp_mode resolves it per model.
   std::string sp_mode = "ulysses";
+  // PipeFusion (xDiT's displaced patch pipeline, parallel/patch_pipeline.h):
+  // pp stages of consecutive layers; after `warmup_steps` synchronous steps
+  // the tokens travel the stages as `patches` patches (0 = pp), each
+  // attending to the other patches' keys and values as last computed.
+  // patches and warmup_steps mean nothing when pp == 1.
+  int pp = 1;
+  int patches = 0;
+  int warmup_steps = 1;
 
-  int world_size() const { return sp * cp * tp; }
-  // Full form, for headers and errors: "sp2 x cp2 x tp1 (ulysses)".
+  int world_size() const { return pp * sp * cp * tp; }
+  int pipeline_patches() const { return patches > 0 ? patches : pp; }
+  // Full form, for headers and errors: "sp2 x cp2 x tp1 (ulysses)"; with
+  // pp > 1 "pp2 x sp1 x cp2 x tp1 (ulysses; 2 patches, 1 warm-up step)".
   std::string str() const;
   // Compact form for lists: factors > 1 only, the mode when sp > 1:
-  // "sp4 x cp2 ring", "tp8", "single process".
+  // "sp4 x cp2 ring", "tp8", "pp2 x cp2 (4 patches)", "single process".
   std::string short_str() const;
   bool operator==(const Layout&) const = default;
 };
@@ -41,7 +53,7 @@ SpMode sp_mode_of(const std::string& mode);
 
 // A rank's coordinate along each axis.
 struct Coords {
-  int cp = 0, sp = 0, tp = 0;
+  int cp = 0, sp = 0, tp = 0, pp = 0;
   bool operator==(const Coords&) const = default;
 };
 
@@ -53,6 +65,7 @@ int rank_of(const Layout& layout, Coords c);
 std::vector<int> tp_group_ranks(const Layout& layout, int rank);
 std::vector<int> sp_group_ranks(const Layout& layout, int rank);
 std::vector<int> cp_group_ranks(const Layout& layout, int rank);
+std::vector<int> pp_group_ranks(const Layout& layout, int rank);
 
 // Arguments for MPI_Comm_split: ranks with equal color form one group and
 // are ordered by key (= their coordinate along the axis).
@@ -62,6 +75,7 @@ struct GroupSplit {
 GroupSplit tp_split(const Layout& layout, int rank);
 GroupSplit sp_split(const Layout& layout, int rank);
 GroupSplit cp_split(const Layout& layout, int rank);
+GroupSplit pp_split(const Layout& layout, int rank);
 
 // Sizes of `parts` sequence shards of `n` tokens: the first n % parts shards
 // hold one token more (numpy.array_split's convention), so shard 0 is always
@@ -131,7 +145,9 @@ std::vector<std::string> layout_problems(const Layout& layout, int world_size, c
 
 // Every layout valid for `world_size` ranks: each (sp, cp, tp) factorisation,
 // ordered by tp, then cp (sp is what remains); when sp > 1, each valid mode
-// is listed separately: dsp (video models), ulysses, ring.
+// is listed separately: dsp (video models), ulysses, ring. PipeFusion
+// (pp > 1) and naive_patch are approximations a run asks for by name: they
+// are valid but never listed.
 std::vector<Layout> valid_layouts(int world_size, const Workload& work, double guidance_scale);
 
 }  // namespace ditgen::parallel

@@ -21,6 +21,7 @@ namespace {
 // before returning, so the tags only make traces easier to read.
 constexpr int kTagSendRecv = 7001;
 constexpr int kTagExchange = 7002;
+constexpr int kTagPointToPoint = 7003;
 
 std::vector<int64_t> prefix_sums(const std::vector<int64_t>& counts) {
   std::vector<int64_t> displs(counts.size(), 0);
@@ -217,6 +218,18 @@ void MpiCommunicator::do_send_recv(const float* send, int64_t send_count, int de
   post_sends(send, send_count, dest, kTagSendRecv, max_call_count_, comm_, requests,
              "MPI_Isend (send_recv)");
   wait_all(requests, "MPI_Waitall (send_recv)");
+}
+
+void MpiCommunicator::do_send(const float* data, int64_t count, int dest) {
+  std::vector<MPI_Request> requests;
+  post_sends(data, count, dest, kTagPointToPoint, max_call_count_, comm_, requests, "MPI_Isend (send)");
+  wait_all(requests, "MPI_Waitall (send)");
+}
+
+void MpiCommunicator::do_recv(float* data, int64_t count, int source) {
+  std::vector<MPI_Request> requests;
+  post_recvs(data, count, source, kTagPointToPoint, max_call_count_, comm_, requests, "MPI_Irecv (recv)");
+  wait_all(requests, "MPI_Waitall (recv)");
 }
 
 void MpiCommunicator::do_broadcast_bytes(void* data, size_t nbytes, int root) {

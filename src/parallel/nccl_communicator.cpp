@@ -152,6 +152,14 @@ void NcclCommunicator::do_send_recv(const float* send, int64_t send_count, int d
   DITGEN_NCCL_CHECK(ncclGroupEnd());
 }
 
+void NcclCommunicator::do_send(const float* data, int64_t count, int dest) {
+  DITGEN_NCCL_CHECK(ncclSend(data, elements(count), ncclFloat, dest, comm_, cuda::stream()));
+}
+
+void NcclCommunicator::do_recv(float* data, int64_t count, int source) {
+  DITGEN_NCCL_CHECK(ncclRecv(data, elements(count), ncclFloat, source, comm_, cuda::stream()));
+}
+
 void NcclCommunicator::do_broadcast_bytes(void* data, size_t nbytes, int root) {
   DITGEN_NCCL_CHECK(ncclBroadcast(data, data, nbytes, ncclUint8, root, comm_, cuda::stream()));
 }

@@ -55,6 +55,8 @@ class NcclCommunicator final : public Communicator {
                        const std::vector<int64_t>& counts) override;
   void do_all_to_all_v(const float* send, const std::vector<int64_t>& send_counts,
                        float* recv, const std::vector<int64_t>& recv_counts) override;
+  void do_send(const float* data, int64_t count, int dest) override;
+  void do_recv(float* data, int64_t count, int source) override;
   void do_send_recv(const float* send, int64_t send_count, int dest, float* recv,
                     int64_t recv_count, int source) override;
   void do_broadcast_bytes(void* data, size_t nbytes, int root) override;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "parallel/shard.h"
 #include "util/error.h"
 #include "util/strings.h"
 
@@ -28,7 +29,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   const int e = bytes.activations;
   const int64_t sequences = images_per_batch * (cfg ? 2 : 1);
   if (l.cp == 2 && !cfg) throw ConfigError("parallel.cp = 2 needs classifier-free guidance (guidance_scale > 1)");
-  if (l.cp < 1 || l.sp < 1 || l.tp < 1 || sequences % l.cp != 0)
+  if (l.cp < 1 || l.sp < 1 || l.tp < 1 || l.pp < 1 || sequences % l.cp != 0)
     throw ConfigError("plan: layout " + l.str() + " cannot split " + std::to_string(sequences) + " sequences");
 
   PlanRow r;
@@ -45,10 +46,12 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   r.batch_per_rank = bi;
   r.frames_per_rank = video ? fi : 0;
   r.tokens_per_rank = static_cast<int64_t>(per_seq);
-  const double d = m.hidden(), dt = d / l.tp, ff = m.mlp_hidden, g = m.gathered_per_layer, L = m.layers;
+  const double d = m.hidden(), dt = d / l.tp, ff = m.mlp_hidden, g = m.gathered_per_layer;
   const double sp = l.sp, tp = l.tp;
+  // PipeFusion: rank 0 is the first stage, holding a largest share of the layers.
+  const double L = static_cast<double>(even_shard(m.layers, l.pp, 0).size());
 
-  r.weight_bytes_per_rank = weight_elements_per_rank(m, l.tp) * bytes.weights;
+  r.weight_bytes_per_rank = (L * (m.split_per_layer / tp + m.whole_per_layer) + m.whole_once) * bytes.weights;
 
   // Activations: live through the block + the largest stage.
   const double throughout = 2 * rows * d + b * d + b * g + (l.tp > 1 ? b * g / tp : 0) +
@@ -59,6 +62,18 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   const double temporal = dsp ? b * frames * p * d + 4 * b * frames * p * dt + rows * dt + rows * d : 0;
   const double mlp = rows * ff / tp + rows * d;
   r.activation_bytes_per_rank = (throughout + std::max({attention, temporal, mlp})) * e;
+  if (l.pp > 1) {
+    // The keys and values of every token kept per layer of the stage, the
+    // whole model output every stage receives.
+    r.stale_kv_bytes = 2 * L * b * n * dt * e;
+    r.activation_bytes_per_rank += r.stale_kv_bytes + b * n * m.output_per_token * e;
+    const double patches = l.pipeline_patches();
+    r.pipeline_bubble = (l.pp - 1) / (patches + l.pp - 1);
+    // Every patch's residual rows go on to the next stage (the warm-up's
+    // whole image too); the last stage broadcasts the output to the others.
+    r.comm_pp = b * n * d * e;
+    r.comm_pp_last = (l.pp - 1) * b * n * m.output_per_token * e;
+  }
 
   // Communication, bytes sent by rank 0, each call as the communicator counts it.
   const int64_t ar = l.tp > 1 ? 2 * int64_t{l.tp - 1} * static_cast<int64_t>(rows * d) * e / l.tp : 0;
@@ -76,7 +91,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   if (l.sp > 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * e;
   if (l.tp > 1) r.comm_gather += L * b * g * (tp - 1) / tp * e;
   if (l.cp == 2) r.comm_cp = b * m.eps_elements * e;
-  r.comm_bytes_per_step_per_rank = r.comm_sp + r.comm_tp + r.comm_cp + r.comm_gather;
+  r.comm_bytes_per_step_per_rank = r.comm_sp + r.comm_tp + r.comm_cp + r.comm_gather + r.comm_pp;
   return r;
 }
 
@@ -90,8 +105,10 @@ std::vector<PlanRow> plan_valid_layouts(int world_size, const Workload& m, int64
 
 std::string format_plan_table(const std::vector<PlanRow>& rows, const std::string& title) {
   const bool video = !rows.empty() && rows.front().frames_per_rank > 0;
-  const std::vector<std::string> head = {"layout",    video ? "b x f x p" : "b x p",       "weights/rank", "activations/rank",
-                                         "comm/step", "sp attention", "tp all-reduce", "cp eps", "gathers"};
+  const bool pipelined = std::any_of(rows.begin(), rows.end(), [](const PlanRow& r) { return r.layout.pp > 1; });
+  std::vector<std::string> head = {"layout",    video ? "b x f x p" : "b x p",       "weights/rank", "activations/rank",
+                                   "comm/step", "sp attention", "tp all-reduce", "cp eps", "gathers"};
+  if (pipelined) head.insert(head.end(), {"pp hops", "bubble"});
   std::vector<std::vector<std::string>> cells;
   for (const PlanRow& r : rows) {
     const std::string frames = r.frames_per_rank > 0 ? std::to_string(r.frames_per_rank) + " x " : "";
@@ -100,6 +117,11 @@ std::string format_plan_table(const std::vector<PlanRow>& rows, const std::strin
                      format_bytes(r.weight_bytes_per_rank), format_bytes(r.activation_bytes_per_rank),
                      format_bytes(r.comm_bytes_per_step_per_rank), format_bytes(r.comm_sp), format_bytes(r.comm_tp),
                      format_bytes(r.comm_cp), format_bytes(r.comm_gather)});
+    if (pipelined) {
+      char bubble[32];
+      std::snprintf(bubble, sizeof bubble, "%.0f%%", 100 * r.pipeline_bubble);
+      cells.back().insert(cells.back().end(), {format_bytes(r.comm_pp), bubble});
+    }
   }
   std::vector<size_t> width(head.size());
   for (size_t c = 0; c < head.size(); ++c) {
@@ -116,7 +138,9 @@ std::string format_plan_table(const std::vector<PlanRow>& rows, const std::strin
   std::string out = title.empty() ? "" : title + "\n";
   out += line(head);
   for (const auto& row : cells) out += line(row);
-  out += "(per rank; comm = bytes sent per denoising step = sp attention + tp all-reduce + cp eps + gathers)\n";
+  out += pipelined ? "(per rank; comm = bytes sent per denoising step = sp attention + tp all-reduce + cp eps + gathers + "
+                     "pp hops; bubble: share of a step a stage waits while the pipeline fills and drains)\n"
+                   : "(per rank; comm = bytes sent per denoising step = sp attention + tp all-reduce + cp eps + gathers)\n";
   return out;
 }
 

@@ -75,6 +75,16 @@
 //     (sp-1)*rows*R (sp > 1).
 //   comm_cp: the eps exchange with the peer, b*E (cp = 2)
 //
+// PipeFusion (pp > 1, parallel/patch_pipeline.h; sp = 1): rank 0 is the
+// first stage and holds L0 = even_shard(L, pp, 0) layers, so L0 replaces L
+// in the weights and in the per-layer communication above. Its activations
+// add the keys and values kept per layer, 2*L0*b*N*Dt, and the output every
+// stage receives, b*N*R (the warm-up steps run the whole image, so rows =
+// b*N as without pp). Per step it sends every patch's residual rows to the
+// next stage, comm_pp = b*N*D; the last stage instead broadcasts the output,
+// (pp-1)*b*N*R. With M patches a step takes M + pp - 1 patch slots, of
+// which each stage idles pp - 1: the bubble (pp-1)/(M+pp-1).
+//
 // Relation to the issue's formulas "Ulysses 4/N*O(p*hs)*L, ring
 // 2*O(p*hs)*L, tp 4*O(p*hs)*L": there p*hs is the whole sequence of a
 // forward times the hidden size, here b*N*D, and each all-to-all /
@@ -102,7 +112,12 @@ struct PlanRow {
   int64_t tokens_per_rank = 0;  // tokens per image or frame outside the temporal attention (dsp N, else p)
   double weight_bytes_per_rank = 0, activation_bytes_per_rank = 0, comm_bytes_per_step_per_rank = 0;
   // Breakdown of comm_bytes_per_step_per_rank (they sum to it).
-  double comm_sp = 0, comm_tp = 0, comm_cp = 0, comm_gather = 0;
+  double comm_sp = 0, comm_tp = 0, comm_cp = 0, comm_gather = 0, comm_pp = 0;
+  // PipeFusion (pp > 1): what the last stage sends per step instead of
+  // comm_pp (the output to every other stage), the keys and values a stage
+  // keeps (in activation_bytes_per_rank), and the share of a step each
+  // stage idles while the pipeline fills and drains.
+  double comm_pp_last = 0, stale_kv_bytes = 0, pipeline_bubble = 0;
   // Bytes one computation of a block's branch sends, per PAB kind (what a
   // reuse of it skips): spatial self-attention, temporal self-attention
   // (video), cross-attention, one MLP. 0 where the model has no such branch.

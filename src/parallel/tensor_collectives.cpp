@@ -96,4 +96,24 @@ void send_recv(Communicator& comm, const Tensor& send, int64_t send_count, int d
   deliver(comm, r, recv, recv_count);
 }
 
+void send(Communicator& comm, const Tensor& data, int dest) {
+  const int64_t n = data.numel();
+  const Tensor s = payload(comm, data, n);
+  comm.send(ptr(s), n, dest);
+}
+
+void recv(Communicator& comm, Tensor& data, int source) {
+  const int64_t n = data.numel();
+  Tensor r = receiver(comm, data, n);
+  comm.recv(ptr(r), n, source);
+  deliver(comm, r, data, n);
+}
+
+void broadcast(Communicator& comm, Tensor& data, int root) {
+  const int64_t n = data.numel();
+  Tensor buf = comm.rank() == root ? payload(comm, data, n) : receiver(comm, data, n);
+  comm.broadcast(ptr(buf), n, root);
+  deliver(comm, buf, data, n);
+}
+
 }  // namespace ditgen::parallel

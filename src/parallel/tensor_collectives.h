@@ -29,4 +29,10 @@ void all_to_all_v(Communicator& comm, const Tensor& send, const std::vector<int6
 void send_recv(Communicator& comm, const Tensor& send, int64_t send_count, int dest, Tensor& recv,
                int64_t recv_count, int source);
 
+// Point to point (Communicator::send / recv): all of data's elements.
+void send(Communicator& comm, const Tensor& data, int dest);
+void recv(Communicator& comm, Tensor& data, int source);
+// data: root's elements, on every rank.
+void broadcast(Communicator& comm, Tensor& data, int root);
+
 }  // namespace ditgen::parallel

@@ -175,6 +175,13 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
       pab.emplace(req.pab, static_cast<int>(spec.num_layers()));
       pab->set_recorder(req.pab_analysis);
     }
+    // PipeFusion: the keys and values each stage keeps across this
+    // generation's steps (parallel/patch_pipeline.h).
+    std::optional<parallel::StaleKeyValues> stale_kv;
+    if (par_.shard.pp_size() > 1) {
+      if (pab) throw ConfigError("not supported yet: PAB or --pab-analyze together with PipeFusion (parallel.pp > 1)");
+      stale_kv.emplace(par_.shard.pipeline.warmup_steps);
+    }
     models::ForwardArgs args;
     Tensor keep;
     condition_batch(args, keep, first, count, halves);
@@ -189,6 +196,8 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
       args.latents = &model_in;
       args.timesteps.assign(model_batch, static_cast<float>(timesteps[s]));
       args.pab = pab ? &*pab : nullptr;
+      if (stale_kv) stale_kv->begin_step(static_cast<int64_t>(s));
+      args.stale_kv = stale_kv ? &*stale_kv : nullptr;
       Tensor out = model.forward(args);  // (model_batch, out_C, ...)
       profile::ScopedTimer timer("guidance+scheduler");
       // eps = the first in_channels channels (learned sigma dropped).

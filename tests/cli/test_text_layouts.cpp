@@ -43,4 +43,11 @@ TEST_CASE("pixart layout cp2") { check_layout(2, "--set parallel.cp=2"); }
 TEST_CASE("pixart layout sp2 ulysses") { check_layout(2, "--set parallel.sp=2"); }
 TEST_CASE("pixart layout sp2 ring") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring"); }
 TEST_CASE("pixart layout tp2") { check_layout(2, "--set parallel.tp=2"); }
+// PipeFusion with a warm-up over all 4 steps: synchronous, diffusers' result.
+TEST_CASE("pixart layout pp2 PipeFusion, warm-up over every step") {
+  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=4");
+}
+TEST_CASE("pixart layout pp2 x tp2 PipeFusion, 3 patches, warm-up over every step") {
+  check_layout(4, "--set parallel.pp=2 --set parallel.tp=2 --set parallel.patches=3 --set parallel.warmup_steps=4");
+}
 TEST_CASE("pixart layout sp2 x cp2") { check_layout(4, "--set parallel.sp=2 --set parallel.cp=2"); }

@@ -46,6 +46,23 @@ TEST_CASE("PAB schedules pass: they are checked against the model at run time") 
   CHECK_NOTHROW(reject_unsupported(load_config(path, {}), path));
 }
 
+TEST_CASE("PAB together with PipeFusion is not supported yet, naming the file and both settings") {
+  json kind = {{"range", 2}, {"threshold", {100, 800}}};
+  const std::string path = write_config(with(with(minimal_config(), "pab.spatial", kind), "parallel.pp", 2));
+  const RunConfig c = load_config(path, {});
+  CHECK(c.parallel.pp == 2);
+  try {
+    reject_unsupported(c, path);
+    FAIL("accepted");
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("not supported yet: PAB together with PipeFusion") != std::string::npos);
+    CHECK(m.find(path + ": parallel.pp=2") != std::string::npos);
+  }
+  // Either alone passes.
+  CHECK_NOTHROW(reject_unsupported(load_config(path, {"parallel.pp=1"}), path));
+}
+
 TEST_CASE("half-precision dtypes pass the config checks: they depend on the device (test_device_choice)") {
   for (const char* dtype : {"bfloat16", "float16"}) {
     const std::string path = write_config(with(minimal_config(), "model.dtype", dtype));

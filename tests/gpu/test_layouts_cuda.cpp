@@ -104,3 +104,7 @@ TEST_CASE("cuda layout sp2 ring (NCCL)") { check_layout(2, "--set parallel.sp=2 
 TEST_CASE("cuda layout tp2 (NCCL)") { check_layout(2, "--set parallel.tp=2"); }
 TEST_CASE("cuda layout cp2") { check_layout(2, "--set parallel.cp=2"); }
 TEST_CASE("cuda layout sp2 x tp2 (NCCL, 4 ranks)") { check_layout(4, "--set parallel.sp=2 --set parallel.tp=2"); }
+// PipeFusion's stage hops are NCCL send/recv; a warm-up over all 6 steps is synchronous.
+TEST_CASE("cuda layout pp2 PipeFusion (NCCL send/recv)") {
+  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=6");
+}

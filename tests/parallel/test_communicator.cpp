@@ -37,6 +37,8 @@ class FakeCommunicator final : public Communicator {
     ++calls;
   }
   void do_send_recv(const float*, int64_t, int, float*, int64_t, int) override { ++calls; }
+  void do_send(const float*, int64_t, int) override { ++calls; }
+  void do_recv(float*, int64_t, int) override { ++calls; }
   void do_broadcast_bytes(void*, size_t, int) override { ++calls; }
   void do_barrier() override { ++calls; }
 
@@ -117,6 +119,10 @@ TEST_CASE("Communicator: argument checks before any transfer") {
   CHECK_THROWS_AS(comm.send_recv(x, 1, 3, x, 1, 0), std::invalid_argument);
   CHECK_THROWS_AS(comm.send_recv(x, 1, 0, x, 1, -1), std::invalid_argument);
   CHECK_THROWS_AS(comm.broadcast(x, 1, 5), std::invalid_argument);
+  CHECK_THROWS_AS(comm.send(x, 1, 1), std::invalid_argument);  // to itself
+  CHECK_THROWS_AS(comm.recv(x, 1, 1), std::invalid_argument);
+  CHECK_THROWS_AS(comm.send(x, 1, 3), std::invalid_argument);
+  CHECK_THROWS_AS(comm.recv(x, -1, 0), std::invalid_argument);
   CHECK(comm.calls == 0);
   CHECK(comm.bytes_sent() == 0);
   // The message says what was wrong.
@@ -156,6 +162,13 @@ TEST_CASE("Communicator: bytes_sent convention") {
   CHECK(r2.bytes_sent() == 24);
   r2.send_recv(x, 6, 2, x, 6, 2);
   CHECK(r2.bytes_sent() == 24);
+  r2.reset_bytes_sent();
+
+  // Point to point: the sender counts, the receiver does not.
+  r2.send(x, 7, 0);
+  CHECK(r2.bytes_sent() == 28);
+  r0.recv(x, 7, 2);
+  CHECK(r0.bytes_sent() == 0);
   r2.reset_bytes_sent();
 
   // Broadcast: the root sends to n-1 ranks, the others send nothing.

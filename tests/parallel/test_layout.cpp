@@ -84,6 +84,59 @@ TEST_CASE("coords and rank round trip for every rank") {
   CHECK_THROWS(rank_of(Layout{2, 1, 1}, Coords{0, 2, 0}));
 }
 
+TEST_CASE("PipeFusion's pp axis: between sp and cp in the rank order") {
+  for (const Layout& l : {Layout{1, 1, 1, "ulysses", 2}, Layout{1, 2, 2, "ulysses", 2}, Layout{2, 2, 1, "ring", 3},
+                          Layout{1, 1, 3, "ulysses", 4}}) {
+    CAPTURE(l.str());
+    std::set<std::tuple<int, int, int, int>> seen;
+    for (int r = 0; r < l.world_size(); ++r) {
+      const Coords c = coords_of(l, r);
+      CHECK(rank_of(l, c) == r);
+      CHECK(r == ((c.cp * l.pp + c.pp) * l.sp + c.sp) * l.tp + c.tp);
+      seen.insert({c.cp, c.pp, c.sp, c.tp});
+      CHECK(pp_group_ranks(l, r).size() == size_t(l.pp));
+      CHECK(pp_group_ranks(l, r)[c.pp] == r);
+      // Split colors: equal exactly for the ranks of one group.
+      for (int o = 0; o < l.world_size(); ++o) {
+        const Coords d = coords_of(l, o);
+        CHECK((pp_split(l, r).color == pp_split(l, o).color) == (c.cp == d.cp && c.sp == d.sp && c.tp == d.tp));
+        CHECK((tp_split(l, r).color == tp_split(l, o).color) == (c.cp == d.cp && c.pp == d.pp && c.sp == d.sp));
+        CHECK((cp_split(l, r).color == cp_split(l, o).color) == (c.pp == d.pp && c.sp == d.sp && c.tp == d.tp));
+        CHECK((sp_split(l, r).color == sp_split(l, o).color) == (c.cp == d.cp && c.pp == d.pp && c.tp == d.tp));
+      }
+    }
+    CHECK(seen.size() == size_t(l.world_size()));
+  }
+  // pp2 x cp2 x tp2, rank 6 = ((1*2 + 1)*1 + 0)*2 + 0: cp 1, pp 1, tp 0.
+  const Layout l{1, 2, 2, "ulysses", 2};
+  CHECK(coords_of(l, 6) == Coords{1, 0, 0, 1});
+  CHECK(pp_group_ranks(l, 6) == std::vector<int>{4, 6});
+  CHECK(cp_group_ranks(l, 6) == std::vector<int>{2, 6});
+  CHECK(tp_group_ranks(l, 6) == std::vector<int>{6, 7});
+  CHECK(l.str() == "pp2 x sp1 x cp2 x tp2 (ulysses; 2 patches, 1 warm-up step)");
+  CHECK(Layout{1, 1, 1, "ulysses", 2, 4, 3}.short_str() == "pp2 (4 patches)");
+}
+
+TEST_CASE("PipeFusion's rules, each named with its numbers") {
+  const Workload m = dims16();  // 2 layers, 256 tokens
+  CHECK(error_of(Layout{1, 2, 2, "ulysses", 2}, 8, m, 4.0).empty());
+  std::string e = error_of(Layout{1, 1, 1, "ulysses", 3}, 3, m, 4.0);
+  CHECK(has(e, "parallel.pp = 3 exceeds the 2 layers (every pipeline stage needs at least one)"));
+  e = error_of(Layout{1, 1, 1, "ulysses", 2, 300}, 2, m, 4.0);
+  CHECK(has(e, "parallel.patches = 300 exceeds the 256 tokens per image"));
+  e = error_of(Layout{1, 1, 1, "ulysses", 2, 2, 0}, 2, m, 4.0);
+  CHECK(has(e, "parallel.warmup_steps = 0: must be >= 1"));
+  e = error_of(Layout{2, 1, 1, "ulysses", 2}, 4, m, 4.0);
+  CHECK(has(e, "not with sequence parallelism"));
+  e = error_of(Layout{1, 1, 1, "ulysses", 2}, 4, m, 4.0);
+  CHECK(has(e, "world size 4 != pp*sp*cp*tp = 2*1*1*1 = 2"));
+  Workload video = m;
+  video.frames = 4;
+  CHECK(has(error_of(Layout{1, 1, 1, "dsp", 2}, 2, video, 4.0), "PipeFusion runs image models"));
+  // Never suggested: the lists keep pp = 1.
+  for (const Layout& l : valid_layouts(4, m, 4.0)) CHECK(l.pp == 1);
+}
+
 TEST_CASE("groups of a 2x2x2 layout, by hand") {
   const Layout l{2, 2, 2};
   // rank 5 = (1*2 + 0)*2 + 1: cp 1, sp 0, tp 1.

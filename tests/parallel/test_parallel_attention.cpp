@@ -43,6 +43,8 @@ class IdleCommunicator final : public Communicator {
   void do_all_gather_v(const float*, int64_t, float*, const std::vector<int64_t>&) override {}
   void do_all_to_all_v(const float*, const std::vector<int64_t>&, float*, const std::vector<int64_t>&) override {}
   void do_send_recv(const float*, int64_t, int, float*, int64_t, int) override {}
+  void do_send(const float*, int64_t, int) override {}
+  void do_recv(float*, int64_t, int) override {}
   void do_broadcast_bytes(void*, size_t, int) override {}
   void do_barrier() override {}
 

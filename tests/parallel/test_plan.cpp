@@ -242,3 +242,33 @@ TEST_CASE("plan of every valid layout and its table") {
   CHECK(format_bytes(28901376) == "27.56 MiB");
   CHECK(format_bytes(3.0 * 1024 * 1024 * 1024) == "3.00 GiB");
 }
+
+TEST_CASE("tiny model, PipeFusion pp2 x tp2, by hand") {
+  Workload m = tiny();
+  m.layers = 3;  // stage 0 (rank 0) holds layers 0 and 1, stage 1 layer 2
+  // pp2: b = 2, N = 4 rows every step (the warm-up runs the whole image).
+  const PlanRow r = plan_layout(Layout{1, 1, 1, "ulysses", 2}, m, 1, true, 4);
+  CHECK(r.weight_bytes_per_rank == (2 * (1256 + 2232) + 600) * 4);
+  // The single-process peak 944, + kept keys and values 2 layers * 2 * (2*4*8)
+  // = 256, + the output every stage receives 2*4*32 = 256.
+  CHECK(r.stale_kv_bytes == 256 * 4);
+  CHECK(r.activation_bytes_per_rank == (944 + 512) * 4);
+  // Each step rank 0 sends every patch's residual rows on: 2*4*8; the last
+  // stage broadcasts the output 2*4*32 to the one other stage.
+  CHECK(r.comm_pp == 64 * 4);
+  CHECK(r.comm_bytes_per_step_per_rank == 64 * 4);
+  CHECK(r.comm_pp_last == 256 * 4);
+  CHECK(r.pipeline_bubble == doctest::Approx(1.0 / 3));  // M = pp = 2: 1 idle slot of 3
+
+  // With tp2 the per-layer terms count rank 0's 2 layers: 2 all-reduces of
+  // 64 floats sending 64 each, and the adaLN gather of 48, per layer.
+  const PlanRow t = plan_layout(Layout{1, 1, 2, "ulysses", 2, 6}, m, 1, true, 4);
+  CHECK(t.weight_bytes_per_rank == (2 * (628 + 2232) + 600) * 4);
+  CHECK(t.comm_tp == 2 * 128 * 4);
+  CHECK(t.comm_gather == 2 * 48 * 4);
+  CHECK(t.comm_bytes_per_step_per_rank == (2 * 176 + 64) * 4);
+  CHECK(t.pipeline_bubble == doctest::Approx(1.0 / 7));  // 6 patches: 1 idle slot of 7
+  const std::string table = format_plan_table({r, t});
+  CHECK(table.find("pp hops") != std::string::npos);
+  CHECK(table.find("pp2 x tp2 (6 patches)") != std::string::npos);
+}

@@ -142,6 +142,23 @@ void check_ring(Communicator& comm) {
   CHECK(bad == 0);
 }
 
+// Down a chain, as PipeFusion's stages pass a patch on: rank r receives
+// from r-1 what it sent on, adds its mark, and sends it to r+1, twice in a
+// row (messages between one pair arrive in the order sent).
+void check_chain(Communicator& comm, int64_t count) {
+  RANK_INFO(comm);
+  const int me = comm.rank(), n = comm.size();
+  int bad = 0;
+  for (int round = 0; round < 2; ++round) {
+    std::vector<float> data(count, 0.f);
+    if (me > 0) comm.recv(data.data(), count, me - 1);
+    for (int64_t i = 0; i < count; ++i) bad += data[i] != static_cast<float>(me * (round + 1) * (me - 1) / 2);
+    for (int64_t i = 0; i < count; ++i) data[i] += static_cast<float>(me * (round + 1));
+    if (me + 1 < n) comm.send(data.data(), count, me + 1);
+  }
+  CHECK(bad == 0);
+}
+
 void check_broadcast(Communicator& comm) {
   RANK_INFO(comm);
   const int root = comm.size() - 1;
@@ -174,6 +191,8 @@ void check_everything(Communicator& comm, int64_t large = 100003) {
   check_all_gather_v(comm, large / 20);
   check_all_to_all_v(comm);
   check_ring(comm);
+  check_chain(comm, 5);
+  check_chain(comm, large);
   check_broadcast(comm);
 }
 
@@ -244,6 +263,10 @@ TEST_CASE("bytes_sent follows the documented convention") {
   int64_t ring = 0;
   for (int hop = 0; hop < n - 1; ++hop) ring += ring_count((me - hop + n) % n) * 4;
   CHECK(comm->bytes_sent() == ring);
+  comm->reset_bytes_sent();
+
+  check_chain(*comm, 6);  // two sends of 6 floats, except the last rank's
+  CHECK(comm->bytes_sent() == (me + 1 < n ? 2 * 24 : 0));
   comm->reset_bytes_sent();
 
   comm->broadcast(buf.data(), 10, 0);

@@ -1,0 +1,99 @@
+#include "parallel/patch_pipeline.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "ops/ops.h"
+#include "parallel/sequence_attention.h"
+#include "parallel/tensor_collectives.h"
+#include "util/profile.h"
+
+namespace ditgen::parallel {
+
+Tensor& StaleKeyValues::buffer(std::vector<Tensor>& list, size_t local, const Shape& shape, Device device,
+                               DType dtype) const {
+  if (list.size() <= local) list.resize(local + 1);
+  Tensor& t = list[local];
+  if (t.shape() == shape && t.device() == device && t.dtype() == dtype) return t;
+  // Made in the warm-up only (the first step of a generation is always one).
+  if (!warming_up())
+    throw std::logic_error("PipeFusion: key/value buffer of layer " + std::to_string(local) + " is " +
+                           shape_str(t.shape()) + " after the warm-up, asked for " + shape_str(shape));
+  t = Tensor::empty(shape, device, dtype);
+  return t;
+}
+
+Tensor& StaleKeyValues::keys(size_t local, const Shape& shape, Device device, DType dtype) {
+  return buffer(keys_, local, shape, device, dtype);
+}
+
+Tensor& StaleKeyValues::values(size_t local, const Shape& shape, Device device, DType dtype) {
+  return buffer(values_, local, shape, device, dtype);
+}
+
+int64_t StaleKeyValues::bytes() const {
+  int64_t n = 0;
+  for (const auto* list : {&keys_, &values_})
+    for (const Tensor& t : *list) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+PatchPipeline::PatchPipeline(Communicator* pp, int64_t layers, PipelineSettings settings)
+    : pp_(pp), settings_(settings) {
+  if (settings.patches < 1 || settings.warmup_steps < 1)
+    throw std::invalid_argument("PatchPipeline: patches " + std::to_string(settings.patches) + " and warm-up steps " +
+                                std::to_string(settings.warmup_steps) + " must be >= 1");
+  if (stages() > layers)
+    throw std::invalid_argument("PatchPipeline: " + std::to_string(stages()) + " stages for " +
+                                std::to_string(layers) + " layers");
+  layers_ = even_shard(layers, stages(), stage());
+}
+
+std::vector<Range> PatchPipeline::patches(int64_t n, const StaleKeyValues* state) const {
+  if (!state || state->warming_up()) return {Range{0, n}};
+  const int m = static_cast<int>(std::min<int64_t>(settings_.patches, n));
+  std::vector<Range> out;
+  for (int i = 0; i < m; ++i) out.push_back(even_shard(n, m, i));
+  return out;
+}
+
+void PatchPipeline::receive(Tensor& hidden) const {
+  if (first_stage()) return;
+  profile::ScopedTimer t("pipeline_hop");
+  recv(*pp_, hidden, stage() - 1);
+}
+
+void PatchPipeline::send(const Tensor& hidden) const {
+  if (last_stage()) return;
+  profile::ScopedTimer t("pipeline_hop");
+  parallel::send(*pp_, hidden, stage() + 1);
+}
+
+void PatchPipeline::attention(int64_t layer, Range patch, int64_t n, const Tensor& q, const Tensor& k,
+                              const Tensor& v, int64_t head_dim, Tensor& out, StaleKeyValues* state,
+                              DType compute) const {
+  if (!holds(layer)) throw std::logic_error("PipeFusion: layer " + std::to_string(layer) + " is not this stage's");
+  if (!state) {
+    if (patch.begin != 0 || patch.end != n)
+      throw std::logic_error("PipeFusion: a patch without kept keys and values must be the whole image");
+    SequenceParallelAttention::cross_attention(q, k, v, head_dim, out, nullptr, compute);
+    return;
+  }
+  const int64_t b = k.dim(0), p = patch.size(), c = k.dim(2);
+  const Shape whole{b, n, c};
+  const size_t local = static_cast<size_t>(layer - layers_.begin);
+  Tensor& keys = state->keys(local, whole, k.device(), k.dtype());
+  Tensor& values = state->values(local, whole, v.device(), v.dtype());
+  // This patch's rows of every sample: B rows of P*C elements, N*C apart.
+  ops::copy_rows(k, 0, p * c, keys, patch.begin * c, n * c, b, p * c);
+  ops::copy_rows(v, 0, p * c, values, patch.begin * c, n * c, b, p * c);
+  SequenceParallelAttention::cross_attention(q, keys, values, head_dim, out, nullptr, compute);
+}
+
+void PatchPipeline::share_output(Tensor& out) const {
+  if (stages() == 1) return;
+  profile::ScopedTimer t("pipeline_hop");
+  broadcast(*pp_, out, stages() - 1);
+}
+
+}  // namespace ditgen::parallel

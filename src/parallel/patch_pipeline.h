@@ -1,0 +1,110 @@
+// PipeFusion (xDiT's displaced patch pipeline), the parallel half: a
+// transformer's layers split into pp stages of consecutive layers, one per
+// rank of the pp group (stage s holds layers even_shard(L, pp, s)), and the
+// image's tokens sent through the stages as M patches, so that stage s
+// works on patch m while stage s+1 works on patch m-1.
+//
+// What makes the patches independent is the attention: patch m's queries
+// attend to the keys and values of the whole image, where its own are fresh
+// and the other patches' are the ones this stage computed last, i.e. this
+// step's for the patches before m and the previous step's for those after
+// it (stale by one step: xDiT's observation is that consecutive diffusion
+// steps' activations are close). A stage keeps, per layer it holds, the
+// keys and values of every token (StaleKeyValues, per generation).
+// The first `warmup_steps` steps of a generation run synchronously (one
+// patch: the whole image, exact), which also fills those buffers; with
+// warmup_steps >= steps the result is the single-process one.
+//
+// Per forward the hops are point to point: stage s sends each patch's
+// residual rows (B, P_m, D) to stage s+1, and the last stage broadcasts the
+// model output (B, N, R) to every stage at the end (all return the whole
+// prediction, as every layout does). Unlike xDiT, the pipeline drains at
+// the end of every step (the scheduler step needs the whole prediction
+// here), so each step has a bubble of (pp - 1) patch slots out of M + pp - 1.
+//
+// This layer knows tokens, layers and tensors, never a model's fields; the
+// models (DiT, PixArt) call it around their own blocks.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "parallel/communicator.h"
+#include "parallel/shard.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::parallel {
+
+struct PipelineSettings {
+  int patches = 1;       // M: patches per step after the warm-up
+  int warmup_steps = 1;  // synchronous steps at the start of each generation (>= 1)
+};
+
+// The keys and values one stage keeps across the steps of one generation
+// (the denoising loop makes one per generation and says each step begins).
+class StaleKeyValues {
+ public:
+  explicit StaleKeyValues(int warmup_steps) : warmup_steps_(warmup_steps) {}
+  void begin_step(int64_t step) { step_ = step; }
+  int64_t step() const { return step_; }
+  // Whether this step runs synchronously (the whole image as one patch).
+  bool warming_up() const { return step_ < warmup_steps_; }
+  // Layer `local`'s (0-based among the stage's layers) buffer of (B, N, C)
+  // keys or values, (re)made with that shape, device and dtype in a warm-up
+  // step (which writes every row before any is read); after the warm-up a
+  // buffer of another shape is a logic error.
+  Tensor& keys(size_t local, const Shape& shape, Device device, DType dtype);
+  Tensor& values(size_t local, const Shape& shape, Device device, DType dtype);
+  int64_t bytes() const;  // held now, for the plan's check
+
+ private:
+  Tensor& buffer(std::vector<Tensor>& list, size_t local, const Shape& shape, Device device, DType dtype) const;
+
+  int warmup_steps_ = 1;
+  int64_t step_ = 0;
+  std::vector<Tensor> keys_, values_;  // per local layer: (B, N, C)
+};
+
+class PatchPipeline {
+ public:
+  PatchPipeline() = default;  // a single stage holding every layer
+  // pp: the pipeline group (null or size 1: one stage); it must outlive this.
+  PatchPipeline(Communicator* pp, int64_t layers, PipelineSettings settings);
+
+  int stages() const { return pp_ ? pp_->size() : 1; }
+  int stage() const { return pp_ ? pp_->rank() : 0; }
+  bool first_stage() const { return stage() == 0; }
+  bool last_stage() const { return stage() == stages() - 1; }
+  // This stage's layers, [begin, end) of the model's.
+  Range layers() const { return layers_; }
+  bool holds(int64_t layer) const { return layer >= layers_.begin && layer < layers_.end; }
+  Communicator* communicator() const { return pp_; }
+
+  // The token ranges of n that travel the stages in this forward: the whole
+  // image during a warm-up step (or with no state: synchronous), else the M
+  // patches (even_shard of n).
+  std::vector<Range> patches(int64_t n, const StaleKeyValues* state) const;
+
+  // Stage hops of a patch's residual rows (B, P, D): received from the
+  // stage before (into a tensor of the right shape, device and dtype), sent
+  // to the stage after. The first stage receives nothing, the last sends nothing.
+  void receive(Tensor& hidden) const;
+  void send(const Tensor& hidden) const;
+
+  // Self-attention of one patch's queries against the keys and values of all
+  // n tokens: q, k, v, out (B, P, C) rows of `patch` for this rank's heads
+  // (C = heads * head_dim). With a state, k and v are first written into
+  // layer `layer`'s buffers (whose other rows hold what earlier patches and
+  // steps wrote); without one the patch must be the whole image.
+  void attention(int64_t layer, Range patch, int64_t n, const Tensor& q, const Tensor& k, const Tensor& v,
+                 int64_t head_dim, Tensor& out, StaleKeyValues* state, DType compute) const;
+
+  // The model output (B, N, R), written by the last stage, to every stage.
+  void share_output(Tensor& out) const;
+
+ private:
+  Communicator* pp_ = nullptr;
+  Range layers_;
+  PipelineSettings settings_;
+};
+
+}  // namespace ditgen::parallel
