@@ -20,7 +20,8 @@ namespace ditgen::cli {
 
 parallel::Layout requested_layout(const RunConfig& cfg, const parallel::Workload& work) {
   const ParallelConfig& p = cfg.parallel;
-  return {p.sp, p.cp, p.tp, parallel::resolve_sp_mode(p.sp_mode, work), p.pp, p.patches, p.warmup_steps};
+  return {p.sp, p.cp, p.tp, parallel::resolve_sp_mode(p.sp_mode, work), p.pp, p.patches, p.warmup_steps,
+          p.sp_weights};
 }
 
 RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, const parallel::Workload& work,
@@ -57,7 +58,8 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
   r.run.shard.sp = r.sp.get();
   r.run.shard.mode = parallel::sp_mode_of(r.layout.sp_mode);
   r.run.shard.pp = r.pp.get();
-  r.run.shard.pipeline = {r.layout.pipeline_patches(), r.layout.warmup_steps};
+  r.run.shard.sp_split = r.layout.sp_split();
+  r.run.shard.pipeline = {r.layout.pipeline_patches(), r.layout.warmup_steps, r.layout.stage_split()};
   r.run.cp = r.cp.get();
   r.run.output_rank = r.world_rank == 0;
   return r;

@@ -68,6 +68,9 @@ struct ParallelConfig {
   int pp = 1;
   int patches = 0;
   int warmup_steps = 1;
+  // Per-rank shares for machines of mixed capacity (parallel/layout.h):
+  // one integer weight per sp rank (ring, dsp) or, with pp > 1, per stage.
+  std::vector<int64_t> sp_weights = {};
 
   int world_size() const { return pp * sp * cp * tp; }
   bool operator==(const ParallelConfig&) const = default;

@@ -91,6 +91,13 @@ ParallelConfig parse_parallel(const ObjectReader& parallel) {
   c.pp = parallel.integer("pp", c.pp, 1);
   c.patches = parallel.integer("patches", c.patches, 0);
   c.warmup_steps = parallel.integer("warmup_steps", c.warmup_steps, 1);
+  if (const nlohmann::json* weights = parallel.find("sp_weights")) {
+    const std::string path = parallel.path_of("sp_weights");
+    const nlohmann::json& list = read_array(*weights, path, parallel.context());
+    if (list.empty()) parallel.context().fail(path, "expected one weight per rank, got an empty list");
+    for (size_t i = 0; i < list.size(); ++i)
+      c.sp_weights.push_back(read_integer(list[i], path + "[" + std::to_string(i) + "]", 1, parallel.context()));
+  }
   if (c.cp > 2)
     parallel.context().fail(parallel.path_of("cp"),
                             "expected 1 or 2 (the two halves of classifier-free guidance), got " +

@@ -19,7 +19,7 @@ const std::vector<std::string>& schema_paths() {
         "generate.seed", "generate.steps", "generate.guidance_scale", "generate.scheduler",
         "generate.batch_size", "generate.frames", "generate.height", "generate.width",
         "parallel", "parallel.sp", "parallel.cp", "parallel.tp", "parallel.sp_mode", "parallel.pp", "parallel.patches",
-        "parallel.warmup_steps",
+        "parallel.warmup_steps", "parallel.sp_weights",
         "pab",
         "output", "output.path", "output.format", "output.fps", "output.crf", "output.grid",
         "output.skip_existing",

@@ -64,6 +64,7 @@ json to_json(const RunConfig& c) {
     j["parallel"]["patches"] = c.parallel.patches;
     j["parallel"]["warmup_steps"] = c.parallel.warmup_steps;
   }
+  if (!c.parallel.sp_weights.empty()) j["parallel"]["sp_weights"] = c.parallel.sp_weights;
   return j;
 }
 

@@ -123,7 +123,7 @@ DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c
   DitTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype);
+  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype, shard.sp_split);
   m.place_ = place;
   // Every weight goes to the model's device and dtype once, here; on the
   // CPU the GEMM weights (matrix) take the compute dtype (as stored,
@@ -230,7 +230,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   const bool pipelined = pipe_.stages() > 1;
   const std::vector<parallel::Range> row_sets =
       pipelined ? pipe_.patches(n, stale_kv)
-                : std::vector<parallel::Range>{parallel::even_shard(n, shard_.sp_size(), shard_.sp_rank())};
+                : std::vector<parallel::Range>{shard_.sp_split.range(n, shard_.sp_size(), shard_.sp_rank())};
   // (B, 256) sinusoids, computed on the host (tiny) and moved once per forward.
   const Tensor t_emb = place_.put(ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f));
   Tensor patched;  // (B, N, C*p*p) the first stage's patchified latents
@@ -263,7 +263,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       ops::copy_rows(rows_out, 0, rows.size() * out_width, out, rows.begin * out_width, n * out_width, bsz,
                      rows.size() * out_width);
     else
-      out = parallel::gather_tokens(shard_.sp, rows_out, n);  // every rank needs the whole prediction
+      out = parallel::gather_tokens(shard_.sp, rows_out, n, shard_.sp_split);  // every rank needs the whole prediction
   }
   if (pipelined) pipe_.share_output(out);
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);

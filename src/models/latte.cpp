@@ -96,7 +96,7 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   LatteTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype);
+  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype, shard.sp_split);
   m.place_ = place;
   // GEMM weights take the compute dtype (models/placement.h: on the CPU as
   // stored, borrowed from the mmapped file, or packed); the rest becomes the
@@ -164,8 +164,8 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     throw RuntimeFailure("Latte forward: dsp over " + std::to_string(sp) + " ranks needs at least as many frames and "
                          "tokens per frame; the video has " + std::to_string(frames) + " frames of " +
                          std::to_string(n) + " tokens");
-  const parallel::Range my_frames = dsp ? parallel::even_shard(frames, sp, me) : parallel::Range{0, frames};
-  const parallel::Range my_tokens = dsp ? parallel::Range{0, n} : parallel::even_shard(n, sp, me);
+  const parallel::Range my_frames = dsp ? shard_.sp_split.range(frames, sp, me) : parallel::Range{0, frames};
+  const parallel::Range my_tokens = dsp ? parallel::Range{0, n} : shard_.sp_split.range(n, sp, me);
   const int64_t local_frames = my_frames.size();
   const int64_t clips = bsz * local_frames;  // the spatial blocks' batch: this rank's frames of every video
 
@@ -222,13 +222,15 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
       [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D)
         const int64_t width = normed.dim(2);
         const Tensor by_tokens =
-            parallel::frames_to_tokens(shard_.sp, normed.reshape({bsz, local_frames, n, width}), frames);
+            parallel::frames_to_tokens(shard_.sp, normed.reshape({bsz, local_frames, n, width}), frames,
+                                     shard_.sp_split);
         return by_tokens.reshape({bsz * frames, by_tokens.dim(2), width});
       },
       [&](const Tensor& attn) {  // (B*F, N_me, Dl) -> (B*F_me, N, Dl)
         const int64_t width = attn.dim(2);
         const Tensor by_frames =
-            parallel::tokens_to_frames(shard_.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n);
+            parallel::tokens_to_frames(shard_.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n,
+                                     shard_.sp_split);
         return by_frames.reshape({clips, n, width});
       }};
   const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
@@ -255,10 +257,10 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // Every rank needs the whole prediction: gather the frames (dsp) or the tokens.
   if (dsp) {
     const int64_t width = n * out.dim(2);
-    out = parallel::gather_tokens(shard_.sp, out.reshape({bsz, local_frames, width}), frames)
+    out = parallel::gather_tokens(shard_.sp, out.reshape({bsz, local_frames, width}), frames, shard_.sp_split)
               .reshape({bsz * frames, n, out.dim(2)});
   } else {
-    out = parallel::gather_tokens(shard_.sp, out, n);
+    out = parallel::gather_tokens(shard_.sp, out, n, shard_.sp_split);
   }
   const Tensor images = ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)

@@ -55,7 +55,7 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
   PixArtTransformer m;
   m.cfg_ = c;
   m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype);
+  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype, shard.sp_split);
   m.place_ = place;
   // GEMM weights take the compute dtype (models/placement.h: on the CPU as
   // stored, borrowed from the mmapped file, or packed); the rest becomes the
@@ -128,7 +128,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   const bool pipelined = pipe_.stages() > 1;
   const std::vector<parallel::Range> row_sets =
       pipelined ? pipe_.patches(n, a.stale_kv)
-                : std::vector<parallel::Range>{parallel::even_shard(n, shard_.sp_size(), shard_.sp_rank())};
+                : std::vector<parallel::Range>{shard_.sp_split.range(n, shard_.sp_size(), shard_.sp_rank())};
 
   Tensor patched, pos;  // the first stage's (B, N, C*p*p) patchified latents and (N, D) positions
   if (pipe_.first_stage()) {
@@ -182,7 +182,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
       ops::copy_rows(rows_out, 0, rows.size() * out_width, out, rows.begin * out_width, n * out_width, bsz,
                      rows.size() * out_width);
     else
-      out = parallel::gather_tokens(shard_.sp, rows_out, n);  // every rank needs the whole prediction
+      out = parallel::gather_tokens(shard_.sp, rows_out, n, shard_.sp_split);  // every rank needs the whole prediction
   }
   if (pipelined) pipe_.share_output(out);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);

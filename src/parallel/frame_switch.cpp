@@ -17,8 +17,8 @@ Tensor flat(const Tensor& like, int64_t count) {
   return Tensor::empty({std::max<int64_t>(count, 1)}, like.device(), like.dtype());
 }
 
-void check(const char* who, const Tensor& x, int64_t dim, int64_t total, int parts, int rank) {
-  if (x.ndim() != 4 || x.dim(dim) != even_shard(total, parts, rank).size())
+void check(const char* who, const Tensor& x, int64_t dim, int64_t total, int parts, int rank, const Sharding& split) {
+  if (x.ndim() != 4 || x.dim(dim) != split.size(total, parts, rank))
     throw std::invalid_argument(std::string(who) + ": " + shape_str(x.shape()) + " is not rank " +
                                 std::to_string(rank) + "'s shard of " + std::to_string(total) + " along dim " +
                                 std::to_string(dim));
@@ -26,22 +26,22 @@ void check(const char* who, const Tensor& x, int64_t dim, int64_t total, int par
 
 }  // namespace
 
-Tensor frames_to_tokens(Communicator* sp, const Tensor& x, int64_t frames) {
+Tensor frames_to_tokens(Communicator* sp, const Tensor& x, int64_t frames, const Sharding& split) {
   const int parts = sp ? sp->size() : 1, me = sp ? sp->rank() : 0;
-  check("frames_to_tokens", x, 1, frames, parts, me);
+  check("frames_to_tokens", x, 1, frames, parts, me, split);
   if (parts == 1) return x;
   const int64_t bsz = x.dim(0), fl = x.dim(1), n = x.dim(2), c = x.dim(3);
-  const int64_t nl = even_shard(n, parts, me).size();
+  const int64_t nl = split.size(n, parts, me);
   std::vector<int64_t> send(parts), recv(parts);
   for (int j = 0; j < parts; ++j) {
-    send[j] = bsz * fl * even_shard(n, parts, j).size() * c;
-    recv[j] = bsz * even_shard(frames, parts, j).size() * nl * c;
+    send[j] = bsz * fl * split.size(n, parts, j) * c;
+    recv[j] = bsz * split.size(frames, parts, j) * nl * c;
   }
   // To rank j: [b][my frames][j's tokens][C] (b and frame together are x's B*F_me rows).
   Tensor sendbuf = flat(x, bsz * fl * n * c), recvbuf = flat(x, bsz * frames * nl * c);
   int64_t off = 0;
   for (int j = 0; j < parts; ++j) {
-    const Range t = even_shard(n, parts, j);
+    const Range t = split.range(n, parts, j);
     ops::copy_rows(x, t.begin * c, n * c, sendbuf, off, t.size() * c, bsz * fl, t.size() * c);
     off += send[j];
   }
@@ -50,7 +50,7 @@ Tensor frames_to_tokens(Communicator* sp, const Tensor& x, int64_t frames) {
   Tensor out = Tensor::empty({bsz, frames, nl, c}, x.device(), x.dtype());
   off = 0;
   for (int r = 0; r < parts; ++r) {
-    const Range f = even_shard(frames, parts, r);
+    const Range f = split.range(frames, parts, r);
     const int64_t len = f.size() * nl * c;
     ops::copy_rows(recvbuf, off, len, out, f.begin * nl * c, frames * nl * c, bsz, len);
     off += recv[r];
@@ -58,22 +58,22 @@ Tensor frames_to_tokens(Communicator* sp, const Tensor& x, int64_t frames) {
   return out;
 }
 
-Tensor tokens_to_frames(Communicator* sp, const Tensor& x, int64_t tokens) {
+Tensor tokens_to_frames(Communicator* sp, const Tensor& x, int64_t tokens, const Sharding& split) {
   const int parts = sp ? sp->size() : 1, me = sp ? sp->rank() : 0;
-  check("tokens_to_frames", x, 2, tokens, parts, me);
+  check("tokens_to_frames", x, 2, tokens, parts, me, split);
   if (parts == 1) return x;
   const int64_t bsz = x.dim(0), frames = x.dim(1), nl = x.dim(2), c = x.dim(3), n = tokens;
-  const int64_t fl = even_shard(frames, parts, me).size();
+  const int64_t fl = split.size(frames, parts, me);
   std::vector<int64_t> send(parts), recv(parts);
   for (int j = 0; j < parts; ++j) {
-    send[j] = bsz * even_shard(frames, parts, j).size() * nl * c;
-    recv[j] = bsz * fl * even_shard(n, parts, j).size() * c;
+    send[j] = bsz * split.size(frames, parts, j) * nl * c;
+    recv[j] = bsz * fl * split.size(n, parts, j) * c;
   }
   // To rank j: [b][j's frames][my tokens][C].
   Tensor sendbuf = flat(x, bsz * frames * nl * c), recvbuf = flat(x, bsz * fl * n * c);
   int64_t off = 0;
   for (int j = 0; j < parts; ++j) {
-    const Range f = even_shard(frames, parts, j);
+    const Range f = split.range(frames, parts, j);
     const int64_t len = f.size() * nl * c;
     ops::copy_rows(x, f.begin * nl * c, frames * nl * c, sendbuf, off, len, bsz, len);
     off += send[j];
@@ -83,7 +83,7 @@ Tensor tokens_to_frames(Communicator* sp, const Tensor& x, int64_t tokens) {
   Tensor out = Tensor::empty({bsz, fl, n, c}, x.device(), x.dtype());
   off = 0;
   for (int r = 0; r < parts; ++r) {
-    const Range t = even_shard(n, parts, r);
+    const Range t = split.range(n, parts, r);
     ops::copy_rows(recvbuf, off, t.size() * c, out, t.begin * c, n * c, bsz * fl, t.size() * c);
     off += recv[r];
   }

@@ -29,6 +29,16 @@ std::string num(double v) {
 
 namespace {
 
+// "2:1"
+std::string weights_str(const std::vector<int64_t>& w) {
+  std::string s;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (i) s += ':';
+    s += std::to_string(w[i]);
+  }
+  return s;
+}
+
 // "2 patches, 1 warm-up step"
 std::string pipeline_str(const Layout& l) {
   const int m = l.pipeline_patches(), w = l.warmup_steps;
@@ -41,8 +51,9 @@ std::string pipeline_str(const Layout& l) {
 std::string Layout::str() const {
   const std::string factors =
       "sp" + std::to_string(sp) + " x cp" + std::to_string(cp) + " x tp" + std::to_string(tp) + " (" + sp_mode;
-  if (pp == 1) return factors + ")";
-  return "pp" + std::to_string(pp) + " x " + factors + "; " + pipeline_str(*this) + ")";
+  const std::string weights = sp_weights.empty() ? "" : "; weights " + weights_str(sp_weights);
+  if (pp == 1) return factors + weights + ")";
+  return "pp" + std::to_string(pp) + " x " + factors + "; " + pipeline_str(*this) + weights + ")";
 }
 
 std::string Layout::short_str() const {
@@ -59,6 +70,10 @@ std::string Layout::short_str() const {
   if (s.empty()) return "single process";
   if (sp > 1) s += " " + sp_mode;
   if (pp > 1) s += " (" + std::to_string(pipeline_patches()) + " patches)";
+  if (!sp_weights.empty()) {
+    s += ' ';
+    s += weights_str(sp_weights);
+  }
   return s;
 }
 
@@ -141,10 +156,10 @@ std::string resolve_sp_mode(const std::string& mode, const Workload& work) {
   return work.video() ? "dsp" : "ulysses";
 }
 
-std::vector<int64_t> shard_sizes(int64_t n, int parts) {
+std::vector<int64_t> shard_sizes(int64_t n, int parts, const Sharding& split) {
   if (parts < 1 || n < 0) throw std::invalid_argument("shard_sizes: bad arguments");
   std::vector<int64_t> s(parts);
-  for (int i = 0; i < parts; ++i) s[i] = even_shard(n, parts, i).size();
+  for (int i = 0; i < parts; ++i) s[i] = split.size(n, parts, i);
   return s;
 }
 
@@ -179,6 +194,42 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
       p.push_back("world size " + std::to_string(world_size) + " != pp*sp*cp*tp = " + std::to_string(l.pp) + "*" +
                   std::to_string(l.sp) + "*" + std::to_string(l.cp) + "*" + std::to_string(l.tp) + " = " +
                   std::to_string(l.world_size()));
+  }
+  if (!l.sp_weights.empty()) {
+    // Per-rank shares (parallel/shard.h) of the axis that splits the work.
+    const bool stages = l.pp > 1;
+    const int ranks = stages ? l.pp : l.sp;
+    const std::string what = "parallel.sp_weights " + weights_str(l.sp_weights);
+    bool weights_ok = true;
+    for (int64_t w : l.sp_weights)
+      if (w < 1 || w > 1000000) {
+        p.push_back(what + ": weight " + std::to_string(w) + " is not in 1..1000000");
+        weights_ok = false;
+      }
+    if (ranks == 1) {
+      p.push_back(what + ": weights need sp > 1 (ring or dsp) or pp > 1 (PipeFusion's stages)");
+    } else if (static_cast<int>(l.sp_weights.size()) != ranks) {
+      p.push_back(what + " has " + std::to_string(l.sp_weights.size()) + " weights for " +
+                  (stages ? "pp = " : "sp = ") + std::to_string(ranks) + " ranks (one per rank)");
+    } else if (!stages && l.sp_mode != "ring" && l.sp_mode != "dsp") {
+      p.push_back(what + ": sp_mode \"" + l.sp_mode + "\" splits " +
+                  (l.sp_mode == "ulysses" ? "the attention heads evenly, so weights cannot balance it"
+                                          : "the image into even bands") +
+                  " (weights are for ring, dsp and PipeFusion)");
+    } else if (weights_ok) {
+      // Every rank needs some of the work.
+      const Sharding split(l.sp_weights);
+      auto check = [&](int64_t n, const std::string& unit) {
+        const auto sizes = shard_sizes(n, ranks, split);
+        for (int j = 0; j < ranks; ++j)
+          if (sizes[static_cast<size_t>(j)] < 1)
+            p.push_back(what + " leave " + (stages ? "stage " : "rank ") + std::to_string(j) + " none of the " +
+                        std::to_string(n) + " " + unit);
+      };
+      if (stages) check(d.layers, "layers");
+      else check(d.tokens, d.video() ? "tokens per frame" : "tokens per image");
+      if (!stages && l.sp_mode == "dsp" && d.video()) check(d.frames, "frames");
+    }
   }
   if (l.pp > 1) {
     // PipeFusion (parallel/patch_pipeline.h): every stage needs a layer and

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "parallel/shard.h"
+
 namespace ditgen::parallel {
 
 struct Layout {
@@ -34,9 +36,18 @@ struct Layout {
   int pp = 1;
   int patches = 0;
   int warmup_steps = 1;
+  // parallel.sp_weights: per-rank shares for machines of mixed capacity
+  // (parallel/shard.h), one weight per rank of the axis that splits the
+  // work: the sp ranks' tokens (ring) or frames and tokens (dsp), or with
+  // pp > 1 the stages' layers. Empty: even shares.
+  std::vector<int64_t> sp_weights = {};
 
   int world_size() const { return pp * sp * cp * tp; }
   int pipeline_patches() const { return patches > 0 ? patches : pp; }
+  // The Sharding of the sp ranks and of the pipeline stages (one of them
+  // carries sp_weights; the other is even).
+  Sharding sp_split() const { return pp > 1 ? Sharding() : Sharding(sp_weights); }
+  Sharding stage_split() const { return pp > 1 ? Sharding(sp_weights) : Sharding(); }
   // Full form, for headers and errors: "sp2 x cp2 x tp1 (ulysses)"; with
   // pp > 1 "pp2 x sp1 x cp2 x tp1 (ulysses; 2 patches, 1 warm-up step)".
   std::string str() const;
@@ -79,9 +90,10 @@ GroupSplit pp_split(const Layout& layout, int rank);
 
 // Sizes of `parts` sequence shards of `n` tokens: the first n % parts shards
 // hold one token more (numpy.array_split's convention), so shard 0 is always
-// a largest one. Built on even_shard (shard.h), the sharding the sp
-// implementation uses, so that planned and measured bytes agree.
-std::vector<int64_t> shard_sizes(int64_t n, int parts);
+// a largest one; or shares by `split`'s weights. Built on Sharding (shard.h),
+// the sharding the sp implementation uses, so that planned and measured
+// bytes agree.
+std::vector<int64_t> shard_sizes(int64_t n, int parts, const Sharding& split = {});
 
 // What one forward pass of a transformer asks of the parallel layer, in its
 // own terms: tokens, heads, widths and element counts. A model family fills

@@ -46,7 +46,9 @@ PatchPipeline::PatchPipeline(Communicator* pp, int64_t layers, PipelineSettings 
   if (stages() > layers)
     throw std::invalid_argument("PatchPipeline: " + std::to_string(stages()) + " stages for " +
                                 std::to_string(layers) + " layers");
-  layers_ = even_shard(layers, stages(), stage());
+  layers_ = settings_.layers.range(layers, stages(), stage());
+  if (layers_.size() < 1)
+    throw std::invalid_argument("PatchPipeline: stage " + std::to_string(stage()) + " holds no layer");
 }
 
 std::vector<Range> PatchPipeline::patches(int64_t n, const StaleKeyValues* state) const {

@@ -1,6 +1,7 @@
 // PipeFusion (xDiT's displaced patch pipeline), the parallel half: a
 // transformer's layers split into pp stages of consecutive layers, one per
-// rank of the pp group (stage s holds layers even_shard(L, pp, s)), and the
+// rank of the pp group (stage s holds layers even_shard(L, pp, s), or a
+// share by per-stage weights: parallel/shard.h), and the
 // image's tokens sent through the stages as M patches, so that stage s
 // works on patch m while stage s+1 works on patch m-1.
 //
@@ -37,6 +38,7 @@ namespace ditgen::parallel {
 struct PipelineSettings {
   int patches = 1;       // M: patches per step after the warm-up
   int warmup_steps = 1;  // synchronous steps at the start of each generation (>= 1)
+  Sharding layers;       // how the stages share the layers (even, or parallel.sp_weights)
 };
 
 // The keys and values one stage keeps across the steps of one generation

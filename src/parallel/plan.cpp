@@ -36,9 +36,10 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   r.layout = l;
   const bool video = m.video(), dsp = video && l.sp > 1 && l.sp_mode == "dsp";
   const bool ulysses = l.sp > 1 && l.sp_mode == "ulysses", ring = l.sp > 1 && l.sp_mode == "ring";
-  const auto tokens = shard_sizes(m.tokens, l.sp);
+  const Sharding split = l.sp_split();
+  const auto tokens = shard_sizes(m.tokens, l.sp, split);
   const int64_t bi = sequences / l.cp, ti = video ? m.frames : 1;
-  const int64_t fi = dsp ? shard_sizes(m.frames, l.sp)[0] : ti;
+  const int64_t fi = dsp ? shard_sizes(m.frames, l.sp, split)[0] : ti;
   const double b = static_cast<double>(bi), n = m.tokens, p = tokens[0], p1 = l.sp > 1 ? tokens[1] : p;
   const double frames = static_cast<double>(ti), f = static_cast<double>(fi);
   // Outside the temporal attention: S sequences of P tokens, rows = S*P.
@@ -49,7 +50,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   const double d = m.hidden(), dt = d / l.tp, ff = m.mlp_hidden, g = m.gathered_per_layer;
   const double sp = l.sp, tp = l.tp;
   // PipeFusion: rank 0 is the first stage, holding a largest share of the layers.
-  const double L = static_cast<double>(even_shard(m.layers, l.pp, 0).size());
+  const double L = static_cast<double>(l.stage_split().size(m.layers, l.pp, 0));
 
   r.weight_bytes_per_rank = (L * (m.split_per_layer / tp + m.whole_per_layer) + m.whole_once) * bytes.weights;
 
@@ -58,7 +59,8 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
                             b * (static_cast<double>(m.input_elements) + m.output_elements);
   double attention = 3 * rows * dt + rows * dt + rows * d;
   if (ulysses) attention += 4 * seqs * n * dt / sp;
-  if (ring) attention += 2 * rows * dt + rows * m.heads / tp;
+  // Ring's K/V buffers hold the largest shard (rank 0's, unless weighted).
+  if (ring) attention += 2 * seqs * static_cast<double>(split.largest(m.tokens, l.sp)) * dt + rows * m.heads / tp;
   const double temporal = dsp ? b * frames * p * d + 4 * b * frames * p * dt + rows * dt + rows * d : 0;
   const double mlp = rows * ff / tp + rows * d;
   r.activation_bytes_per_rank = (throughout + std::max({attention, temporal, mlp})) * e;

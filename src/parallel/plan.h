@@ -17,8 +17,8 @@
 //                                            sp (shard_sizes; p1 = p if sp = 1)
 //   f = T_0                                  frame shard 0 of T over sp (dsp)
 //   Dt = D / tp                              a tp rank's share of heads*head_dim
-// Rank 0 holds a largest shard of everything, so its figures are the
-// maxima. Outside the temporal attention a rank holds
+// With even shares rank 0 holds a largest shard of everything, so its
+// figures are the maxima; with parallel.sp_weights they are rank 0's. Outside the temporal attention a rank holds
 //   rows = b*f*N (dsp: its frames, all their tokens)
 //        = b*T*p (ulysses, ring, and images: its tokens of every frame)
 // token rows of width D, as S sequences of P tokens for the spatial
@@ -36,7 +36,8 @@
 //   attention: q, k, v 3*rows*Dt, attention output rows*Dt, out projection
 //     rows*D (tp: partial sums, all-reduced in place);
 //     ulysses (sp > 1): + q, k, v, output in head-shard form 4*S*N*Dt/sp;
-//     ring (sp > 1): + K, V blocks in flight 2*rows*Dt, log-sum-exp rows*H/tp
+//     ring (sp > 1): + K, V blocks in flight 2*S*p_max*Dt (p_max: the
+//       largest shard), log-sum-exp rows*H/tp
 //   temporal attention (video): ulysses, ring, sp = 1 as attention above;
 //     dsp: the switched input b*T*p*D, q, k, v and output 4*b*T*p*Dt, the
 //     output switched back rows*Dt, out projection rows*D

@@ -31,7 +31,7 @@ int64_t check_operands(const char* who, const Tensor& q, const Tensor& k, const 
 
 }  // namespace
 
-int64_t SequenceParallelAttention::local_tokens(int64_t n) const { return even_shard(n, size(), rank()).size(); }
+int64_t SequenceParallelAttention::local_tokens(int64_t n) const { return split_.size(n, size(), rank()); }
 
 void SequenceParallelAttention::self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim,
                                                int64_t n, Tensor& out) const {
@@ -68,7 +68,7 @@ void SequenceParallelAttention::ulysses(const Tensor& q, const Tensor& k, const 
   std::vector<int64_t> send(sp), recv(sp);
   for (int j = 0; j < sp; ++j) {
     send[j] = 3 * bsz * p * w;
-    recv[j] = 3 * bsz * even_shard(n, sp, j).size() * w;
+    recv[j] = 3 * bsz * split_.size(n, sp, j) * w;
   }
   // Send buffer: for each destination j, [q|k|v][b][token][its w columns]
   // (b and token together are the B*P rows of q, k, v).
@@ -80,7 +80,7 @@ void SequenceParallelAttention::ulysses(const Tensor& q, const Tensor& k, const 
   all_to_all_v(comm, sendbuf, send, recvbuf, recv);
   // Reassemble (3, B, n, w) in global token order ([q|k|v] x batch as rows).
   Tensor full = like(q, {3, bsz, n, w});
-  unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full);
+  unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full, split_);
   Tensor o = like(q, {bsz, n, w});
   ops::AttentionArgs a = ops::attention_args(ops::rows_of(full, 0, w, n), ops::rows_of(full, bsz * n * w, w, n),
                                              ops::rows_of(full, 2 * bsz * n * w, w, n), ops::rows_of(o), bsz, w / hd, hd);
@@ -88,10 +88,10 @@ void SequenceParallelAttention::ulysses(const Tensor& q, const Tensor& k, const 
   ops::attention(a);
   // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
   for (int j = 0; j < sp; ++j) {
-    send[j] = bsz * even_shard(n, sp, j).size() * w;
+    send[j] = bsz * split_.size(n, sp, j) * w;
     recv[j] = bsz * p * w;
   }
-  shard_tokens(o, bsz, n, sp, w, sendbuf);
+  shard_tokens(o, bsz, n, sp, w, sendbuf, split_);
   all_to_all_v(comm, sendbuf, send, recvbuf, recv);
   for (int j = 0; j < sp; ++j) ops::copy_rows(recvbuf, j * bsz * p * w, w, out, j * w, dl, bsz * p, w);
 }
@@ -103,7 +103,7 @@ void SequenceParallelAttention::ring(const Tensor& q, const Tensor& k, const Ten
   Communicator& comm = *sp_;
   const int sp = comm.size(), me = comm.rank();
   const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = head_dim, heads = dl / hd;
-  const int64_t p_max = even_shard(n, sp, 0).size();
+  const int64_t p_max = split_.largest(n, sp);
   // K and V travel together as (B, P_src, 2*Dl) rows [k | v].
   Tensor cur = like(q, {bsz * p_max * 2 * dl}), next = like(q, {bsz * p_max * 2 * dl});
   ops::copy_rows(k, 0, dl, cur, 0, 2 * dl, bsz * p, dl);
@@ -114,7 +114,7 @@ void SequenceParallelAttention::ring(const Tensor& q, const Tensor& k, const Ten
   Tensor part = like(q, {bsz, p, dl});
   for (int s = 0; s < sp; ++s) {
     const int src = (me - s + sp) % sp;  // whose K/V we hold now
-    const int64_t p_src = even_shard(n, sp, src).size();
+    const int64_t p_src = split_.size(n, sp, src);
     ops::AttentionArgs a =
         ops::attention_args(ops::rows_of(q), ops::rows_of(cur, 0, 2 * dl, p_src), ops::rows_of(cur, dl, 2 * dl, p_src),
                             ops::rows_of(s == 0 ? out : part), bsz, heads, hd);
@@ -123,7 +123,7 @@ void SequenceParallelAttention::ring(const Tensor& q, const Tensor& k, const Ten
     ops::attention(a);
     if (s > 0) ops::attention_merge_(out, lse, part, part_lse, heads);
     if (s + 1 < sp) {
-      const int64_t p_next = even_shard(n, sp, (me - s - 1 + sp) % sp).size();
+      const int64_t p_next = split_.size(n, sp, (me - s - 1 + sp) % sp);
       send_recv(comm, cur, bsz * p_src * 2 * dl, (me + 1) % sp, next, bsz * p_next * 2 * dl, (me - 1 + sp) % sp);
       std::swap(cur, next);
     }

@@ -1,6 +1,7 @@
 // Sequence-parallel attention (DESIGN.md §4): the attention core of a
 // transformer whose tokens are sharded over the sp ranks. Every rank holds
-// the q, k, v rows of its tokens [even_shard(n, sp, rank)] for its heads
+// the q, k, v rows of its tokens [split.range(n, sp, rank)] (even shards,
+// or by per-rank weights: parallel/shard.h) for its heads
 // (with tp, its own heads only: H_local = heads / tp) and gets back the
 // attention output of those rows over the whole sequence:
 //   sp = 1   plain attention;
@@ -23,7 +24,10 @@
 #pragma once
 #include <cstdint>
 
+#include <utility>
+
 #include "parallel/communicator.h"
+#include "parallel/shard.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::parallel {
@@ -34,9 +38,10 @@ class SequenceParallelAttention {
  public:
   // sp: the sequence-parallel group (null = size 1); it must outlive this.
   // compute: the attention's arithmetic (AttentionArgs::compute).
+  // split: how the ranks share the tokens (ring takes per-rank weights).
   explicit SequenceParallelAttention(Communicator* sp = nullptr, SequenceMode mode = SequenceMode::kUlysses,
-                                     DType compute = DType::kF32)
-      : sp_(sp), mode_(mode), compute_(compute) {}
+                                     DType compute = DType::kF32, Sharding split = {})
+      : sp_(sp), mode_(mode), compute_(compute), split_(std::move(split)) {}
 
   int size() const { return sp_ ? sp_->size() : 1; }
   int rank() const { return sp_ ? sp_->rank() : 0; }
@@ -65,6 +70,7 @@ class SequenceParallelAttention {
   Communicator* sp_ = nullptr;
   SequenceMode mode_ = SequenceMode::kUlysses;
   DType compute_ = DType::kF32;
+  Sharding split_;
 };
 
 }  // namespace ditgen::parallel

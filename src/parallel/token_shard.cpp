@@ -17,39 +17,41 @@ Tensor token_rows(const Tensor& x, Range r) {
   return y;
 }
 
-void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int parts, int64_t width, Tensor& sharded) {
+void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int parts, int64_t width, Tensor& sharded,
+                  const Sharding& split) {
   int64_t offset = 0;
   for (int j = 0; j < parts; ++j) {
-    const Range r = even_shard(n, parts, j);
+    const Range r = split.range(n, parts, j);
     const int64_t len = r.size() * width;
     ops::copy_rows(whole, r.begin * width, n * width, sharded, offset, len, rows, len);
     offset += rows * len;
   }
 }
 
-void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int parts, int64_t width, Tensor& whole) {
+void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int parts, int64_t width, Tensor& whole,
+                    const Sharding& split) {
   int64_t offset = 0;
   for (int j = 0; j < parts; ++j) {
-    const Range r = even_shard(n, parts, j);
+    const Range r = split.range(n, parts, j);
     const int64_t len = r.size() * width;
     ops::copy_rows(sharded, offset, len, whole, r.begin * width, n * width, rows, len);
     offset += rows * len;
   }
 }
 
-Tensor gather_tokens(Communicator* comm, const Tensor& shard, int64_t n) {
+Tensor gather_tokens(Communicator* comm, const Tensor& shard, int64_t n, const Sharding& split) {
   const int parts = comm ? comm->size() : 1;
   if (parts == 1) return shard;
-  if (shard.ndim() != 3 || shard.dim(1) != even_shard(n, parts, comm->rank()).size())
+  if (shard.ndim() != 3 || shard.dim(1) != split.size(n, parts, comm->rank()))
     throw std::invalid_argument("gather_tokens: shard " + shape_str(shard.shape()) + " is not rank " +
                                 std::to_string(comm->rank()) + "'s tokens of " + std::to_string(n));
   const int64_t bsz = shard.dim(0), width = shard.dim(2);
   std::vector<int64_t> counts(parts);
-  for (int j = 0; j < parts; ++j) counts[j] = bsz * even_shard(n, parts, j).size() * width;
+  for (int j = 0; j < parts; ++j) counts[j] = bsz * split.size(n, parts, j) * width;
   Tensor gathered = Tensor::empty({bsz * n * width}, shard.device(), shard.dtype());
   all_gather_v(*comm, shard, gathered, counts);
   Tensor whole = Tensor::empty({bsz, n, width}, shard.device(), shard.dtype());
-  unshard_tokens(gathered, bsz, n, parts, width, whole);
+  unshard_tokens(gathered, bsz, n, parts, width, whole, split);
   return whole;
 }
 

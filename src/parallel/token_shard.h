@@ -1,7 +1,7 @@
 // Token sharding for sequence parallelism (DESIGN.md §4). A sequence of n
-// tokens is split over `parts` ranks by even_shard (parallel/shard.h): rank
-// j holds tokens [even_shard(n, parts, j)], so shards differ by at most one
-// token when n does not divide. Buffers the collectives move hold the shards
+// tokens is split over `parts` ranks by a Sharding (parallel/shard.h): rank
+// j holds tokens [split.range(n, parts, j)]: even shards, differing by at
+// most one token when n does not divide, or shares by per-rank weights. Buffers the collectives move hold the shards
 // packed one after the other in rank order, each shard as `rows` sequences
 // of its P_j tokens of `width` elements: [j][row][P_j][width]. These
 // functions only copy (ops::copy_rows), on any device and dtype.
@@ -19,13 +19,15 @@ namespace ditgen::parallel {
 Tensor token_rows(const Tensor& x, Range r);
 
 // whole [row][n][width] -> sharded [j][row][P_j][width] (the packed layout above).
-void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int parts, int64_t width, Tensor& sharded);
+void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int parts, int64_t width, Tensor& sharded,
+                  const Sharding& split = {});
 // sharded [j][row][P_j][width] -> whole [row][n][width].
-void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int parts, int64_t width, Tensor& whole);
+void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int parts, int64_t width, Tensor& whole,
+                    const Sharding& split = {});
 
 // Every rank's token shard gathered into the whole sequence on every rank:
 // shard (B, P_me, C), this rank's tokens of n -> (B, n, C). comm null or of
 // size 1: the shard itself.
-Tensor gather_tokens(Communicator* comm, const Tensor& shard, int64_t n);
+Tensor gather_tokens(Communicator* comm, const Tensor& shard, int64_t n, const Sharding& split = {});
 
 }  // namespace ditgen::parallel

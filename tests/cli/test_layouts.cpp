@@ -116,6 +116,19 @@ TEST_CASE("layout sp2 x cp2 x tp2") {
                {2, 2, 2, "ring"});
 }
 
+// parallel.sp_weights (a mixed machine): ring shares the 25 tokens 2:1, 17 and 8.
+TEST_CASE("layout sp2 ring with sp_weights 2:1") {
+  parallel::Layout l{2, 1, 1, "ring"};
+  l.sp_weights = {2, 1};
+  check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring --set parallel.sp_weights=[2,1]", l);
+}
+TEST_CASE("layout sp3 ring x cp2 with sp_weights 1:2:1") {
+  parallel::Layout l{3, 2, 1, "ring"};
+  l.sp_weights = {1, 2, 1};
+  check_layout(6, "--set parallel.sp=3 --set parallel.cp=2 --set parallel.sp_mode=ring --set parallel.sp_weights=[1,2,1]",
+               l);
+}
+
 TEST_CASE("layout sp2 naive_patch: each band attends within itself, sends only the final gather") {
   testing::TempDir dir("ditgen_layout");
   const Tensor single = run_fixture(dir, "single", 1, "");
@@ -227,3 +240,35 @@ TEST_CASE("PAB under parallel layouts reproduces single-process PAB and skips th
     CHECK((stats["kinds"]["spatial"]["comm_bytes_skipped"].get<int64_t>() > 0) == communicates);
   }
 }
+
+// PipeFusion stages sized by parallel.sp_weights: on the 6-layer default
+// image model, weights 2:1 give stage 0 layers 0-3 and stage 1 layers 4-5
+// (plan's per-rank weights say so); with a warm-up over every step the
+// images are the single process's.
+TEST_CASE("layout pp2 with sp_weights 2:1 on the default image model (4 and 2 layers)") {
+  testing::TempDir dir("ditgen_layout");
+  const std::string config = std::string(DITGEN_SOURCE_DIR) + "/configs/shapes-image.json";
+  const std::string common = " --config " + config + " --set model.path=" + DITGEN_SOURCE_DIR +
+                             "/samples/dit-shapes --set model.dtype=float32 --set generate.steps=3 "
+                             "--set generate.class_labels=[0,7,13] --set generate.batch_size=3 ";
+  auto run = [&](const std::string& name, const std::string& prefix, const std::string& sets) {
+    const std::string latents = dir.file(name + ".safetensors");
+    const std::string cmd = prefix + kDitgen + common + "--quiet --threads 1 --save-latents " + latents + " --output " +
+                            dir.file(name + "/s.png") + " " + sets;
+    const Run r = run_command(cmd);
+    REQUIRE_MESSAGE(r.code == 0, cmd << "\n" << r.output);
+    return io::SafetensorsFile::open(latents)->load("latents").to(DType::kF32).clone();
+  };
+  const Tensor single = run("single", "", "");
+  const std::string layout = "--set parallel.pp=2 --set parallel.sp_weights=[2,1] --set parallel.warmup_steps=3";
+  const Tensor piped = run("piped", mpirun(2), layout);
+  const double err = testing::rel_l2(piped, single);
+  MESSAGE("pp2 weights 2:1, warm-up over every step: relative L2 vs single process " << err);
+  CHECK(err < 1e-5);
+  // plan: rank 0 holds 4 of the 6 blocks.
+  const Run plan = run_command(kDitgen + " plan" + common + layout);
+  REQUIRE_MESSAGE(plan.code == 0, plan.output);
+  CHECK(plan.output.find("pp2 (2 patches) 2:1") != std::string::npos);
+  CHECK(plan.output.find("PipeFusion: 2 stages") != std::string::npos);
+}
+

@@ -149,6 +149,17 @@ TEST_CASE("latte ring sp2 x cp2 x tp2") {
   check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring",
                {2, 2, 2, "ring"});
 }
+// parallel.sp_weights (a mixed machine): dsp shares frames and tokens 3:1.
+TEST_CASE("latte dsp sp2 with sp_weights 3:1 (5 frames: 4 and 1, tokens 19 and 6)") {
+  parallel::Layout l{2, 1, 1, "dsp"};
+  l.sp_weights = {3, 1};
+  check_layout(2, "--set parallel.sp=2 --set parallel.sp_weights=[3,1]", l, 5);
+}
+TEST_CASE("latte ring sp2 with sp_weights 1:2 (tokens 8 and 17)") {
+  parallel::Layout l{2, 1, 1, "ring"};
+  l.sp_weights = {1, 2};
+  check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring --set parallel.sp_weights=[1,2]", l);
+}
 TEST_CASE("latte 5 frames: dsp sp2 (3 and 2 frames), dsp sp3 (2, 2, 1), dsp sp4 (2, 1, 1, 1), ring sp3") {
   check_layout(2, "--set parallel.sp=2", {2, 1, 1, "dsp"}, 5);
   check_layout(3, "--set parallel.sp=3", {3, 1, 1, "dsp"}, 5);

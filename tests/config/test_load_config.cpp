@@ -60,6 +60,25 @@ TEST_CASE("a minimal config takes the documented defaults") {
   CHECK(c.source_json == minimal_config());
 }
 
+TEST_CASE("PipeFusion and sp_weights settings load, and to_json writes them back only when set") {
+  json c = with(with(with(minimal_config(), "parallel.pp", 2), "parallel.patches", 6), "parallel.warmup_steps", 3);
+  c = with(c, "parallel.sp_weights", {2, 1});
+  const RunConfig r = load_config(write_config(c), {});
+  CHECK(r.parallel.pp == 2);
+  CHECK(r.parallel.patches == 6);
+  CHECK(r.parallel.warmup_steps == 3);
+  CHECK(r.parallel.sp_weights == std::vector<int64_t>{2, 1});
+  CHECK(r.parallel.world_size() == 2);
+  const json back = to_json(r);
+  CHECK(back["parallel"]["pp"] == 2);
+  CHECK(back["parallel"]["sp_weights"] == json({2, 1}));
+  const RunConfig again = load_config(write_config(back), {});
+  CHECK(again.parallel == r.parallel);
+  const json plain = to_json(load_config(write_config(minimal_config()), {"parallel.sp_weights=[1,3]"}));
+  CHECK_FALSE(plain["parallel"].contains("pp"));
+  CHECK(plain["parallel"]["sp_weights"] == json({1, 3}));
+}
+
 TEST_CASE("a full config loads every field") {
   const RunConfig c = load_config(write_config(full_config()), {});
   CHECK(c.model.dtype == "float32");

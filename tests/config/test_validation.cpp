@@ -21,6 +21,13 @@ void check_rejected(const json& document, const std::string& reported_path, cons
 
 }  // namespace
 
+TEST_CASE("sp_weights: each weight a positive integer, named by its index") {
+  check_rejected(with(minimal_config(), "parallel.sp_weights", {1, 0}), "parallel.sp_weights[1]",
+                 "expected a positive integer, got 0");
+  check_rejected(with(minimal_config(), "parallel.sp_weights", {1.5, 1}), "parallel.sp_weights[0]",
+                 "expected a positive integer");
+}
+
 TEST_CASE("type and range checks name the file and the dotted path") {
   const std::vector<BadValue> rows = {
       {"generate.steps", 0, "expected a positive integer, got 0"},
@@ -47,6 +54,11 @@ TEST_CASE("type and range checks name the file and the dotted path") {
       {"parallel.tp", 0, "expected a positive integer"},
       {"parallel.cp", 3, "expected 1 or 2"},
       {"parallel.sp_mode", "tree", "expected one of \"auto\", \"ulysses\", \"ring\", \"dsp\", \"naive_patch\""},
+      {"parallel.pp", 0, "expected a positive integer"},
+      {"parallel.patches", -1, "expected a non-negative integer"},
+      {"parallel.warmup_steps", 0, "expected a positive integer"},
+      {"parallel.sp_weights", 2, "expected a list (JSON array), got 2"},
+      {"parallel.sp_weights", json::array(), "expected one weight per rank, got an empty list"},
       {"model.dtype", "fp32", "expected one of \"auto\", \"float32\", \"bfloat16\", \"float16\""},
       {"model.path", "", "expected a non-empty string"},
       {"model.path", 5, "expected a string"},

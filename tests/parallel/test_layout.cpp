@@ -183,6 +183,95 @@ TEST_CASE("shard sizes: the first n % parts shards hold one more") {
   CHECK(shard_sizes(10, 1) == std::vector<int64_t>{10});
 }
 
+// Largest remainder by a plain loop over exact fractions: hand out one unit
+// at a time to the rank furthest below its exact quota n*w/W (ties: lower
+// rank), which is what floor + largest remainders give.
+std::vector<int64_t> shares_by_hand(int64_t n, const std::vector<int64_t>& w) {
+  int64_t total = 0;
+  for (int64_t x : w) total += x;
+  std::vector<int64_t> got(w.size(), 0);
+  for (int64_t unit = 0; unit < n; ++unit) {
+    size_t best = 0;
+    double best_gap = -1e300;
+    for (size_t j = 0; j < w.size(); ++j) {
+      const double gap = static_cast<double>(n) * static_cast<double>(w[j]) / static_cast<double>(total) -
+                         static_cast<double>(got[j]);
+      if (gap > best_gap + 1e-12) best = j, best_gap = gap;
+    }
+    ++got[best];
+  }
+  return got;
+}
+
+TEST_CASE("weighted shares (parallel.sp_weights): proportional, largest remainders, even when weights are equal") {
+  const Sharding two_to_one({2, 1});
+  CHECK(shard_sizes(25, 2, two_to_one) == std::vector<int64_t>{17, 8});
+  CHECK(shard_sizes(25, 2, Sharding({1, 2})) == std::vector<int64_t>{8, 17});
+  CHECK(shard_sizes(6, 2, two_to_one) == std::vector<int64_t>{4, 2});
+  CHECK(two_to_one.range(25, 2, 1).begin == 17);
+  CHECK(two_to_one.range(25, 2, 1).end == 25);
+  CHECK(two_to_one.largest(25, 2) == 17);
+  // Against the unit-by-unit hand-out, over many counts and weights.
+  for (const std::vector<int64_t>& w : {std::vector<int64_t>{2, 1}, {3, 1, 1}, {1, 1, 1}, {5, 3, 2, 7}, {1, 4}}) {
+    for (int64_t n : {0, 1, 2, 5, 7, 16, 25, 64, 257, 1000}) {
+      CAPTURE(n);
+      CHECK(weighted_sizes(n, w) == shares_by_hand(n, w));
+    }
+  }
+  // Equal weights are the even shards exactly.
+  for (int parts : {1, 2, 3, 4, 8})
+    for (int64_t n : {0, 3, 25, 256, 1001})
+      for (int j = 0; j < parts; ++j) {
+        const Range a = Sharding(std::vector<int64_t>(static_cast<size_t>(parts), 7)).range(n, parts, j);
+        const Range b = even_shard(n, parts, j);
+        CHECK(a.begin == b.begin);
+        CHECK(a.end == b.end);
+      }
+  CHECK_THROWS(Sharding({2, 0}));
+  CHECK_THROWS(two_to_one.range(25, 3, 0));  // 2 weights for 3 ranks
+}
+
+TEST_CASE("sp_weights rules: ring, dsp and PipeFusion only, one per rank, every rank some work") {
+  const Workload m = dims16();  // 2 layers, 256 tokens
+  Layout ring{2, 1, 1, "ring"};
+  ring.sp_weights = {2, 1};
+  CHECK(error_of(ring, 2, m, 4.0).empty());
+  CHECK(ring.str() == "sp2 x cp1 x tp1 (ring; weights 2:1)");
+  CHECK(ring.short_str() == "sp2 ring 2:1");
+  Layout ulysses{2, 1, 1, "ulysses"};
+  ulysses.sp_weights = {2, 1};
+  CHECK(has(error_of(ulysses, 2, m, 4.0),
+            "parallel.sp_weights 2:1: sp_mode \"ulysses\" splits the attention heads evenly, so weights cannot "
+            "balance it (weights are for ring, dsp and PipeFusion)"));
+  ring.sp_weights = {2, 1, 1};
+  CHECK(has(error_of(ring, 2, m, 4.0), "parallel.sp_weights 2:1:1 has 3 weights for sp = 2 ranks (one per rank)"));
+  ring.sp_weights = {1000, 1};
+  CHECK(has(error_of(ring, 2, m, 4.0), "parallel.sp_weights 1000:1 leave rank 1 none of the 256 tokens per image"));
+  ring.sp_weights = {0, 1};
+  CHECK(has(error_of(ring, 2, m, 4.0), "weight 0 is not in 1..1000000"));
+  Layout single{1, 1, 1};
+  single.sp_weights = {1};
+  CHECK(has(error_of(single, 1, m, 4.0), "weights need sp > 1 (ring or dsp) or pp > 1"));
+  // PipeFusion: per stage, sharing the layers.
+  Layout stages{1, 1, 1, "ulysses", 2};
+  stages.sp_weights = {1, 1};
+  CHECK(error_of(stages, 2, m, 4.0).empty());
+  stages.sp_weights = {3, 1};  // 2 layers: 1.5 and 0.5, the tied remainder to stage 0: 2 and 0
+  CHECK(has(error_of(stages, 2, m, 4.0), "leave stage 1 none of the 2 layers"));
+  Workload one_layer = m;
+  one_layer.layers = 3;
+  stages.sp_weights = {5, 1};  // 3 layers: 2.5, 0.5 -> 3, 0
+  CHECK(has(error_of(stages, 2, one_layer, 4.0), "leave stage 1 none of the 3 layers"));
+  // dsp: frames and tokens.
+  Workload video = m;
+  video.frames = 4;
+  Layout dsp{2, 1, 1, "dsp"};
+  dsp.sp_weights = {3, 1};
+  CHECK(error_of(dsp, 2, video, 4.0).empty());
+  dsp.sp_weights = {9, 1};  // 4 frames: 3.6, 0.4 -> 4, 0
+  CHECK(has(error_of(dsp, 2, video, 4.0), "leave rank 1 none of the 4 frames"));
+}
+
 TEST_CASE("validation: each rule named with its numbers") {
   const Workload m = dims16();
   CHECK(error_of(Layout{2, 2, 2}, 8, m, 4.0).empty());

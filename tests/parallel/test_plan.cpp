@@ -272,3 +272,31 @@ TEST_CASE("tiny model, PipeFusion pp2 x tp2, by hand") {
   CHECK(table.find("pp hops") != std::string::npos);
   CHECK(table.find("pp2 x tp2 (6 patches)") != std::string::npos);
 }
+
+TEST_CASE("tiny model, ring sp2 with sp_weights 2:1, by hand") {
+  // N = 4 tokens shared 2:1: 8/3 = 2 r 2, 4/3 = 1 r 1 -> rank 0 gets the
+  // leftover: p = 3, p1 = 1. b = 2, Dt = 8.
+  Layout l{2, 1, 1, "ring"};
+  l.sp_weights = {2, 1};
+  const PlanRow r = plan_layout(l, tiny(), 1, true, 4);
+  CHECK(r.tokens_per_rank == 3);
+  // Rank 0 passes on every K/V block but rank 1's: 2*2*(4-1)*8.
+  CHECK(r.comm_sp == 96 * 4);
+  // The output gather: rank 0's 3 tokens to the other rank, 2*3*32.
+  CHECK(r.comm_gather == 192 * 4);
+  // Even shares for comparison: p = p1 = 2: 2*2*2*8 = 64 and 2*2*32 = 128.
+  const PlanRow even = plan_layout(Layout{2, 1, 1, "ring"}, tiny(), 1, true, 4);
+  CHECK(even.comm_sp == 64 * 4);
+  CHECK(even.comm_gather == 128 * 4);
+}
+
+TEST_CASE("PipeFusion pp2 with sp_weights 2:1 gives stage 0 two thirds of the layers") {
+  Workload m = tiny();
+  m.layers = 6;
+  Layout l{1, 1, 1, "ulysses", 2};
+  l.sp_weights = {2, 1};
+  CHECK(plan_layout(l, m, 1, true, 4).weight_bytes_per_rank == (4 * (1256 + 2232) + 600) * 4);
+  l.sp_weights = {1, 2};
+  CHECK(plan_layout(l, m, 1, true, 4).weight_bytes_per_rank == (2 * (1256 + 2232) + 600) * 4);
+}
+

@@ -54,8 +54,17 @@ Tensor columns(const Tensor& x, int64_t c0, int64_t w) {
   return y;
 }
 
-void check_self_attention(SequenceMode mode, int64_t bsz, int64_t n, int64_t heads, int64_t hd) {
+// Weights for a mixed machine, one per rank: 3 for rank 0, 1 for the rest.
+Sharding uneven_weights() {
+  std::vector<int64_t> w(static_cast<size_t>(world().size()), 1);
+  w[0] = 3;
+  return Sharding(w);
+}
+
+void check_self_attention(SequenceMode mode, int64_t bsz, int64_t n, int64_t heads, int64_t hd,
+                          const Sharding& split = {}) {
   RANK_INFO();
+  CAPTURE(split.even());
   CAPTURE(mode == SequenceMode::kRing ? "ring" : "ulysses");
   CAPTURE(n);
   CAPTURE(heads);
@@ -65,14 +74,14 @@ void check_self_attention(SequenceMode mode, int64_t bsz, int64_t n, int64_t hea
   Tensor ref = Tensor::empty(q.shape());
   ops::attention(ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(ref), bsz, heads,
                                      hd));
-  SequenceParallelAttention attn(&world(), mode);
-  const Range mine = even_shard(n, world().size(), world().rank());
+  SequenceParallelAttention attn(&world(), mode, DType::kF32, split);
+  const Range mine = split.range(n, world().size(), world().rank());
   const Tensor qs = token_rows(q, mine), ks = token_rows(k, mine), vs = token_rows(v, mine);
   Tensor out = Tensor::empty(qs.shape());
   attn.self_attention(qs, ks, vs, hd, n, out);
   CHECK(rel_l2(out, token_rows(ref, mine)) < 1e-5);
   // Every rank's rows together are the whole output.
-  CHECK(rel_l2(gather_tokens(&world(), out, n), ref) < 1e-5);
+  CHECK(rel_l2(gather_tokens(&world(), out, n, split), ref) < 1e-5);
 }
 
 }  // namespace
@@ -85,6 +94,10 @@ TEST_CASE("ulysses self-attention on uneven token shards equals whole-sequence a
 TEST_CASE("ring self-attention on uneven token shards equals whole-sequence attention") {
   for (int64_t n : {7, 25, 64}) check_self_attention(SequenceMode::kRing, 2, n, 3, 8);
   check_self_attention(SequenceMode::kRing, 1, 300, 5, 72);  // heads need not divide by sp
+}
+
+TEST_CASE("ring self-attention on weighted token shards (parallel.sp_weights) equals whole-sequence attention") {
+  for (int64_t n : {9, 25, 64}) check_self_attention(SequenceMode::kRing, 2, n, 3, 8, uneven_weights());
 }
 
 TEST_CASE("local (naive patch) self-attention: each rank's tokens attend only among themselves") {
@@ -167,16 +180,18 @@ TEST_CASE("chunk columns gathered over the tp ranks give every chunk whole") {
   CHECK(std::memcmp(got.data(), whole.data(), whole.numel() * sizeof(float)) == 0);
 }
 
-TEST_CASE("the frame switch turns frame shards into token shards and back (uneven F and N)") {
+TEST_CASE("the frame switch turns frame shards into token shards and back (uneven F and N, weighted shares)") {
   const int parts = world().size(), me = world().rank();
   struct Case { int64_t bsz, frames, tokens, c; };
+  for (const Sharding& split : {Sharding(), uneven_weights()})
   for (Case s : {Case{2, 5, 7, 3}, Case{1, 2, 7, 4}, Case{2, 6, 2, 5}, Case{1, 9, 16, 8}}) {
     RANK_INFO();
+    CAPTURE(split.even());
     CAPTURE(s.frames);
     CAPTURE(s.tokens);
     // The whole video and a host reference of both shards.
     const Tensor video = random_tensor({s.bsz, s.frames, s.tokens, s.c}, 109);
-    const Range f = even_shard(s.frames, parts, me), t = even_shard(s.tokens, parts, me);
+    const Range f = split.range(s.frames, parts, me), t = split.range(s.tokens, parts, me);
     Tensor by_frames = Tensor::empty({s.bsz, f.size(), s.tokens, s.c});
     Tensor by_tokens = Tensor::empty({s.bsz, s.frames, t.size(), s.c});
     for (int64_t b = 0; b < s.bsz; ++b)
@@ -189,11 +204,11 @@ TEST_CASE("the frame switch turns frame shards into token shards and back (uneve
             if (ti >= t.begin && ti < t.end)
               by_tokens[((b * s.frames + fi) * t.size() + ti - t.begin) * s.c + e] = val;
           }
-    const Tensor tokens = frames_to_tokens(&world(), by_frames, s.frames);
+    const Tensor tokens = frames_to_tokens(&world(), by_frames, s.frames, split);
     CHECK(tokens.shape() == by_tokens.shape());
     CHECK((by_tokens.numel() == 0 ||
            std::memcmp(tokens.data(), by_tokens.data(), by_tokens.numel() * sizeof(float)) == 0));
-    const Tensor frames = tokens_to_frames(&world(), by_tokens, s.tokens);
+    const Tensor frames = tokens_to_frames(&world(), by_tokens, s.tokens, split);
     CHECK(frames.shape() == by_frames.shape());
     CHECK((by_frames.numel() == 0 ||
            std::memcmp(frames.data(), by_frames.data(), by_frames.numel() * sizeof(float)) == 0));
