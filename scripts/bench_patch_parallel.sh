@@ -69,6 +69,7 @@ run pipefusion_w1 4 --set parallel.pp=4 --set parallel.warmup_steps=1
 run pipefusion_w1_m8 4 --set parallel.pp=4 --set parallel.patches=8 --set parallel.warmup_steps=1
 run pipefusion_w5 4 --set parallel.pp=4 --set parallel.warmup_steps=5
 run pipefusion_sync 4 --set parallel.pp=4 --set parallel.warmup_steps="$STEPS"
+run pipefusion_sp2 4 --set parallel.pp=2 --set parallel.sp=2 --set parallel.patches=4 --set parallel.warmup_steps=1
 
 echo
 echo "== ditgen plan of the PipeFusion run"
@@ -79,11 +80,11 @@ import json, re, statistics, subprocess, sys
 from pathlib import Path
 work = Path(sys.argv[1])
 names = ["single", "ulysses", "ring", "naive_patch", "pipefusion_w1", "pipefusion_w1_m8", "pipefusion_w5",
-         "pipefusion_sync"]
+         "pipefusion_sync", "pipefusion_sp2"]
 labels = {"single": "single process", "ulysses": "sp4 ulysses", "ring": "sp4 ring",
           "naive_patch": "sp4 naive_patch", "pipefusion_w1": "pp4, 4 patches, warm-up 1",
           "pipefusion_w1_m8": "pp4, 8 patches, warm-up 1", "pipefusion_w5": "pp4, 4 patches, warm-up 5",
-          "pipefusion_sync": "pp4, warm-up = all steps"}
+          "pipefusion_sync": "pp4, warm-up = all steps", "pipefusion_sp2": "pp2 x sp2 ulysses, 4 patches, warm-up 1"}
 def secs(log, names):
     return sum(float(v) for v in re.findall(r"^\s+(?:%s)\s+([\d.]+) s" % "|".join(names), log, re.M))
 def plan_cell(plan, column):

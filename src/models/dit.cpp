@@ -225,20 +225,31 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     if (l < 0 || l > c.num_classes)
       throw RuntimeFailure("DiT forward: class label " + std::to_string(l) + " outside [0, " +
                            std::to_string(c.num_classes) + "]");
-  // The token rows that go through the blocks together: this rank's sp
-  // shard, or under PipeFusion each patch in turn (parallel/patch_pipeline.h).
+  // The tokens that go through the blocks together: the whole image, or
+  // under PipeFusion each patch in turn (parallel/patch_pipeline.h); of
+  // each, this rank's sp shard.
   const bool pipelined = pipe_.stages() > 1;
-  const std::vector<parallel::Range> row_sets =
-      pipelined ? pipe_.patches(n, stale_kv)
-                : std::vector<parallel::Range>{shard_.sp_split.range(n, shard_.sp_size(), shard_.sp_rank())};
+  const std::vector<parallel::Range> patches =
+      pipelined ? pipe_.patches(n, stale_kv) : std::vector<parallel::Range>{parallel::Range{0, n}};
   // (B, 256) sinusoids, computed on the host (tiny) and moved once per forward.
   const Tensor t_emb = place_.put(ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f));
   Tensor patched;  // (B, N, C*p*p) the first stage's patchified latents
   if (pipe_.first_stage()) patched = ops::patchify(place_.put(x), c.patch_size);
   const int64_t out_width = c.patch_size * c.patch_size * c.out_channels;
   Tensor out = pipelined ? place_.empty({bsz, n, out_width}) : Tensor();  // (B, N, p*p*out)
+  // (B, 6D) per block of this stage, once per forward (not per patch):
+  // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp (D each).
+  std::vector<Tensor> mods;
+  {
+    profile::ScopedTimer t("adaln");
+    for (int64_t bi = pipe_.layers().begin; bi < pipe_.layers().end; ++bi) {
+      const DitBlock& blk = blocks[static_cast<size_t>(bi)];
+      mods.push_back(modulation(blk, block_conditioning(blk, t_emb, labels)));
+    }
+  }
 
-  for (const parallel::Range& rows : row_sets) {
+  for (const parallel::Range& patch : patches) {
+    const parallel::Range rows = parallel::patch_rows(patch, shard_.sp_split, shard_.sp_size(), shard_.sp_rank());
     Tensor hidden;  // (B, P, D) residual stream of these tokens
     if (pipe_.first_stage()) {
       profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
@@ -248,7 +259,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       hidden = place_.empty({bsz, rows.size(), c.inner_dim()});
       pipe_.receive(hidden);
     }
-    run_blocks(hidden, rows, n, t_emb, labels, pab, stale_kv);
+    run_blocks(hidden, patch, rows.size(), n, mods, pab, stale_kv);
     if (!pipe_.last_stage()) {
       pipe_.send(hidden);
       continue;
@@ -258,34 +269,32 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
     Tensor normed = place_.empty(hidden.shape());
     ops::layer_norm_modulate(hidden, final_mod, 0, c.inner_dim(), kAdaNormEps, normed);
-    Tensor rows_out = ops::linear(normed, final_w, &final_b);  // (B, P, p*p*out)
-    if (pipelined)
-      ops::copy_rows(rows_out, 0, rows.size() * out_width, out, rows.begin * out_width, n * out_width, bsz,
-                     rows.size() * out_width);
-    else
-      out = parallel::gather_tokens(shard_.sp, rows_out, n, shard_.sp_split);  // every rank needs the whole prediction
+    // (B, P, p*p*out), then the patch's on every sp rank: every rank needs the whole prediction.
+    Tensor patch_out = parallel::gather_tokens(shard_.sp, ops::linear(normed, final_w, &final_b), patch.size(),
+                                               shard_.sp_split);
+    if (!pipelined) {
+      out = patch_out;
+      break;
+    }
+    ops::copy_rows(patch_out, 0, patch.size() * out_width, out, patch.begin * out_width, n * out_width, bsz,
+                   patch.size() * out_width);
   }
   if (pipelined) pipe_.share_output(out);
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 
-void DitTransformer::run_blocks(Tensor& hidden, parallel::Range rows, int64_t n, const Tensor& t_emb,
-                                const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
+void DitTransformer::run_blocks(Tensor& hidden, parallel::Range patch, int64_t p, int64_t n,
+                                const std::vector<Tensor>& mods, pab::BroadcastCache* pab,
                                 parallel::StaleKeyValues* stale_kv) const {
   const DitConfig& c = cfg_;
-  const int64_t bsz = hidden.dim(0), p = rows.size(), d = c.inner_dim(), dl = d / shard_.tp_size();
+  const int64_t bsz = hidden.dim(0), d = c.inner_dim(), dl = d / shard_.tp_size();
   Tensor normed = place_.empty({bsz, p, d});  // (B, P, D) modulated LayerNorm output
   Tensor q = place_.empty({bsz, p, dl}), k = place_.empty({bsz, p, dl}), v = place_.empty({bsz, p, dl});
   Tensor attn = place_.empty({bsz, p, dl});  // (B, P, Dl) attention of this rank's heads
 
   for (int64_t bi = pipe_.layers().begin; bi < pipe_.layers().end; ++bi) {
     const DitBlock& blk = blocks[static_cast<size_t>(bi)];
-    // (B, 6D) columns: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp (D each)
-    Tensor mod;
-    {
-      profile::ScopedTimer t("adaln");
-      mod = modulation(blk, block_conditioning(blk, t_emb, labels));
-    }
+    const Tensor& mod = mods[static_cast<size_t>(bi - pipe_.layers().begin)];  // (B, 6D)
     const int block = static_cast<int>(bi);
     Tensor attn_out;  // (B, P, D) attention branch before its gate
     if (pab && pab->reuse(block, pab::Kind::kSpatial)) {
@@ -306,7 +315,7 @@ void DitTransformer::run_blocks(Tensor& hidden, parallel::Range rows, int64_t n,
       {
         profile::ScopedTimer t("attention");
         if (pipe_.stages() > 1)
-          pipe_.attention(bi, rows, n, q, k, v, c.head_dim, attn, stale_kv, place_.dtype);
+          pipe_.attention(bi, patch, n, q, k, v, c.head_dim, attn, stale_kv, seq_attn_);
         else
           seq_attn_.self_attention(q, k, v, c.head_dim, n, attn);
       }

@@ -96,10 +96,11 @@ class DitTransformer {
   Tensor modulation(const DitBlock& blk, const Tensor& cond) const;
   // Bytes this rank has sent through its tp and sp groups so far.
   int64_t comm_bytes() const;
-  // This stage's blocks over the residual rows `rows` of n tokens (B, P, D), in place.
-  void run_blocks(Tensor& hidden, parallel::Range rows, int64_t n, const Tensor& t_emb,
-                  const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
-                  parallel::StaleKeyValues* stale_kv) const;
+  // This stage's blocks over the residual rows (B, P, D) of this rank's P
+  // tokens of `patch` (the whole image without PipeFusion) of n, in place;
+  // mods: each of the stage's blocks' (B, 6D) modulation.
+  void run_blocks(Tensor& hidden, parallel::Range patch, int64_t p, int64_t n, const std::vector<Tensor>& mods,
+                  pab::BroadcastCache* pab, parallel::StaleKeyValues* stale_kv) const;
 
   DitConfig cfg_;
   ShardGroups shard_;

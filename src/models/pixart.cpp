@@ -123,12 +123,12 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   const Tensor& x = *a.latents;
   const int64_t p = c.patch_size, bsz = x.dim(0);
   const int64_t grid_h = x.dim(2) / p, grid_w = x.dim(3) / p, n = grid_h * grid_w;
-  // The token rows that go through the blocks together: this rank's sp
-  // shard, or under PipeFusion each patch in turn (parallel/patch_pipeline.h).
+  // The tokens that go through the blocks together: the whole image, or
+  // under PipeFusion each patch in turn (parallel/patch_pipeline.h); of
+  // each, this rank's sp shard.
   const bool pipelined = pipe_.stages() > 1;
-  const std::vector<parallel::Range> row_sets =
-      pipelined ? pipe_.patches(n, a.stale_kv)
-                : std::vector<parallel::Range>{shard_.sp_split.range(n, shard_.sp_size(), shard_.sp_rank())};
+  const std::vector<parallel::Range> patches =
+      pipelined ? pipe_.patches(n, a.stale_kv) : std::vector<parallel::Range>{parallel::Range{0, n}};
 
   Tensor patched, pos;  // the first stage's (B, N, C*p*p) patchified latents and (N, D) positions
   if (pipe_.first_stage()) {
@@ -151,7 +151,8 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   const int64_t out_width = p * p * c.out_channels;
   Tensor out = pipelined ? place_.empty({bsz, n, out_width}) : Tensor();  // (B, N, p*p*out)
 
-  for (const parallel::Range& rows : row_sets) {
+  for (const parallel::Range& patch : patches) {
+    const parallel::Range rows = parallel::patch_rows(patch, shard_.sp_split, shard_.sp_size(), shard_.sp_rank());
     Tensor hidden;  // (B, P, D) residual stream of these tokens
     if (pipe_.first_stage()) {
       profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
@@ -165,7 +166,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
       const AdaSingleBlock::AttentionCore self_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                                Tensor& o) {
         if (pipelined)
-          pipe_.attention(bi, rows, n, q, k, v, c.head_dim, o, a.stale_kv, place_.dtype);
+          pipe_.attention(bi, patch, n, q, k, v, c.head_dim, o, a.stale_kv, seq_attn_);
         else
           seq_attn_.self_attention(q, k, v, c.head_dim, n, o);
       };
@@ -177,12 +178,15 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
       continue;
     }
     profile::ScopedTimer t("final_layer");
-    Tensor rows_out = stem_.final_layer(hidden, embedded, place_);  // (B, P, p*p*out)
-    if (pipelined)
-      ops::copy_rows(rows_out, 0, rows.size() * out_width, out, rows.begin * out_width, n * out_width, bsz,
-                     rows.size() * out_width);
-    else
-      out = parallel::gather_tokens(shard_.sp, rows_out, n, shard_.sp_split);  // every rank needs the whole prediction
+    // (B, P, p*p*out), then the patch's on every sp rank: every rank needs the whole prediction.
+    Tensor patch_out =
+        parallel::gather_tokens(shard_.sp, stem_.final_layer(hidden, embedded, place_), patch.size(), shard_.sp_split);
+    if (!pipelined) {
+      out = patch_out;
+      break;
+    }
+    ops::copy_rows(patch_out, 0, patch.size() * out_width, out, patch.begin * out_width, n * out_width, bsz,
+                   patch.size() * out_width);
   }
   if (pipelined) pipe_.share_output(out);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);

@@ -3,6 +3,7 @@
 // layouts can never disagree: a layout is listed iff it has no problem.
 #include "parallel/layout.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -247,9 +248,15 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     if (d.video())
       p.push_back("parallel.pp = " + std::to_string(l.pp) +
                   ": PipeFusion runs image models (DiT, PixArt) in this version, not video models");
-    if (l.sp > 1)
-      p.push_back("parallel.pp = " + std::to_string(l.pp) + " with sp = " + std::to_string(l.sp) +
-                  ": PipeFusion combines with cp and tp in this version, not with sequence parallelism");
+    if (l.sp > 1 && l.sp_mode != "ulysses")
+      p.push_back("parallel.pp = " + std::to_string(l.pp) + " with sp_mode \"" + l.sp_mode +
+                  "\": PipeFusion shares each patch over the sp ranks with Ulysses only");
+    // Ulysses shards each patch's tokens: the smallest patch needs one per sp rank.
+    const int64_t smallest_patch = d.tokens / std::max(1, l.pipeline_patches());
+    if (l.sp > 1 && l.patches >= 0 && l.pipeline_patches() <= d.tokens && smallest_patch < l.sp)
+      p.push_back("parallel.patches = " + std::to_string(l.pipeline_patches()) + " leaves patches of " +
+                  std::to_string(smallest_patch) + " tokens, fewer than sp = " + std::to_string(l.sp) +
+                  " (every sp rank needs a token of each patch)");
   }
   const std::string heads = "num_attention_heads " + std::to_string(d.heads) + " is not divisible by ";
   if (ulysses && l.sp > 1) {

@@ -73,23 +73,25 @@ void PatchPipeline::send(const Tensor& hidden) const {
 
 void PatchPipeline::attention(int64_t layer, Range patch, int64_t n, const Tensor& q, const Tensor& k,
                               const Tensor& v, int64_t head_dim, Tensor& out, StaleKeyValues* state,
-                              DType compute) const {
+                              const SequenceParallelAttention& seq) const {
   if (!holds(layer)) throw std::logic_error("PipeFusion: layer " + std::to_string(layer) + " is not this stage's");
-  if (!state) {
-    if (patch.begin != 0 || patch.end != n)
-      throw std::logic_error("PipeFusion: a patch without kept keys and values must be the whole image");
-    SequenceParallelAttention::cross_attention(q, k, v, head_dim, out, nullptr, compute);
-    return;
-  }
-  const int64_t b = k.dim(0), p = patch.size(), c = k.dim(2);
-  const Shape whole{b, n, c};
+  if (!state && (patch.begin != 0 || patch.end != n))
+    throw std::logic_error("PipeFusion: a patch without kept keys and values must be the whole image");
   const size_t local = static_cast<size_t>(layer - layers_.begin);
-  Tensor& keys = state->keys(local, whole, k.device(), k.dtype());
-  Tensor& values = state->values(local, whole, v.device(), v.dtype());
-  // This patch's rows of every sample: B rows of P*C elements, N*C apart.
-  ops::copy_rows(k, 0, p * c, keys, patch.begin * c, n * c, b, p * c);
-  ops::copy_rows(v, 0, p * c, values, patch.begin * c, n * c, b, p * c);
-  SequenceParallelAttention::cross_attention(q, keys, values, head_dim, out, nullptr, compute);
+  // The patch's keys and values, (B, P, C') with all its tokens, into the
+  // kept ones of the whole image, which the queries then read.
+  const SequenceParallelAttention::KeyValueSource context = [&](const Tensor& pk, const Tensor& pv) {
+    if (!state) return std::pair<Tensor, Tensor>(pk, pv);
+    const int64_t b = pk.dim(0), p = patch.size(), c = pk.dim(2);
+    const Shape whole{b, n, c};
+    Tensor& keys = state->keys(local, whole, pk.device(), pk.dtype());
+    Tensor& values = state->values(local, whole, pv.device(), pv.dtype());
+    // This patch's rows of every sample: B rows of P*C elements, N*C apart.
+    ops::copy_rows(pk, 0, p * c, keys, patch.begin * c, n * c, b, p * c);
+    ops::copy_rows(pv, 0, p * c, values, patch.begin * c, n * c, b, p * c);
+    return std::pair<Tensor, Tensor>(keys, values);
+  };
+  seq.self_attention(q, k, v, head_dim, patch.size(), out, context);
 }
 
 void PatchPipeline::share_output(Tensor& out) const {

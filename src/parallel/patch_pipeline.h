@@ -23,6 +23,11 @@
 // the end of every step (the scheduler step needs the whole prediction
 // here), so each step has a bubble of (pp - 1) patch slots out of M + pp - 1.
 //
+// With sp > 1 (Ulysses only) each stage is an sp group sharing every
+// patch's tokens: a rank hops its shard to the same sp rank of the next
+// stage, Ulysses' all-to-all gives it the whole patch for its head shard,
+// and it keeps the keys and values of every token for those heads.
+//
 // This layer knows tokens, layers and tensors, never a model's fields; the
 // models (DiT, PixArt) call it around their own blocks.
 #pragma once
@@ -30,10 +35,17 @@
 #include <vector>
 
 #include "parallel/communicator.h"
+#include "parallel/sequence_attention.h"
 #include "parallel/shard.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::parallel {
+
+// This rank's tokens of a patch when the stage's sp ranks share it.
+inline Range patch_rows(Range patch, const Sharding& split, int parts, int index) {
+  const Range sub = split.range(patch.size(), parts, index);
+  return {patch.begin + sub.begin, patch.begin + sub.end};
+}
 
 struct PipelineSettings {
   int patches = 1;       // M: patches per step after the warm-up
@@ -93,12 +105,15 @@ class PatchPipeline {
   void send(const Tensor& hidden) const;
 
   // Self-attention of one patch's queries against the keys and values of all
-  // n tokens: q, k, v, out (B, P, C) rows of `patch` for this rank's heads
-  // (C = heads * head_dim). With a state, k and v are first written into
-  // layer `layer`'s buffers (whose other rows hold what earlier patches and
-  // steps wrote); without one the patch must be the whole image.
+  // n tokens: q, k, v, out (B, P_r, C) rows of this rank's tokens of
+  // `patch` (patch_rows) for its heads (C = heads * head_dim), through
+  // `seq`: sp = 1, or Ulysses over the stage's sp group (the patch's tokens
+  // sharded over it). With a state, the patch's keys and values (in the
+  // layout the attention runs in) are first written into layer `layer`'s
+  // buffers, whose other rows hold what earlier patches and steps wrote;
+  // without one the patch must be the whole image.
   void attention(int64_t layer, Range patch, int64_t n, const Tensor& q, const Tensor& k, const Tensor& v,
-                 int64_t head_dim, Tensor& out, StaleKeyValues* state, DType compute) const;
+                 int64_t head_dim, Tensor& out, StaleKeyValues* state, const SequenceParallelAttention& seq) const;
 
   // The model output (B, N, R), written by the last stage, to every stage.
   void share_output(Tensor& out) const;

@@ -54,6 +54,21 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 
   r.weight_bytes_per_rank = (L * (m.split_per_layer / tp + m.whole_per_layer) + m.whole_once) * bytes.weights;
 
+  // PipeFusion x Ulysses: the all-to-alls run per patch, over its tokens
+  // (rank 0's share pm of each patch Pm); the warm-up's whole image gives
+  // the same figure when the shards divide evenly.
+  double patch_rows = p, patch_ulysses = 0;  // rank 0's tokens of all patches of a step, their all-to-alls
+  if (l.pp > 1) {
+    const int patches = l.pipeline_patches();
+    patch_rows = 0;
+    for (int i = 0; i < patches; ++i) {
+      const double whole = static_cast<double>(even_shard(m.tokens, patches, i).size());
+      const double pm = static_cast<double>(split.size(static_cast<int64_t>(whole), l.sp, 0));
+      patch_rows += pm;
+      if (ulysses) patch_ulysses += (3 * seqs * pm * dt * (sp - 1) / sp + seqs * (whole - pm) * dt / sp) * e;
+    }
+  }
+
   // Activations: live through the block + the largest stage.
   const double throughout = 2 * rows * d + b * d + b * g + (l.tp > 1 ? b * g / tp : 0) +
                             b * (static_cast<double>(m.input_elements) + m.output_elements);
@@ -67,20 +82,20 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   if (l.pp > 1) {
     // The keys and values of every token kept per layer of the stage, the
     // whole model output every stage receives.
-    r.stale_kv_bytes = 2 * L * b * n * dt * e;
+    r.stale_kv_bytes = 2 * L * b * n * dt / sp * e;  // its head shard under Ulysses
     r.activation_bytes_per_rank += r.stale_kv_bytes + b * n * m.output_per_token * e;
     const double patches = l.pipeline_patches();
     r.pipeline_bubble = (l.pp - 1) / (patches + l.pp - 1);
     // Every patch's residual rows go on to the next stage (the warm-up's
     // whole image too); the last stage broadcasts the output to the others.
-    r.comm_pp = b * n * d * e;
+    r.comm_pp = b * patch_rows * d * e;
     r.comm_pp_last = (l.pp - 1) * b * n * m.output_per_token * e;
   }
 
   // Communication, bytes sent by rank 0, each call as the communicator counts it.
   const int64_t ar = l.tp > 1 ? 2 * int64_t{l.tp - 1} * static_cast<int64_t>(rows * d) * e / l.tp : 0;
   double sp_attention = 0, switch_bytes = 0;
-  if (ulysses) sp_attention = (3 * seqs * p * dt * (sp - 1) / sp + seqs * (n - p) * dt / sp) * e;
+  if (ulysses) sp_attention = l.pp > 1 ? patch_ulysses : (3 * seqs * p * dt * (sp - 1) / sp + seqs * (n - p) * dt / sp) * e;
   if (ring) sp_attention = 2 * seqs * (n - p1) * dt * e;
   if (dsp) switch_bytes = (b * f * (n - p) * d + b * (frames - f) * p * dt) * e;
   r.branch_spatial = sp_attention + static_cast<double>(ar);
@@ -90,7 +105,8 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 
   r.comm_sp = L * (sp_attention + switch_bytes);
   r.comm_tp = L * static_cast<double>(m.tp_all_reduces_per_layer()) * static_cast<double>(ar);
-  if (l.sp > 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * e;
+  // The output is gathered over sp by the last stage only (rank 0 is the first).
+  if (l.sp > 1 && l.pp == 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * e;
   if (l.tp > 1) r.comm_gather += L * b * g * (tp - 1) / tp * e;
   if (l.cp == 2) r.comm_cp = b * m.eps_elements * e;
   r.comm_bytes_per_step_per_rank = r.comm_sp + r.comm_tp + r.comm_cp + r.comm_gather + r.comm_pp;

@@ -34,16 +34,22 @@ int64_t check_operands(const char* who, const Tensor& q, const Tensor& k, const 
 int64_t SequenceParallelAttention::local_tokens(int64_t n) const { return split_.size(n, size(), rank()); }
 
 void SequenceParallelAttention::self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim,
-                                               int64_t n, Tensor& out) const {
+                                               int64_t n, Tensor& out, const KeyValueSource& context) const {
   const int64_t heads = check_operands("self_attention", q, k, v, out, head_dim);
   if (k.dim(1) != q.dim(1) || q.dim(1) != local_tokens(n))
     throw std::invalid_argument("self_attention: " + std::to_string(q.dim(1)) + " query and " +
                                 std::to_string(k.dim(1)) + " key rows, rank " + std::to_string(rank()) +
                                 " holds " + std::to_string(local_tokens(n)) + " of " + std::to_string(n) +
                                 " tokens");
+  if (context && size() > 1 && mode_ != SequenceMode::kUlysses)
+    throw std::logic_error("self_attention: other keys and values need sp = 1 or Ulysses");
   if (size() == 1 || mode_ == SequenceMode::kLocal) {
-    ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), ops::rows_of(out),
-                                               q.dim(0), heads, head_dim);
+    std::pair<Tensor, Tensor> kv;
+    if (context) kv = context(k, v);
+    const Tensor& keys = context ? kv.first : k;
+    const Tensor& values = context ? kv.second : v;
+    ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(keys), ops::rows_of(values),
+                                               ops::rows_of(out), q.dim(0), heads, head_dim);
     a.compute = compute_;
     ops::attention(a);
   } else if (mode_ == SequenceMode::kRing) {
@@ -52,7 +58,7 @@ void SequenceParallelAttention::self_attention(const Tensor& q, const Tensor& k,
     if (heads % size())
       throw std::invalid_argument("ulysses: sp = " + std::to_string(size()) + " must divide the " +
                                   std::to_string(heads) + " heads of this rank");
-    ulysses(q, k, v, head_dim, n, out);
+    ulysses(q, k, v, head_dim, n, out, context);
   }
 }
 
@@ -60,7 +66,7 @@ void SequenceParallelAttention::self_attention(const Tensor& q, const Tensor& k,
 // (B, n, w) of the whole sequence (w = Hl*hd / sp: this rank's head columns
 // after the switch), attention there, and the reverse all-to-all.
 void SequenceParallelAttention::ulysses(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim,
-                                        int64_t n, Tensor& out) const {
+                                        int64_t n, Tensor& out, const KeyValueSource& context) const {
   Communicator& comm = *sp_;
   const int sp = comm.size();
   const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), hd = head_dim;
@@ -82,10 +88,21 @@ void SequenceParallelAttention::ulysses(const Tensor& q, const Tensor& k, const 
   Tensor full = like(q, {3, bsz, n, w});
   unshard_tokens(recvbuf, 3 * bsz, n, sp, w, full, split_);
   Tensor o = like(q, {bsz, n, w});
-  ops::AttentionArgs a = ops::attention_args(ops::rows_of(full, 0, w, n), ops::rows_of(full, bsz * n * w, w, n),
-                                             ops::rows_of(full, 2 * bsz * n * w, w, n), ops::rows_of(o), bsz, w / hd, hd);
-  a.compute = compute_;
-  ops::attention(a);
+  if (context) {
+    // The head shard's keys and values of the sequence, (B, n, w) each, to what the queries read.
+    const std::pair<Tensor, Tensor> kv =
+        context(full.slice0(1, 2).reshape({bsz, n, w}), full.slice0(2, 3).reshape({bsz, n, w}));
+    ops::AttentionArgs a = ops::attention_args(ops::rows_of(full, 0, w, n), ops::rows_of(kv.first),
+                                               ops::rows_of(kv.second), ops::rows_of(o), bsz, w / hd, hd);
+    a.compute = compute_;
+    ops::attention(a);
+  } else {
+    ops::AttentionArgs a = ops::attention_args(ops::rows_of(full, 0, w, n), ops::rows_of(full, bsz * n * w, w, n),
+                                               ops::rows_of(full, 2 * bsz * n * w, w, n), ops::rows_of(o), bsz,
+                                               w / hd, hd);
+    a.compute = compute_;
+    ops::attention(a);
+  }
   // Back: rank j gets its tokens of our heads; we get our tokens of its heads.
   for (int j = 0; j < sp; ++j) {
     send[j] = bsz * split_.size(n, sp, j) * w;

@@ -24,6 +24,7 @@
 #pragma once
 #include <cstdint>
 
+#include <functional>
 #include <utility>
 
 #include "parallel/communicator.h"
@@ -50,11 +51,20 @@ class SequenceParallelAttention {
   // This rank's tokens of a sequence of n.
   int64_t local_tokens(int64_t n) const;
 
+  // What the queries attend to, when not the sequence's own keys and
+  // values (PipeFusion: a patch's queries read the whole image's, kept
+  // across steps, parallel/patch_pipeline.h). Called with the sequence's k
+  // and v in the layout the attention runs in, (B, n, C) for sp = 1 or the
+  // head shard (B, n, C/sp) after Ulysses' all-to-all; returns the keys and
+  // values to use, (B, M, same C), any M.
+  using KeyValueSource = std::function<std::pair<Tensor, Tensor>(const Tensor& k, const Tensor& v)>;
+
   // Self-attention over the whole sequence of n tokens (kLocal: over this
   // rank's own P_me). q, k, v, out: (B, P_me, H_local*head_dim) rows of
-  // this rank's tokens; out is written.
+  // this rank's tokens; out is written. With `context` (sp = 1 or Ulysses
+  // only) the queries read the keys and values it returns instead.
   void self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n,
-                      Tensor& out) const;
+                      Tensor& out, const KeyValueSource& context = {}) const;
 
   // Cross-attention of this rank's queries q (B, P_me, H*head_dim) to keys
   // and values k, v (B, M, H*head_dim) that every rank holds whole; out like
@@ -64,7 +74,8 @@ class SequenceParallelAttention {
                               const int32_t* kv_lens = nullptr, DType compute = DType::kF32);
 
  private:
-  void ulysses(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n, Tensor& out) const;
+  void ulysses(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n, Tensor& out,
+               const KeyValueSource& context) const;
   void ring(const Tensor& q, const Tensor& k, const Tensor& v, int64_t head_dim, int64_t n, Tensor& out) const;
 
   Communicator* sp_ = nullptr;

@@ -241,34 +241,82 @@ TEST_CASE("PAB under parallel layouts reproduces single-process PAB and skips th
   }
 }
 
-// PipeFusion stages sized by parallel.sp_weights: on the 6-layer default
-// image model, weights 2:1 give stage 0 layers 0-3 and stage 1 layers 4-5
-// (plan's per-rank weights say so); with a warm-up over every step the
-// images are the single process's.
-TEST_CASE("layout pp2 with sp_weights 2:1 on the default image model (4 and 2 layers)") {
-  testing::TempDir dir("ditgen_layout");
-  const std::string config = std::string(DITGEN_SOURCE_DIR) + "/configs/shapes-image.json";
-  const std::string common = " --config " + config + " --set model.path=" + DITGEN_SOURCE_DIR +
+// The default image model (samples/dit-shapes: 6 layers, 8x8 tokens, 4
+// heads) in float32, 3 images, 3 DDIM steps: deep enough for uneven
+// stages, tokens that every patch and sp shard divide evenly.
+struct ShapesRun {
+  testing::TempDir dir{"ditgen_layout_shapes"};
+  const std::string common = " --config " + std::string(DITGEN_SOURCE_DIR) + "/configs/shapes-image.json" +
+                             " --set model.path=" + DITGEN_SOURCE_DIR +
                              "/samples/dit-shapes --set model.dtype=float32 --set generate.steps=3 "
                              "--set generate.class_labels=[0,7,13] --set generate.batch_size=3 ";
-  auto run = [&](const std::string& name, const std::string& prefix, const std::string& sets) {
+  // Latents of one run (ranks > 1: mpirun; rank 0's bytes into NAME.comm.json).
+  Tensor run(const std::string& name, int ranks, const std::string& sets) const {
     const std::string latents = dir.file(name + ".safetensors");
-    const std::string cmd = prefix + kDitgen + common + "--quiet --threads 1 --save-latents " + latents + " --output " +
+    const std::string stats = dir.file(name + ".comm.json");
+    const std::string cmd = "DITGEN_TEST_COMM_STATS=" + stats + " " +
+                            (ranks > 1 ? mpirun(ranks) + "-x DITGEN_TEST_COMM_STATS " : std::string()) + kDitgen +
+                            common + "--quiet --threads 1 --save-latents " + latents + " --output " +
                             dir.file(name + "/s.png") + " " + sets;
     const Run r = run_command(cmd);
     REQUIRE_MESSAGE(r.code == 0, cmd << "\n" << r.output);
     return io::SafetensorsFile::open(latents)->load("latents").to(DType::kF32).clone();
-  };
-  const Tensor single = run("single", "", "");
+  }
+  nlohmann::json sent(const std::string& name) const {
+    return nlohmann::json::parse(std::ifstream(dir.file(name + ".comm.json")));
+  }
+  // plan's figures for this run (3 images, CFG, float32).
+  static parallel::PlanRow planned(const parallel::Layout& layout) {
+    const auto pipe = pipeline::Pipeline::open(std::string(DITGEN_SOURCE_DIR) + "/samples/dit-shapes");
+    const auto& model = pipe->transformer();
+    return parallel::plan_layout(
+        layout, model.workload(model.latent_shape(0, 0, 0, pipe->vae_config().scale_factor(), "")), 3, true, 4);
+  }
+};
+
+// PipeFusion stages sized by parallel.sp_weights: weights 2:1 give stage 0
+// layers 0-3 and stage 1 layers 4-5 (plan's per-rank weights say so); with
+// a warm-up over every step the images are the single process's.
+TEST_CASE("layout pp2 with sp_weights 2:1 on the default image model (4 and 2 layers)") {
+  const ShapesRun shapes;
+  const Tensor single = shapes.run("single", 1, "");
   const std::string layout = "--set parallel.pp=2 --set parallel.sp_weights=[2,1] --set parallel.warmup_steps=3";
-  const Tensor piped = run("piped", mpirun(2), layout);
+  const Tensor piped = shapes.run("piped", 2, layout);
   const double err = testing::rel_l2(piped, single);
   MESSAGE("pp2 weights 2:1, warm-up over every step: relative L2 vs single process " << err);
   CHECK(err < 1e-5);
-  // plan: rank 0 holds 4 of the 6 blocks.
-  const Run plan = run_command(kDitgen + " plan" + common + layout);
+  parallel::Layout l{1, 1, 1, "ulysses", 2, 0, 3};
+  l.sp_weights = {2, 1};
+  CHECK(sent_per_step(shapes.sent("piped")) == ShapesRun::planned(l).comm_bytes_per_step_per_rank);
+  const Run plan = run_command(kDitgen + " plan" + shapes.common + layout);
   REQUIRE_MESSAGE(plan.code == 0, plan.output);
   CHECK(plan.output.find("pp2 (2 patches) 2:1") != std::string::npos);
-  CHECK(plan.output.find("PipeFusion: 2 stages") != std::string::npos);
 }
 
+// PipeFusion x Ulysses: each stage is an sp group sharing every patch.
+TEST_CASE("layout pp2 x sp2 ulysses PipeFusion on the default image model: exact with a full warm-up, stale after") {
+  const ShapesRun shapes;
+  const Tensor single = shapes.run("single", 1, "");
+  const std::string layout = "--set parallel.pp=2 --set parallel.sp=2 --set parallel.patches=4 ";
+  const Tensor sync = shapes.run("sync", 4, layout + "--set parallel.warmup_steps=3");
+  const Tensor stale = shapes.run("stale", 4, layout + "--set parallel.warmup_steps=1");
+  const Tensor stale_pp = shapes.run("stale_pp", 2, "--set parallel.pp=2 --set parallel.patches=4");
+  const double sync_err = testing::rel_l2(sync, single), stale_err = testing::rel_l2(stale, single);
+  MESSAGE("pp2 x sp2, 4 patches: relative L2 vs single process " << sync_err << " (warm-up 3 of 3 steps), "
+                                                                  << stale_err << " (warm-up 1; pp2 alone "
+                                                                  << testing::rel_l2(stale_pp, single) << ")");
+  CHECK(sync_err < 1e-5);
+  // After the warm-up: stale keys and values (3 DDIM steps are long jumps,
+  // so far from the single process: 0.49), and Ulysses inside the stages
+  // gives exactly pp2's result.
+  CHECK(stale_err > 1e-3);
+  CHECK(stale_err < 1);
+  CHECK(testing::rel_l2(stale, stale_pp) < 1e-5);
+  for (const char* name : {"sync", "stale"}) {
+    CAPTURE(name);
+    const parallel::PlanRow plan = ShapesRun::planned({2, 1, 1, "ulysses", 2, 4, std::string(name) == "sync" ? 3 : 1});
+    const auto sent = shapes.sent(name);
+    CHECK(sent_per_step(sent) == plan.comm_bytes_per_step_per_rank);
+    CHECK(sent["sp"].get<double>() / sent["forwards"].get<double>() == plan.comm_sp);
+  }
+}

@@ -50,4 +50,7 @@ TEST_CASE("pixart layout pp2 PipeFusion, warm-up over every step") {
 TEST_CASE("pixart layout pp2 x tp2 PipeFusion, 3 patches, warm-up over every step") {
   check_layout(4, "--set parallel.pp=2 --set parallel.tp=2 --set parallel.patches=3 --set parallel.warmup_steps=4");
 }
+TEST_CASE("pixart layout pp2 x sp2 ulysses PipeFusion, warm-up over every step") {
+  check_layout(4, "--set parallel.pp=2 --set parallel.sp=2 --set parallel.warmup_steps=4");
+}
 TEST_CASE("pixart layout sp2 x cp2") { check_layout(4, "--set parallel.sp=2 --set parallel.cp=2"); }

@@ -126,8 +126,11 @@ TEST_CASE("PipeFusion's rules, each named with its numbers") {
   CHECK(has(e, "parallel.patches = 300 exceeds the 256 tokens per image"));
   e = error_of(Layout{1, 1, 1, "ulysses", 2, 2, 0}, 2, m, 4.0);
   CHECK(has(e, "parallel.warmup_steps = 0: must be >= 1"));
-  e = error_of(Layout{2, 1, 1, "ulysses", 2}, 4, m, 4.0);
-  CHECK(has(e, "not with sequence parallelism"));
+  CHECK(error_of(Layout{2, 1, 1, "ulysses", 2}, 4, m, 4.0).empty());  // Ulysses inside each stage
+  e = error_of(Layout{2, 1, 1, "ring", 2}, 4, m, 4.0);
+  CHECK(has(e, "parallel.pp = 2 with sp_mode \"ring\": PipeFusion shares each patch over the sp ranks with Ulysses only"));
+  e = error_of(Layout{4, 1, 1, "ulysses", 2, 100}, 8, m, 4.0);
+  CHECK(has(e, "parallel.patches = 100 leaves patches of 2 tokens, fewer than sp = 4"));
   e = error_of(Layout{1, 1, 1, "ulysses", 2}, 4, m, 4.0);
   CHECK(has(e, "world size 4 != pp*sp*cp*tp = 2*1*1*1 = 2"));
   Workload video = m;
