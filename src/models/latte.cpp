@@ -63,9 +63,6 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   if (c.num_heads % tp || c.ff_inner_dim % tp)
     throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
                       std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
-  if (shard.pp_size() > 1)
-    throw ConfigError("parallel.pp = " + std::to_string(shard.pp_size()) +
-                      ": PipeFusion runs image models (DiT, PixArt) in this version, not video models");
   if (shard.sp_size() > 1 && shard.mode == parallel::SpMode::kUlysses && (c.num_heads / tp) % shard.sp_size())
     throw ConfigError("ulysses: sp * tp = " + std::to_string(shard.sp_size() * tp) +
                       " must divide num_attention_heads " + std::to_string(c.num_heads));
@@ -104,9 +101,11 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   m.stem_ = AdaSingleStem::load(w, stem, place);
   m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
   m.native_temporal = place.put(m.temporal_table(c.video_length));
-  m.spatial_.reserve(c.num_layers);
-  m.temporal_.reserve(c.num_layers);
-  for (int64_t i = 0; i < c.num_layers; ++i) {
+  // PipeFusion: a stage holds its own layers (both blocks of each) only.
+  m.pipe_ = parallel::PatchPipeline(shard.pp, c.num_layers, shard.pipeline);
+  m.spatial_.reserve(m.pipe_.layers().size());
+  m.temporal_.reserve(m.pipe_.layers().size());
+  for (int64_t i = m.pipe_.layers().begin; i < m.pipe_.layers().end; ++i) {
     const std::string n = std::to_string(i);
     m.spatial_.push_back(AdaSingleBlock::load(w, "transformer_blocks." + n + ".", spatial_dims, shard, place));
     m.temporal_.push_back(
@@ -165,12 +164,18 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
                          "tokens per frame; the video has " + std::to_string(frames) + " frames of " +
                          std::to_string(n) + " tokens");
   const parallel::Range my_frames = dsp ? shard_.sp_split.range(frames, sp, me) : parallel::Range{0, frames};
-  const parallel::Range my_tokens = dsp ? parallel::Range{0, n} : shard_.sp_split.range(n, sp, me);
   const int64_t local_frames = my_frames.size();
   const int64_t clips = bsz * local_frames;  // the spatial blocks' batch: this rank's frames of every video
+  // The tokens of every frame that go through the blocks together: all N,
+  // or under PipeFusion each patch in turn (parallel/patch_pipeline.h), a
+  // band of tokens of every frame. Of each, this rank's sp shard (ulysses,
+  // ring); dsp holds every token of its frames.
+  const bool pipelined = pipe_.stages() > 1;
+  const std::vector<parallel::Range> patches =
+      pipelined ? pipe_.patches(n, a.stale_kv) : std::vector<parallel::Range>{parallel::Range{0, n}};
 
-  Tensor hidden;  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
-  {
+  Tensor patched, pos;  // the first stage's (B*F_me, N, C*p*p) patchified frames and (N, D) positions
+  if (pipe_.first_stage()) {
     profile::ScopedTimer t("patch_embed");
     Tensor per_frame = Tensor::empty({clips, channels, h, w});  // (B, C, F, h, w) -> (B*F_me, C, h, w)
     for (int64_t b = 0; b < bsz; ++b)
@@ -179,11 +184,9 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
           std::memcpy(per_frame.data() + ((b * local_frames + f) * channels + ch) * hw,
                       x.data() + ((b * channels + ch) * frames + my_frames.begin + f) * hw,
                       static_cast<size_t>(hw) * sizeof(float));
-    hidden = ops::linear(parallel::token_rows(ops::patchify(place_.put(per_frame), p), my_tokens), stem_.patch_w,
-                         &stem_.patch_b);
+    patched = ops::patchify(place_.put(per_frame), p);
     const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
-    const Tensor pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
-    ops::add_broadcast_(hidden, pos.slice0(my_tokens.begin, my_tokens.end));
+    pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
   }
   Tensor embedded, modulation, caption;  // (B, D), (B*F_me, 6D), (B, L, D)
   {
@@ -206,14 +209,11 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // gather them across the sp group, dsp holds them whole.
   const parallel::SequenceParallelAttention spatial_sp =
       dsp ? parallel::SequenceParallelAttention(nullptr, parallel::SequenceMode::kUlysses, place_.dtype) : seq_attn_;
-  const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                              Tensor& out) {
-    spatial_sp.self_attention(q, k, v, c.head_dim, n, out);
-  };
-  // Temporal attention: over the F frames of each token, which ulysses and
-  // ring hold already (every frame of their tokens): no communication.
-  // Under dsp the switch around it turns the frame shard into a token shard
-  // and back (parallel/frame_switch.h).
+  // Temporal attention: over the F frames of each token, which ulysses,
+  // ring and a PipeFusion patch hold already (every frame of their tokens):
+  // no communication, and exact under PipeFusion. Under dsp the switch
+  // around it turns the frame shard into a token shard and back
+  // (parallel/frame_switch.h).
   const AdaSingleBlock::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                           Tensor& out) {
     temporal_attention(q, k, v, out, frames, c.head_dim, place_.dtype);
@@ -234,34 +234,69 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
         return by_frames.reshape({clips, n, width});
       }};
   const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
-  for (size_t i = 0; i < spatial_.size(); ++i) {
-    const int layer = static_cast<int>(i);
-    spatial_[i].forward(hidden, modulation, &text, spatial_attention,
-                        {a.pab, layer, pab::Kind::kSpatial, kSpatialPart});
-    if (i == 0 && frames > 1) {
-      profile::ScopedTimer t("temporal_pos_embed");
-      const Tensor table = frames <= c.video_length ? native_temporal : place_.put(temporal_table(frames));
-      for (int64_t clip = 0; clip < clips; ++clip) {
-        Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: one frame of one video
-        const int64_t f = my_frames.begin + clip % local_frames;
-        ops::add_broadcast_(tokens, table.slice0(f, f + 1));
-      }
-    }
-    temporal_[i].forward(hidden, modulation, nullptr, across_frames,
-                         {a.pab, layer, pab::Kind::kTemporal, kTemporalPart}, dsp ? &dsp_switch : nullptr);
-  }
+  const int64_t out_width = p * p * c.out_channels;
+  Tensor out = pipelined ? place_.empty({clips, n, out_width}) : Tensor();  // (B*F, N, p*p*out)
 
-  profile::ScopedTimer t("final_layer");
-  // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
-  Tensor out = stem_.final_layer(hidden, repeat_rows(embedded, local_frames, place_), place_);
-  // Every rank needs the whole prediction: gather the frames (dsp) or the tokens.
-  if (dsp) {
-    const int64_t width = n * out.dim(2);
-    out = parallel::gather_tokens(shard_.sp, out.reshape({bsz, local_frames, width}), frames, shard_.sp_split)
-              .reshape({bsz * frames, n, out.dim(2)});
-  } else {
-    out = parallel::gather_tokens(shard_.sp, out, n, shard_.sp_split);
+  for (const parallel::Range& patch : patches) {
+    const parallel::Range my_tokens =
+        dsp ? parallel::Range{0, n} : parallel::patch_rows(patch, shard_.sp_split, sp, me);
+    Tensor hidden;  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
+    if (pipe_.first_stage()) {
+      profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
+      hidden = ops::linear(parallel::token_rows(patched, my_tokens), stem_.patch_w, &stem_.patch_b);
+      ops::add_broadcast_(hidden, pos.slice0(my_tokens.begin, my_tokens.end));
+    } else {
+      hidden = place_.empty({clips, my_tokens.size(), c.inner_dim()});
+      pipe_.receive(hidden);
+    }
+    for (int64_t i = pipe_.layers().begin; i < pipe_.layers().end; ++i) {
+      const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
+                                                                  Tensor& o) {
+        if (pipelined)
+          pipe_.attention(i, patch, n, q, k, v, c.head_dim, o, a.stale_kv, seq_attn_);
+        else
+          spatial_sp.self_attention(q, k, v, c.head_dim, n, o);
+      };
+      const size_t local = static_cast<size_t>(i - pipe_.layers().begin);
+      const int layer = static_cast<int>(i);
+      spatial_[local].forward(hidden, modulation, &text, spatial_attention,
+                              {a.pab, layer, pab::Kind::kSpatial, kSpatialPart});
+      if (i == 0 && frames > 1) {
+        profile::ScopedTimer t("temporal_pos_embed");
+        const Tensor table = frames <= c.video_length ? native_temporal : place_.put(temporal_table(frames));
+        for (int64_t clip = 0; clip < clips; ++clip) {
+          Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: one frame of one video
+          const int64_t f = my_frames.begin + clip % local_frames;
+          ops::add_broadcast_(tokens, table.slice0(f, f + 1));
+        }
+      }
+      temporal_[local].forward(hidden, modulation, nullptr, across_frames,
+                               {a.pab, layer, pab::Kind::kTemporal, kTemporalPart}, dsp ? &dsp_switch : nullptr);
+    }
+    if (!pipe_.last_stage()) {
+      pipe_.send(hidden);
+      continue;
+    }
+    profile::ScopedTimer t("final_layer");
+    // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
+    Tensor rows_out = stem_.final_layer(hidden, repeat_rows(embedded, local_frames, place_), place_);
+    // Every rank needs the whole prediction: gather the frames (dsp) or the tokens.
+    if (dsp) {
+      const int64_t width = n * rows_out.dim(2);
+      out = parallel::gather_tokens(shard_.sp, rows_out.reshape({bsz, local_frames, width}), frames,
+                                    shard_.sp_split)
+                .reshape({bsz * frames, n, rows_out.dim(2)});
+      break;
+    }
+    Tensor patch_out = parallel::gather_tokens(shard_.sp, rows_out, patch.size(), shard_.sp_split);
+    if (!pipelined) {
+      out = patch_out;
+      break;
+    }
+    ops::copy_rows(patch_out, 0, patch.size() * out_width, out, patch.begin * out_width, n * out_width, clips,
+                   patch.size() * out_width);
   }
+  if (pipelined) pipe_.share_output(out);
   const Tensor images = ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   const int64_t co = c.out_channels;

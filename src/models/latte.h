@@ -29,6 +29,10 @@
 //     self-attention gathers the frame's tokens as for an image, and the
 //     temporal attention needs no communication at all, since the frames
 //     of a token are already on one rank.
+//   PipeFusion (pp): a patch is a band of tokens of every frame; its
+//     spatial attention reads the whole frame's kept keys and values
+//     (parallel/patch_pipeline.h), its temporal attention is exact (every
+//     frame of its tokens is in the patch).
 // The output is gathered (frames or tokens) so every rank has it whole.
 #pragma once
 #include <cstdint>
@@ -38,6 +42,7 @@
 #include "models/ada_single_block.h"
 #include "models/latte_spec.h"
 #include "models/placement.h"
+#include "parallel/patch_pipeline.h"
 #include "models/transformer.h"
 #include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
@@ -78,12 +83,13 @@ class LatteTransformer {
   LatteConfig cfg_;
   ShardGroups shard_;
   parallel::SequenceParallelAttention seq_attn_;  // the spatial attention under ulysses and ring
+  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
   Placement place_;
   AdaSingleStem stem_;              // patch embedding, adaln_single, caption projection, final layer
   Tensor native_pos;                // (base^2, D)       positions of the sample_size grid
   Tensor native_temporal;           // (video_length, D) temp_pos_embed
-  std::vector<AdaSingleBlock> spatial_;   // transformer_blocks
-  std::vector<AdaSingleBlock> temporal_;  // temporal_transformer_blocks
+  std::vector<AdaSingleBlock> spatial_;   // transformer_blocks of this stage's layers
+  std::vector<AdaSingleBlock> temporal_;  // temporal_transformer_blocks of this stage's layers
 };
 
 }  // namespace ditgen::models

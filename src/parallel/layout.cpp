@@ -241,13 +241,11 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     if (l.patches < 0) p.push_back("parallel.patches = " + std::to_string(l.patches) + ": must be >= 1 (0 = pp)");
     else if (l.pipeline_patches() > d.tokens)
       p.push_back("parallel.patches = " + std::to_string(l.pipeline_patches()) + " exceeds the " +
-                  std::to_string(d.tokens) + " tokens per image (every patch needs at least one)");
+                  std::to_string(d.tokens) + (d.video() ? " tokens per frame" : " tokens per image") +
+                  " (every patch needs at least one)");
     if (l.warmup_steps < 1)
       p.push_back("parallel.warmup_steps = " + std::to_string(l.warmup_steps) +
                   ": must be >= 1 (the first step has no earlier keys and values to reuse)");
-    if (d.video())
-      p.push_back("parallel.pp = " + std::to_string(l.pp) +
-                  ": PipeFusion runs image models (DiT, PixArt) in this version, not video models");
     if (l.sp > 1 && l.sp_mode != "ulysses")
       p.push_back("parallel.pp = " + std::to_string(l.pp) + " with sp_mode \"" + l.sp_mode +
                   "\": PipeFusion shares each patch over the sp ranks with Ulysses only");

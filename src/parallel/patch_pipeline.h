@@ -28,8 +28,12 @@
 // stage, Ulysses' all-to-all gives it the whole patch for its head shard,
 // and it keeps the keys and values of every token for those heads.
 //
+// A video's patch is a band of tokens of every frame (each frame's spatial
+// attention reads its kept keys and values; Latte's temporal attention, across
+// the frames of one token, stays within the patch).
+//
 // This layer knows tokens, layers and tensors, never a model's fields; the
-// models (DiT, PixArt) call it around their own blocks.
+// models (DiT, PixArt, Latte) call it around their own blocks.
 #pragma once
 #include <cstdint>
 #include <vector>

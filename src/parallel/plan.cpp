@@ -82,14 +82,14 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   if (l.pp > 1) {
     // The keys and values of every token kept per layer of the stage, the
     // whole model output every stage receives.
-    r.stale_kv_bytes = 2 * L * b * n * dt / sp * e;  // its head shard under Ulysses
-    r.activation_bytes_per_rank += r.stale_kv_bytes + b * n * m.output_per_token * e;
+    r.stale_kv_bytes = 2 * L * seqs * n * dt / sp * e;  // every frame's; its head shard under Ulysses
+    r.activation_bytes_per_rank += r.stale_kv_bytes + seqs * n * m.output_per_token * e;
     const double patches = l.pipeline_patches();
     r.pipeline_bubble = (l.pp - 1) / (patches + l.pp - 1);
     // Every patch's residual rows go on to the next stage (the warm-up's
     // whole image too); the last stage broadcasts the output to the others.
-    r.comm_pp = b * patch_rows * d * e;
-    r.comm_pp_last = (l.pp - 1) * b * n * m.output_per_token * e;
+    r.comm_pp = seqs * patch_rows * d * e;
+    r.comm_pp_last = (l.pp - 1) * seqs * n * m.output_per_token * e;
   }
 
   // Communication, bytes sent by rank 0, each call as the communicator counts it.

@@ -80,15 +80,16 @@
 // is the first stage and holds L0 layers (even_shard(L, pp, 0), or its
 // share by sp_weights), so L0 replaces L in the weights and in the
 // per-layer communication above. Its activations add the keys and values
-// kept per layer, 2*L0*b*N*Dt/sp, and the output every stage receives,
-// b*N*R (the warm-up steps run the whole image, so rows are as without pp).
-// Per step it sends its rows of every patch to the next stage, comm_pp =
-// b*sum_m(pm)*D (pm: its sp share of patch m; sum = p when the shards
+// kept per layer, 2*L0*S*N*Dt/sp (S = b*T sequences: a video's frames),
+// and the output every stage receives, S*N*R (the warm-up steps run the
+// whole image, so rows are as without pp). Per step it sends its rows of
+// every patch to the next stage, comm_pp = S*sum_m(pm)*D (pm: its sp share
+// of patch m, per frame; sum = p when the shards
 // divide), and Ulysses runs per patch: the sum over patches of the
 // ulysses term with p -> pm, N -> the patch's tokens (after the warm-up;
 // the warm-up step's whole-image figure is the same when shards divide).
 // Rank 0 gathers no output (the last stage does, then broadcasts it,
-// (pp-1)*b*N*R). With M patches a step takes M + pp - 1 patch slots, of
+// (pp-1)*S*N*R). With M patches a step takes M + pp - 1 patch slots, of
 // which each stage idles pp - 1: the bubble (pp-1)/(M+pp-1).
 //
 // Relation to the issue's formulas "Ulysses 4/N*O(p*hs)*L, ring

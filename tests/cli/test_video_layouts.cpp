@@ -108,12 +108,14 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
   REQUIRE(forwards == 3);
   const parallel::PlanRow plan = planned(layout, frames);
   const double sp = got.comm["sp"].get<double>() / forwards, tp = got.comm["tp"].get<double>() / forwards,
-               cp = got.comm["cp"].get<double>() / forwards;
-  MESSAGE("  bytes per step sent by rank 0: sp " << sp << ", tp " << tp << ", cp " << cp << "; plan: sp attention "
-                                                 << plan.comm_sp << ", tp " << plan.comm_tp << ", cp " << plan.comm_cp
-                                                 << ", gathers " << plan.comm_gather);
-  CHECK(sp + tp + cp == plan.comm_bytes_per_step_per_rank);
+               cp = got.comm["cp"].get<double>() / forwards, pp = got.comm["pp"].get<double>() / forwards;
+  MESSAGE("  bytes per step sent by rank 0: sp " << sp << ", tp " << tp << ", cp " << cp << ", pp " << pp
+                                                 << "; plan: sp attention " << plan.comm_sp << ", tp " << plan.comm_tp
+                                                 << ", cp " << plan.comm_cp << ", gathers " << plan.comm_gather
+                                                 << ", pp " << plan.comm_pp);
+  CHECK(sp + tp + cp + pp == plan.comm_bytes_per_step_per_rank);
   CHECK(cp == plan.comm_cp);
+  CHECK(pp == plan.comm_pp);
 }
 
 }  // namespace
@@ -149,6 +151,18 @@ TEST_CASE("latte ring sp2 x cp2 x tp2") {
   check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring",
                {2, 2, 2, "ring"});
 }
+// PipeFusion on a video: a patch is a band of tokens of every frame; with a
+// warm-up over all 3 steps the result is the single process's.
+TEST_CASE("latte pp2 PipeFusion, warm-up over every step") {
+  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=3", {1, 1, 1, "dsp", 2, 0, 3});
+}
+TEST_CASE("latte pp2 x sp2 ulysses x cp2 PipeFusion, 3 patches, warm-up over every step") {
+  check_layout(8,
+               "--set parallel.pp=2 --set parallel.sp=2 --set parallel.sp_mode=ulysses --set parallel.cp=2 "
+               "--set parallel.patches=3 --set parallel.warmup_steps=3",
+               {2, 2, 1, "ulysses", 2, 3, 3});
+}
+
 // parallel.sp_weights (a mixed machine): dsp shares frames and tokens 3:1.
 TEST_CASE("latte dsp sp2 with sp_weights 3:1 (5 frames: 4 and 1, tokens 19 and 6)") {
   parallel::Layout l{2, 1, 1, "dsp"};

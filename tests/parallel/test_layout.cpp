@@ -135,7 +135,8 @@ TEST_CASE("PipeFusion's rules, each named with its numbers") {
   CHECK(has(e, "world size 4 != pp*sp*cp*tp = 2*1*1*1 = 2"));
   Workload video = m;
   video.frames = 4;
-  CHECK(has(error_of(Layout{1, 1, 1, "dsp", 2}, 2, video, 4.0), "PipeFusion runs image models"));
+  CHECK(error_of(Layout{1, 1, 1, "dsp", 2}, 2, video, 4.0).empty());  // a video: patches of every frame
+  CHECK(has(error_of(Layout{2, 1, 1, "dsp", 2}, 4, video, 4.0), "with Ulysses only"));
   // Never suggested: the lists keep pp = 1.
   for (const Layout& l : valid_layouts(4, m, 4.0)) CHECK(l.pp == 1);
 }
