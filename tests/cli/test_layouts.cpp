@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -215,6 +216,24 @@ TEST_CASE("a failing rank ends the whole job promptly with its exit code") {
   CHECK(r.code == 4);
   CHECK(r.seconds < 30);
   CHECK(r.output.find("injected failure on rank 1") != std::string::npos);
+}
+
+// PipeFusion: the last stage killed mid-run while the first waits to send
+// it a patch (a point-to-point send, not a collective): the job still ends.
+TEST_CASE("a pipeline stage killed mid-run ends the whole job promptly, no output left") {
+  testing::TempDir dir("ditgen_layout_kill");
+  const std::string cmd = "DITGEN_TEST_KILL_AT_STEP=1:3 " + mpirun(2) + "-x DITGEN_TEST_KILL_AT_STEP " + kDitgen +
+                          " --config " + testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
+                          testing::fixture_dir("dit_odd") + " --set parallel.pp=2 --steps 1000 --output " +
+                          dir.file("img.png") + " --quiet";
+  const Run r = run_command("timeout 60 sh -c \"" + cmd + "\"");
+  MESSAGE("exit " << r.code << " after " << r.seconds << " s");
+  CHECK(r.code != 0);
+  CHECK(r.code != 124);  // not the timeout
+  CHECK(r.seconds < 30);
+  CHECK(r.output.find("killing itself at step 3") != std::string::npos);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path))
+    CHECK_MESSAGE(false, "left behind: " << entry.path().filename().string());
 }
 
 TEST_CASE("PAB under parallel layouts reproduces single-process PAB and skips their communication") {
