@@ -235,8 +235,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   const Tensor t_emb = place_.put(ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f));
   Tensor patched;  // (B, N, C*p*p) the first stage's patchified latents
   if (pipe_.first_stage()) patched = ops::patchify(place_.put(x), c.patch_size);
-  const int64_t out_width = c.patch_size * c.patch_size * c.out_channels;
-  Tensor out = pipelined ? place_.empty({bsz, n, out_width}) : Tensor();  // (B, N, p*p*out)
+  Tensor out;  // (B, N, p*p*out), collected by the last stage
   // (B, 6D) per block of this stage, once per forward (not per patch):
   // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp (D each).
   std::vector<Tensor> mods;
@@ -269,17 +268,10 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
     Tensor normed = place_.empty(hidden.shape());
     ops::layer_norm_modulate(hidden, final_mod, 0, c.inner_dim(), kAdaNormEps, normed);
-    // (B, P, p*p*out), then the patch's on every sp rank: every rank needs the whole prediction.
-    Tensor patch_out = parallel::gather_tokens(shard_.sp, ops::linear(normed, final_w, &final_b), patch.size(),
-                                               shard_.sp_split);
-    if (!pipelined) {
-      out = patch_out;
-      break;
-    }
-    ops::copy_rows(patch_out, 0, patch.size() * out_width, out, patch.begin * out_width, n * out_width, bsz,
-                   patch.size() * out_width);
+    // (B, P, p*p*out), gathered over sp: every rank needs the whole prediction.
+    pipe_.collect_output(shard_.sp, shard_.sp_split, ops::linear(normed, final_w, &final_b), patch, n, out);
   }
-  if (pipelined) pipe_.share_output(out);
+  pipe_.share_output(out, {bsz, n, c.patch_size * c.patch_size * c.out_channels}, place_.device, place_.dtype);
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

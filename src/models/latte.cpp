@@ -234,8 +234,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
         return by_frames.reshape({clips, n, width});
       }};
   const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
-  const int64_t out_width = p * p * c.out_channels;
-  Tensor out = pipelined ? place_.empty({clips, n, out_width}) : Tensor();  // (B*F, N, p*p*out)
+  Tensor out;  // (B*F, N, p*p*out), collected by the last stage
 
   for (const parallel::Range& patch : patches) {
     const parallel::Range my_tokens =
@@ -288,15 +287,9 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
                 .reshape({bsz * frames, n, rows_out.dim(2)});
       break;
     }
-    Tensor patch_out = parallel::gather_tokens(shard_.sp, rows_out, patch.size(), shard_.sp_split);
-    if (!pipelined) {
-      out = patch_out;
-      break;
-    }
-    ops::copy_rows(patch_out, 0, patch.size() * out_width, out, patch.begin * out_width, n * out_width, clips,
-                   patch.size() * out_width);
+    pipe_.collect_output(shard_.sp, shard_.sp_split, rows_out, patch, n, out);
   }
-  if (pipelined) pipe_.share_output(out);
+  pipe_.share_output(out, {clips, n, p * p * c.out_channels}, place_.device, place_.dtype);
   const Tensor images = ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   const int64_t co = c.out_channels;

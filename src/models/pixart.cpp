@@ -148,8 +148,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
     caption = stem_.caption(*a.text, place_);
   }
   const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data()};
-  const int64_t out_width = p * p * c.out_channels;
-  Tensor out = pipelined ? place_.empty({bsz, n, out_width}) : Tensor();  // (B, N, p*p*out)
+  Tensor out;  // (B, N, p*p*out), collected by the last stage
 
   for (const parallel::Range& patch : patches) {
     const parallel::Range rows = parallel::patch_rows(patch, shard_.sp_split, shard_.sp_size(), shard_.sp_rank());
@@ -178,17 +177,10 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
       continue;
     }
     profile::ScopedTimer t("final_layer");
-    // (B, P, p*p*out), then the patch's on every sp rank: every rank needs the whole prediction.
-    Tensor patch_out =
-        parallel::gather_tokens(shard_.sp, stem_.final_layer(hidden, embedded, place_), patch.size(), shard_.sp_split);
-    if (!pipelined) {
-      out = patch_out;
-      break;
-    }
-    ops::copy_rows(patch_out, 0, patch.size() * out_width, out, patch.begin * out_width, n * out_width, bsz,
-                   patch.size() * out_width);
+    // (B, P, p*p*out), gathered over sp: every rank needs the whole prediction.
+    pipe_.collect_output(shard_.sp, shard_.sp_split, stem_.final_layer(hidden, embedded, place_), patch, n, out);
   }
-  if (pipelined) pipe_.share_output(out);
+  pipe_.share_output(out, {bsz, n, p * p * c.out_channels}, place_.device, place_.dtype);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

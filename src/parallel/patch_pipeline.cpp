@@ -6,6 +6,7 @@
 #include "ops/ops.h"
 #include "parallel/sequence_attention.h"
 #include "parallel/tensor_collectives.h"
+#include "parallel/token_shard.h"
 #include "util/profile.h"
 
 namespace ditgen::parallel {
@@ -94,8 +95,21 @@ void PatchPipeline::attention(int64_t layer, Range patch, int64_t n, const Tenso
   seq.self_attention(q, k, v, head_dim, patch.size(), out, context);
 }
 
-void PatchPipeline::share_output(Tensor& out) const {
+void PatchPipeline::collect_output(Communicator* sp, const Sharding& split, const Tensor& rows, Range patch, int64_t n,
+                                   Tensor& out) const {
+  Tensor whole = gather_tokens(sp, rows, patch.size(), split);  // (B, P, R)
+  if (patch.begin == 0 && patch.end == n) {
+    out = whole;
+    return;
+  }
+  const int64_t b = whole.dim(0), r = whole.dim(2), p = patch.size();
+  if (!out.defined()) out = Tensor::empty({b, n, r}, whole.device(), whole.dtype());
+  ops::copy_rows(whole, 0, p * r, out, patch.begin * r, n * r, b, p * r);
+}
+
+void PatchPipeline::share_output(Tensor& out, const Shape& shape, Device device, DType dtype) const {
   if (stages() == 1) return;
+  if (!last_stage()) out = Tensor::empty(shape, device, dtype);
   profile::ScopedTimer t("pipeline_hop");
   broadcast(*pp_, out, stages() - 1);
 }

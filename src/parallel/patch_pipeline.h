@@ -119,8 +119,15 @@ class PatchPipeline {
   void attention(int64_t layer, Range patch, int64_t n, const Tensor& q, const Tensor& k, const Tensor& v,
                  int64_t head_dim, Tensor& out, StaleKeyValues* state, const SequenceParallelAttention& seq) const;
 
-  // The model output (B, N, R), written by the last stage, to every stage.
-  void share_output(Tensor& out) const;
+  // On the last stage, a patch's output rows of this rank (B, P_r, R):
+  // gathered over the stage's sp group (sp, split) into the patch's (B, P,
+  // R) and written into its rows of out (B, N, R), which the first call
+  // makes (out is the gathered tensor itself when the patch is all n).
+  void collect_output(Communicator* sp, const Sharding& split, const Tensor& rows, Range patch, int64_t n,
+                      Tensor& out) const;
+  // The model output `shape` (B, N, R), collected by the last stage, to
+  // every stage (made on the others, with that device and dtype).
+  void share_output(Tensor& out, const Shape& shape, Device device, DType dtype) const;
 
  private:
   Communicator* pp_ = nullptr;
