@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "config/config.h"
 #include "cli/layout_setup.h"
@@ -62,13 +63,20 @@ void run_plan(const CliOptions& opts) {
     if (work.video()) std::printf(", temporal attention %s", format_bytes(r.branch_temporal).c_str());
     if (work.cross_attention) std::printf(", cross-attention %s", format_bytes(r.branch_cross).c_str());
     std::printf(", MLP %s\n", format_bytes(r.branch_mlp).c_str());
-    if (r.layout.pp > 1)
-      std::printf("PipeFusion: %d stages of ~%lld layers, %d patches, %d warm-up step(s); per stage the kept keys and "
-                  "values take %s (in activations/rank); the last stage sends %s per step (the output to every "
+    if (r.layout.pp > 1) {
+      std::string layers;  // "4+2": each stage's share (sp_weights may make them uneven)
+      const parallel::Sharding stages = r.layout.stage_split();
+      for (int st = 0; st < r.layout.pp; ++st) {
+        if (st) layers += '+';
+        layers += std::to_string(stages.size(work.layers, r.layout.pp, st));
+      }
+      std::printf("PipeFusion: %d stages of %s layers, %d patches, %d warm-up step(s); the kept keys and values take "
+                  "%s on rank 0 (in activations/rank); the last stage sends %s per step (the output to every "
                   "stage), the others their patches' rows (pp hops); bubble %.0f%% of each step after the warm-up\n",
-                  r.layout.pp, static_cast<long long>((work.layers + r.layout.pp - 1) / r.layout.pp),
-                  r.layout.pipeline_patches(), r.layout.warmup_steps, format_bytes(r.stale_kv_bytes).c_str(),
-                  format_bytes(r.comm_pp_last).c_str(), 100 * r.pipeline_bubble);
+                  r.layout.pp, layers.c_str(), r.layout.pipeline_patches(), r.layout.warmup_steps,
+                  format_bytes(r.stale_kv_bytes).c_str(), format_bytes(r.comm_pp_last).c_str(),
+                  100 * r.pipeline_bubble);
+    }
   }
 }
 

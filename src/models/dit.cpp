@@ -235,7 +235,8 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   const Tensor t_emb = place_.put(ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f));
   Tensor patched;  // (B, N, C*p*p) the first stage's patchified latents
   if (pipe_.first_stage()) patched = ops::patchify(place_.put(x), c.patch_size);
-  Tensor out;  // (B, N, p*p*out), collected by the last stage
+  Tensor out;        // (B, N, p*p*out), collected by the last stage
+  Tensor final_mod;  // (B, 2D) the final layer's modulation (last stage)
   // (B, 6D) per block of this stage, once per forward (not per patch):
   // shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp (D each).
   std::vector<Tensor> mods;
@@ -264,8 +265,8 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       continue;
     }
     profile::ScopedTimer t("final_layer");
-    const Tensor block0_cond = block_conditioning(blocks[0], t_emb, labels);  // diffusers: block 0's embedder
-    Tensor final_mod = ops::linear(ops::silu(block0_cond), final_ada_w, &final_ada_b);  // (B, 2D): shift, scale
+    if (!final_mod.defined())  // once per forward: (B, 2D) shift, scale from block 0's embedder (as diffusers)
+      final_mod = ops::linear(ops::silu(block_conditioning(blocks[0], t_emb, labels)), final_ada_w, &final_ada_b);
     Tensor normed = place_.empty(hidden.shape());
     ops::layer_norm_modulate(hidden, final_mod, 0, c.inner_dim(), kAdaNormEps, normed);
     // (B, P, p*p*out), gathered over sp: every rank needs the whole prediction.

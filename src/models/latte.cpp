@@ -285,7 +285,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
       out = parallel::gather_tokens(shard_.sp, rows_out.reshape({bsz, local_frames, width}), frames,
                                     shard_.sp_split)
                 .reshape({bsz * frames, n, rows_out.dim(2)});
-      break;
+      break;  // dsp runs the whole video as one patch (PipeFusion does not take dsp)
     }
     pipe_.collect_output(shard_.sp, shard_.sp_split, rows_out, patch, n, out);
   }

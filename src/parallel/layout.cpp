@@ -209,6 +209,10 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
       }
     if (ranks == 1) {
       p.push_back(what + ": weights need sp > 1 (ring or dsp) or pp > 1 (PipeFusion's stages)");
+    } else if (stages && l.sp > 1) {
+      // One list cannot say which axis it means.
+      p.push_back(what + ": with both pp > 1 and sp > 1 it is unclear whether the weights size the stages or the sp "
+                  "ranks; weights need pp = 1 or sp = 1");
     } else if (static_cast<int>(l.sp_weights.size()) != ranks) {
       p.push_back(what + " has " + std::to_string(l.sp_weights.size()) + " weights for " +
                   (stages ? "pp = " : "sp = ") + std::to_string(ranks) + " ranks (one per rank)");

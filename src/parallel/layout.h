@@ -8,7 +8,7 @@
 //     rank = ((cp_rank * pp + pp_rank) * sp + sp_rank) * tp + tp_rank
 // (with pp = 1 the formula of DESIGN.md §4).
 // Every group helper here derives from that one formula, so the MPI split
-// (color = the other two coordinates, key = the coordinate along the axis)
+// (color = the other coordinates, key = the coordinate along the axis)
 // and the tests agree by construction.
 //
 // This layer knows no model and no config: callers pass plain sizes
@@ -39,7 +39,7 @@ struct Layout {
   // parallel.sp_weights: per-rank shares for machines of mixed capacity
   // (parallel/shard.h), one weight per rank of the axis that splits the
   // work: the sp ranks' tokens (ring) or frames and tokens (dsp), or with
-  // pp > 1 the stages' layers. Empty: even shares.
+  // pp > 1 (and sp = 1) the stages' layers. Empty: even shares.
   std::vector<int64_t> sp_weights = {};
 
   int world_size() const { return pp * sp * cp * tp; }

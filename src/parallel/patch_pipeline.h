@@ -84,7 +84,7 @@ class StaleKeyValues {
 
 class PatchPipeline {
  public:
-  PatchPipeline() = default;  // a single stage holding every layer
+  PatchPipeline() = default;  // no layers yet: a model's load makes the real one
   // pp: the pipeline group (null or size 1: one stage); it must outlive this.
   PatchPipeline(Communicator* pp, int64_t layers, PipelineSettings settings);
 
@@ -104,7 +104,10 @@ class PatchPipeline {
 
   // Stage hops of a patch's residual rows (B, P, D): received from the
   // stage before (into a tensor of the right shape, device and dtype), sent
-  // to the stage after. The first stage receives nothing, the last sends nothing.
+  // to the stage after. The first stage receives nothing, the last sends
+  // nothing. Nothing checks the two sides' counts at run time: both derive
+  // the shape from the same patch, sp shard and batch (by construction; a
+  // mismatch would be an MPI truncation error, or an NCCL hang).
   void receive(Tensor& hidden) const;
   void send(const Tensor& hidden) const;
 

@@ -266,6 +266,9 @@ TEST_CASE("sp_weights rules: ring, dsp and PipeFusion only, one per rank, every 
   one_layer.layers = 3;
   stages.sp_weights = {5, 1};  // 3 layers: 2.5, 0.5 -> 3, 0
   CHECK(has(error_of(stages, 2, one_layer, 4.0), "leave stage 1 none of the 3 layers"));
+  Layout both{2, 1, 1, "ulysses", 2};  // pp and sp: which axis would the weights mean?
+  both.sp_weights = {2, 1};
+  CHECK(has(error_of(both, 4, m, 4.0), "weights need pp = 1 or sp = 1"));
   // dsp: frames and tokens.
   Workload video = m;
   video.frames = 4;
