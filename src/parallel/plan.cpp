@@ -26,7 +26,7 @@ double weight_elements_per_rank(const Workload& m, int tp) {
 }
 
 PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch, bool cfg, ElementSizes bytes) {
-  const int e = bytes.activations;
+  const int e = bytes.activations, em = bytes.messages;
   const int64_t sequences = images_per_batch * (cfg ? 2 : 1);
   if (l.cp == 2 && !cfg) throw ConfigError("parallel.cp = 2 needs classifier-free guidance (guidance_scale > 1)");
   if (l.cp < 1 || l.sp < 1 || l.tp < 1 || l.pp < 1 || sequences % l.cp != 0)
@@ -65,7 +65,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
       const double whole = static_cast<double>(even_shard(m.tokens, patches, i).size());
       const double pm = static_cast<double>(split.size(static_cast<int64_t>(whole), l.sp, 0));
       patch_rows += pm;
-      if (ulysses) patch_ulysses += (3 * seqs * pm * dt * (sp - 1) / sp + seqs * (whole - pm) * dt / sp) * e;
+      if (ulysses) patch_ulysses += (3 * seqs * pm * dt * (sp - 1) / sp + seqs * (whole - pm) * dt / sp) * em;
     }
   }
 
@@ -88,16 +88,17 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
     r.pipeline_bubble = (l.pp - 1) / (patches + l.pp - 1);
     // Every patch's residual rows go on to the next stage (the warm-up's
     // whole image too); the last stage broadcasts the output to the others.
-    r.comm_pp = seqs * patch_rows * d * e;
-    r.comm_pp_last = (l.pp - 1) * seqs * n * m.output_per_token * e;
+    r.comm_pp = seqs * patch_rows * d * em;
+    r.comm_pp_last = (l.pp - 1) * seqs * n * m.output_per_token * em;
   }
 
   // Communication, bytes sent by rank 0, each call as the communicator counts it.
-  const int64_t ar = l.tp > 1 ? 2 * int64_t{l.tp - 1} * static_cast<int64_t>(rows * d) * e / l.tp : 0;
+  const int64_t ar = l.tp > 1 ? 2 * int64_t{l.tp - 1} * static_cast<int64_t>(rows * d) * em / l.tp : 0;
   double sp_attention = 0, switch_bytes = 0;
-  if (ulysses) sp_attention = l.pp > 1 ? patch_ulysses : (3 * seqs * p * dt * (sp - 1) / sp + seqs * (n - p) * dt / sp) * e;
-  if (ring) sp_attention = 2 * seqs * (n - p1) * dt * e;
-  if (dsp) switch_bytes = (b * f * (n - p) * d + b * (frames - f) * p * dt) * e;
+  if (ulysses)
+    sp_attention = l.pp > 1 ? patch_ulysses : (3 * seqs * p * dt * (sp - 1) / sp + seqs * (n - p) * dt / sp) * em;
+  if (ring) sp_attention = 2 * seqs * (n - p1) * dt * em;
+  if (dsp) switch_bytes = (b * f * (n - p) * d + b * (frames - f) * p * dt) * em;
   r.branch_spatial = sp_attention + static_cast<double>(ar);
   r.branch_temporal = video ? switch_bytes + static_cast<double>(ar) : 0;
   r.branch_cross = m.cross_attention ? static_cast<double>(ar) : 0;
@@ -106,9 +107,9 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   r.comm_sp = L * (sp_attention + switch_bytes);
   r.comm_tp = L * static_cast<double>(m.tp_all_reduces_per_layer()) * static_cast<double>(ar);
   // The output is gathered over sp by the last stage only (rank 0 is the first).
-  if (l.sp > 1 && l.pp == 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * e;
-  if (l.tp > 1) r.comm_gather += L * b * g * (tp - 1) / tp * e;
-  if (l.cp == 2) r.comm_cp = b * m.eps_elements * e;
+  if (l.sp > 1 && l.pp == 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * em;
+  if (l.tp > 1) r.comm_gather += L * b * g * (tp - 1) / tp * em;
+  if (l.cp == 2) r.comm_cp = b * m.eps_elements * em;
   r.comm_bytes_per_step_per_rank = r.comm_sp + r.comm_tp + r.comm_cp + r.comm_gather + r.comm_pp;
   return r;
 }
@@ -156,9 +157,8 @@ std::string format_plan_table(const std::vector<PlanRow>& rows, const std::strin
   std::string out = title.empty() ? "" : title + "\n";
   out += line(head);
   for (const auto& row : cells) out += line(row);
-  out += pipelined ? "(per rank; comm = bytes sent per denoising step = sp attention + tp all-reduce + cp eps + gathers + "
-                     "pp hops; bubble: share of a step a stage waits while the pipeline fills and drains)\n"
-                   : "(per rank; comm = bytes sent per denoising step = sp attention + tp all-reduce + cp eps + gathers)\n";
+  out += "(per rank; comm = bytes sent per denoising step = sp attention + tp all-reduce + cp eps + gathers";
+  out += pipelined ? " + pp hops; bubble: share of a step a stage waits while the pipeline fills and drains)\n" : ")\n";
   return out;
 }
 

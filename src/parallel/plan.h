@@ -134,11 +134,16 @@ struct PlanRow {
 // Weight elements one rank holds under tensor-parallel size tp.
 double weight_elements_per_rank(const Workload& work, int tp);
 
-// Bytes per element of the weights and of the activations (and of what is
-// sent): one size on CUDA; on the CPU in bfloat16 the GEMM weights take 2
-// bytes while activations and messages stay float32.
+// Bytes per element of the weights, of the activations and of what is sent:
+// on CUDA weights and activations take the compute dtype, on the CPU in
+// bfloat16 only the GEMM weights take 2 bytes; messages are float32
+// everywhere.
 struct ElementSizes {
   int weights = 4, activations = 4;
+  // What a collective moves per element: float32 whatever the activations'
+  // dtype (parallel/tensor_collectives.h stages bfloat16 and float16
+  // through float32), so the communicator's counters and plan agree.
+  int messages = 4;
   ElementSizes() = default;
   ElementSizes(int both) : weights(both), activations(both) {}  // NOLINT(google-explicit-constructor): one size
   ElementSizes(int weight_bytes, int activation_bytes) : weights(weight_bytes), activations(activation_bytes) {}

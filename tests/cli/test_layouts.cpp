@@ -126,7 +126,9 @@ TEST_CASE("layout sp2 ring with sp_weights 2:1") {
 TEST_CASE("layout sp3 ring x cp2 with sp_weights 1:2:1") {
   parallel::Layout l{3, 2, 1, "ring"};
   l.sp_weights = {1, 2, 1};
-  check_layout(6, "--set parallel.sp=3 --set parallel.cp=2 --set parallel.sp_mode=ring --set parallel.sp_weights=[1,2,1]",
+  check_layout(6,
+               "--set parallel.sp=3 --set parallel.cp=2 --set parallel.sp_mode=ring "
+               "--set parallel.sp_weights=[1,2,1]",
                l);
 }
 
@@ -223,8 +225,9 @@ TEST_CASE("a failing rank ends the whole job promptly with its exit code") {
 TEST_CASE("a pipeline stage killed mid-run ends the whole job promptly, no output left") {
   testing::TempDir dir("ditgen_layout_kill");
   const std::string cmd = "DITGEN_TEST_KILL_AT_STEP=1:3 " + mpirun(2) + "-x DITGEN_TEST_KILL_AT_STEP " + kDitgen +
-                          " --config " + testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
-                          testing::fixture_dir("dit_odd") + " --set parallel.pp=2 --steps 1000 --output " +
+                          " --config " + testing::fixture_dir("dit_odd") +
+                          "/reference/run_ddim.json --set model.path=" + testing::fixture_dir("dit_odd") +
+                          " --set parallel.pp=2 --steps 1000 --output " +
                           dir.file("img.png") + " --quiet";
   const Run r = run_command("timeout 60 sh -c \"" + cmd + "\"");
   MESSAGE("exit " << r.code << " after " << r.seconds << " s");
