@@ -228,9 +228,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   // The tokens that go through the blocks together: the whole image, or
   // under PipeFusion each patch in turn (parallel/patch_pipeline.h); of
   // each, this rank's sp shard.
-  const bool pipelined = pipe_.stages() > 1;
-  const std::vector<parallel::Range> patches =
-      pipelined ? pipe_.patches(n, stale_kv) : std::vector<parallel::Range>{parallel::Range{0, n}};
+  const std::vector<parallel::Range> patches = pipe_.patches(n, stale_kv);
   // (B, 256) sinusoids, computed on the host (tiny) and moved once per forward.
   const Tensor t_emb = place_.put(ops::timestep_embedding(timesteps, kTimestepChannels, true, 1.0f));
   Tensor patched;  // (B, N, C*p*p) the first stage's patchified latents
@@ -307,10 +305,7 @@ void DitTransformer::run_blocks(Tensor& hidden, parallel::Range patch, int64_t p
       }
       {
         profile::ScopedTimer t("attention");
-        if (pipe_.stages() > 1)
-          pipe_.attention(bi, patch, n, q, k, v, c.head_dim, attn, stale_kv, seq_attn_);
-        else
-          seq_attn_.self_attention(q, k, v, c.head_dim, n, attn);
+        pipe_.attention(bi, patch, n, q, k, v, c.head_dim, attn, stale_kv, seq_attn_);
       }
       {
         profile::ScopedTimer t("out_proj");

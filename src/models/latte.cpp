@@ -170,9 +170,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // or under PipeFusion each patch in turn (parallel/patch_pipeline.h), a
   // band of tokens of every frame. Of each, this rank's sp shard (ulysses,
   // ring); dsp holds every token of its frames.
-  const bool pipelined = pipe_.stages() > 1;
-  const std::vector<parallel::Range> patches =
-      pipelined ? pipe_.patches(n, a.stale_kv) : std::vector<parallel::Range>{parallel::Range{0, n}};
+  const std::vector<parallel::Range> patches = pipe_.patches(n, a.stale_kv);
 
   Tensor patched, pos;  // the first stage's (B*F_me, N, C*p*p) patchified frames and (N, D) positions
   if (pipe_.first_stage()) {
@@ -251,10 +249,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     for (int64_t i = pipe_.layers().begin; i < pipe_.layers().end; ++i) {
       const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                                   Tensor& o) {
-        if (pipelined)
-          pipe_.attention(i, patch, n, q, k, v, c.head_dim, o, a.stale_kv, seq_attn_);
-        else
-          spatial_sp.self_attention(q, k, v, c.head_dim, n, o);
+        pipe_.attention(i, patch, n, q, k, v, c.head_dim, o, a.stale_kv, spatial_sp);
       };
       const size_t local = static_cast<size_t>(i - pipe_.layers().begin);
       const int layer = static_cast<int>(i);

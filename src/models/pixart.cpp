@@ -126,9 +126,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   // The tokens that go through the blocks together: the whole image, or
   // under PipeFusion each patch in turn (parallel/patch_pipeline.h); of
   // each, this rank's sp shard.
-  const bool pipelined = pipe_.stages() > 1;
-  const std::vector<parallel::Range> patches =
-      pipelined ? pipe_.patches(n, a.stale_kv) : std::vector<parallel::Range>{parallel::Range{0, n}};
+  const std::vector<parallel::Range> patches = pipe_.patches(n, a.stale_kv);
 
   Tensor patched, pos;  // the first stage's (B, N, C*p*p) patchified latents and (N, D) positions
   if (pipe_.first_stage()) {
@@ -164,10 +162,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
     for (int64_t bi = pipe_.layers().begin; bi < pipe_.layers().end; ++bi) {
       const AdaSingleBlock::AttentionCore self_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
                                                                Tensor& o) {
-        if (pipelined)
-          pipe_.attention(bi, patch, n, q, k, v, c.head_dim, o, a.stale_kv, seq_attn_);
-        else
-          seq_attn_.self_attention(q, k, v, c.head_dim, n, o);
+        pipe_.attention(bi, patch, n, q, k, v, c.head_dim, o, a.stale_kv, seq_attn_);
       };
       blocks_[static_cast<size_t>(bi - pipe_.layers().begin)].forward(
           hidden, timestep_mod, &text, self_attention, {a.pab, static_cast<int>(bi), pab::Kind::kSpatial});

@@ -32,13 +32,6 @@ Tensor& StaleKeyValues::values(size_t local, const Shape& shape, Device device, 
   return buffer(values_, local, shape, device, dtype);
 }
 
-int64_t StaleKeyValues::bytes() const {
-  int64_t n = 0;
-  for (const auto* list : {&keys_, &values_})
-    for (const Tensor& t : *list) n += static_cast<int64_t>(t.nbytes());
-  return n;
-}
-
 PatchPipeline::PatchPipeline(Communicator* pp, int64_t layers, PipelineSettings settings)
     : pp_(pp), settings_(settings) {
   if (settings.patches < 1 || settings.warmup_steps < 1)
@@ -53,7 +46,7 @@ PatchPipeline::PatchPipeline(Communicator* pp, int64_t layers, PipelineSettings 
 }
 
 std::vector<Range> PatchPipeline::patches(int64_t n, const StaleKeyValues* state) const {
-  if (!state || state->warming_up()) return {Range{0, n}};
+  if (stages() == 1 || !state || state->warming_up()) return {Range{0, n}};
   const int m = static_cast<int>(std::min<int64_t>(settings_.patches, n));
   std::vector<Range> out;
   for (int i = 0; i < m; ++i) out.push_back(even_shard(n, m, i));
@@ -76,6 +69,10 @@ void PatchPipeline::attention(int64_t layer, Range patch, int64_t n, const Tenso
                               const Tensor& v, int64_t head_dim, Tensor& out, StaleKeyValues* state,
                               const SequenceParallelAttention& seq) const {
   if (!holds(layer)) throw std::logic_error("PipeFusion: layer " + std::to_string(layer) + " is not this stage's");
+  if (stages() == 1) {
+    seq.self_attention(q, k, v, head_dim, n, out);
+    return;
+  }
   if (!state && (patch.begin != 0 || patch.end != n))
     throw std::logic_error("PipeFusion: a patch without kept keys and values must be the whole image");
   const size_t local = static_cast<size_t>(layer - layers_.begin);

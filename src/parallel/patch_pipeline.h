@@ -72,7 +72,6 @@ class StaleKeyValues {
   // buffer of another shape is a logic error.
   Tensor& keys(size_t local, const Shape& shape, Device device, DType dtype);
   Tensor& values(size_t local, const Shape& shape, Device device, DType dtype);
-  int64_t bytes() const;  // held now, for the plan's check
 
  private:
   Tensor& buffer(std::vector<Tensor>& list, size_t local, const Shape& shape, Device device, DType dtype) const;
@@ -98,8 +97,8 @@ class PatchPipeline {
   Communicator* communicator() const { return pp_; }
 
   // The token ranges of n that travel the stages in this forward: the whole
-  // image during a warm-up step (or with no state: synchronous), else the M
-  // patches (even_shard of n).
+  // image with one stage, during a warm-up step or with no state
+  // (synchronous), else the M patches (even_shard of n).
   std::vector<Range> patches(int64_t n, const StaleKeyValues* state) const;
 
   // Stage hops of a patch's residual rows (B, P, D): received from the
@@ -118,7 +117,8 @@ class PatchPipeline {
   // sharded over it). With a state, the patch's keys and values (in the
   // layout the attention runs in) are first written into layer `layer`'s
   // buffers, whose other rows hold what earlier patches and steps wrote;
-  // without one the patch must be the whole image.
+  // without one the patch must be the whole image. With one stage this is
+  // seq's plain self-attention over all n tokens.
   void attention(int64_t layer, Range patch, int64_t n, const Tensor& q, const Tensor& k, const Tensor& v,
                  int64_t head_dim, Tensor& out, StaleKeyValues* state, const SequenceParallelAttention& seq) const;
 
