@@ -243,8 +243,9 @@ void attention(const AttentionArgs& a) {
     throw std::invalid_argument("attention: bad arguments (null operand or non-positive size)");
   if (a.device == Device::kCPU && a.dtype != DType::kF32)
     throw std::invalid_argument("attention: CPU operands must be float32");
-  if (a.compute != DType::kF32 && a.compute != DType::kBF16)
-    throw std::invalid_argument(std::string("attention: compute in float32 or bfloat16, not ") +
+  // CUDA computes in its operands' dtype (float16 included) and ignores `compute`.
+  if (a.device == Device::kCPU && a.compute != DType::kF32 && a.compute != DType::kBF16)
+    throw std::invalid_argument(std::string("attention: CPU compute in float32 or bfloat16, not ") +
                                 dtype_name(a.compute));
   if (a.kv_lens)
     for (int64_t b = 0; b < a.batch; ++b)
