@@ -123,12 +123,12 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   }
   MESSAGE("video default agreement: colour " << colour << "/" << n << ", shape " << shape << "/" << n << ", motion "
                                                << motion << "/" << n);
-  // What samples/latte-shapes achieves (README): colour 36, shape 22,
-  // motion 34 of 36 on the development machine in bfloat16, and 36, 21, 34
-  // in float32; slack for a summation order that flips a borderline clip
-  // elsewhere. The issue asks for shape >= 80% (29); this model does not
-  // reach it (README, issue 17).
+  // What samples/latte-shapes achieves (README): colour 36, shape 28,
+  // motion 36 of 36 on the development machine in bfloat16 (float32 not
+  // measured); slack of 2 for a summation order that flips a borderline clip
+  // elsewhere. The issue asks for shape >= 80% (29); this model is one clip
+  // short (README, issue 17).
   CHECK(colour >= 34);
-  CHECK(shape >= 20);
-  CHECK(motion >= 32);
+  CHECK(shape >= 26);
+  CHECK(motion >= 34);
 }
