@@ -17,11 +17,14 @@
 #include "models/placement.h"
 #include "ops/test_helpers.h"
 #include "pipeline/pipeline_checks.h"
+#include "pipeline/text_fixture_requests.h"
 #include "pipeline/text_pipeline.h"
 
 using namespace ditgen;
 using testing::check_close;
 using testing::fixture_tensor;
+using testing::latte_fixture_request;
+using testing::pixart_fixture_request;
 
 namespace {
 
@@ -29,40 +32,6 @@ std::unique_ptr<pipeline::Pipeline> open_on(const std::string& fixture, const mo
   auto pipe = pipeline::Pipeline::open(testing::fixture_dir(fixture));
   pipe->load_weights({}, place);
   return pipe;
-}
-
-// test_text_pipeline.cpp's request: two prompts, 4 steps, guidance 4.5,
-// max_sequence_length 16, the fixture's noise.
-pipeline::Request pixart_request(const pipeline::Pipeline& pipe, const std::string& scheduler, int batch_size) {
-  GenerateConfig g;
-  g.prompts = {"a red circle", "A Cat walking on the GRASS  "};
-  g.steps = 4;
-  g.guidance_scale = 4.5;
-  g.scheduler = scheduler;
-  g.batch_size = batch_size;
-  g.max_sequence_length = 16;
-  pipeline::Request req = pipe.prepare(g, "run.json");
-  req.text_encoder_dtype = "float32";
-  req.init_noise = fixture_tensor("pixart_tiny", "noise.safetensors", "noise");
-  return req;
-}
-
-// test_latte_pipeline.cpp's request: DDIM, 3 steps, guidance 7.5, 3 frames of
-// 80x80, the fixture's noise.
-pipeline::Request latte_request(const pipeline::Pipeline& pipe, int batch_size, int steps = 3) {
-  GenerateConfig g;
-  g.prompts = {"a red circle moving left", "a cat"};
-  g.steps = steps;
-  g.guidance_scale = 7.5;
-  g.scheduler = "ddim";
-  g.batch_size = batch_size;
-  g.frames = 3;
-  g.height = 80;
-  g.width = 80;
-  pipeline::Request req = pipe.prepare(g, "run.json");
-  req.text_encoder_dtype = "float32";
-  req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
-  return req;
 }
 
 double reported_l2(const Tensor& got, const Tensor& ref, const std::string& what) {
@@ -78,12 +47,12 @@ TEST_CASE("model parity: PixArt on CUDA float32 matches diffusers (T5 on the GPU
   const auto pipe = open_on("pixart_tiny", {Device::kCUDA, DType::kF32});
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Result r = pipe->generate(pixart_request(*pipe, "dpmpp_2m", batch));
+    const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, "dpmpp_2m", batch));
     check_close(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"),
                 "pixart cuda float32: latents_dpm", 1e-4);
     check_close(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),
                 "pixart cuda float32: images_dpm", 1e-4);
-    check_close(pipe->sample(pixart_request(*pipe, "ddim", batch)),
+    check_close(pipe->sample(pixart_fixture_request(*pipe, "ddim", batch)),
                 fixture_tensor("pixart_tiny", "expected.safetensors", "latents_ddim"), "pixart cuda float32: latents_ddim",
                 1e-4);
   }
@@ -91,7 +60,7 @@ TEST_CASE("model parity: PixArt on CUDA float32 matches diffusers (T5 on the GPU
 
 TEST_CASE("model parity: PixArt on CUDA bfloat16 stays near diffusers' float32") {
   const auto pipe = open_on("pixart_tiny", {Device::kCUDA, DType::kBF16});
-  const pipeline::Result r = pipe->generate(pixart_request(*pipe, "dpmpp_2m", 2));
+  const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, "dpmpp_2m", 2));
   CHECK(reported_l2(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"),
                     "pixart cuda bfloat16: latents_dpm") < 5e-2);
   CHECK(reported_l2(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),
@@ -102,7 +71,7 @@ TEST_CASE("model parity: Latte on CUDA float32 matches diffusers (T5 on the GPU,
   const auto pipe = open_on("latte_tiny", {Device::kCUDA, DType::kF32});
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Result r = pipe->generate(latte_request(*pipe, batch));
+    const pipeline::Result r = pipe->generate(latte_fixture_request(*pipe, batch));
     check_close(r.latents, fixture_tensor("latte_tiny", "expected.safetensors", "latents_ddim"),
                 "latte cuda float32: latents_ddim", 1e-4);
     check_close(r.frames, fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim"),
@@ -112,7 +81,7 @@ TEST_CASE("model parity: Latte on CUDA float32 matches diffusers (T5 on the GPU,
 
 TEST_CASE("model parity: Latte on CUDA bfloat16 stays near diffusers' float32") {
   const auto pipe = open_on("latte_tiny", {Device::kCUDA, DType::kBF16});
-  const pipeline::Result r = pipe->generate(latte_request(*pipe, 2));
+  const pipeline::Result r = pipe->generate(latte_fixture_request(*pipe, 2));
   CHECK(reported_l2(r.latents, fixture_tensor("latte_tiny", "expected.safetensors", "latents_ddim"),
                     "latte cuda bfloat16: latents_ddim") < 5e-2);
   CHECK(reported_l2(r.frames, fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim"),
@@ -124,7 +93,7 @@ TEST_CASE("model parity: Latte with PAB on CUDA float32 equals the CPU pipeline 
   const auto gpu = open_on("latte_tiny", {Device::kCUDA, DType::kF32});
   // test_latte_pipeline.cpp's pyramid: 20 DDIM steps, window (100, 800),
   // spatial range 2 < temporal 3 < cross 4, MLP of layer 0 range 2.
-  pipeline::Request req = latte_request(*cpu, 2, 20);
+  pipeline::Request req = latte_fixture_request(*cpu, 2, 20);
   req.pab[pab::Kind::kSpatial] = {true, 2, 100, 800, {}};
   req.pab[pab::Kind::kTemporal] = {true, 3, 100, 800, {}};
   req.pab[pab::Kind::kCross] = {true, 4, 100, 800, {}};

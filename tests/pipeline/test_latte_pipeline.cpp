@@ -13,42 +13,24 @@
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
 #include "pipeline/pipeline_checks.h"
+#include "pipeline/text_fixture_requests.h"
 #include "pipeline/text_pipeline.h"
 #include "util/error.h"
 
 using namespace ditgen;
 using testing::check_close;
 using testing::fixture_tensor;
+using testing::latte_fixture_config;
+using testing::latte_fixture_request;
 
 namespace {
 
-const std::vector<std::string> kPrompts = {"a red circle moving left", "a cat"};
 const std::vector<int32_t> kTokens = {19, 3};  // each prompt's pieces + EOS (case.json)
 
 std::unique_ptr<pipeline::Pipeline> open_latte() {
   auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
   pipe->load_weights({}, {});
   return pipe;
-}
-
-GenerateConfig latte_config(int batch_size) {
-  GenerateConfig g;
-  g.prompts = kPrompts;
-  g.steps = 3;
-  g.guidance_scale = 7.5;
-  g.scheduler = "ddim";
-  g.batch_size = batch_size;
-  g.frames = 3;
-  g.height = 80;
-  g.width = 80;
-  return g;
-}
-
-pipeline::Request latte_request(const pipeline::Pipeline& pipe, int batch_size) {
-  pipeline::Request req = pipe.prepare(latte_config(batch_size), "run.json");
-  req.text_encoder_dtype = "float32";
-  req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
-  return req;
 }
 
 // The first k rows of sample i of an (N, L, D) tensor, (k, D).
@@ -60,7 +42,7 @@ Tensor rows(const Tensor& t, int64_t i, int64_t k) {
 
 TEST_CASE("Latte pipeline: the text stage gives diffusers' embeddings after mask_feature (k rows of each)") {
   const auto pipe = open_latte();
-  const pipeline::Request req = latte_request(*pipe, 2);
+  const pipeline::Request req = latte_fixture_request(*pipe, 2);
   CHECK(req.max_sequence_length == 120);
   const pipeline::Conditions c = pipe->condition(req);
   REQUIRE(c.prompt_embeds.shape() == Shape{2, 120, 40});
@@ -87,7 +69,7 @@ TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames, ba
   const Tensor frames_ref = fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim");  // (B, F, 3, H, W)
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Result r = pipe->generate(latte_request(*pipe, batch));
+    const pipeline::Result r = pipe->generate(latte_fixture_request(*pipe, batch));
     REQUIRE(r.latents.shape() == Shape{2, 4, 3, 10, 10});
     check_close(r.latents, latents_ref, "latents_ddim (batch " + std::to_string(batch) + ")", 1e-4);
     REQUIRE(r.frames.shape() == Shape{2, 3, 3, 80, 80});
@@ -115,7 +97,7 @@ TEST_CASE("Latte decode: a video's frames are decoded independently, in chunks, 
 
 TEST_CASE("Latte pipeline: frames default to video_length, max_sequence_length is LattePipeline's 120") {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
-  GenerateConfig g = latte_config(2);
+  GenerateConfig g = latte_fixture_config(2);
   g.frames = 0;
   g.height = g.width = 0;
   CHECK(pipe->prepare(g, "run.json").latent_shape == Shape{4, 3, 10, 10});
@@ -151,11 +133,8 @@ TEST_CASE("image models reject generate.frames (it is for video models)") {
 
 TEST_CASE("Latte PAB: range 1 of every kind reproduces PAB off exactly, and each kind reuses by the rule") {
   const auto pipe = open_latte();
-  GenerateConfig g = latte_config(2);
-  g.steps = 20;  // DDIM leading: t = 950, 900, ..., 0; the window (100, 800) holds steps 4..16
-  pipeline::Request req = pipe->prepare(g, "run.json");
-  req.text_encoder_dtype = "float32";
-  req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
+  // 20 DDIM steps, leading: t = 950, 900, ..., 0; the window (100, 800) holds steps 4..16
+  pipeline::Request req = latte_fixture_request(*pipe, 2, 20);
   const Tensor off = pipe->sample(req);
 
   for (const pab::Kind k : {pab::Kind::kSpatial, pab::Kind::kTemporal, pab::Kind::kCross, pab::Kind::kMlp})

@@ -9,35 +9,21 @@
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
 #include "pipeline/pipeline_checks.h"
+#include "pipeline/text_fixture_requests.h"
 #include "pipeline/text_pipeline.h"
 #include "util/error.h"
 
 using namespace ditgen;
 using testing::check_close;
 using testing::fixture_tensor;
+using testing::pixart_fixture_request;
 
 namespace {
-
-const std::vector<std::string> kPrompts = {"a red circle", "A Cat walking on the GRASS  "};
 
 std::unique_ptr<pipeline::Pipeline> open_pixart() {
   auto pipe = pipeline::Pipeline::open(testing::fixture_dir("pixart_tiny"));
   pipe->load_weights({}, {});
   return pipe;
-}
-
-pipeline::Request pixart_request(const pipeline::Pipeline& pipe, const std::string& scheduler, int batch_size) {
-  GenerateConfig g;
-  g.prompts = kPrompts;
-  g.steps = 4;
-  g.guidance_scale = 4.5;
-  g.scheduler = scheduler;
-  g.batch_size = batch_size;
-  g.max_sequence_length = 16;
-  pipeline::Request req = pipe.prepare(g, "run.json");
-  req.text_encoder_dtype = "float32";
-  req.init_noise = fixture_tensor("pixart_tiny", "noise.safetensors", "noise");
-  return req;
 }
 
 Tensor row(const Tensor& t, int64_t i) { return t.slice0(i, i + 1).reshape({t.dim(1), t.dim(2)}).clone(); }
@@ -46,7 +32,7 @@ Tensor row(const Tensor& t, int64_t i) { return t.slice0(i, i + 1).reshape({t.di
 
 TEST_CASE("PixArt pipeline: the text stage gives diffusers' prompt and negative embeddings") {
   const auto pipe = open_pixart();
-  const pipeline::Request req = pixart_request(*pipe, "", 2);
+  const pipeline::Request req = pixart_fixture_request(*pipe, "", 2);
   const pipeline::Conditions c = pipe->condition(req);
   REQUIRE(c.prompt_embeds.shape() == Shape{2, 16, 40});
   for (int64_t i = 0; i < 2; ++i) {
@@ -68,12 +54,12 @@ TEST_CASE("PixArt pipeline latents and images match diffusers (DPM-Solver++, DDI
   const auto pipe = open_pixart();
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Request dpm = pixart_request(*pipe, "dpmpp_2m", batch);
+    const pipeline::Request dpm = pixart_fixture_request(*pipe, "dpmpp_2m", batch);
     const pipeline::Result r = pipe->generate(dpm);
     check_close(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"), "latents_dpm", 1e-4);
     check_close(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),
                 "images_dpm", 1e-4);
-    const pipeline::Request ddim = pixart_request(*pipe, "ddim", batch);
+    const pipeline::Request ddim = pixart_fixture_request(*pipe, "ddim", batch);
     check_close(pipe->sample(ddim), fixture_tensor("pixart_tiny", "expected.safetensors", "latents_ddim"),
                 "latents_ddim", 1e-4);
   }

@@ -1,0 +1,52 @@
+// The requests of the text-conditional fixtures (tests/fixtures/pixart_tiny,
+// latte_tiny: scripts/make_text_fixtures.py), as diffusers ran them, for the
+// CPU suites (test_text_pipeline.cpp, test_latte_pipeline.cpp) and the CUDA
+// ones (tests/gpu/test_text_model_parity.cpp) alike: the prompts, sampling
+// settings and diffusers' initial noise, the text encoder in float32.
+#pragma once
+#include <string>
+
+#include "models/fixture.h"
+#include "pipeline/pipeline.h"
+
+namespace ditgen::testing {
+
+// PixArt: two prompts, 4 steps, guidance 4.5, max_sequence_length 16.
+inline pipeline::Request pixart_fixture_request(const pipeline::Pipeline& pipe, const std::string& scheduler,
+                                                int batch_size) {
+  GenerateConfig g;
+  g.prompts = {"a red circle", "A Cat walking on the GRASS  "};
+  g.steps = 4;
+  g.guidance_scale = 4.5;
+  g.scheduler = scheduler;
+  g.batch_size = batch_size;
+  g.max_sequence_length = 16;
+  pipeline::Request req = pipe.prepare(g, "run.json");
+  req.text_encoder_dtype = "float32";
+  req.init_noise = fixture_tensor("pixart_tiny", "noise.safetensors", "noise");
+  return req;
+}
+
+// Latte: two prompts, DDIM, guidance 7.5, 3 frames of 80x80 (3 steps in the
+// fixture's reference).
+inline GenerateConfig latte_fixture_config(int batch_size, int steps = 3) {
+  GenerateConfig g;
+  g.prompts = {"a red circle moving left", "a cat"};
+  g.steps = steps;
+  g.guidance_scale = 7.5;
+  g.scheduler = "ddim";
+  g.batch_size = batch_size;
+  g.frames = 3;
+  g.height = 80;
+  g.width = 80;
+  return g;
+}
+
+inline pipeline::Request latte_fixture_request(const pipeline::Pipeline& pipe, int batch_size, int steps = 3) {
+  pipeline::Request req = pipe.prepare(latte_fixture_config(batch_size, steps), "run.json");
+  req.text_encoder_dtype = "float32";
+  req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
+  return req;
+}
+
+}  // namespace ditgen::testing
