@@ -40,23 +40,14 @@ namespace {
 const models::Placement kCudaF32{Device::kCUDA, DType::kF32};
 
 using testing::check_close;
+using testing::half_image_bound;
+using testing::half_latent_bound;
 using testing::kBf16;
 using testing::kOdd;
+using testing::reported_rel_l2;
 using testing::run_fixture;
 using Case = testing::FixtureCase;
 
-// Relative L2 of got against ref, printed with max|d|/max|ref|, for the
-// half-precision checks whose bound is on the relative L2 alone.
-double compare(const Tensor& got, const Tensor& ref, const std::string& what) {
-  REQUIRE(got.shape() == ref.shape());
-  const double l2 = testing::rel_l2(got, ref);
-  MESSAGE(what << ": relative L2 " << l2 << ", max|d|/max|ref| " << testing::max_rel(got, ref));
-  return l2;
-}
-
-// Loose bounds of the half-precision placements (see the top comment).
-double latent_bound(DType t) { return t == DType::kBF16 ? 5e-2 : 1e-2; }
-double image_bound(DType t) { return t == DType::kBF16 ? 2e-2 : 5e-3; }
 
 const std::string kShapes = std::string(DITGEN_SOURCE_DIR) + "/samples/dit-shapes";
 const std::string kShapesReference = std::string(DITGEN_SOURCE_DIR) + "/tests/fixtures/dit_shapes_reference/";
@@ -95,14 +86,14 @@ TEST_CASE("model parity: CUDA bfloat16 and float16 pipelines stay near diffusers
     const auto pipe = pipeline::ClassPipeline::load(testing::fixture_dir(kOdd.fixture), {}, {Device::kCUDA, t});
     const std::string name = std::string("dit_odd cuda ") + dtype_name(t);
     const Tensor ddim = run_fixture(pipe, kOdd, "ddim", kOdd.guidance, 4);
-    CHECK(compare(ddim, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents"), name + " ddim") <
-          latent_bound(t));
+    CHECK(reported_rel_l2(ddim, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents"), name + " ddim") <
+          half_latent_bound(t));
     const Tensor nocfg = run_fixture(pipe, kOdd, "ddim", 1.0f, 4);
-    CHECK(compare(nocfg, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"),
-                  name + " ddim no CFG") < latent_bound(t));
+    CHECK(reported_rel_l2(nocfg, fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents_nocfg"),
+                  name + " ddim no CFG") < half_latent_bound(t));
     const Tensor images = testing::images_of(pipe.decode(fixture_tensor(kOdd.fixture, "expected.safetensors", "ddim_latents")));
-    CHECK(compare(images, fixture_tensor(kOdd.fixture, "expected.safetensors", "image"), name + " image") <
-          image_bound(t));
+    CHECK(reported_rel_l2(images, fixture_tensor(kOdd.fixture, "expected.safetensors", "image"), name + " image") <
+          half_image_bound(t));
   }
 }
 
@@ -115,12 +106,12 @@ TEST_CASE("model parity: samples/dit-shapes on CUDA bfloat16 stays near diffuser
   req.scheduler = "ddim";
   req.init_noise = shapes_reference("noise.safetensors", "noise");
   const Tensor latents = pipe.sample(req);
-  CHECK(compare(latents, shapes_reference("expected.safetensors", "latents"), "dit-shapes cuda bfloat16 latents") <
-        latent_bound(DType::kBF16));
+  CHECK(reported_rel_l2(latents, shapes_reference("expected.safetensors", "latents"), "dit-shapes cuda bfloat16 latents") <
+        half_latent_bound(DType::kBF16));
   // The bfloat16 VAE on the bfloat16 latents: both errors together.
   const Tensor images = testing::images_of(pipe.decode(latents));
-  CHECK(compare(images, shapes_reference("expected.safetensors", "image"), "dit-shapes cuda bfloat16 images") <
-        latent_bound(DType::kBF16));
+  CHECK(reported_rel_l2(images, shapes_reference("expected.safetensors", "image"), "dit-shapes cuda bfloat16 images") <
+        half_latent_bound(DType::kBF16));
 }
 
 TEST_CASE("model parity: samples/dit-shapes on CUDA bfloat16 shows the requested colour and shape (>= 90%)") {

@@ -23,28 +23,16 @@
 using namespace ditgen;
 using testing::check_close;
 using testing::fixture_tensor;
+using testing::half_image_bound;
+using testing::half_latent_bound;
 using testing::latte_fixture_request;
+using testing::open_fixture_pipeline;
 using testing::pixart_fixture_request;
+using testing::reported_rel_l2;
 
-namespace {
-
-std::unique_ptr<pipeline::Pipeline> open_on(const std::string& fixture, const models::Placement& place) {
-  auto pipe = pipeline::Pipeline::open(testing::fixture_dir(fixture));
-  pipe->load_weights({}, place);
-  return pipe;
-}
-
-double reported_l2(const Tensor& got, const Tensor& ref, const std::string& what) {
-  REQUIRE(got.shape() == ref.shape());
-  const double l2 = testing::rel_l2(got, ref);
-  MESSAGE(what << ": relative L2 " << l2 << ", max|d|/max|ref| " << testing::max_rel(got, ref));
-  return l2;
-}
-
-}  // namespace
 
 TEST_CASE("model parity: PixArt on CUDA float32 matches diffusers (T5 on the GPU, DPM-Solver++ and DDIM)") {
-  const auto pipe = open_on("pixart_tiny", {Device::kCUDA, DType::kF32});
+  const auto pipe = open_fixture_pipeline("pixart_tiny", {Device::kCUDA, DType::kF32});
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
     const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, "dpmpp_2m", batch));
@@ -59,16 +47,16 @@ TEST_CASE("model parity: PixArt on CUDA float32 matches diffusers (T5 on the GPU
 }
 
 TEST_CASE("model parity: PixArt on CUDA bfloat16 stays near diffusers' float32") {
-  const auto pipe = open_on("pixart_tiny", {Device::kCUDA, DType::kBF16});
+  const auto pipe = open_fixture_pipeline("pixart_tiny", {Device::kCUDA, DType::kBF16});
   const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, "dpmpp_2m", 2));
-  CHECK(reported_l2(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"),
-                    "pixart cuda bfloat16: latents_dpm") < 5e-2);
-  CHECK(reported_l2(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),
-                    "pixart cuda bfloat16: images_dpm") < 2e-2);
+  CHECK(reported_rel_l2(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"),
+                    "pixart cuda bfloat16: latents_dpm") < half_latent_bound(DType::kBF16));
+  CHECK(reported_rel_l2(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),
+                    "pixart cuda bfloat16: images_dpm") < half_image_bound(DType::kBF16));
 }
 
 TEST_CASE("model parity: Latte on CUDA float32 matches diffusers (T5 on the GPU, DDIM, 3 frames)") {
-  const auto pipe = open_on("latte_tiny", {Device::kCUDA, DType::kF32});
+  const auto pipe = open_fixture_pipeline("latte_tiny", {Device::kCUDA, DType::kF32});
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
     const pipeline::Result r = pipe->generate(latte_fixture_request(*pipe, batch));
@@ -80,17 +68,17 @@ TEST_CASE("model parity: Latte on CUDA float32 matches diffusers (T5 on the GPU,
 }
 
 TEST_CASE("model parity: Latte on CUDA bfloat16 stays near diffusers' float32") {
-  const auto pipe = open_on("latte_tiny", {Device::kCUDA, DType::kBF16});
+  const auto pipe = open_fixture_pipeline("latte_tiny", {Device::kCUDA, DType::kBF16});
   const pipeline::Result r = pipe->generate(latte_fixture_request(*pipe, 2));
-  CHECK(reported_l2(r.latents, fixture_tensor("latte_tiny", "expected.safetensors", "latents_ddim"),
-                    "latte cuda bfloat16: latents_ddim") < 5e-2);
-  CHECK(reported_l2(r.frames, fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim"),
-                    "latte cuda bfloat16: frames_ddim") < 2e-2);
+  CHECK(reported_rel_l2(r.latents, fixture_tensor("latte_tiny", "expected.safetensors", "latents_ddim"),
+                    "latte cuda bfloat16: latents_ddim") < half_latent_bound(DType::kBF16));
+  CHECK(reported_rel_l2(r.frames, fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim"),
+                    "latte cuda bfloat16: frames_ddim") < half_image_bound(DType::kBF16));
 }
 
 TEST_CASE("model parity: Latte with PAB on CUDA float32 equals the CPU pipeline with the same schedule") {
-  const auto cpu = open_on("latte_tiny", {});
-  const auto gpu = open_on("latte_tiny", {Device::kCUDA, DType::kF32});
+  const auto cpu = open_fixture_pipeline("latte_tiny");
+  const auto gpu = open_fixture_pipeline("latte_tiny", {Device::kCUDA, DType::kF32});
   // test_latte_pipeline.cpp's pyramid: 20 DDIM steps, window (100, 800),
   // spatial range 2 < temporal 3 < cross 4, MLP of layer 0 range 2.
   pipeline::Request req = latte_fixture_request(*cpu, 2, 20);

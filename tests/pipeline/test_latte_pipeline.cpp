@@ -27,12 +27,6 @@ namespace {
 
 const std::vector<int32_t> kTokens = {19, 3};  // each prompt's pieces + EOS (case.json)
 
-std::unique_ptr<pipeline::Pipeline> open_latte() {
-  auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
-  pipe->load_weights({}, {});
-  return pipe;
-}
-
 // The first k rows of sample i of an (N, L, D) tensor, (k, D).
 Tensor rows(const Tensor& t, int64_t i, int64_t k) {
   return t.slice0(i, i + 1).reshape({t.dim(1), t.dim(2)}).slice0(0, k).clone();
@@ -41,7 +35,7 @@ Tensor rows(const Tensor& t, int64_t i, int64_t k) {
 }  // namespace
 
 TEST_CASE("Latte pipeline: the text stage gives diffusers' embeddings after mask_feature (k rows of each)") {
-  const auto pipe = open_latte();
+  const auto pipe = testing::open_fixture_pipeline("latte_tiny");
   const pipeline::Request req = latte_fixture_request(*pipe, 2);
   CHECK(req.max_sequence_length == 120);
   const pipeline::Conditions c = pipe->condition(req);
@@ -64,7 +58,7 @@ TEST_CASE("Latte pipeline: the text stage gives diffusers' embeddings after mask
 }
 
 TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames, batch sizes 2 and 1)") {
-  const auto pipe = open_latte();
+  const auto pipe = testing::open_fixture_pipeline("latte_tiny");
   const Tensor latents_ref = fixture_tensor("latte_tiny", "expected.safetensors", "latents_ddim");
   const Tensor frames_ref = fixture_tensor("latte_tiny", "expected.safetensors", "frames_ddim");  // (B, F, 3, H, W)
   for (const int batch : {2, 1}) {
@@ -78,7 +72,7 @@ TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames, ba
 }
 
 TEST_CASE("Latte decode: a video's frames are decoded independently, in chunks, whatever F") {
-  const auto pipe = open_latte();
+  const auto pipe = testing::open_fixture_pipeline("latte_tiny");
   const int64_t frames = pipeline::Pipeline::kDecodeChunkFrames + 1;  // two chunks: 14 + 1
   const Tensor latents = testing::random_tensor({1, 4, frames, 10, 10}, 7, -2.0f, 2.0f);
   const Tensor video = pipe->decode(latents);
@@ -132,7 +126,7 @@ TEST_CASE("image models reject generate.frames (it is for video models)") {
 }
 
 TEST_CASE("Latte PAB: range 1 of every kind reproduces PAB off exactly, and each kind reuses by the rule") {
-  const auto pipe = open_latte();
+  const auto pipe = testing::open_fixture_pipeline("latte_tiny");
   // 20 DDIM steps, leading: t = 950, 900, ..., 0; the window (100, 800) holds steps 4..16
   pipeline::Request req = latte_fixture_request(*pipe, 2, 20);
   const Tensor off = pipe->sample(req);

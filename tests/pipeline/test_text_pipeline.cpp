@@ -20,18 +20,12 @@ using testing::pixart_fixture_request;
 
 namespace {
 
-std::unique_ptr<pipeline::Pipeline> open_pixart() {
-  auto pipe = pipeline::Pipeline::open(testing::fixture_dir("pixart_tiny"));
-  pipe->load_weights({}, {});
-  return pipe;
-}
-
 Tensor row(const Tensor& t, int64_t i) { return t.slice0(i, i + 1).reshape({t.dim(1), t.dim(2)}).clone(); }
 
 }  // namespace
 
 TEST_CASE("PixArt pipeline: the text stage gives diffusers' prompt and negative embeddings") {
-  const auto pipe = open_pixart();
+  const auto pipe = testing::open_fixture_pipeline("pixart_tiny");
   const pipeline::Request req = pixart_fixture_request(*pipe, "", 2);
   const pipeline::Conditions c = pipe->condition(req);
   REQUIRE(c.prompt_embeds.shape() == Shape{2, 16, 40});
@@ -51,7 +45,7 @@ TEST_CASE("PixArt pipeline: the text stage gives diffusers' prompt and negative 
 }
 
 TEST_CASE("PixArt pipeline latents and images match diffusers (DPM-Solver++, DDIM, any batch size)") {
-  const auto pipe = open_pixart();
+  const auto pipe = testing::open_fixture_pipeline("pixart_tiny");
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
     const pipeline::Request dpm = pixart_fixture_request(*pipe, "dpmpp_2m", batch);

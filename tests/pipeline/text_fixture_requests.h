@@ -4,12 +4,22 @@
 // ones (tests/gpu/test_text_model_parity.cpp) alike: the prompts, sampling
 // settings and diffusers' initial noise, the text encoder in float32.
 #pragma once
+#include <memory>
 #include <string>
 
 #include "models/fixture.h"
+#include "models/placement.h"
 #include "pipeline/pipeline.h"
 
 namespace ditgen::testing {
+
+// The fixture's pipeline with its weights loaded at `place` (the CPU by default).
+inline std::unique_ptr<pipeline::Pipeline> open_fixture_pipeline(const std::string& fixture,
+                                                                 const models::Placement& place = {}) {
+  auto pipe = pipeline::Pipeline::open(fixture_dir(fixture));
+  pipe->load_weights({}, place);
+  return pipe;
+}
 
 // PixArt: two prompts, 4 steps, guidance 4.5, max_sequence_length 16.
 inline pipeline::Request pixart_fixture_request(const pipeline::Pipeline& pipe, const std::string& scheduler,
