@@ -123,12 +123,13 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   }
   MESSAGE("video default agreement: colour " << colour << "/" << n << ", shape " << shape << "/" << n << ", motion "
                                                << motion << "/" << n);
-  // What samples/latte-shapes achieves (README): colour 36, shape 28,
+  // What samples/latte-shapes achieves (README): colour 36, shape 30,
   // motion 36 of 36 on the development machine in bfloat16 (float32 not
   // measured); slack of 2 for a summation order that flips a borderline clip
-  // elsewhere. The issue asks for shape >= 80% (29); this model is one clip
-  // short (README, issue 17).
+  // elsewhere. These 36 prompts are a kind draw for shape: over all 180
+  // captions at the same seed the model gets 73% (stars 4 of 36, the other
+  // shapes 89%), short of the 80% issue 17 asks for (README).
   CHECK(colour >= 34);
-  CHECK(shape >= 26);
+  CHECK(shape >= 28);
   CHECK(motion >= 34);
 }
