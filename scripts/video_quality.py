@@ -12,9 +12,18 @@ A centroid shift of at least 4 px is a translation, named by its larger
 axis and sign (+x right, +y down); otherwise an area ratio last/first above
 1.5 is "growing", below 1/1.5 "shrinking"; anything else is no motion.
 src/eval/motion_measure.cpp is its C++ port (the quality test's measure).
+
+Scoring all 180 captions (the quality test samples 36 of them):
+    python scripts/video_quality.py --captions > /tmp/captions.txt
+    ./build/ditgen --config configs/default.json --prompt-file /tmp/captions.txt \
+        --set output.format=png --set output.grid=false --output /tmp/all/c.png
+    python scripts/video_quality.py /tmp/all/c     # reads c_0000_f000.png ...
+prints colour / shape / motion agreement and the shape confusions.
 """
 from __future__ import annotations
 
+import argparse
+import collections
 import os
 import sys
 
@@ -22,7 +31,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from shapes_dataset import classify  # noqa: E402
-from shapes_video_dataset import caption_parts  # noqa: E402
+from shapes_dataset import SHAPES  # noqa: E402
+from shapes_video_dataset import CAPTIONS, FRAMES, caption_parts  # noqa: E402
 
 EDGE_FRAMES = 4
 MIN_SHIFT_PX = 4.0
@@ -69,3 +79,39 @@ def score_clip(clip: np.ndarray, caption_id: int) -> dict:
     big = clip[int(np.argmax([foreground(f).sum() for f in clip]))]
     c, s = classify(big)
     return {"colour": c == colour, "shape": s == shape, "motion": motion_of(clip) == motion}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("prefix", nargs="?", help="ditgen's PNG output path without .png (frames PREFIX_0000_f000.png ...)")
+    ap.add_argument("--captions", action="store_true", help="print the 180 captions in caption-id order")
+    a = ap.parse_args()
+    if a.captions:
+        print("\n".join(CAPTIONS))
+        return
+    if not a.prefix:
+        ap.error("give the frames' prefix or --captions")
+    from PIL import Image
+    ok = collections.Counter()
+    per_shape = collections.Counter()
+    named = collections.Counter()
+    for cid in range(len(CAPTIONS)):
+        clip = np.stack([np.array(Image.open(f"{a.prefix}_{cid:04d}_f{k:03d}.png").convert("RGB"))
+                         for k in range(FRAMES)])
+        score = score_clip(clip, cid)
+        for k, v in score.items():
+            ok[k] += v
+        shape = caption_parts(cid)[1]
+        per_shape[shape] += score["shape"]
+        big = clip[int(np.argmax([foreground(f).sum() for f in clip]))]  # the frame score_clip classifies
+        named[(shape, classify(big)[1])] += 1
+    n = len(CAPTIONS)
+    print(", ".join(f"{k} {ok[k]}/{n} ({100 * ok[k] / n:.1f}%)" for k in ("colour", "shape", "motion")))
+    per = n // len(SHAPES)
+    for s in SHAPES:
+        other = ", ".join(f"{b} {v}" for (t, b), v in sorted(named.items()) if t == s and b != s)
+        print(f"  {s:8s} {per_shape[s]}/{per}" + (f"  (named {other})" if other else ""))
+
+
+if __name__ == "__main__":
+    main()

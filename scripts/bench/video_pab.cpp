@@ -5,16 +5,17 @@
 //
 //   bench_video_pab [--config configs/default.json] [--rounds 2] [--threads 2]
 //
-// Outputs: the 36 captions of the quality test (every colour, shape and
-// motion; tests/pipeline/test_video_default_model.cpp) with the config's
+// Outputs: 36 of the 180 captions, every colour, shape and motion (the
+// training script's check set; the quality test,
+// tests/pipeline/test_video_default_model.cpp, runs all 180) with the config's
 // steps, guidance, seed and batch. Configurations: PAB off, then spatial /
 // temporal / cross ranges 2/3/6 (VideoSys's Latte pyramid), 2/4/6, 3/5/7
 // and 5/7/9, each in the window 100 < t < 800 (no MLP broadcast). For
 // each: the end-to-end time of generate() (text encoder + denoising + VAE
 // decode; the median over alternating rounds, so a shared machine's drift
 // hits every configuration alike), the speed-up against off, mean PSNR and
-// SSIM of all frames against PAB off's, and the quality test's colour,
-// shape and motion agreement (src/eval/motion_measure.h).
+// SSIM of all frames against PAB off's, and the quality test's measure of
+// colour, shape and motion agreement (src/eval/motion_measure.h).
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -85,7 +86,7 @@ struct Caption {
   int colour, shape, motion;
 };
 
-// The quality test's captions: (c + s + m) % 5 == 0.
+// The training script's check set: (c + s + m) % 5 == 0.
 std::vector<Caption> captions() {
   std::vector<Caption> out;
   for (int c = 0; c < 6; ++c)

@@ -1,9 +1,8 @@
 // The shipped default video model (samples/latte-shapes, trained by
 // scripts/train_video_default.py): parity with diffusers' LattePipeline for
 // two prompts from the same noise (fixture made by
-// scripts/make_video_default_reference.py), and the quality check: 36
-// prompts that cover every colour and motion (6 times each) and shape (7 or
-// 8 times), generated as configs/default.json generates them, each clip
+// scripts/make_video_default_reference.py), and the quality check: all 180
+// captions, generated as configs/default.json generates them, each clip
 // judged by src/eval/motion_measure (a port of scripts/video_quality.py):
 // foreground colour, shape and the direction of the centroid's path.
 #include <doctest/doctest.h>
@@ -84,9 +83,10 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   const auto& colours = eval::shape_colour_names();
   const auto& shapes = eval::shape_names();
   const auto& motions = eval::motion_names();
-  // The 36 captions with (colour + shape + motion) % 5 == 0: every colour and
-  // motion 6 times, every shape 7 or 8 times (the training script's check
-  // and bench_video_pab use the same set).
+  // Every one of the 180 captions, in caption-id order (colour, shape,
+  // motion: scripts/shapes_video_dataset.py's CAPTIONS), so the score is the
+  // model's own rate and not that of a subset's draw: each colour 30 times,
+  // each shape 36, each motion 30.
   struct Want {
     int colour, shape, motion;
   };
@@ -94,13 +94,12 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   std::vector<std::string> prompts;
   for (int c = 0; c < 6; ++c)
     for (int s = 0; s < 5; ++s)
-      for (int m = 0; m < 6; ++m)
-        if ((c + s + m) % 5 == 0) {
-          want.push_back({c, s, m});
-          prompts.push_back("a " + colours[c] + " " + shapes[s] + " " + motions[m]);
-        }
+      for (int m = 0; m < 6; ++m) {
+        want.push_back({c, s, m});
+        prompts.push_back("a " + colours[c] + " " + shapes[s] + " " + motions[m]);
+      }
   const int n = static_cast<int>(prompts.size());
-  REQUIRE(n == 36);
+  REQUIRE(n == 180);
   // As configs/default.json runs here: model.dtype auto (bfloat16 on CPUs
   // with bf16 dot products, float32 elsewhere), text encoder included.
   const DType dtype = ops::cpu_has_bf16() ? DType::kBF16 : DType::kF32;
@@ -111,11 +110,13 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   const pipeline::Result r = pipe->generate(req);
   REQUIRE(r.frames.dim(0) == n);
   int colour = 0, shape = 0, motion = 0;
+  std::vector<int> shape_right(shapes.size(), 0);
   for (int i = 0; i < n; ++i) {
     const auto clip = clip_rgb8(r.frames, i);
     const auto g = eval::classify_shape_clip(clip.data(), r.frames.dim(1), r.frames.dim(3), r.frames.dim(4));
     const bool c = g.colour == want[i].colour, s = g.shape == want[i].shape, m = g.motion == want[i].motion;
     colour += c, shape += s, motion += m;
+    shape_right[static_cast<size_t>(want[i].shape)] += s;
     if (!(c && s && m))
       MESSAGE("'" << prompts[i] << "' looks like '" << (g.colour >= 0 ? colours[g.colour] : "?") << " "
                   << (g.shape >= 0 ? shapes[g.shape] : "?") << " " << (g.motion >= 0 ? motions[g.motion] : "?")
@@ -123,13 +124,14 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   }
   MESSAGE("video default agreement: colour " << colour << "/" << n << ", shape " << shape << "/" << n << ", motion "
                                                << motion << "/" << n);
-  // What samples/latte-shapes achieves (README): colour 36, shape 30,
-  // motion 36 of 36 on the development machine in bfloat16 (float32 not
-  // measured); slack of 2 for a summation order that flips a borderline clip
-  // elsewhere. These 36 prompts are a kind draw for shape: over all 180
-  // captions at the same seed the model gets 73% (stars 4 of 36, the other
-  // shapes 89%), short of the 80% issue 17 asks for (README).
-  CHECK(colour >= 34);
-  CHECK(shape >= 28);
-  CHECK(motion >= 34);
+  for (size_t k = 0; k < shapes.size(); ++k) MESSAGE("  " << shapes[k] << " " << shape_right[k] << "/36");
+  // What samples/latte-shapes achieves (README): colour 180, shape 139
+  // (circle 28, square 31, triangle 36, star 8, cross 36 of 36), motion 180
+  // of 180 on the development machine in bfloat16, the same clips and
+  // scores as scripts/video_quality.py gives ditgen's PNG frames; slack of 3
+  // for a summation order that flips a borderline clip elsewhere. Shape is
+  // short of the 80% issue 17 asks for (77%: the stars, README).
+  CHECK(colour >= 177);
+  CHECK(shape >= 136);
+  CHECK(motion >= 177);
 }
