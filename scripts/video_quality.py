@@ -13,7 +13,7 @@ axis and sign (+x right, +y down); otherwise an area ratio last/first above
 1.5 is "growing", below 1/1.5 "shrinking"; anything else is no motion.
 src/eval/motion_measure.cpp is its C++ port (the quality test's measure).
 
-Scoring all 180 captions (the quality test samples 36 of them):
+Scoring all 180 captions (as the quality test does, in C++):
     python scripts/video_quality.py --captions > /tmp/captions.txt
     ./build/ditgen --config configs/default.json --prompt-file /tmp/captions.txt \
         --set output.format=png --set output.grid=false --output /tmp/all/c.png
@@ -30,8 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from shapes_dataset import classify  # noqa: E402
-from shapes_dataset import SHAPES  # noqa: E402
+from shapes_dataset import SHAPES, classify  # noqa: E402
 from shapes_video_dataset import CAPTIONS, FRAMES, caption_parts  # noqa: E402
 
 EDGE_FRAMES = 4
@@ -73,11 +72,15 @@ def motion_of(clip: np.ndarray):
     return None
 
 
+def named_colour_shape(clip: np.ndarray):
+    """classify() of the clip's frame with the most foreground: (colour, shape), either None."""
+    return classify(clip[int(np.argmax([foreground(f).sum() for f in clip]))])
+
+
 def score_clip(clip: np.ndarray, caption_id: int) -> dict:
     """{colour, shape, motion: bool} for a clip generated from caption_id."""
     colour, shape, motion = caption_parts(caption_id)
-    big = clip[int(np.argmax([foreground(f).sum() for f in clip]))]
-    c, s = classify(big)
+    c, s = named_colour_shape(clip)
     return {"colour": c == colour, "shape": s == shape, "motion": motion_of(clip) == motion}
 
 
@@ -103,8 +106,7 @@ def main():
             ok[k] += v
         shape = caption_parts(cid)[1]
         per_shape[shape] += score["shape"]
-        big = clip[int(np.argmax([foreground(f).sum() for f in clip]))]  # the frame score_clip classifies
-        named[(shape, classify(big)[1])] += 1
+        named[(shape, named_colour_shape(clip)[1] or "no shape")] += 1
     n = len(CAPTIONS)
     print(", ".join(f"{k} {ok[k]}/{n} ({100 * ok[k] / n:.1f}%)" for k in ("colour", "shape", "motion")))
     per = n // len(SHAPES)
