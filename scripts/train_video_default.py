@@ -321,6 +321,14 @@ def main():
     a = ap.parse_args()
     if not a.star_weight > 0:
         ap.error(f"--star-weight must be positive (got {a.star_weight})")
+    st = None  # the --resume state, checked before any work
+    if a.resume:
+        if not a.state or not os.path.exists(a.state):
+            sys.exit(f"--resume needs the --state file of an earlier run ({a.state} not found)")
+        st = torch.load(a.state, weights_only=False)
+        if st.get("star_weight", 1.0) != a.star_weight:  # states from before --star-weight: uniform captions
+            sys.exit(f"--resume: {a.state} was trained with --star-weight {st.get('star_weight', 1.0)}, "
+                     f"not {a.star_weight}")
     torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
     torch.manual_seed(0)
@@ -370,18 +378,12 @@ def main():
     opt = torch.optim.AdamW(transformer.parameters(), lr=a.lr, weight_decay=0.0, foreach=True)
     g = torch.Generator().manual_seed(1234)
     first = 0
-    if a.resume:
-        if not a.state or not os.path.exists(a.state):
-            sys.exit(f"--resume needs the --state file of an earlier run ({a.state} not found)")
-        st = torch.load(a.state, weights_only=False)
+    if st is not None:
         transformer.load_state_dict(st["transformer"])
         ema.load_state_dict(st["ema"])
         opt.load_state_dict(st["optimizer"])
         g.set_state(st["generator"])
         first = st["step"]
-        if st.get("star_weight", 1.0) != a.star_weight:  # states from before --star-weight: uniform captions
-            sys.exit(f"--resume: {a.state} was trained with --star-weight {st.get('star_weight', 1.0)}, "
-                     f"not {a.star_weight}")
         log(f"resumed from {a.state} after {first} steps")
     transformer.train()
     sdpa = F.scaled_dot_product_attention

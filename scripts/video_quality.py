@@ -77,10 +77,11 @@ def named_colour_shape(clip: np.ndarray):
     return classify(clip[int(np.argmax([foreground(f).sum() for f in clip]))])
 
 
-def score_clip(clip: np.ndarray, caption_id: int) -> dict:
-    """{colour, shape, motion: bool} for a clip generated from caption_id."""
+def score_clip(clip: np.ndarray, caption_id: int, named=None) -> dict:
+    """{colour, shape, motion: bool} for a clip generated from caption_id
+    (named: its named_colour_shape() where the caller has it already)."""
     colour, shape, motion = caption_parts(caption_id)
-    c, s = named_colour_shape(clip)
+    c, s = named if named is not None else named_colour_shape(clip)
     return {"colour": c == colour, "shape": s == shape, "motion": motion_of(clip) == motion}
 
 
@@ -96,23 +97,20 @@ def main():
         ap.error("give the frames' prefix or --captions")
     from PIL import Image
     ok = collections.Counter()
-    per_shape = collections.Counter()
-    named = collections.Counter()
+    named = collections.Counter()  # (asked shape, named shape) -> clips
     for cid in range(len(CAPTIONS)):
         clip = np.stack([np.array(Image.open(f"{a.prefix}_{cid:04d}_f{k:03d}.png").convert("RGB"))
                          for k in range(FRAMES)])
-        score = score_clip(clip, cid)
-        for k, v in score.items():
+        colour_shape = named_colour_shape(clip)
+        for k, v in score_clip(clip, cid, colour_shape).items():
             ok[k] += v
-        shape = caption_parts(cid)[1]
-        per_shape[shape] += score["shape"]
-        named[(shape, named_colour_shape(clip)[1] or "no shape")] += 1
+        named[(caption_parts(cid)[1], colour_shape[1] or "no shape")] += 1
     n = len(CAPTIONS)
     print(", ".join(f"{k} {ok[k]}/{n} ({100 * ok[k] / n:.1f}%)" for k in ("colour", "shape", "motion")))
     per = n // len(SHAPES)
     for s in SHAPES:
         other = ", ".join(f"{b} {v}" for (t, b), v in sorted(named.items()) if t == s and b != s)
-        print(f"  {s:8s} {per_shape[s]}/{per}" + (f"  (named {other})" if other else ""))
+        print(f"  {s:8s} {named[(s, s)]}/{per}" + (f"  (named {other})" if other else ""))
 
 
 if __name__ == "__main__":
