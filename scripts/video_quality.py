@@ -19,6 +19,8 @@ Scoring all 180 captions (as the quality test does, in C++):
         --set output.format=png --set output.grid=false --output /tmp/all/c.png
     python scripts/video_quality.py /tmp/all/c     # reads c_0000_f000.png ...
 prints colour / shape / motion agreement and the shape confusions.
+    /root/venv-t5/bin/python scripts/video_quality.py --vae samples/latte-shapes/vae
+scores true clips sent through the VAE instead: the most any sampler can reach.
 """
 from __future__ import annotations
 
@@ -85,32 +87,66 @@ def score_clip(clip: np.ndarray, caption_id: int, named=None) -> dict:
     return {"colour": c == colour, "shape": s == shape, "motion": motion_of(clip) == motion}
 
 
+def report(clips_and_ids):
+    """Print colour / shape / motion agreement and the shape confusions of (clip, caption id) pairs."""
+    ok = collections.Counter()
+    named = collections.Counter()  # (asked shape, named shape) -> clips
+    asked = collections.Counter()
+    for clip, cid in clips_and_ids:
+        colour_shape = named_colour_shape(clip)
+        for k, v in score_clip(clip, cid, colour_shape).items():
+            ok[k] += v
+        shape = caption_parts(cid)[1]
+        named[(shape, colour_shape[1] or "no shape")] += 1
+        asked[shape] += 1
+    n = sum(asked.values())
+    print(", ".join(f"{k} {ok[k]}/{n} ({100 * ok[k] / n:.1f}%)" for k in ("colour", "shape", "motion")))
+    for s in SHAPES:
+        other = ", ".join(f"{b} {v}" for (t, b), v in sorted(named.items()) if t == s and b != s)
+        print(f"  {s:8s} {named[(s, s)]}/{asked[s]}" + (f"  (named {other})" if other else ""))
+
+
+def ditgen_clips(prefix):
+    """The 180 clips of a ditgen --prompt-file run over the captions, in caption-id order."""
+    from PIL import Image
+    for cid in range(len(CAPTIONS)):
+        yield np.stack([np.array(Image.open(f"{prefix}_{cid:04d}_f{k:03d}.png").convert("RGB"))
+                        for k in range(FRAMES)]), cid
+
+
+def vae_clips(vae_dir, n=360, seed=777):
+    """n drawn clips (uniform captions, seeds apart from training's) sent through the
+    AutoencoderKL at vae_dir, frame by frame: encoder mean, then decoder. Their score
+    is the ceiling that VAE puts on any transformer's samples."""
+    import torch
+    from diffusers import AutoencoderKL
+    from shapes_video_dataset import generate_clips
+    torch.set_num_threads(2)
+    vae = AutoencoderKL.from_pretrained(vae_dir).eval()
+    clips, cids = generate_clips(n, seed)
+    for clip, cid in zip(clips, cids):
+        x = torch.from_numpy(clip).permute(0, 3, 1, 2).float().div(127.5).sub(1)
+        with torch.no_grad():
+            y = vae.decode(vae.encode(x).latent_dist.mean).sample
+        yield ((y.clamp(-1, 1) + 1) * 127.5 + 0.5).to(torch.uint8).permute(0, 2, 3, 1).numpy(), int(cid)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("prefix", nargs="?", help="ditgen's PNG output path without .png (frames PREFIX_0000_f000.png ...)")
     ap.add_argument("--captions", action="store_true", help="print the 180 captions in caption-id order")
+    ap.add_argument("--vae", metavar="DIR",
+                    help="score 360 true clips sent through the VAE in DIR (e.g. samples/latte-shapes/vae): "
+                         "the ceiling it puts on the samples (needs torch and diffusers)")
     a = ap.parse_args()
     if a.captions:
         print("\n".join(CAPTIONS))
-        return
-    if not a.prefix:
-        ap.error("give the frames' prefix or --captions")
-    from PIL import Image
-    ok = collections.Counter()
-    named = collections.Counter()  # (asked shape, named shape) -> clips
-    for cid in range(len(CAPTIONS)):
-        clip = np.stack([np.array(Image.open(f"{a.prefix}_{cid:04d}_f{k:03d}.png").convert("RGB"))
-                         for k in range(FRAMES)])
-        colour_shape = named_colour_shape(clip)
-        for k, v in score_clip(clip, cid, colour_shape).items():
-            ok[k] += v
-        named[(caption_parts(cid)[1], colour_shape[1] or "no shape")] += 1
-    n = len(CAPTIONS)
-    print(", ".join(f"{k} {ok[k]}/{n} ({100 * ok[k] / n:.1f}%)" for k in ("colour", "shape", "motion")))
-    per = n // len(SHAPES)
-    for s in SHAPES:
-        other = ", ".join(f"{b} {v}" for (t, b), v in sorted(named.items()) if t == s and b != s)
-        print(f"  {s:8s} {named[(s, s)]}/{per}" + (f"  (named {other})" if other else ""))
+    elif a.vae:
+        report(vae_clips(a.vae))
+    elif a.prefix:
+        report(ditgen_clips(a.prefix))
+    else:
+        ap.error("give the frames' prefix, --captions or --vae DIR")
 
 
 if __name__ == "__main__":

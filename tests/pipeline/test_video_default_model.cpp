@@ -126,14 +126,18 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
                                                << motion << "/" << n);
   for (size_t k = 0; k < shapes.size(); ++k)
     MESSAGE("  " << shapes[k] << " " << shape_right[k] << "/" << n / static_cast<int>(shapes.size()));
-  // What samples/latte-shapes achieves (README): colour 180, shape 139
-  // (circle 28, square 31, triangle 36, star 8, cross 36 of 36), motion 180
-  // of 180 on the development machine in bfloat16 (float32, for CPUs
-  // without bf16 dot products, not measured), the same clips and
-  // scores as scripts/video_quality.py gives ditgen's PNG frames; slack of 3
-  // for a summation order that flips a borderline clip elsewhere. Shape is
-  // short of the 80% issue 17 asks for (77%: the stars, README).
+  // What samples/latte-shapes achieves (README), the same clips and scores
+  // as scripts/video_quality.py gives ditgen's PNG frames:
+  //   bfloat16 (this project's CPUs): colour 180, shape 145 (circle 30,
+  //     square 29, triangle 36, star 18, cross 32 of 36), motion 180;
+  //   float32 (CPUs without bf16 dot products): colour 180, shape 143
+  //     (star 17, cross 31), motion 180.
+  // Shape asserts issue 17's 80% (144) where the model reaches it, in
+  // bfloat16; float32 falls one clip short and keeps a slack of 3, as
+  // colour and motion do, for a summation order that flips a borderline
+  // clip on another machine.
+  const int shape_min = dtype == DType::kBF16 ? 144 : 140;
   CHECK(colour >= 177);
-  CHECK(shape >= 136);
+  CHECK(shape >= shape_min);
   CHECK(motion >= 177);
 }
