@@ -54,16 +54,17 @@ a float32 step costs 0.90 s on 2 cores, 6000 steps 90 min: bfloat16 autocast
 on the linear layers (AVX512-BF16 matmuls, 2.8x float32's rate here) with the
 attention kept in float32 on PyTorch's math path brings it to 0.53 s, and
 torch.compile (Inductor's fused C++ kernels for the norms, modulations and
-GELUs) to 0.42 s in short runs (the shipped run averaged 0.53 s on this
-shared machine, where an uncompiled run averaged 0.64 s): 6600
-steps fit in the hour. A second GPU sweep, scored on 90 captions
+GELUs) to 0.42 s in short runs (the shipped run averaged 0.50 s, the one
+before it 0.53 s on this shared machine, where an uncompiled run averaged
+0.64 s): 6600 steps fit in the hour. A second GPU sweep, scored on 90 captions
 (--check-group 2): bfloat16 73.3% shape, float32 77.8%, a batch half drawn
 from the noisy timesteps t >= 500 71.1%, that and 6000 distinct clips 71.1%:
 neither helped. Stars are most of the misses (the model draws them as
-blobs or crosses), and not because of the VAE: its decoder, fine-tuned on
-video frames, raised the shape score of true clips sent through the VAE
-from 91% to 97% (stars 56% to 84%) but not that of the samples (73.3%
-before, 74.4% after, stars 4 and 5 of 36, over all 180 captions).
+blobs or crosses). The VAE alone does not explain it: its decoder,
+fine-tuned on video frames, raised the shape score of true clips sent
+through the VAE from 91% to 97% (stars 56% to 84%) but not that of the
+uniform-caption model's samples (73.3% before, 74.4% after, stars 4 and 5
+of 36, over all 180 captions); more star clips in training did (below).
 
 Why --star-weight 4: the training clips' captions are drawn with each
 star caption 4 times as likely as any other (50% of the clips show a
@@ -110,9 +111,9 @@ def keep_freed_memory():
 
     By default each step's larger buffers are mmapped and unmapped, or trimmed
     off the heap, and every page is faulted in and zeroed again on the next
-    step: 136 million page faults and 340 s of system time in a 6,600-step
-    run. Raising the mmap and trim thresholds keeps that memory in the heap
-    (3% faster a step here, sys time 37 s -> 3 s in 140 steps, same losses).
+    step. Whole 6,600-step runs: 136 million page faults and 338 s of system
+    time before, 12 million and 49 s with the thresholds raised; in a 140-step
+    A/B from the same latent cache 0.522 -> 0.507 s a step, the same losses.
     """
     import ctypes
     try:
@@ -120,8 +121,9 @@ def keep_freed_memory():
     except OSError:  # not glibc: nothing to tune
         return
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's largest allowed value
-    libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)
+    # mallopt returns 1 when it takes a value; 32 MB is glibc's largest mmap threshold
+    if not (libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)):
+        print("warning: glibc refused the malloc thresholds (training is slower, not different)", flush=True)
 
 
 keep_freed_memory()

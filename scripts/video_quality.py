@@ -20,7 +20,8 @@ Scoring all 180 captions (as the quality test does, in C++):
     python scripts/video_quality.py /tmp/all/c     # reads c_0000_f000.png ...
 prints colour / shape / motion agreement and the shape confusions.
     /root/venv-t5/bin/python scripts/video_quality.py --vae samples/latte-shapes/vae
-scores true clips sent through the VAE instead: the most any sampler can reach.
+scores true clips sent through the VAE instead: an estimate of the ceiling
+that VAE puts on the samples (of what its decoder makes of good latents).
 """
 from __future__ import annotations
 
@@ -117,7 +118,7 @@ def ditgen_clips(prefix):
 def vae_clips(vae_dir, n=360, seed=777):
     """n drawn clips (uniform captions, seeds apart from training's) sent through the
     AutoencoderKL at vae_dir, frame by frame: encoder mean, then decoder. Their score
-    is the ceiling that VAE puts on any transformer's samples."""
+    estimates the ceiling that VAE puts on a transformer's samples."""
     import torch
     from diffusers import AutoencoderKL
     from shapes_video_dataset import generate_clips
@@ -137,16 +138,16 @@ def main():
     ap.add_argument("--captions", action="store_true", help="print the 180 captions in caption-id order")
     ap.add_argument("--vae", metavar="DIR",
                     help="score 360 true clips sent through the VAE in DIR (e.g. samples/latte-shapes/vae): "
-                         "the ceiling it puts on the samples (needs torch and diffusers)")
+                         "an estimate of the ceiling it puts on the samples (needs torch and diffusers)")
     a = ap.parse_args()
+    if sum(map(bool, (a.captions, a.vae, a.prefix))) != 1:
+        ap.error("give exactly one of: the frames' prefix, --captions, --vae DIR")
     if a.captions:
         print("\n".join(CAPTIONS))
     elif a.vae:
         report(vae_clips(a.vae))
-    elif a.prefix:
-        report(ditgen_clips(a.prefix))
     else:
-        ap.error("give the frames' prefix, --captions or --vae DIR")
+        report(ditgen_clips(a.prefix))
 
 
 if __name__ == "__main__":
