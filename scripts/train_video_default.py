@@ -105,29 +105,6 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-
-def keep_freed_memory():
-    """Stop glibc from handing freed tensor memory back to the kernel after every step.
-
-    By default each step's larger buffers are mmapped and unmapped, or trimmed
-    off the heap, and every page is faulted in and zeroed again on the next
-    step. Whole 6,600-step runs: 136 million page faults and 338 s of system
-    time before, 12 million and 49 s with the thresholds raised; in a 140-step
-    A/B from the same latent cache 0.522 -> 0.507 s a step, the same losses.
-    """
-    import ctypes
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc: nothing to tune
-        return
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    # mallopt returns 1 when it takes a value; 32 MB is glibc's largest mmap threshold
-    if not (libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)):
-        print("warning: glibc refused the malloc thresholds (training is slower, not different)", flush=True)
-
-
-keep_freed_memory()
-
 import numpy as np  # noqa: E402
 import sentencepiece as spm  # noqa: E402
 import torch  # noqa: E402
@@ -300,7 +277,28 @@ def check(pipe, per_caption_group, steps, guidance, seed=0):
         ", ".join(f"{k} {100 * v / n:.1f}%" for k, v in ok.items()))
 
 
+def keep_freed_memory():
+    """Stop glibc from handing freed tensor memory back to the kernel after every step.
+
+    By default each step's larger buffers are mmapped and unmapped, or trimmed
+    off the heap, and every page is faulted in and zeroed again on the next
+    step. Whole 6,600-step runs: 136 million page faults and 338 s of system
+    time before, 12 million and 49 s with the thresholds raised; in a 140-step
+    A/B from the same latent cache 0.522 -> 0.507 s a step, the same losses.
+    """
+    import ctypes
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to tune
+        return
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    # mallopt returns 1 when it takes a value; 32 MB is glibc's largest mmap threshold
+    if not (libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(M_TRIM_THRESHOLD, 1 << 30)):
+        print("warning: glibc refused the malloc thresholds (training is slower, not different)", flush=True)
+
+
 def main():
+    keep_freed_memory()  # this run only, not a process that imports the module
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(REPO, "samples", "latte-shapes"))
     ap.add_argument("--vae-from", default=os.path.join(REPO, "samples", "dit-shapes"))
@@ -354,9 +352,9 @@ def main():
         if not a.state or not os.path.exists(a.state):
             sys.exit(f"--resume needs the --state file of an earlier run ({a.state} not found)")
         st = torch.load(a.state, weights_only=False)
-        if st.get("star_weight", 1.0) != a.star_weight:  # states from before --star-weight: uniform captions
-            sys.exit(f"--resume: {a.state} was trained with --star-weight {st.get('star_weight', 1.0)}, "
-                     f"not {a.star_weight}")
+        trained = st.get("star_weight", 1.0)  # states from before --star-weight: uniform captions
+        if trained != a.star_weight:
+            sys.exit(f"--resume: {a.state} was trained with --star-weight {trained}, not {a.star_weight}")
     torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
     torch.manual_seed(0)
