@@ -95,8 +95,9 @@ inline DecodedVideo decode_mp4(const std::string& path) {
         sws_setColorspaceDetails(sws, bt709, 0, bt709, 1, 0, 1 << 16, 1 << 16);
       }
       std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
-      uint8_t* dst[1] = {rgb.data()};
-      const int dst_stride[1] = {w * 3};
+      // sws_scale reads four plane pointers and strides whatever the format.
+      uint8_t* dst[4] = {rgb.data(), nullptr, nullptr, nullptr};
+      const int dst_stride[4] = {w * 3, 0, 0, 0};
       sws_scale(sws, frame->data, frame->linesize, 0, h, dst, dst_stride);
       std::vector<uint8_t> y(static_cast<size_t>(w) * h);
       for (int r = 0; r < h; ++r)

@@ -96,26 +96,75 @@ const AVCodec* find_encoder(const std::string& name, const std::string& for_whom
   return codec;
 }
 
-// (W, H) 8-bit RGB -> (W + W % 2, H + H % 2), the last column / row repeated.
-std::vector<uint8_t> pad_to_even(std::vector<uint8_t> rgb, int width, int height) {
-  const int pw = width + width % 2, ph = height + height % 2;
-  if (pw == width && ph == height) return rgb;
-  std::vector<uint8_t> out(static_cast<size_t>(pw) * ph * 3);
-  for (int y = 0; y < ph; ++y) {
-    const uint8_t* src = rgb.data() + static_cast<size_t>(std::min(y, height - 1)) * width * 3;
-    uint8_t* dst = out.data() + static_cast<size_t>(y) * pw * 3;
-    std::memcpy(dst, src, static_cast<size_t>(width) * 3);
-    if (pw != width) std::memcpy(dst + static_cast<size_t>(width) * 3, src + static_cast<size_t>(width - 1) * 3, 3);
-  }
-  return out;
+// x264's instruction sets, named as its `asm` option names them: all this
+// CPU has up to AVX2, never AVX-512. x264's AVX-512 functions read memory
+// whose content varies from run to run: the same frames gave other bytes
+// after other heap use in one process (Debian's x264 164, issue 36), while
+// its C code and every set up to AVX2 give the same bytes as each other
+// (checked on tests/io/test_mp4_writer.cpp's real frames). So a video is
+// also the same on every x86-64 machine. Null elsewhere: x264's default.
+const char* x264_instruction_sets() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  // x264's "AVX2" implies FMA3, BMI1, BMI2 and LZCNT; "AVX" implies SSE4.2.
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
+      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt"))
+    return "AVX2";
+  if (__builtin_cpu_supports("avx")) return "AVX";
+  if (__builtin_cpu_supports("sse4.2")) return "SSE4.2";
+  if (__builtin_cpu_supports("ssse3")) return "SSSE3";
+  return "SSE2";
+#else
+  return nullptr;
+#endif
 }
+
+// The RGB picture handed to libswscale. Its SIMD input converters read
+// whole vectors: past a row's last pixel and past the buffer's end
+// (valgrind on a tightly packed 34x22 frame: 16-byte reads 6 bytes past
+// the allocation). Those bytes then differed with the heap's layout, which
+// --quiet and where stdout went changed, and with them the encoded video
+// (issue 36). So every byte swscale may read is ours and set: rows start
+// at a 64-byte stride, each row's tail repeats its last pixel, and a spare
+// row (a copy of the last) follows the picture.
+class RgbSource {
+ public:
+  // A (W, H) picture padded to (W + W % 2, H + H % 2): 4:2:0 needs even
+  // sizes, and the last column / row repeated keeps the edge's chroma clean.
+  RgbSource(int width, int height)
+      : width_(width), height_(height), even_w_(width + width % 2), even_h_(height + height % 2),
+        stride_((even_w_ * 3 + kAlign - 1) / kAlign * kAlign),
+        bytes_(static_cast<size_t>(stride_) * (even_h_ + 1)) {}
+
+  int stride() const { return stride_; }
+  const uint8_t* data() const { return bytes_.data(); }
+
+  // `rgb`: width x height x 3 bytes, tightly packed.
+  void fill(const std::vector<uint8_t>& rgb) {
+    const size_t row_bytes = static_cast<size_t>(width_) * 3;
+    for (int y = 0; y <= even_h_; ++y) {  // <=: the spare row
+      const uint8_t* src = rgb.data() + static_cast<size_t>(std::min(y, height_ - 1)) * row_bytes;
+      uint8_t* dst = bytes_.data() + static_cast<size_t>(y) * stride_;
+      std::memcpy(dst, src, row_bytes);
+      for (size_t x = row_bytes; x < static_cast<size_t>(stride_); x += 3) {
+        const size_t n = std::min<size_t>(3, stride_ - x);
+        std::memcpy(dst + x, src + row_bytes - 3, n);
+      }
+    }
+  }
+
+ private:
+  static constexpr int kAlign = 64;  // wider than any SIMD read of swscale (AVX-512: 64 bytes)
+  int width_, height_, even_w_, even_h_, stride_;
+  std::vector<uint8_t> bytes_;  // (even_h + 1) rows of `stride` bytes
+};
 
 // One output being encoded into the file `temp` (reported as `path`).
 class Mp4Encoder {
  public:
   Mp4Encoder(const std::string& path, const std::string& temp, const Mp4Settings& s, int width, int height,
              const OutputItem& item)
-      : path_(path), width_(width), height_(height) {
+      : path_(path), height_(height) {
     t_last_av_error.clear();
     const AVCodec* codec = find_encoder(s.encoder, path);
 
@@ -145,6 +194,9 @@ class Mp4Encoder {
     if (oc->oformat->flags & AVFMT_GLOBALHEADER) c->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
     check(av_opt_set(c->priv_data, "preset", "medium", 0), "cannot set the encoder preset");
     check(av_opt_set_int(c->priv_data, "crf", s.crf, 0), "cannot set crf " + std::to_string(s.crf));
+    if (const char* sets = x264_instruction_sets())
+      check(av_opt_set(c->priv_data, "x264-params", (std::string("asm=") + sets).c_str(), 0),
+            "cannot choose the encoder's instruction sets");
     check(avcodec_open2(c, codec, nullptr),
           "cannot open the " + s.encoder + " encoder for " + std::to_string(width) + "x" + std::to_string(height));
     check(avcodec_parameters_from_context(stream_->codecpar, c), "cannot copy the encoder parameters");
@@ -190,11 +242,12 @@ class Mp4Encoder {
     check(av_frame_get_buffer(frame_.get(), 0), "cannot allocate a frame");
   }
 
-  // `rgb`: width x height x 3 bytes (already padded to the even size).
-  void add_frame(const std::vector<uint8_t>& rgb) {
+  // `source`: the even-sized picture, padded as RgbSource says.
+  void add_frame(const RgbSource& source) {
     check(av_frame_make_writable(frame_.get()), "cannot reuse the frame buffer");
-    const uint8_t* src[1] = {rgb.data()};
-    const int src_stride[1] = {width_ * 3};
+    // sws_scale reads four plane pointers and strides whatever the format.
+    const uint8_t* src[4] = {source.data(), nullptr, nullptr, nullptr};
+    const int src_stride[4] = {source.stride(), 0, 0, 0};
     sws_scale(sws_.get(), src, src_stride, 0, height_, frame_->data, frame_->linesize);
     frame_->pts = next_pts_++;
     check(avcodec_send_frame(codec_.get(), frame_.get()), "cannot encode frame " + std::to_string(frame_->pts));
@@ -244,7 +297,7 @@ class Mp4Encoder {
   }
 
   std::string path_;
-  int width_, height_;
+  int height_;
   int64_t next_pts_ = 0;
   // Declared before codec_ etc.: destroyed last, after the encoder, so the
   // file is closed once nothing can write into it any more.
@@ -278,8 +331,11 @@ class Mp4Writer final : public OutputWriter {
       Mp4Encoder encoder(path, temp, settings_, even_w, even_h, item);
       // One frame converted at a time: a long video never holds all its
       // frames as bytes as well as floats.
-      for (int64_t f = 0; f < item.frames.dim(0); ++f)
-        encoder.add_frame(pad_to_even(output_frame_rgb(item.frames, f).pixels, width, height));
+      RgbSource source(width, height);
+      for (int64_t f = 0; f < item.frames.dim(0); ++f) {
+        source.fill(output_frame_rgb(item.frames, f).pixels);
+        encoder.add_frame(source);
+      }
       encoder.finish();
     });
     return {path};

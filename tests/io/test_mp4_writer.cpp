@@ -16,8 +16,11 @@
 #include <string>
 #include <vector>
 
+#include <malloc.h>
+
 #include "io/mp4_writer.h"
 #include "io/png.h"
+#include "io/safetensors.h"
 #include "mp4_decode.h"
 #include "temp_dir.h"
 #include "util/error.h"
@@ -110,6 +113,27 @@ std::string runtime_failure_of(const std::function<void()>& f) {
   return "<no exception>";
 }
 
+// Real frames: the default video model's, as diffusers decoded them
+// (tests/fixtures/latte_shapes_reference), video 0's top-left h x w.
+Tensor real_frames(int h, int w) {
+  const auto file = SafetensorsFile::open(std::string(DITGEN_SOURCE_DIR) +
+                                          "/tests/fixtures/latte_shapes_reference/expected.safetensors");
+  const Tensor all = file->load("frames");  // (2, 16, 3, 32, 32)
+  const int64_t frames = all.dim(1), full_h = all.dim(3), full_w = all.dim(4);
+  Tensor t = Tensor::zeros({frames, 3, h, w});
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x)
+          t[((f * 3 + c) * h + y) * w + x] = all.data()[((f * 3 + c) * full_h + y) * full_w + x];
+  return t;
+}
+
+std::vector<char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
@@ -163,6 +187,32 @@ TEST_CASE("mp4 writer: frames, rate, even size, yuv420p, BT.709 tags, metadata a
       for (int c = 0; c < 33; ++c) CHECK(std::abs(int(y[21 * 34 + c]) - int(y[20 * 34 + c])) <= 3);
     }
   }
+}
+
+// Issue 36: libswscale's SIMD reads went past the end of a tightly packed
+// frame, so the video depended on whatever the heap held there. The same
+// frames must give the same bytes whatever the heap around them: the
+// second write runs after the heap is reshaped and every freed byte is
+// overwritten (glibc's M_PERTURB). ctest also runs the mp4 writer cases
+// under valgrind ("io: mp4 writer under valgrind", tests/CMakeLists.txt),
+// which reports any read of memory the writer does not own or has not set.
+TEST_CASE("mp4 writer: real frames give the same bytes whatever the heap holds around them") {
+  testing::TempDir dir("ditgen_test_mp4_heap");
+  const Tensor frames = real_frames(31, 29);  // odd: the even padding runs too
+  const OutputPlan plan_a{dir.file("a.mp4"), 1, 16, {}}, plan_b{dir.file("b.mp4"), 1, 16, {}};
+  make_mp4_writer(plan_a, 8, 18)->write(item(0, frames));
+
+  mallopt(M_PERTURB, 0x5a);
+  std::vector<std::vector<char>> clutter;
+  for (int i = 0; i < 64; ++i) clutter.emplace_back(static_cast<size_t>(37 * i + 11), static_cast<char>(i));
+  for (size_t i = 0; i < clutter.size(); i += 2) clutter[i] = {};
+  make_mp4_writer(plan_b, 8, 18)->write(item(0, frames));
+  mallopt(M_PERTURB, 0);
+
+  const auto a = file_bytes(dir.file("a.mp4")), b = file_bytes(dir.file("b.mp4"));
+  CHECK(a.size() > 1000);
+  CHECK(a == b);
+  CHECK(worst_psnr(dir.file("a.mp4"), frames) > 27);  // crf 18 on saturated 29x31 clips: 29.5 dB
 }
 
 TEST_CASE("mp4 writer: BT.709 matrix and limited range (luma of flat colours)") {
