@@ -1,6 +1,8 @@
 // load_config: the loading pipeline of config.h, stage by stage.
 #include "config/config.h"
 
+#include <filesystem>
+
 #include "config/config_context.h"
 #include "config/json_file.h"
 #include "config/overrides.h"
@@ -8,6 +10,33 @@
 #include "config/schema.h"
 
 namespace ditgen {
+namespace {
+
+// The config fields that name files or folders.
+constexpr const char* kPathFields[][2] = {{"model", "path"}, {"generate", "prompt_file"}, {"output", "path"}};
+
+// A relative path written in a config file names a place beside that file,
+// as in most tools' config files, so `ditgen --config /elsewhere/run.json`
+// works from any folder (issue 36). Only the file's own values: paths given
+// by --set, --output or --prompt-file stay relative to the current folder,
+// as a shell user expects. The result is lexically normalised, so a config
+// in configs/ naming "../samples/x", run as --config configs/run.json,
+// reads "samples/x" exactly as before. Values that are not non-empty
+// strings are left for the typed reads to report.
+void resolve_paths_against(nlohmann::json& document, const std::filesystem::path& folder) {
+  if (folder.empty()) return;
+  for (const auto& [section, key] : kPathFields) {
+    auto s = document.find(section);
+    if (s == document.end() || !s->is_object()) continue;
+    auto value = s->find(key);
+    if (value == s->end() || !value->is_string()) continue;
+    const std::filesystem::path written = value->get<std::string>();
+    if (written.empty() || written.is_absolute()) continue;
+    *value = (folder / written).lexically_normal().string();
+  }
+}
+
+}  // namespace
 
 RunConfig load_config(const std::string& path, const std::vector<std::string>& set_overrides) {
   config::ConfigContext context(path);
@@ -16,6 +45,7 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& s
     context.fail("", "expected a JSON object at the top level, got " + config::describe_value(file_document));
 
   nlohmann::json document = file_document;
+  resolve_paths_against(document, std::filesystem::path(path).parent_path());
   for (const auto& text : set_overrides) {
     const config::SetOverride entry = config::parse_set_override(text, context);
     config::apply_set_override(document, entry, context);

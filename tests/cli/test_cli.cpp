@@ -49,6 +49,15 @@ Run run_ditgen(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
 
+// run_ditgen with `folder` as the current folder.
+Run run_ditgen_in(const fs::path& folder, const std::string& args) {
+  const fs::path here = fs::current_path();
+  fs::current_path(folder);
+  Run r = run_ditgen(args);
+  fs::current_path(here);
+  return r;
+}
+
 // A scratch directory per test, removed afterwards.
 struct Scratch {
   fs::path dir;
@@ -363,4 +372,31 @@ TEST_CASE("what can be checked without weights fails before loading them, with e
   CHECK(r.code == 2);
   CHECK(r.output.find("expected [2, 4, 10, 10]") != std::string::npos);
   CHECK(s.empty_of_outputs());
+}
+
+// Issue 36: relative paths in a config file name places beside the file,
+// so a config runs from any folder; --output stays relative to the
+// current folder.
+TEST_CASE("a config run from another folder reads its model and writes its outputs relative to the file") {
+  Scratch s("config_folder");
+  fs::create_directories(s.dir / "cfg");
+  fs::create_directories(s.dir / "elsewhere");
+  fs::create_directory_symlink(testing::fixture_dir("dit_odd"), s.dir / "model");
+  s.write("cfg/run.json", R"({
+  "model": {"path": "../model"},
+  "generate": {"class_labels": [1], "steps": 2, "guidance_scale": 4.0, "scheduler": "ddim"},
+  "output": {"path": "../out/img.png"}
+})");
+  const Run run = run_ditgen_in(s.dir / "elsewhere", "--config ../cfg/run.json --quiet");
+  REQUIRE_MESSAGE(run.code == 0, run.output);
+  CHECK(fs::exists(s.dir / "out/img.png"));
+  CHECK(fs::is_empty(s.dir / "elsewhere"));
+
+  // The shipped image config from another folder: its model is found
+  // beside configs/, --output is relative to the current folder.
+  const std::string shipped = std::string(DITGEN_SOURCE_DIR) + "/configs/shapes-image.json";
+  const Run image = run_ditgen_in(s.dir / "elsewhere", "--config " + shipped +
+                                                           " --steps 2 --output here/s.png --set output.grid=false --quiet");
+  REQUIRE_MESSAGE(image.code == 0, image.output);
+  CHECK(fs::exists(s.dir / "elsewhere/here/s_0000.png"));
 }

@@ -20,8 +20,10 @@ TEST_CASE("output.skip_existing: a boolean, off by default, written back only wh
 TEST_CASE("generate.prompt_file: alone it is the run's prompts, with generate.prompts an error") {
   const json text = without(minimal_config(), "generate.class_labels");
   const RunConfig c = load_config(write_config(with(text, "generate.prompt_file", "p.jsonl")), {});
-  CHECK(c.generate.prompt_file == "p.jsonl");
-  CHECK(to_json(c)["generate"]["prompt_file"] == "p.jsonl");
+  // A relative path in the file names a file beside it.
+  const std::string beside = (temp_dir() / "p.jsonl").string();
+  CHECK(c.generate.prompt_file == beside);
+  CHECK(to_json(c)["generate"]["prompt_file"] == beside);
   CHECK(contains(load_error(with(with(text, "generate.prompt_file", "p.txt"), "generate.prompts", {"a"})),
                  "generate.prompt_file: give generate.prompts or generate.prompt_file, not both"));
   // --prompt-file's overrides replace a config's prompts.

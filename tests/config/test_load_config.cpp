@@ -35,7 +35,7 @@ json full_config() {
 
 TEST_CASE("a minimal config takes the documented defaults") {
   const RunConfig c = load_config(write_config(minimal_config()), {});
-  CHECK(c.model.path == "models/DiT-XL-2-256");
+  CHECK(c.model.path == (temp_dir() / "models/DiT-XL-2-256").string());  // beside the file
   CHECK(c.model.dtype == "auto");
   REQUIRE(c.generate.class_labels.size() == 2);
   CHECK(c.generate.class_labels[0] == ClassLabel(207));
@@ -204,6 +204,43 @@ TEST_CASE("the same key in different sections is not a duplicate") {
   json document = minimal_config();
   document["model"]["path"] = "m";
   CHECK_NOTHROW(load_config(write_config(document), {}));
+}
+
+}  // namespace ditgen::test
+
+namespace ditgen::test {
+
+// Issue 36: `ditgen --config /elsewhere/run.json` from any folder reads the
+// model and writes the outputs the file names, relative to the file.
+TEST_CASE("relative paths in a config file resolve against its folder; --set paths stay as given") {
+  std::filesystem::create_directories(temp_dir() / "cfg");
+  const json document = with(with(with(minimal_config(), "model.path", "../models/m"), "output.path", "out/x.png"),
+                             "generate.prompt_file", "./prompts.txt");
+  const json text_model = without(document, "generate.class_labels");
+  const std::string path = write_config(text_model, "cfg/run.json");
+  const RunConfig c = load_config(path, {});
+  CHECK(c.model.path == (temp_dir() / "models/m").string());
+  CHECK(c.output.path == (temp_dir() / "cfg/out/x.png").string());
+  CHECK(c.generate.prompt_file == (temp_dir() / "cfg/prompts.txt").string());
+  CHECK(c.source_json == text_model);  // the file as written
+
+  // Absolute paths stand; --set (and --output / --prompt-file, which are
+  // --set entries) name places relative to the current folder.
+  const RunConfig set = load_config(path, {"model.path=/abs/m", "output.path=o/y.png", "generate.prompt_file=p.txt"});
+  CHECK(set.model.path == "/abs/m");
+  CHECK(set.output.path == "o/y.png");
+  CHECK(set.generate.prompt_file == "p.txt");
+
+  // A config named relative to the current folder gives paths relative to it
+  // too: the shipped configs' "../samples/..." read as "samples/..." from
+  // the repository root, exactly as before.
+  const auto here = std::filesystem::current_path();
+  std::filesystem::current_path(temp_dir());
+  const RunConfig relative = load_config("cfg/run.json", {});
+  std::filesystem::current_path(here);
+  CHECK(relative.model.path == "models/m");
+  CHECK(relative.output.path == "cfg/out/x.png");
+  CHECK(relative.generate.prompt_file == "cfg/prompts.txt");
 }
 
 }  // namespace ditgen::test

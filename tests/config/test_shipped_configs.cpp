@@ -13,6 +13,9 @@ namespace ditgen::test {
 namespace {
 
 std::string shipped(const std::string& name) { return std::string(DITGEN_SOURCE_DIR) + "/configs/" + name; }
+// A path the shipped configs write relative to the repository root (they
+// say "../x": relative paths in a config resolve against its folder).
+std::string in_repo(const std::string& path) { return std::string(DITGEN_SOURCE_DIR) + "/" + path; }
 
 }  // namespace
 
@@ -41,7 +44,7 @@ TEST_CASE("every config in configs/ loads, with at least one output and an outpu
 
 TEST_CASE("configs/pixart-alpha-512.json: PixArt-XL-2-512x512 with its own DPM-Solver++ at 512x512") {
   const RunConfig c = load_config(shipped("pixart-alpha-512.json"), {});
-  CHECK(c.model.path == "models/PixArt-XL-2-512x512");
+  CHECK(c.model.path == in_repo("models/PixArt-XL-2-512x512"));
   CHECK(c.generate.prompts.size() >= 2);
   CHECK(c.generate.negative_prompt.empty());
   CHECK(c.generate.steps == 20);
@@ -51,14 +54,14 @@ TEST_CASE("configs/pixart-alpha-512.json: PixArt-XL-2-512x512 with its own DPM-S
   CHECK(c.generate.width == 512);
   CHECK(c.generate.frames == 0);
   CHECK_FALSE(c.pab.enabled());
-  CHECK(c.output.path == "out/pixart.png");
+  CHECK(c.output.path == in_repo("out/pixart.png"));
   CHECK(c.output.format == "png");
   CHECK(c.output.grid);
 }
 
 TEST_CASE("configs/latte-1.json: Latte-1, 16 frames at 512x512, DDIM 50 steps, VideoSys's PAB for Latte, mp4") {
   const RunConfig c = load_config(shipped("latte-1.json"), {});
-  CHECK(c.model.path == "models/Latte-1");
+  CHECK(c.model.path == in_repo("models/Latte-1"));
   CHECK(c.generate.prompts.size() >= 2);
   CHECK(c.generate.frames == 16);
   CHECK(c.generate.height == 512);
