@@ -13,6 +13,7 @@
 #include "io/output_paths.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
+#include "util/interrupt_report.h"
 #include "util/progress.h"
 #include "util/run_stage.h"
 
@@ -195,6 +196,7 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
       for (auto& writer : *in.writers)
         for (auto& path : writer->write(item)) files.push_back(std::move(path));
       manifest->append(manifest_line(in, i, files, seconds));
+      note_output_landed();
       out.written.insert(out.written.end(), files.begin(), files.end());
       ++out.made;
     }

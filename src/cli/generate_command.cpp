@@ -23,12 +23,14 @@
 #include "config/device_choice.h"
 #include "parallel/device_index.h"
 #include "parallel/mpi_runtime.h"
+#include "io/output_paths.h"
 #include "io/output_writer.h"
 #include "io/safetensors.h"
 #include "ops/backend.h"
 #include "ops/ops.h"
 #include "pipeline/pipeline.h"
 #include "util/error.h"
+#include "util/interrupt_report.h"
 #include "util/profile.h"
 #include "util/progress.h"
 
@@ -104,9 +106,14 @@ void run_generate(const CliOptions& opts) {
   std::vector<std::unique_ptr<io::OutputWriter>> writers;
   if (rank0) {  // the output rank writes
     writers = make_output_writers(cfg.output, outputs, frames, effective.dump(), output_names(entries));
-    probe_outputs(writers, opts);
+    probe_outputs(writers, io::manifest_path_for(cfg.output.path), opts);
   }
   const BatchWork work = plan_batch_work(given, req, writers, rank0);
+  // One process only: under mpirun a signal reaches the ranks as the job is
+  // torn down (also when another rank failed), and that rank's error must
+  // stay the last line the user reads.
+  if (rank0 && parallel::MpiRuntime::world().size() == 1)
+    arm_interrupt_report(io::manifest_path_for(cfg.output.path), static_cast<int64_t>(work.pending.size()));
 
   pipe->load_weights(layout.run, {device.device, device.dtype}, device.vae_dtype);
   if (device.device == Device::kCUDA && !quiet)

@@ -18,6 +18,7 @@
 #include "config/cli_options.h"
 #include "parallel/mpi_runtime.h"
 #include "util/atomic_file.h"
+#include "util/created_folders.h"
 #include "util/signals.h"
 #include "util/error.h"
 
@@ -26,6 +27,7 @@ namespace {
 [[noreturn]] void fail(int code, const std::string& message) {
   using namespace ditgen;
   cleanup_temp_files_now();
+  remove_empty_created_folders_now();  // the output folders this run made and left empty
   const auto& world = parallel::MpiRuntime::world();
   if (world.size() > 1) {
     // Config errors are found identically by every rank: rank 0 speaks and

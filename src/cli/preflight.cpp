@@ -1,6 +1,8 @@
 #include "cli/preflight.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,26 +10,73 @@
 
 #include "cli/pab_setup.h"
 #include "io/mp4_writer.h"
+#include "io/output_paths.h"
 #include "io/safetensors.h"
+#include "util/created_folders.h"
 #include "util/error.h"
 
 namespace ditgen::cli {
 
 namespace {
 
+// What a path that exists is, when it is not a regular file.
+const char* not_a_file_kind(const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "a folder";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return nullptr;
+}
+
+// The kernel's own folders (/dev, /proc, /sys and what is mounted like
+// them) hold devices and live state, never outputs: `--output /dev/full`
+// must not write eight files into /dev (issue 36).
+bool is_system_folder(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path real = fs::weakly_canonical(fs::absolute(folder.empty() ? "." : folder, ec), ec);
+  for (const char* root : {"/dev", "/proc", "/sys"}) {
+    const std::string r = root;
+    const std::string p = real.string();
+    if (p == r || p.rfind(r + "/", 0) == 0) return true;
+  }
+  struct statfs fs_info;
+  if (::statfs(real.c_str(), &fs_info) != 0) return false;
+  constexpr long kProc = 0x9fa0, kSysfs = 0x62656572, kDevpts = 0x1cd1;  // linux/magic.h
+  return fs_info.f_type == kProc || fs_info.f_type == kSysfs || fs_info.f_type == kDevpts;
+}
+
+// Refuses a target that exists and is not a regular file (a device, FIFO,
+// socket or folder: renaming a file onto it would replace it or fail, and
+// writing into it is never what a user meant), or that lies in a system
+// folder. `what`: the option or field, for the message.
+void refuse_unusable_target(const std::string& path, const std::string& what) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0)
+    if (const char* kind = not_a_file_kind(st))
+      throw ConfigError(what + ": '" + path + "' exists and is " + kind +
+                        ", not a regular file; name a file to write (nothing was written)");
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  if (is_system_folder(folder))
+    throw ConfigError(what + ": '" + path + "' is in " + (folder.empty() ? "." : folder) +
+                      ", a system folder of devices; name a file in an ordinary folder (nothing was written)");
+}
+
 // Creates the directory and a probe file in it (then removes the probe).
 void probe_writable_dir(const std::string& dir, const std::string& what) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir.empty() ? "." : dir, ec);
-  const std::string probe = (dir.empty() ? std::string(".") : dir) + "/.ditgen-probe-" + std::to_string(getpid());
+  const std::string folder = dir.empty() ? "." : dir;
+  std::string error;
+  if (!create_folders(folder, error)) throw ConfigError(what + ": cannot create the folder " + error);
+  const std::string probe = folder + "/.ditgen-probe-" + std::to_string(getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0)
-    throw ConfigError(what + ": cannot write into '" + (dir.empty() ? "." : dir) + "': " + errno_text(errno));
+  if (fd < 0) throw ConfigError(what + ": cannot write into '" + folder + "': " + errno_text(errno));
   ::close(fd);
   ::unlink(probe.c_str());
 }
 
 void probe_writable_file(const std::string& path, const std::string& what) {
+  refuse_unusable_target(path, what);
   probe_writable_dir(std::filesystem::path(path).parent_path().string(), what + " '" + path + "'");
 }
 
@@ -73,12 +122,20 @@ std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputC
   return w;
 }
 
-void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers, const CliOptions& opts) {
+void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers, const std::string& manifest,
+                   const CliOptions& opts) {
+  // Every target is checked before any folder is created or probed.
+  for (const auto& w : writers)
+    for (const std::string& path : w->planned_paths()) refuse_unusable_target(path, "output.path");
+  refuse_unusable_target(manifest, "output.path (its manifest)");
   for (const auto& w : writers)
     for (const std::string& path : w->planned_paths()) probe_writable_file(path, "output.path");
   if (!opts.save_latents.empty()) probe_writable_file(opts.save_latents, "--save-latents");
   if (!opts.pab_stats.empty()) probe_writable_file(opts.pab_stats, "--pab-stats");
-  if (!opts.pab_analyze.empty()) probe_writable_dir(opts.pab_analyze, "--pab-analyze");
+  if (!opts.pab_analyze.empty()) {
+    refuse_unusable_target(opts.pab_analyze + "/pab.csv", "--pab-analyze");
+    probe_writable_dir(opts.pab_analyze, "--pab-analyze");
+  }
 }
 
 }  // namespace ditgen::cli

@@ -28,8 +28,13 @@ std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputC
                                                                    const std::string& config_json,
                                                                    const std::vector<std::string>& names = {});
 
-// Probes every path the writers and the optional files (--save-latents,
-// --pab-stats, --pab-analyze) will write.
-void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers, const CliOptions& opts);
+// Probes every path the writers, the manifest and the optional files
+// (--save-latents, --pab-stats, --pab-analyze) will write: ConfigError for
+// a target that exists and is not a regular file (a device, FIFO, socket
+// or folder) or lies in a system folder (/dev, /proc, /sys), before any
+// folder is created; then each folder is created (util/created_folders.h)
+// and written into once.
+void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers, const std::string& manifest,
+                   const CliOptions& opts);
 
 }  // namespace ditgen::cli

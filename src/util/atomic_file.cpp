@@ -29,7 +29,9 @@
 #include <system_error>
 #include <thread>
 
+#include "util/created_folders.h"
 #include "util/error.h"
+#include "util/interrupt_report.h"
 
 namespace ditgen {
 namespace {
@@ -94,6 +96,7 @@ volatile std::sig_atomic_t g_held_signal = 0;
 
 [[noreturn]] void cleanup_and_exit(int sig) {
   cleanup_temp_files_now();
+  say_interrupted(sig, remove_empty_created_folders_now());
   _exit(sig == SIGINT ? kExitSigint : kExitSigterm);
 }
 
@@ -133,11 +136,8 @@ namespace {
 std::string prepare_temp_path(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code ec;
-    fs::create_directories(parent, ec);
-    if (ec) throw RuntimeFailure(path + ": cannot create directory " + parent.string() + ": " + ec.message());
-  }
+  std::string error;
+  if (!create_folders(parent.string(), error)) throw RuntimeFailure(path + ": cannot create the folder " + error);
   return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(g_temp_counter.fetch_add(1));
 }
 

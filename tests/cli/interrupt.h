@@ -84,7 +84,16 @@ inline Interrupted interrupt_in_write(const std::string& exe, const std::vector<
   } else {
     kill(pid, SIGKILL);
   }
-  close(err_pipe[0]);  // a message ditgen writes while exiting meets no reader: fine, it _exits
+  // What ditgen says as it exits (the interrupt report) is read to the end.
+  const auto drain_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < drain_deadline) {
+    pollfd p{err_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 200) <= 0) continue;
+    const ssize_t n = read(err_pipe[0], buf, sizeof buf);
+    if (n <= 0) break;  // end of file: ditgen has exited
+    out.stderr_text.append(buf, static_cast<size_t>(n));
+  }
+  close(err_pipe[0]);
   int status = 0;
   waitpid(pid, &status, 0);
   if (WIFEXITED(status)) out.exit_code = WEXITSTATUS(status);

@@ -263,6 +263,10 @@ TEST_CASE("a batch killed part-way and resumed gives the uninterrupted run's fil
   INFO("ditgen stderr: " << stop.stderr_text);
   REQUIRE_MESSAGE(!stop.temp.empty(), "the write of output 3 was never reached");
   CHECK(stop.exit_code == 143);
+  // What is kept, said on stderr (issue 36).
+  CHECK(stop.stderr_text.find("interrupted by SIGTERM during decode and write: 3 of 6 outputs are finished and "
+                              "kept, listed in " + tmp.file("out/r_manifest.jsonl") +
+                              "; run again with --resume to make the rest") != std::string::npos);
   CHECK(pngs_in(tmp.file("out")).size() == 3);
   CHECK(manifest_lines(tmp.file("out/r_manifest.jsonl")).size() == 3);
   check_manifest_matches_disk(tmp.file("out"), tmp.file("out/r_manifest.jsonl"));

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -399,4 +400,80 @@ TEST_CASE("a config run from another folder reads its model and writes its outpu
                                                            " --steps 2 --output here/s.png --set output.grid=false --quiet");
   REQUIRE_MESSAGE(image.code == 0, image.output);
   CHECK(fs::exists(s.dir / "elsewhere/here/s_0000.png"));
+}
+
+// Issue 36: `--output /dev/full` wrote eight files into /dev. A target that
+// exists and is not a regular file, or lies in a system folder, is refused
+// with exit 2 naming it, before any work; nothing is written anywhere.
+TEST_CASE("outputs that are devices, FIFOs or folders, or lie in /dev, are refused with exit 2, nothing written") {
+  Scratch s("not_a_file");
+  const std::string base = "--config " + fixture_config(s) + " --steps 2 --quiet";
+  const std::string one = " --set 'generate.class_labels=[1]'";
+  auto dev_entries = [] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator("/dev")) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> dev_before = dev_entries();
+  REQUIRE(mkfifo((s.dir / "fifo.png").c_str(), 0600) == 0);
+  fs::create_directories(s.dir / "folder.png");
+  struct Case {
+    std::string args, path, says;
+  };
+  for (const Case& c : {Case{"--output /dev/full", "/dev/full_0000", "in /dev, a system folder"},
+                        Case{"--output /dev/full" + one, "/dev/full", "a character device"},
+                        Case{"--output /dev/full --set output.format=mp4", "/dev/full_0000.mp4", "system folder"},
+                        Case{"--output " + (s.dir / "fifo.png").string() + one, (s.dir / "fifo.png").string(),
+                             "a FIFO"},
+                        Case{"--output " + (s.dir / "folder.png").string() + one, (s.dir / "folder.png").string(),
+                             "a folder"},
+                        Case{"--save-latents /dev/null", "/dev/null", "a character device"}}) {
+    CAPTURE(c.args);
+    const Run r = run_ditgen(base + " " + c.args);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find("'" + c.path + "'") != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find(c.says) != std::string::npos, r.output);
+  }
+  CHECK(dev_entries() == dev_before);
+  CHECK(fs::is_empty(s.dir / "folder.png"));
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(s.dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"fifo.png", "folder.png", "run.json"});  // not even out/ was created  // not even the configured output folder was created
+}
+
+// Issue 36: Ctrl-C printed nothing and left the empty output folder the
+// run had created. Now it says what was interrupted and what is kept, and
+// removes the folders it made and left empty (and only those).
+TEST_CASE("SIGINT says what was interrupted and what is kept, and removes the empty folders the run created") {
+  Scratch s("sigint_folders");
+  fs::create_directories(s.dir / "kept");
+  const std::string cfg = s.write("run.json", R"({
+  "model": {"path": ")" + testing::fixture_dir("latte_tiny") + R"("},
+  "generate": {"prompts": ["a red circle moving left"], "frames": 16, "height": 256, "width": 256,
+               "steps": 1000, "scheduler": "ddim", "batch_size": 1},
+  "output": {"path": ")" + (s.dir / "kept" / "new" / "deeper" / "clip.png").string() + R"("}
+})");
+  const std::string err = (s.dir / "stderr.txt").string();
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    freopen(err.c_str(), "w", stderr);
+    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), "--quiet", (char*)nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const std::string said = read_file(err);
+  INFO("stderr: " << said);
+  CHECK(said.find("ditgen: interrupted by SIGINT during ") != std::string::npos);
+  CHECK(said.find("no output was finished") != std::string::npos);
+  CHECK(said.find("the empty folder " + (s.dir / "kept" / "new").string() + " the run created") != std::string::npos);
+  CHECK_FALSE(fs::exists(s.dir / "kept" / "new"));
+  CHECK(fs::is_directory(s.dir / "kept"));  // there before the run: stays
 }

@@ -218,6 +218,24 @@ TEST_CASE("a failing rank ends the whole job promptly with its exit code") {
   CHECK(r.code == 4);
   CHECK(r.seconds < 30);
   CHECK(r.output.find("injected failure on rank 1") != std::string::npos);
+
+  // Issue 36: the failing rank's one line is the last the user reads. The
+  // other ranks, torn down by a signal, say nothing; OpenMPI's own banner
+  // about MPI_ABORT races that line unless mpirun -q keeps it out.
+  setenv("DITGEN_TEST_FAIL_RANK", "1", 1);
+  const std::string quiet_mpirun = std::string(DITGEN_MPIEXEC) + " -q" + mpirun(3).substr(std::string(DITGEN_MPIEXEC).size());
+  const std::string loud = quiet_mpirun + "-x DITGEN_TEST_FAIL_RANK " + kDitgen + " --config " +
+                           testing::fixture_dir("dit_odd") + "/reference/run_ddim.json --set model.path=" +
+                           testing::fixture_dir("dit_odd") + " --set parallel.sp=3 --steps 1000 --output " +
+                           dir.file("img.png");
+  const Run q = run_command("timeout 60 " + loud);
+  unsetenv("DITGEN_TEST_FAIL_RANK");
+  CHECK(q.code == 4);
+  std::string last = q.output;
+  while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  CHECK_MESSAGE(last == "ditgen[rank 1]: error: injected failure on rank 1 (DITGEN_TEST_FAIL_RANK)", q.output);
+  CHECK(q.output.find("interrupted") == std::string::npos);
 }
 
 // PipeFusion: the last stage killed mid-run while the first waits to send
