@@ -42,10 +42,19 @@ std::string duration_text(double seconds) {
   return text;
 }
 
+// One output's files for its "wrote" line: the file, or a video's PNG
+// frames as "first ... last (N files)".
+std::string files_text(const std::vector<std::string>& files) {
+  if (files.empty()) return "nothing";
+  if (files.size() == 1) return files.front();
+  return files.front() + " ... " + files.back() + " (" + std::to_string(files.size()) + " files)";
+}
+
 // webui "parameters": the class (or prompt) on the first line, then
 // settings; a video's frame count after its size.
 std::string png_parameters(const std::string& label, const std::string& negative, const RunConfig& cfg,
-                           const std::string& sampler, uint64_t seed, int width, int height, int frames) {
+                           const std::string& sampler, uint64_t seed, int width, int height, int frames,
+                           const std::string& ran) {
   std::string model = std::filesystem::path(cfg.model.path).lexically_normal().filename().string();
   if (model.empty()) model = std::filesystem::path(cfg.model.path).lexically_normal().parent_path().filename();
   // webui puts the negative prompt on its own line after the prompt.
@@ -53,7 +62,7 @@ std::string png_parameters(const std::string& label, const std::string& negative
   return label + negative_line + "\nSteps: " + std::to_string(cfg.generate.steps) + ", Sampler: " + sampler +
          ", CFG scale: " + format_number(cfg.generate.guidance_scale) + ", Seed: " + std::to_string(seed) +
          ", Size: " + std::to_string(width) + "x" + std::to_string(height) +
-         (frames > 1 ? ", Frames: " + std::to_string(frames) : std::string()) + ", Model: " + model;
+         (frames > 1 ? ", Frames: " + std::to_string(frames) : std::string()) + ", Model: " + model + ran;
 }
 
 // The manifest line of output i.
@@ -187,8 +196,9 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
       const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
       item.text = {{"parameters", png_parameters(item.caption, all.labels.empty() ? all.negative_of(i) : "",
                                                  *in.cfg, out.scheduler, all.seed_of(i), w, h,
-                                                 static_cast<int>(frames.dim(1)))},
-                   {"ditgen_config", in.config_json}};
+                                                 static_cast<int>(frames.dim(1)), in.ran_parameters)},
+                   {"ditgen_config", in.config_json},
+                   {"ditgen_run", in.ran_json}};
       // Its files and its manifest line land together (or, on a signal
       // before the first rename, neither).
       LandingScope landing;
@@ -197,6 +207,7 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
         for (auto& path : writer->write(item)) files.push_back(std::move(path));
       manifest->append(manifest_line(in, i, files, seconds));
       note_output_landed();
+      if (!in.quiet) std::fprintf(stderr, "ditgen: wrote %s\n", files_text(files).c_str());
       out.written.insert(out.written.end(), files.begin(), files.end());
       ++out.made;
     }
@@ -207,7 +218,10 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
   // replace it with one of only the outputs it made.
   if (in.output_rank && todo == total)
     for (auto& writer : *in.writers)
-      for (auto& path : writer->finish()) out.written.push_back(std::move(path));
+      for (auto& path : writer->finish()) {
+        if (!in.quiet) std::fprintf(stderr, "ditgen: wrote %s (the contact sheet)\n", path.c_str());
+        out.written.push_back(std::move(path));
+      }
   if (in.output_rank && todo < total && in.cfg->output.grid && !in.quiet)
     std::fprintf(stderr, "ditgen: the contact sheet is not rewritten: %lld outputs were made by an earlier run\n",
                  static_cast<long long>(total - todo));

@@ -27,6 +27,8 @@ struct BatchInputs {
   const BatchWork* work = nullptr;
   std::vector<std::unique_ptr<io::OutputWriter>>* writers = nullptr;  // the output rank's
   std::string config_json;               // the effective config, into every file's metadata
+  std::string ran_parameters;            // what ran, appended to the webui parameters (", Device: cpu, ...")
+  std::string ran_json;                  // what ran, as JSON: the "ditgen_run" metadata
   std::vector<int> lines;                // per output: its prompt file line (empty: no file)
   bool output_rank = true;
   bool quiet = false;

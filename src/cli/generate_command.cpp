@@ -64,6 +64,33 @@ DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const mo
   return choice;
 }
 
+// What ran, for every file's metadata (issue 36): the webui-style tail of
+// the parameters line and a JSON object (PNG text "ditgen_run", MP4 tag
+// "synopsis").
+struct RunRecord {
+  std::string parameters;  // ", Device: cpu, Dtype: bfloat16, ..."
+  std::string json;
+};
+
+RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& layout) {
+  RunRecord r;
+  nlohmann::json j = {{"device", device_name(device.device)},
+                      {"dtype", dtype_name(device.dtype)},
+                      {"vae_dtype", dtype_name(device.vae_dtype)},
+                      {"threads", threads},
+                      {"world_size", layout.layout.world_size()},
+                      {"layout", layout.layout.str()}};
+  r.parameters = std::string(", Device: ") + device_name(device.device) + ", Dtype: " + dtype_name(device.dtype) +
+                 ", VAE dtype: " + dtype_name(device.vae_dtype) + ", Threads: " + std::to_string(threads);
+  if (layout.layout.world_size() > 1) r.parameters += ", Layout: " + layout.layout.str();
+  if (device.device == Device::kCUDA) {
+    j["attention"] = device.attention;
+    r.parameters += ", Attention: " + device.attention;
+  }
+  r.json = j.dump();
+  return r;
+}
+
 }  // namespace
 
 void run_generate(const CliOptions& opts) {
@@ -103,9 +130,11 @@ void run_generate(const CliOptions& opts) {
   RunConfig metadata_cfg = given;
   metadata_cfg.output.skip_existing = false;
   const nlohmann::json effective = to_json(metadata_cfg);
+  // Beside what was asked (model.dtype "auto", no --threads), what ran.
+  const RunRecord ran = run_record(device, threads, layout);
   std::vector<std::unique_ptr<io::OutputWriter>> writers;
   if (rank0) {  // the output rank writes
-    writers = make_output_writers(cfg.output, outputs, frames, effective.dump(), output_names(entries));
+    writers = make_output_writers(cfg.output, outputs, frames, effective.dump(), output_names(entries), ran.json);
     probe_outputs(writers, io::manifest_path_for(cfg.output.path), opts);
   }
   const BatchWork work = plan_batch_work(given, req, writers, rank0);
@@ -132,6 +161,8 @@ void run_generate(const CliOptions& opts) {
   in.work = &work;
   in.writers = &writers;
   in.config_json = effective.dump();
+  in.ran_parameters = ran.parameters;
+  in.ran_json = ran.json;
   for (const config::PromptEntry& e : entries) in.lines.push_back(e.line);
   in.output_rank = rank0;
   in.quiet = quiet;
@@ -155,8 +186,7 @@ void run_generate(const CliOptions& opts) {
     if (result.written.empty())
       std::fprintf(stderr, "ditgen: nothing to make: all %d outputs exist (%.1f s)\n", outputs, secs);
     else
-      std::fprintf(stderr, "ditgen: wrote %d %s%s (%s%s) in %.1f s\n", result.made, what, result.made == 1 ? "" : "s",
-                   result.written.front().c_str(), result.written.size() > 1 ? ", ..." : "", secs);
+      std::fprintf(stderr, "ditgen: made %d %s%s in %.1f s\n", result.made, what, result.made == 1 ? "" : "s", secs);
   }
   if (profile::enabled()) std::fprintf(stderr, "ditgen: time per op\n%s", profile::report().c_str());
 }

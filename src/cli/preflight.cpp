@@ -111,14 +111,19 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
 
 std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,
                                                                    const std::string& config_json,
-                                                                   const std::vector<std::string>& names) {
+                                                                   const std::vector<std::string>& names,
+                                                                   const std::string& run_json) {
   const io::OutputPlan plan{out.path, outputs, frames, names};
   std::vector<std::unique_ptr<io::OutputWriter>> w;
   if (out.format == "mp4")  // one video per output (an image: a one-frame video)
     w.push_back(io::make_mp4_writer(plan, out.fps, out.crf));
   else  // "png": one file per image, or per frame of a video
     w.push_back(frames == 1 ? io::make_png_writer(plan) : io::make_png_frames_writer(plan));
-  if (out.grid) w.push_back(io::make_contact_sheet_writer(plan, {{"ditgen_config", config_json}}));
+  if (out.grid) {
+    io::PngText text = {{"ditgen_config", config_json}};
+    if (!run_json.empty()) text.emplace_back("ditgen_run", run_json);
+    w.push_back(io::make_contact_sheet_writer(plan, text));
+  }
   return w;
 }
 

@@ -23,10 +23,13 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
 // The writers of output.format / output.grid for `outputs` outputs of
 // `frames` frames; `config_json` (the effective config) goes into every
 // file's metadata; `names`: per output, a file stem replacing the numbered
-// one (a prompt file's JSONL "name"; empty: all numbered).
+// one (a prompt file's JSONL "name"; empty: all numbered); `run_json`:
+// what ran (device, dtypes, threads, layout), the contact sheet's
+// "ditgen_run" (the outputs carry it in their OutputItem).
 std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,
                                                                    const std::string& config_json,
-                                                                   const std::vector<std::string>& names = {});
+                                                                   const std::vector<std::string>& names = {},
+                                                                   const std::string& run_json = "");
 
 // Probes every path the writers, the manifest and the optional files
 // (--save-latents, --pab-stats, --pab-analyze) will write: ConfigError for

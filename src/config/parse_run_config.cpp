@@ -4,6 +4,7 @@
 #include "config/parse_run_config.h"
 
 #include "config/object_reader.h"
+#include "config/prompt_file.h"
 
 namespace ditgen::config {
 namespace {
@@ -43,9 +44,11 @@ std::vector<std::string> parse_prompts(const json& value, const std::string& pat
   std::vector<std::string> prompts;
   const json& list = read_array(value, path, context);
   for (std::size_t i = 0; i < list.size(); ++i) {
-    if (!list[i].is_string())
-      context.fail(path + "[" + std::to_string(i) + "]", "expected a prompt string, got " + describe_value(list[i]));
-    prompts.push_back(list[i].get<std::string>());
+    const std::string item_path = path + "[" + std::to_string(i) + "]";
+    if (!list[i].is_string()) context.fail(item_path, "expected a prompt string, got " + describe_value(list[i]));
+    const std::string& prompt = list[i].get_ref<const std::string&>();
+    if (const std::string problem = empty_prompt_problem(prompt); !problem.empty()) context.fail(item_path, problem);
+    prompts.push_back(prompt);
   }
   return prompts;
 }
@@ -70,6 +73,11 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   c.height = generate.integer("height", c.height, 0);
   c.width = generate.integer("width", c.width, 0);
 
+  // A list given empty is named (with no prompt file taking its place).
+  if (c.prompt_file.empty() && generate.find("prompts") && c.prompts.empty() && c.class_labels.empty())
+    context.fail(generate.path_of("prompts"), "expected at least one prompt, got []");
+  if (generate.find("class_labels") && c.class_labels.empty() && c.prompts.empty() && c.prompt_file.empty())
+    context.fail(generate.path_of("class_labels"), "expected at least one class id or name, got []");
   if (!c.prompt_file.empty() && !c.prompts.empty())
     context.fail(generate.path_of("prompt_file"), "give generate.prompts or generate.prompt_file, not both");
   if (c.class_labels.empty() && c.prompts.empty() && c.prompt_file.empty())

@@ -46,6 +46,8 @@ PromptEntry parse_jsonl_line(const std::string& line, const std::string& where) 
   if (!obj.contains("prompt")) throw ConfigError(where + ": prompt: required");
   e.prompt = string_field(obj, "prompt", where);
   check_prompt_text(e.prompt, where + ": prompt");
+  if (const std::string problem = empty_prompt_problem(e.prompt); !problem.empty())
+    throw ConfigError(where + ": prompt: " + problem);
   if (obj.contains("negative_prompt")) {
     e.negative_prompt = string_field(obj, "negative_prompt", where);
     check_prompt_text(*e.negative_prompt, where + ": negative_prompt");
@@ -69,6 +71,13 @@ PromptEntry parse_jsonl_line(const std::string& line, const std::string& where) 
 }
 
 }  // namespace
+
+std::string empty_prompt_problem(const std::string& prompt) {
+  if (prompt.find_first_not_of(" \t\n\r\v\f") != std::string::npos) return "";
+  return std::string("the prompt is ") + (prompt.empty() ? "empty" : "only whitespace") +
+         "; write what the output should show (the empty text is classifier-free guidance's unconditional half, "
+         "not a prompt)";
+}
 
 void check_prompt_text(const std::string& prompt, const std::string& where) {
   if (prompt.size() > kMaxPromptBytes)

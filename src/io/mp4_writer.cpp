@@ -207,6 +207,7 @@ class Mp4Encoder {
     for (const auto& [key, value] : item.text) {
       if (key == "parameters") set_tag("comment", value);
       if (key == "ditgen_config") set_tag("description", value);
+      if (key == "ditgen_run") set_tag("synopsis", value);
     }
 
     check(avio_open(&oc->pb, temp.c_str(), AVIO_FLAG_WRITE), "cannot open the file");

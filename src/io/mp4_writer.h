@@ -15,7 +15,8 @@
 // frame rate and time base 1/fps, colour tags BT.709. Metadata, in MP4's
 // iTunes-style tags (the ones players and ffprobe show): `title` = the
 // caption, `comment` = the webui "parameters" text, `description` = the
-// "ditgen_config" JSON. A tag named ditgen_config would need the muxer's
+// "ditgen_config" JSON, `synopsis` = the "ditgen_run" JSON (what ran:
+// device, dtypes, threads, layout). A tag named ditgen_config would need the muxer's
 // mdta mode (movflags use_metadata_tags), which then writes every tag that
 // way and drops the iTunes ones players read; so the config goes into the
 // standard free-text tag instead.

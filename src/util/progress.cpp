@@ -31,13 +31,16 @@ std::string duration(double seconds) {
 Progress::Progress(int total_steps, bool enabled, const std::string& label)
     : Progress(total_steps, enabled, label, isatty(STDERR_FILENO) ? Style::bar : Style::lines, std::cerr) {}
 
-Progress::Progress(int total_steps, bool enabled, const std::string& label, Style style, std::ostream& out)
+Progress::Progress(int total_steps, bool enabled, const std::string& label, Style style, std::ostream& out,
+                   std::function<Clock::time_point()> now)
     : total_steps_(total_steps),
       enabled_(enabled),
       label_(label),
       style_(style),
       out_(out),
-      start_(std::chrono::steady_clock::now()) {}
+      now_(std::move(now)),
+      start_(now_()),
+      last_line_(start_) {}
 
 Progress::~Progress() { finish(); }
 
@@ -56,7 +59,8 @@ std::string Progress::bar_line(int done, double seconds_per_step) const {
 void Progress::step_done(int i) {
   if (!enabled_) return;
   const int done = i + 1;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const Clock::time_point now = now_();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double seconds_per_step = elapsed / done;
   if (style_ == Style::bar) {
     // \r returns to the line start; \x1b[K clears what a longer previous
@@ -64,6 +68,9 @@ void Progress::step_done(int i) {
     out_ << '\r' << bar_line(done, seconds_per_step) << "\x1b[K" << std::flush;
     line_open_ = true;
   } else {
+    const bool last = done >= total_steps_;
+    if (!last && std::chrono::duration<double>(now - last_line_).count() < kLineInterval) return;
+    last_line_ = now;
     out_ << (label_.empty() ? "" : label_ + ": ") << "step " << done << "/" << total_steps_ << " "
          << fixed(seconds_per_step, 2) << " s/it\n"
          << std::flush;

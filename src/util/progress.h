@@ -1,14 +1,16 @@
 // Progress of the denoising loop on stderr (DESIGN.md §1): on a terminal one
 // line redrawn in place, "[#####-----] 12/50  1.23 s/it  ETA 46.7 s"; when
-// stderr is a file or pipe (CI logs) one plain line per step, "step 12/50
-// 1.23 s/it", because carriage returns make logs unreadable; nothing when
-// disabled (--quiet, or any rank but 0).
+// stderr is a file or pipe (CI logs) plain lines, "step 12/50 1.23 s/it",
+// because carriage returns make logs unreadable: at most one every
+// kLineInterval seconds, and the last step's (a line per step flooded logs
+// of fast runs, issue 36); nothing when disabled (--quiet, or any rank but 0).
 //
 // Time per step is the mean since construction, so construct it right before
 // the loop. The rate includes the first step's warm-up, which is what the
 // user waits for.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -17,11 +19,14 @@ namespace ditgen {
 class Progress {
  public:
   enum class Style { bar, lines };
+  using Clock = std::chrono::steady_clock;
+  static constexpr double kLineInterval = 5.0;  // seconds between plain lines
 
   // Writes to stderr, as a bar when stderr is a terminal, else as lines.
   Progress(int total_steps, bool enabled, const std::string& label);
-  // Explicit style and stream, for tests.
-  Progress(int total_steps, bool enabled, const std::string& label, Style style, std::ostream& out);
+  // Explicit style, stream and clock, for tests.
+  Progress(int total_steps, bool enabled, const std::string& label, Style style, std::ostream& out,
+           std::function<Clock::time_point()> now = Clock::now);
   ~Progress();  // calls finish(), so an error message starts on a fresh line
 
   Progress(const Progress&) = delete;
@@ -41,7 +46,9 @@ class Progress {
   std::string label_;
   Style style_;
   std::ostream& out_;
-  std::chrono::steady_clock::time_point start_;
+  std::function<Clock::time_point()> now_;
+  Clock::time_point start_;
+  Clock::time_point last_line_;  // lines style: when the last line was printed (start_ before any)
   bool line_open_ = false;  // a bar is drawn and its line not yet ended
 };
 

@@ -274,7 +274,7 @@ TEST_CASE("a batch killed part-way and resumed gives the uninterrupted run's fil
   const testing::Run resumed = run_ditgen("--config " + cfg + " --prompt-file " + prompts + " --resume");
   REQUIRE_MESSAGE(resumed.code == 0, resumed.output);
   CHECK(resumed.output.find("3 of 6 outputs already on disk") != std::string::npos);
-  CHECK(resumed.output.find("wrote 3 images") != std::string::npos);
+  CHECK(resumed.output.find("made 3 images in") != std::string::npos);
   for (const auto& [file, bytes] : reference) {
     CAPTURE(file);
     CHECK(read_file(file) == bytes);
@@ -287,7 +287,7 @@ TEST_CASE("a batch killed part-way and resumed gives the uninterrupted run's fil
   fs::remove(tmp.file("out/r_0001.png"));
   const testing::Run again = run_ditgen("--config " + cfg + " --prompt-file " + prompts + " --resume");
   REQUIRE_MESSAGE(again.code == 0, again.output);
-  CHECK(again.output.find("wrote 1 image ") != std::string::npos);
+  CHECK(again.output.find("made 1 image in") != std::string::npos);
   CHECK(read_file(tmp.file("out/r_0001.png")) == reference[tmp.file("out/r_0001.png")]);
   check_manifest_matches_disk(tmp.file("out"), tmp.file("out/r_manifest.jsonl"));
   // Nothing left: nothing made, nothing rewritten.

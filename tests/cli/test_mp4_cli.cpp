@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -332,4 +333,38 @@ TEST_CASE("mp4 cli: a resumed batch remakes a missing MP4 with the uninterrupted
   REQUIRE(run_default_video(out, "--resume --quiet", "") == 0);
   CHECK(file_bytes(out / "d_0000.mp4") == first);
   CHECK(file_bytes(out / "d_0001.mp4") == second);
+}
+
+// Issue 36: the lines a run prints when stderr is not a terminal: one per
+// output as it lands (and the contact sheet's), progress at most every 5 s
+// and each loop's last step (a fast run: its last step only), then the
+// total; and the MP4's metadata records what ran beside the config.
+TEST_CASE("mp4 cli: one line per output, few progress lines off a terminal, and what ran in the metadata") {
+  Scratch s("lines");
+  const std::string src = DITGEN_SOURCE_DIR;
+  const Result r = run_ditgen("--config " + src + "/configs/default.json --steps 5 --threads 2 "
+                              "--prompt 'a red circle moving right' --prompt 'a blue cross moving down' --output " +
+                              (s.dir / "d.mp4").string());
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  std::vector<std::string> lines;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  const std::vector<std::string> expected_tail = {
+      "ditgen: wrote " + (s.dir / "d_0000.mp4").string(), "ditgen: wrote " + (s.dir / "d_0001.mp4").string(),
+      "ditgen: wrote " + (s.dir / "d_grid.png").string() + " (the contact sheet)"};
+  REQUIRE_MESSAGE(lines.size() == 6, r.output);  // the text encoder's line, the denoising loop's, 3 wrote, made
+  CHECK(lines[0].rfind("text encoder: step 1/1 ", 0) == 0);
+  CHECK(lines[1].rfind("outputs 0/2: step 5/5 ", 0) == 0);
+  CHECK(std::vector<std::string>(lines.begin() + 2, lines.begin() + 5) == expected_tail);
+  CHECK(lines[5].rfind("ditgen: made 2 videos in ", 0) == 0);
+
+  const auto v = testing::decode_mp4((s.dir / "d_0000.mp4").string());
+  CHECK(v.metadata.at("comment").find(", Model: latte-shapes, Device: cpu, Dtype: ") != std::string::npos);
+  CHECK(v.metadata.at("comment").find(", Threads: 2") != std::string::npos);
+  const auto ran = nlohmann::json::parse(v.metadata.at("synopsis"));
+  CHECK(ran.at("device") == "cpu");
+  CHECK(ran.at("threads") == 2);
+  CHECK(ran.at("layout") == "sp1 x cp1 x tp1 (dsp)");
+  CHECK(ran.at("dtype") != "auto");
+  CHECK(nlohmann::json::parse(v.metadata.at("description")).at("model").at("dtype") == "auto");  // as asked
 }

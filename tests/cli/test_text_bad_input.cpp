@@ -136,6 +136,24 @@ TEST_CASE("text bad input: class labels for a text model, exit 2 naming generate
   expect_failure(tmp2, both, 2, {"generate.prompts", "generate.class_labels"});
 }
 
+// Issue 36: an empty prompt (in the config or from --prompt) and an empty
+// prompt list are exit 2 naming generate.prompts, nothing written.
+TEST_CASE("text bad input: an empty prompt or an empty prompt list, exit 2 naming generate.prompts") {
+  testing::TempDir tmp("text_bad_empty_prompt");
+  json c = pixart_config(testing::fixture_dir("pixart_tiny"), tmp.file("out/img.png"));
+  c["generate"]["prompts"] = {"a red circle", "   "};
+  expect_failure(tmp, c, 2, {"run.json", "generate.prompts[1]", "only whitespace"});
+
+  testing::TempDir tmp2("text_bad_empty_prompt_flag");
+  expect_failure(tmp2, pixart_config(testing::fixture_dir("pixart_tiny"), tmp2.file("out/img.png")), 2,
+                 {"generate.prompts[0]", "the prompt is empty"}, "--prompt ''");
+
+  testing::TempDir tmp3("text_bad_empty_prompt_list");
+  json none = pixart_config(testing::fixture_dir("pixart_tiny"), tmp3.file("out/img.png"));
+  none["generate"]["prompts"] = json::array();
+  expect_failure(tmp3, none, 2, {"generate.prompts", "at least one prompt"});
+}
+
 TEST_CASE("text bad input: a PixArt size that is not a multiple of patch x VAE factor, exit 2 naming height/width") {
   // pixart_tiny: patch 2, VAE factor 8, so sizes are multiples of 16.
   for (const auto& [h, w] : std::vector<std::pair<int, int>>{{72, 80}, {80, 88}, {84, 84}}) {

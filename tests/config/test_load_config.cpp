@@ -117,12 +117,12 @@ TEST_CASE("a full config round-trips through to_json") {
 
 TEST_CASE("a text-to-video config round-trips through to_json") {
   json video = without(full_config(), "generate.class_labels");
-  video = with(video, "generate.prompts", {"a cat", ""});
+  video = with(video, "generate.prompts", {"a cat", " a dog "});
   video = with(video, "generate.negative_prompt", "blurry");
   video = with(video, "generate.frames", 16);
   video = with(video, "output.format", "mp4");
   const RunConfig first = load_config(write_config(video), {});
-  CHECK(first.generate.prompts == std::vector<std::string>{"a cat", ""});
+  CHECK(first.generate.prompts == std::vector<std::string>{"a cat", " a dog "});
   CHECK(first.generate.num_outputs() == 2);
   const RunConfig second = load_config(write_config(to_json(first), "roundtrip.json"), {});
   CHECK(second.generate == first.generate);

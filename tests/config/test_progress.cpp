@@ -1,6 +1,8 @@
 // Progress (src/util/progress.h): the plain-lines and bar styles and --quiet,
 // written to a string stream. Times vary, so only the structure is checked.
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <sstream>
 
 #include "config_test_support.h"
@@ -8,26 +10,61 @@
 
 namespace ditgen::test {
 
-TEST_CASE("lines style: one plain line per step") {
+// A clock the test moves: one second per step.
+struct FakeClock {
+  Progress::Clock::time_point t{};
+  std::function<Progress::Clock::time_point()> fn() {
+    return [this] { return t; };
+  }
+  void advance(double seconds) {
+    t += std::chrono::duration_cast<Progress::Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+};
+
+TEST_CASE("lines style: a plain line at most every 5 seconds, and the last step's") {
   std::ostringstream out;
+  FakeClock clock;
   {
-    Progress progress(3, true, "", Progress::Style::lines, out);
-    for (int i = 0; i < 3; ++i) progress.step_done(i);
+    Progress progress(12, true, "", Progress::Style::lines, out, clock.fn());
+    for (int i = 0; i < 12; ++i) {
+      clock.advance(1.0);
+      progress.step_done(i);
+    }
     progress.finish();
   }
   const std::string text = out.str();
-  CHECK(contains(text, "step 1/3 "));
-  CHECK(contains(text, "step 3/3 "));
-  CHECK(contains(text, " s/it\n"));
+  CHECK(text == "step 5/12 1.00 s/it\nstep 10/12 1.00 s/it\nstep 12/12 1.00 s/it\n");
   CHECK_FALSE(contains(text, "\r"));
-  CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+}
+
+TEST_CASE("lines style: slow steps each get their line; a fast run only its last") {
+  std::ostringstream slow, fast;
+  FakeClock clock;
+  {
+    Progress progress(3, true, "", Progress::Style::lines, slow, clock.fn());
+    for (int i = 0; i < 3; ++i) {
+      clock.advance(6.0);
+      progress.step_done(i);
+    }
+  }
+  const std::string slow_text = slow.str();
+  CHECK(std::count(slow_text.begin(), slow_text.end(), '\n') == 3);
+  {
+    Progress progress(50, true, "", Progress::Style::lines, fast, clock.fn());
+    for (int i = 0; i < 50; ++i) {
+      clock.advance(0.01);
+      progress.step_done(i);
+    }
+  }
+  CHECK(fast.str() == "step 50/50 0.01 s/it\n");
 }
 
 TEST_CASE("lines style carries the label") {
   std::ostringstream out;
   Progress progress(2, true, "batch 1/2", Progress::Style::lines, out);
   progress.step_done(0);
-  CHECK(contains(out.str(), "batch 1/2: step 1/2"));
+  progress.step_done(1);
+  CHECK(contains(out.str(), "batch 1/2: step 2/2"));
 }
 
 TEST_CASE("bar style: one line redrawn, ended by finish") {

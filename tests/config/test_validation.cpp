@@ -134,11 +134,29 @@ TEST_CASE("required fields") {
   check_rejected(without(minimal_config(), "output.path"), "output.path", "required");
   check_rejected(without(minimal_config(), "output"), "output.path", "required");
   check_rejected(without(minimal_config(), "generate.class_labels"), "generate.class_labels", "required");
+  // An empty list is named as given (issue 36: prompts: [] spoke of class_labels).
   check_rejected(with(minimal_config(), "generate.class_labels", json::array()), "generate.class_labels",
-                 "required");
+                 "expected at least one class id or name, got []");
   json prompts_only = with(without(minimal_config(), "generate.class_labels"), "generate.prompts", {"a cat"});
   CHECK_NOTHROW(load_config(write_config(prompts_only), {}));
-  check_rejected(with(prompts_only, "generate.prompts", json::array()), "generate.class_labels", "required");
+  check_rejected(with(prompts_only, "generate.prompts", json::array()), "generate.prompts",
+                 "expected at least one prompt, got []");
+}
+
+// Issue 36: an empty or whitespace-only prompt ran and wrote a video of
+// nothing asked for. It is exit 2 naming its index; the negative prompt may
+// be empty (its default).
+TEST_CASE("an empty or whitespace-only prompt is rejected, naming its index") {
+  const json text = without(minimal_config(), "generate.class_labels");
+  check_rejected(with(text, "generate.prompts", {"a cat", ""}), "generate.prompts[1]", "the prompt is empty");
+  check_rejected(with(text, "generate.prompts", {" \t\n"}), "generate.prompts[0]", "the prompt is only whitespace");
+  CHECK_NOTHROW(load_config(write_config(with(with(text, "generate.prompts", {"a cat"}), "generate.negative_prompt", "")),
+                            {}));
+  // --prompt '' arrives as a --set entry, which the message names.
+  const std::string path = write_config(with(text, "generate.prompts", {"a cat"}));
+  const std::string message = load_error(path, {"generate.prompts=[\"\"]"});
+  CHECK(contains(message, "run.json: generate.prompts[0]: the prompt is empty"));
+  CHECK(contains(message, "(from --set generate.prompts=[\"\"])"));
 }
 
 TEST_CASE("class_labels and prompts together are ambiguous") {

@@ -18,6 +18,23 @@ namespace ditgen::ops::cpu {
 
 namespace {
 
+// The sum of v's 16 lanes, in _mm512_reduce_add_ps's order (halves, then
+// quarters, then pairs), so results are unchanged. That intrinsic itself is
+// not used: GCC 12's header builds it on _mm256_undefined_pd(), whose
+// self-initialised variable makes every instantiation print
+// -Wuninitialized / -Wmaybe-uninitialized (a false positive, GCC PR 105593).
+// (_mm512_castps512_ps256 too). The zero-masked extracts give the same
+// lanes with nothing undefined.
+inline float sum_of_lanes(__m512 v) {
+  const __m256 high = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xff, _mm512_castps_pd(v), 1));
+  const __m256 low = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xff, _mm512_castps_pd(v), 0));
+  const __m256 halves = _mm256_add_ps(high, low);
+  const __m128 quarters = _mm_add_ps(_mm256_extractf128_ps(halves, 1), _mm256_castps256_ps128(halves));
+  const __m128 swapped = _mm_shuffle_ps(quarters, quarters, _MM_SHUFFLE(1, 0, 3, 2));  // lanes 2, 3, 0, 1
+  const __m128 pairs = _mm_add_ps(quarters, swapped);
+  return _mm_cvtss_f32(pairs) + _mm_cvtss_f32(_mm_shuffle_ps(pairs, pairs, 1));
+}
+
 // Rows [n0, n0 + R) of w against the M rows of x.
 template <int M, int R>
 void block(int64_t n0, int64_t k, float alpha, const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw,
@@ -37,7 +54,7 @@ void block(int64_t n0, int64_t k, float alpha, const uint16_t* x, int64_t ldx, c
   for (int i = 0; i < M; ++i)
     for (int r = 0; r < R; ++r) {
       float& out = y[i * ldy + n0 + r];
-      const float v = alpha * _mm512_reduce_add_ps(acc[i][r]);
+      const float v = alpha * sum_of_lanes(acc[i][r]);
       out = beta == 0.0f ? v : v + beta * out;
     }
 }
