@@ -37,6 +37,9 @@ SetOverride parse_set_override(const std::string& text, const ConfigContext& con
   entry.path = text.substr(0, equals);
   entry.value = parse_override_value(text.substr(equals + 1));
   entry.text = text;
+  if (const char* feature = not_built_yet(entry.path))
+    throw ConfigError(context.file() + ": " + entry.path + ": not supported yet: " + feature + " (from --set " + text +
+                      ")");
   if (!is_schema_path(entry.path))
     throw ConfigError(context.file() + ": " + entry.path + ": " + unknown_key_message(entry.path) +
                       " (from --set " + text + ")");

@@ -45,12 +45,21 @@ void reject_unknown_in(const nlohmann::json& object, const std::string& path,
                        const ConfigContext& context) {
   for (const auto& [key, value] : object.items()) {
     const std::string child = join_path(path, key);
+    if (const char* feature = not_built_yet(child)) context.fail(child, std::string("not supported yet: ") + feature);
     if (!is_schema_path(child)) context.fail(child, unknown_key_message(child));
     if (value.is_object() && is_schema_section(child)) reject_unknown_in(value, child, context);
   }
 }
 
 }  // namespace
+
+const char* not_built_yet(const std::string& dotted_path) {
+  if (dotted_path == "cache" || dotted_path.rfind("cache.", 0) == 0)
+    return "step caches (the cache section: first_block, teacache)";
+  if (dotted_path == "generate.shift") return "generate.shift (flow-matching samplers, for Wan)";
+  if (dotted_path == "generate.guidance_scale_2") return "generate.guidance_scale_2 (two-expert models, Wan 2.2)";
+  return nullptr;
+}
 
 bool is_schema_path(const std::string& dotted_path) {
   const auto& paths = schema_paths();
