@@ -16,7 +16,7 @@
 set -euo pipefail
 build=${1:?usage: pack.sh BUILD_DIR OUT.tar.xz}
 out=$(realpath -m "${2:?usage: pack.sh BUILD_DIR OUT.tar.xz}")
-bins="$build/ditgen $build/tests/test_gpu $build/scripts/bench/bench_forward $build/scripts/bench/make_random_dit"
+bins="$build/ditgen $build/tests/test_gpu $build/scripts/bench/cpp/bench_forward $build/scripts/bench/cpp/make_random_dit"
 for b in $bins; do [ -x "$b" ] || { echo "pack.sh: $b not built" >&2; exit 2; }; done
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib"
