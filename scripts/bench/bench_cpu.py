@@ -5,14 +5,18 @@ of a 256x256 and a 512x512 image (float32 and bfloat16), T5-XXL encoding 120
 tokens (bfloat16) and a Latte-1-sized forward (bfloat16).  A benchmark, not
 a test.
 
-Usage (from the repository root, after building the bench programs):
+Usage (from the repository root, after building the bench programs, which
+need -DDITGEN_BENCHMARKS=ON; the reference Python environment is
+scripts/requirements.txt):
 
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDITGEN_BENCHMARKS=ON
     cmake --build build --target bench_forward bench_vae_decode -j
-    /root/venv-t5/bin/python scripts/bench/bench_cpu.py [--parts gemm,dit,vae,t5,latte]
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/bench/bench_cpu.py [--parts gemm,dit,vae,t5,latte]
         [--workdir /tmp/ditgen-bench] [--build build] [--threads 2] [--rounds 2]
 
-Needs torch, diffusers, transformers, safetensors (a virtual environment
-outside the repository).  Random-weight models of the real sizes are made
+Needs torch, diffusers, transformers, safetensors (the virtual environment
+above, outside the repository).  Random-weight models of the real sizes are made
 once, cached under --workdir (never in the repository): DiT-XL/2-256
 (2.9 GB, scripts/bench/bench_dit_forward.py), an SD-sized AutoencoderKL (335 MB),
 a T5-XXL encoder in bfloat16 (9.5 GB, scripts/models/make_t5_xxl_random.py) and a
@@ -290,7 +294,7 @@ def main() -> None:
     vae_bench = args.build / "scripts/bench/cpp/bench_vae_decode"
     for b in (bench, vae_bench):
         if not b.exists():
-            sys.exit(f"{b}: not found; build it: cmake --build {args.build} --target {b.name}")
+            sys.exit(f"{b}: not found; build it: cmake -S . -B {args.build} -DDITGEN_BENCHMARKS=ON && cmake --build {args.build} --target {b.name}")
     args.workdir.mkdir(parents=True, exist_ok=True)
     py = sys.executable
     me = [py, str(Path(__file__).resolve())]

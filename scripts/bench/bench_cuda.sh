@@ -7,7 +7,8 @@
 #
 #   scripts/bench/bench_cuda.sh BUILD_DIR MODEL_DIR [BATCH=2] [REPEAT=10]
 #
-# BUILD_DIR: a CUDA build (-DDITGEN_CUDA=ON) with bench_forward built.
+# BUILD_DIR: a CUDA build (-DDITGEN_CUDA=ON -DDITGEN_BENCHMARKS=ON) with
+# bench_forward built.
 # MODEL_DIR: a diffusers model root or transformer directory, e.g. the
 # shipped samples/dit-shapes, or a full-size random DiT-XL/2 written by
 #   BUILD_DIR/scripts/bench/cpp/make_random_dit --preset dit-xl-2-256 --out /tmp/xl
@@ -18,7 +19,7 @@ model=${2:?usage: bench_cuda.sh BUILD_DIR MODEL_DIR [BATCH] [REPEAT]}
 batch=${3:-2}
 repeat=${4:-10}
 bench="$build/scripts/bench/cpp/bench_forward"
-[ -x "$bench" ] || { echo "bench_cuda.sh: $bench not built (cmake --build $build --target bench_forward)" >&2; exit 2; }
+[ -x "$bench" ] || { echo "bench_cuda.sh: $bench not built (configure with -DDITGEN_BENCHMARKS=ON, then cmake --build $build --target bench_forward)" >&2; exit 2; }
 
 run() {  # label, then bench_forward options; prints "label seconds peak_bytes path"
   local label=$1; shift

@@ -5,16 +5,18 @@ machine's GEMM peak in each dtype.  A benchmark, not a test.
 
 Usage (from the repository root, after building the bench program):
 
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDITGEN_BENCHMARKS=ON
     cmake --build build --target bench_forward -j
-    /path/to/venv/bin/python scripts/bench/bench_dit_forward.py \\
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/bench/bench_dit_forward.py \\
         [--ditgen-bench build/scripts/bench/cpp/bench_forward] \\
         [--workdir /tmp/ditgen-bench] [--threads 2] [--batch 2] \\
         [--repeat 5] [--warmup 1] [--rounds 2] [--sgemm-n 4096] \\
         [--dtypes float32,bfloat16] [--no-profile] [--torch-profile] \\
         [--openblas-coretype NAME]
 
-Needs torch, diffusers and safetensors.  What it does:
+Needs torch, diffusers and safetensors (scripts/requirements.txt, the
+reference Python environment).  What it does:
 
   1. Creates once, cached under --workdir, a random-weight DiT-XL/2-256
      (fixed seed) in diffusers layout: <workdir>/DiT-XL-2-256-random/
@@ -306,7 +308,7 @@ def main() -> None:
 
     bench = args.ditgen_bench if args.ditgen_bench.is_absolute() else REPO / args.ditgen_bench
     if not bench.exists():
-        sys.exit(f"{bench}: not found; build it: cmake --build build --target bench_forward")
+        sys.exit(f"{bench}: not found; build it: cmake -S . -B build -DDITGEN_BENCHMARKS=ON && cmake --build build --target bench_forward")
     root = ensure_model(args.workdir)
     cfg = json.loads((root / "transformer" / "config.json").read_text())
     flops = flop_breakdown(cfg, args.batch)

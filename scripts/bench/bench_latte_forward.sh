@@ -35,14 +35,17 @@
 #
 # Run (from the repo root):
 #   scripts/bench/bench_latte_forward.sh
-# Environment: PYTHON (default /root/venv-t5/bin/python), DITGEN
+# The Python half runs in the reference Python environment (pinned:
+# scripts/requirements.txt):
+#   python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+# Environment: PYTHON (default /root/venv-ditgen/bin/python), DITGEN
 #   (default build-layers/ditgen), BENCH_DIR, THREADS (2), WARMUP (1), REPEAT (2),
 #   PROMPT ("a cat"), SKIP_DIFFUSERS=1 / SKIP_DITGEN=1 to run one side only.
 # Expect minutes per forward on a 2-core machine (~17 TFLOP per CFG forward).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
-PYTHON="${PYTHON:-/root/venv-t5/bin/python}"
+PYTHON="${PYTHON:-/root/venv-ditgen/bin/python}"
 DITGEN="${DITGEN:-$REPO/build-layers/ditgen}"
 BENCH_DIR="${BENCH_DIR:-/root/bench/latte1-random}"
 THREADS="${THREADS:-2}"

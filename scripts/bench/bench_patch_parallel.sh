@@ -26,13 +26,15 @@
 #
 # Run (from the repo root): scripts/bench/bench_patch_parallel.sh
 # Environment: DITGEN (default build/ditgen), PYTHON (default
-#   /root/venv-t5/bin/python: numpy and Pillow for the PSNR and the table),
+#   /root/venv-ditgen/bin/python: numpy and Pillow for the PSNR and the table;
+#   the reference Python environment, scripts/requirements.txt:
+#   python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt),
 #   STEPS (25), REPEAT (3).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
 DITGEN="${DITGEN:-$REPO/build/ditgen}"
-PYTHON="${PYTHON:-/root/venv-t5/bin/python}"
+PYTHON="${PYTHON:-/root/venv-ditgen/bin/python}"
 STEPS="${STEPS:-25}"
 REPEAT="${REPEAT:-3}"
 WORK="$(mktemp -d /tmp/bench_patch_parallel.XXXXXX)"

@@ -7,12 +7,14 @@
 #   scripts/bench/bench_t5_encoder.sh DITGEN_BINARY WEIGHTS_DIR [THREADS=2]
 #
 # WEIGHTS_DIR holds the two random full-size T5-XXL encoders written by
-#   /root/venv-t5/bin/python scripts/models/make_t5_xxl_random.py WEIGHTS_DIR
+#   /root/venv-ditgen/bin/python scripts/models/make_t5_xxl_random.py WEIGHTS_DIR
 # (WEIGHTS_DIR/t5xxl-bf16: bfloat16 shards, ~9.5 GB; WEIGHTS_DIR/t5xxl-f32:
 # the same weights in float32, ~19 GB; both with the small nfkc test tokenizer).
 # DITGEN_BINARY is e.g. build-layers/ditgen; "-" runs the transformers half
-# only. PYTHON (default /root/venv-t5/bin/python) needs torch, transformers
-# 4.x (the sentencepiece T5Tokenizer), safetensors and sentencepiece.
+# only. PYTHON (default /root/venv-ditgen/bin/python) needs torch, transformers
+# 4.x (the sentencepiece T5Tokenizer), safetensors and sentencepiece: the
+# reference Python environment, scripts/requirements.txt:
+#   python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
 #
 # What is measured (each run is its own process, under /usr/bin/time -v; before
 # every run the model's files are read once with cat > /dev/null, untimed, so
@@ -48,7 +50,7 @@ usage="usage: bench_t5_encoder.sh DITGEN_BINARY WEIGHTS_DIR [THREADS=2]"
 ditgen=${1:?$usage}
 weights=${2:?$usage}
 threads=${3:-2}
-py=${PYTHON:-/root/venv-t5/bin/python}
+py=${PYTHON:-/root/venv-ditgen/bin/python}
 runs=3
 L=120
 bf16="$weights/t5xxl-bf16"

@@ -30,13 +30,14 @@
 #
 # Run (from the repo root):
 #   scripts/bench/bench_video_sp.sh
-# Environment: PYTHON (default /root/venv-t5/bin/python; only to make the
-#   model once), DITGEN (default build-layers/ditgen), BENCH_DIR (default
+# Environment: PYTHON (default /root/venv-ditgen/bin/python, the reference
+#   Python environment of scripts/requirements.txt: python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt;
+#   only to make the model once), DITGEN (default build-layers/ditgen), BENCH_DIR (default
 #   /root/bench/latte-sp-random), STEPS (4), REPEAT (3).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
-PYTHON="${PYTHON:-/root/venv-t5/bin/python}"
+PYTHON="${PYTHON:-/root/venv-ditgen/bin/python}"
 DITGEN="${DITGEN:-$REPO/build-layers/ditgen}"
 BENCH_DIR="${BENCH_DIR:-/root/bench/latte-sp-random}"
 STEPS="${STEPS:-4}"

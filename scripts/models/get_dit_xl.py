@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Fetch a published DiT-XL/2 checkpoint and save it in the layout ditgen reads.
 
-Run on a machine with network access and PyTorch + diffusers installed (in a
-virtual environment outside the repository):
+Run on a machine with network access, in the reference Python environment
+(scripts/requirements.txt; a virtual environment outside the repository):
 
-    python3 -m venv ~/venv-ditgen && ~/venv-ditgen/bin/pip install torch diffusers safetensors
-    ~/venv-ditgen/bin/python scripts/models/get_dit_xl.py --repo facebook/DiT-XL-2-256 --out models/DiT-XL-2-256
-    ~/venv-ditgen/bin/python scripts/models/get_dit_xl.py --repo facebook/DiT-XL-2-512 --out models/DiT-XL-2-512
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/models/get_dit_xl.py --repo facebook/DiT-XL-2-256 --out models/DiT-XL-2-256
+    /root/venv-ditgen/bin/python scripts/models/get_dit_xl.py --repo facebook/DiT-XL-2-512 --out models/DiT-XL-2-512
 
 diffusers loads the hub checkpoint (converting legacy .bin weights and old
 attention names on the way) and `save_pretrained(safe_serialization=True)`

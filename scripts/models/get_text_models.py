@@ -2,14 +2,14 @@
 """Fetch a published text-conditional DiT (PixArt-alpha, Latte-1) and save it in
 the layout ditgen reads.
 
-Run on a machine with network access, in a virtual environment outside the
-repository (sentencepiece: the T5 tokenizer; accelerate: low-memory loading):
+Run on a machine with network access, in the reference Python environment
+(scripts/requirements.txt; a virtual environment outside the repository;
+sentencepiece: the T5 tokenizer; accelerate: low-memory loading):
 
-    python3 -m venv ~/venv-ditgen
-    ~/venv-ditgen/bin/pip install torch diffusers transformers sentencepiece protobuf accelerate safetensors
-    ~/venv-ditgen/bin/python scripts/models/get_text_models.py --repo PixArt-alpha/PixArt-XL-2-512x512 \\
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/models/get_text_models.py --repo PixArt-alpha/PixArt-XL-2-512x512 \\
         --out models/PixArt-XL-2-512x512
-    ~/venv-ditgen/bin/python scripts/models/get_text_models.py --repo maxin-cn/Latte-1 --out models/Latte-1
+    /root/venv-ditgen/bin/python scripts/models/get_text_models.py --repo maxin-cn/Latte-1 --out models/Latte-1
 
 diffusers loads the hub pipeline named by the repository's model_index.json
 (PixArtAlphaPipeline, PixArtSigmaPipeline, LattePipeline) and
@@ -23,7 +23,7 @@ cannot read a tokenizer.json-only folder.
 --dtype bfloat16 (or float16) stores the transformer and the T5 text encoder
 in that dtype (PixArt's T5-XXL encoder is 19 GB in float32, 9.5 GB in
 bfloat16); the VAE stays float32 (ditgen decodes in float32). ditgen runs a
-checkpoint stored in any of these dtypes; see model.dtype in the README.
+checkpoint stored in any of these dtypes; see model.dtype in docs/config.md.
 
 Copy the output directory to the machine that runs ditgen; ditgen itself never
 needs Python or the network.

@@ -10,7 +10,9 @@ projection on a handful of text tokens is a negligible part of a forward;
 --caption-channels 4096 gives Latte-1's for forward-only benchmarks, which
 feed their own text embeddings, such as scripts/bench/bench_cpu.py).
 
-Usage: python scripts/models/make_random_latte.py OUT --layers 28 --heads 16 --head-dim 72 \\
+Usage (the reference Python environment, scripts/requirements.txt):
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/models/make_random_latte.py OUT --layers 28 --heads 16 --head-dim 72 \\
            --sample-size 64 --video-length 16
 """
 import argparse

@@ -2,15 +2,16 @@
 """Make a random-weight DiT pipeline with the published shapes, for smoke
 runs and benchmarks of the whole job (transformer, sampler, VAE, PNG).
 
-    /path/to/venv/bin/python scripts/models/make_random_model.py --preset dit-xl-2-256 --out /tmp/DiT-XL-2-256-random
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/models/make_random_model.py --preset dit-xl-2-256 --out /tmp/DiT-XL-2-256-random
     ./build/ditgen --config configs/dit-xl-2-256.json --set model.path=/tmp/DiT-XL-2-256-random --steps 2
 
 The directory is a full DiTPipeline layout: transformer/ (DiTTransformer2DModel
 with DiT-XL/2 sizes), vae/ (AutoencoderKL with the sd-vae-ft-ema sizes), the
 DiT DDIM scheduler config and an id2label of 1000 placeholder names. Weights
 are random (fixed seed), so the images are noise; the shapes, the FLOPs and
-the memory are those of the real model. Needs torch + diffusers (PyPI); the
-output (about 3 GB for XL/2) belongs outside the repository.
+the memory are those of the real model. Needs torch + diffusers (the
+reference Python environment, scripts/requirements.txt); the output (about 3 GB for XL/2) belongs outside the repository.
 """
 import argparse
 import json

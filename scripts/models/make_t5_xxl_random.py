@@ -29,8 +29,10 @@ Idempotent: a directory whose index and shards (and tokenizer) already exist
 is left alone; each text_encoder/ is written to a temporary sibling and renamed
 into place when complete, so an interrupted run leaves no half directory.
 
-Run (venv with torch, transformers 4.x, safetensors, sentencepiece):
-    /root/venv-t5/bin/python scripts/models/make_t5_xxl_random.py OUTDIR [--seed N] [--bf16-only]
+Run in the reference Python environment, scripts/requirements.txt (torch,
+transformers 4.x, safetensors, sentencepiece):
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/models/make_t5_xxl_random.py OUTDIR [--seed N] [--bf16-only]
 Needs ~29 GB of free disk and ~11 GB of free memory; a few minutes on 2 cores.
 """
 import argparse

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """PSNR of the PNGs of one output directory against another's (same names).
 
-    scripts/tools/compare_images.py REFERENCE_DIR OTHER_DIR [--glob 'name_0*.png']
+    /root/venv-ditgen/bin/python scripts/tools/compare_images.py REFERENCE_DIR OTHER_DIR [--glob 'name_0*.png']
 
 Prints one line: the number of images, the median / minimum / mean PSNR in
 dB (identical images count as inf and are left out of the mean). Used for
-the naive-patch figures in the README (Parallel runs); needs numpy and
-Pillow (any virtual environment with torch/diffusers has both).
+the naive-patch figures of docs/parallel.md; needs numpy and Pillow, as in
+the reference Python environment (scripts/requirements.txt):
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
 """
 from __future__ import annotations
 

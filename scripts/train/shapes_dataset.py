@@ -11,8 +11,10 @@ Shapes are axis-aligned and are defined in the unit square of their own
 bounding box (see `shape_mask_unit`), which is what the shape check in the
 quality test compares against.
 
-Usage:
-    python scripts/train/shapes_dataset.py --out DIR --per-class N [--size 32] [--seed 0]
+Usage (the reference Python environment, scripts/requirements.txt; numpy and
+Pillow of it):
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/train/shapes_dataset.py --out DIR --per-class N [--size 32] [--seed 0]
 writes DIR/<id>_<k>.png and DIR/labels.json ({"classes": {...}, "files": {...}}).
 
 In memory (deterministic for a given seed):

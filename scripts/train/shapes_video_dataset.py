@@ -25,7 +25,9 @@ same clips on every machine.
 
     from shapes_video_dataset import generate_clips, CAPTIONS
     clips, caption_ids = generate_clips(n, seed)   # uint8 [n,16,32,32,3], int64 [n]
-    python scripts/train/shapes_video_dataset.py --out DIR --count 12   # GIF previews
+    /root/venv-ditgen/bin/python scripts/train/shapes_video_dataset.py --out DIR --count 12   # GIF previews
+(the reference Python environment, scripts/requirements.txt:
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt)
 """
 from __future__ import annotations
 

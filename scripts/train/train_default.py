@@ -16,10 +16,12 @@ Check:   every class is sampled with an own DDIM + CFG loop (mirrors
          background) + shape (IoU against bbox-fitted templates) classifier
          measures agreement, and a contact sheet is written.
 
-Usage:  python scripts/train/train_default.py [--out samples/dit-shapes]
-        python scripts/train/train_default.py --quick --out /tmp/x   # smoke test
+Usage (the reference Python environment, scripts/requirements.txt):
+        python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+        /root/venv-ditgen/bin/python scripts/train/train_default.py [--out samples/dit-shapes]
+        /root/venv-ditgen/bin/python scripts/train/train_default.py --quick --out /tmp/x   # smoke test
 Fixed seeds, torch.set_num_threads(2).  See the timing printed at the end
-(and in README / the docstring below once measured).
+(and in docs/default-models.md / the docstring below once measured).
 """
 from __future__ import annotations
 

@@ -77,9 +77,11 @@ A decoder fine-tuned on the training frames after the transformer (300
 Adam steps at 1e-3, MSE + L1: 2.5 min) lowered weight 4's score to 74.4%
 (squares drawn as circles), so the VAE stays the image default's.
 
-Usage (fixed seeds, torch.set_num_threads(2); times in README):
-    /root/venv-t5/bin/python scripts/train/train_video_default.py --out samples/latte-shapes
-    /root/venv-t5/bin/python scripts/train/train_video_default.py --quick --out /tmp/x   # smoke test
+Usage (fixed seeds, torch.set_num_threads(2); times in docs/default-models.md;
+the reference Python environment, scripts/requirements.txt):
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/train/train_video_default.py --out samples/latte-shapes
+    /root/venv-ditgen/bin/python scripts/train/train_video_default.py --quick --out /tmp/x   # smoke test
 A run can be split (a shared machine, a session's time): --state FILE keeps
 the whole training state with every checkpoint and at the end, and
 `--resume --state FILE --steps N` continues it to N steps with the same

@@ -13,13 +13,15 @@ axis and sign (+x right, +y down); otherwise an area ratio last/first above
 1.5 is "growing", below 1/1.5 "shrinking"; anything else is no motion.
 src/eval/motion_measure.cpp is its C++ port (the quality test's measure).
 
-Scoring all 180 captions (as the quality test does, in C++):
-    python scripts/train/video_quality.py --captions > /tmp/captions.txt
+Scoring all 180 captions (as the quality test does, in C++), in the reference
+Python environment (scripts/requirements.txt):
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/train/video_quality.py --captions > /tmp/captions.txt
     ./build/ditgen --config configs/default.json --prompt-file /tmp/captions.txt \
         --set output.format=png --set output.grid=false --output /tmp/all/c.png
-    python scripts/train/video_quality.py /tmp/all/c     # reads c_0000_f000.png ...
+    /root/venv-ditgen/bin/python scripts/train/video_quality.py /tmp/all/c     # reads c_0000_f000.png ...
 prints colour / shape / motion agreement and the shape confusions.
-    /root/venv-t5/bin/python scripts/train/video_quality.py --vae samples/latte-shapes/vae
+    /root/venv-ditgen/bin/python scripts/train/video_quality.py --vae samples/latte-shapes/vae
 scores true clips sent through the VAE instead: an estimate of the ceiling
 that VAE puts on the samples (of what its decoder makes of good latents).
 """
