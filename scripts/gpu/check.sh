@@ -7,7 +7,7 @@
 # PACK is scripts/gpu/pack.sh's tarball of a CUDA build made on another
 # machine (unpacked here, its lib/ first on LD_LIBRARY_PATH). Writes to
 # OUT_DIR: summary.log (device, what ran, each step's exit status),
-# ctest_gpu.log (`ctest -L gpu`), bench.log (scripts/bench_cuda.sh on the
+# ctest_gpu.log (`ctest -L gpu`), bench.log (scripts/bench/bench_cuda.sh on the
 # shipped image model and a random DiT-XL/2), profile.log (bench_forward
 # --profile on random-weight Latte-1 at 512x512 x 16 frames and PixArt-XL
 # 1024, bfloat16 and float16: scripts/gpu/models), torch_ref.log (PyTorch's
@@ -35,12 +35,12 @@ done
 timeout 300 ctest --test-dir "$build" -L gpu --output-on-failure -j4 --timeout 150 > "$out/ctest_gpu.log" 2>&1
 step "ctest -L gpu rc=$?: $(grep -E 'tests passed|tests failed' "$out/ctest_gpu.log")"
 B=$out/bench.log
-timeout 90 scripts/bench_cuda.sh "$build" samples/dit-shapes 2 10 >> "$B" 2>&1; step "bench_cuda dit-shapes rc=$?"
-timeout 60 "$build/scripts/bench/make_random_dit" --preset dit-xl-2-256 --out /tmp/dit-xl --dtype bfloat16 >> "$B" 2>&1
-timeout 150 scripts/bench_cuda.sh "$build" /tmp/dit-xl 2 5 >> "$B" 2>&1; step "bench_cuda dit-xl-2-256 rc=$?"
+timeout 90 scripts/bench/bench_cuda.sh "$build" samples/dit-shapes 2 10 >> "$B" 2>&1; step "bench_cuda dit-shapes rc=$?"
+timeout 60 "$build/scripts/bench/cpp/make_random_dit" --preset dit-xl-2-256 --out /tmp/dit-xl --dtype bfloat16 >> "$B" 2>&1
+timeout 150 scripts/bench/bench_cuda.sh "$build" /tmp/dit-xl 2 5 >> "$B" 2>&1; step "bench_cuda dit-xl-2-256 rc=$?"
 P=$out/profile.log
 forward() { echo "== bench_forward $*" >> "$P"
-  timeout 60 "$build/scripts/bench/bench_forward" --device cuda --repeat 3 --warmup 2 --profile "$@" >> "$P" 2>&1
+  timeout 60 "$build/scripts/bench/cpp/bench_forward" --device cuda --repeat 3 --warmup 2 --profile "$@" >> "$P" 2>&1
   step "bench_forward $* rc=$?"; }
 python3 scripts/gpu/make_random_weights.py scripts/gpu/models/latte-1 /tmp/latte-1 >> "$P" 2>&1
 for dtype in bfloat16 float16; do

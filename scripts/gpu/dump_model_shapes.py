@@ -6,7 +6,9 @@ and PixArt-alpha XL-2-1024 (PixArtTransformer2DModel). Built on the meta
 device, so no memory is used; make_random_weights.py turns a list into
 weights where diffusers is not installed.
 
-Usage: /root/venv-t5/bin/python scripts/gpu/dump_model_shapes.py
+Usage (the reference Python environment, scripts/requirements.txt):
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
+    /root/venv-ditgen/bin/python scripts/gpu/dump_model_shapes.py
 """
 import json, os, torch
 from diffusers import LatteTransformer3DModel, PixArtTransformer2DModel

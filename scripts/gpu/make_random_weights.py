@@ -6,6 +6,9 @@ PyTorch but not diffusers. N(0, 0.02), norm weights 1, biases 0: not a model,
 only its sizes.
 
 Usage: python3 scripts/gpu/make_random_weights.py scripts/gpu/models/latte-1 /tmp/latte-1
+(python3: the GPU machine's own, with torch and safetensors; elsewhere the
+reference Python environment, scripts/requirements.txt:
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt)
 """
 import json
 import os

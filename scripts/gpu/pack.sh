@@ -3,7 +3,7 @@
 # toolkit and PyTorch, but none of ditgen's Debian libraries):
 #
 #   cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DDITGEN_CUDA=ON \
-#         -DDITGEN_CUDA_ARCHITECTURES=90 -DDITGEN_FFMPEG=OFF
+#         -DDITGEN_CUDA_ARCHITECTURES=90 -DDITGEN_FFMPEG=OFF -DDITGEN_BENCHMARKS=ON
 #   cmake --build build-cuda -j2 --target ditgen test_gpu bench_forward make_random_dit
 #   scripts/gpu/pack.sh build-cuda OUT.tar.xz
 #
@@ -16,8 +16,8 @@
 set -euo pipefail
 build=${1:?usage: pack.sh BUILD_DIR OUT.tar.xz}
 out=$(realpath -m "${2:?usage: pack.sh BUILD_DIR OUT.tar.xz}")
-bins="$build/ditgen $build/tests/test_gpu $build/scripts/bench/bench_forward $build/scripts/bench/make_random_dit"
-for b in $bins; do [ -x "$b" ] || { echo "pack.sh: $b not built" >&2; exit 2; }; done
+bins="$build/ditgen $build/tests/test_gpu $build/scripts/bench/cpp/bench_forward $build/scripts/bench/cpp/make_random_dit"
+for b in $bins; do [ -x "$b" ] || { echo "pack.sh: $b not built (the benchmark programs need -DDITGEN_BENCHMARKS=ON)" >&2; exit 2; }; done
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib"
 ldd $bins | awk '$3 ~ /^\// {print $3}' | sort -u |

@@ -5,6 +5,11 @@ PyTorch on the same GPU and the same shapes as bench_forward's Latte-1
 tokens) forwards. bfloat16 GEMMs through F.linear (cuBLAS) and attention
 through F.scaled_dot_product_attention (flash), each the median of 20 after
 3 warm-ups, timed with CUDA events.
+
+Usage: python3 scripts/gpu/torch_reference.py (python3: the GPU machine's own
+PyTorch with CUDA; elsewhere the reference Python environment,
+scripts/requirements.txt:
+    python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt)
 """
 import torch
 import torch.nn.functional as F

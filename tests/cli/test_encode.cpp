@@ -1,6 +1,6 @@
 // `ditgen encode` as a user runs it (DESIGN.md §1): on the committed tiny
 // encoders its ids_i / mask_i / embeds_i equal transformers' (made from the
-// same raw prompts by scripts/make_t5_encoder_fixtures.py), from --prompt
+// same raw prompts by scripts/fixtures/make_t5_encoder_fixtures.py), from --prompt
 // and from --prompt-file; and every bad input exits with its code, names
 // the file or field, and leaves no output file behind.
 #include <doctest/doctest.h>

@@ -174,7 +174,7 @@ TEST_CASE("layout pp2 PipeFusion after one warm-up step: stale keys and values, 
   // before: not the single-process result. Measured on this 5x5-token
   // fixture: relative L2 0.009 (2 patches); the bounds are a sanity floor
   // (the stale path ran, and it is not noise), not a quality claim: the
-  // benchmark (scripts/bench_patch_parallel.py) reports PSNR on the
+  // benchmark (scripts/bench/bench_patch_parallel.sh) reports PSNR on the
   // trained default model.
   const double err = testing::rel_l2(piped, single);
   MESSAGE("PipeFusion pp2, 3 patches, 1 warm-up step: relative L2 vs single process " << err);

@@ -1,4 +1,4 @@
-// PSNR and SSIM against values computed by scripts/make_shapes_fixture.py
+// PSNR and SSIM against values computed by scripts/fixtures/make_shapes_fixture.py
 // (numpy, separable Gaussian filtering: a different route from the C++
 // per-window sums), plus closed forms: a constant offset d gives PSNR
 // 10·log10(255²/d²); two flat images p, q give SSIM (2pq + c1)/(p² + q² + c1).

@@ -2,7 +2,7 @@
 // on clips drawn here: a disc or square on a grey background moving a known
 // way, one case per motion, a still clip (no motion), an empty clip, and the
 // boundary of the 4-pixel shift rule. The drawing is independent of the
-// training set's (scripts/shapes_video_dataset.py), so the measure is
+// training set's (scripts/train/shapes_video_dataset.py), so the measure is
 // checked against the geometry, not against itself.
 #include <doctest/doctest.h>
 

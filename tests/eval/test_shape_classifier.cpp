@@ -1,6 +1,6 @@
 // The C++ shape classifier against the Python reference (classify() in
-// scripts/shapes_dataset.py) on the fixture made by
-// scripts/make_shapes_fixture.py: clean renders of every class and degraded
+// scripts/train/shapes_dataset.py) on the fixture made by
+// scripts/fixtures/make_shapes_fixture.py: clean renders of every class and degraded
 // copies. The port must give Python's answer on every image, right or wrong.
 #include <doctest/doctest.h>
 

@@ -13,7 +13,7 @@
 //   (c) the CPU pipeline itself: CUDA float32 and CPU on the same request
 //       (drawn noise, uneven batches) agree at 1e-4.
 // Loose bounds: measured with diffusers itself (torch CPU, the models cast to
-// bfloat16 / float16, scripts/make_fixtures.py's sampling loop), the final
+// bfloat16 / float16, scripts/fixtures/make_fixtures.py's sampling loop), the final
 // latents differ from float32 by relative L2 1.1e-2 (dit_odd, CFG 4),
 // 4.4e-3 (dit_odd, no CFG), 2.0e-2 (dit-shapes, 25 steps) in bfloat16 and
 // 1.4e-3 / 6e-4 / 2.2e-3 in float16; decoded images by 2.8e-3 / 3.7e-3

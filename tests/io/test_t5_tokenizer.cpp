@@ -1,5 +1,5 @@
 // The T5 tokenizer against transformers' slow T5Tokenizer: every prompt of
-// tests/fixtures/t5_tokenizer/ (made by scripts/make_t5_tokenizer_fixtures.py)
+// tests/fixtures/t5_tokenizer/ (made by scripts/fixtures/make_t5_tokenizer_fixtures.py)
 // id for id and mask for mask, for two tiny SentencePiece models, two
 // max_lengths and both `legacy` behaviours; then the bad inputs.
 #include <doctest/doctest.h>

@@ -1,5 +1,5 @@
 // Access to the committed parity fixtures (tests/fixtures/<name>/), made by
-// scripts/make_fixtures.py with diffusers: model directories plus
+// scripts/fixtures/make_fixtures.py with diffusers: model directories plus
 // reference/expected.safetensors holding diffusers' outputs.
 #pragma once
 #include <string>

@@ -3,7 +3,7 @@
 // random encoders (v1.0 relu in float32, v1.1 gated-gelu in sharded float16
 // variant files named encoder.embed_tokens.weight, UMT5 in bfloat16) against
 // transformers' last_hidden_state for the same ids and mask
-// (scripts/make_t5_encoder_fixtures.py). float32 compute must match to
+// (scripts/fixtures/make_t5_encoder_fixtures.py). float32 compute must match to
 // relL2 1e-5, bfloat16 weights to 2e-2 of transformers' bfloat16 run. Then
 // the checkpoint checks: a config that disagrees with a tensor, a tensor of
 // the wrong dtype, a missing tensor, each a ModelError naming file and tensor.

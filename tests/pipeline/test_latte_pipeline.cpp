@@ -1,5 +1,5 @@
 // End-to-end parity with diffusers' LattePipeline on the committed tiny
-// fixture (tests/fixtures/latte_tiny, scripts/make_text_fixtures.py): the
+// fixture (tests/fixtures/latte_tiny, scripts/fixtures/make_text_fixtures.py): the
 // text stage's prompt and negative embeddings after mask_feature (both cut
 // to the prompt's k tokens), then from the same initial noise the final
 // latents after DDIM (3 steps, guidance 7.5, 3 frames of 80x80) and the

@@ -1,5 +1,5 @@
 // End-to-end parity with diffusers' PixArtAlphaPipeline on the committed
-// tiny fixture (tests/fixtures/pixart_tiny, scripts/make_text_fixtures.py):
+// tiny fixture (tests/fixtures/pixart_tiny, scripts/fixtures/make_text_fixtures.py):
 // the text stage's prompt and negative embeddings, then from the same
 // initial noise the final latents after DPM-Solver++ and DDIM (4 steps,
 // guidance 4.5, max_sequence_length 16) and the decoded images, each output

@@ -1,9 +1,9 @@
 // The shipped default video model (samples/latte-shapes, trained by
-// scripts/train_video_default.py): parity with diffusers' LattePipeline for
+// scripts/train/train_video_default.py): parity with diffusers' LattePipeline for
 // two prompts from the same noise (fixture made by
-// scripts/make_video_default_reference.py), and the quality check: all 180
+// scripts/fixtures/make_video_default_reference.py), and the quality check: all 180
 // captions, generated as configs/default.json generates them, each clip
-// judged by src/eval/motion_measure (a port of scripts/video_quality.py):
+// judged by src/eval/motion_measure (a port of scripts/train/video_quality.py):
 // foreground colour, shape and the direction of the centroid's path.
 #include <doctest/doctest.h>
 
@@ -69,7 +69,7 @@ std::vector<uint8_t> clip_rgb8(const Tensor& frames, int64_t output) {
 TEST_CASE("default video model: ditgen matches diffusers' LattePipeline for two prompts") {
   const auto pipe = open_default();
   GenerateConfig g = default_sampling({"a red circle moving right", "a blue star growing"});
-  g.steps = 10;  // scripts/make_video_default_reference.py
+  g.steps = 10;  // scripts/fixtures/make_video_default_reference.py
   g.batch_size = 2;
   pipeline::Request req = pipe->prepare(g, "test");
   req.text_encoder_dtype = "float32";
@@ -84,7 +84,7 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   const auto& shapes = eval::shape_names();
   const auto& motions = eval::motion_names();
   // Every one of the 180 captions, in caption-id order (colour, shape,
-  // motion: scripts/shapes_video_dataset.py's CAPTIONS), so the score is the
+  // motion: scripts/train/shapes_video_dataset.py's CAPTIONS), so the score is the
   // model's own rate and not that of a subset's draw: each colour 30 times,
   // each shape 36, each motion 30.
   struct Want {
@@ -127,7 +127,7 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   for (size_t k = 0; k < shapes.size(); ++k)
     MESSAGE("  " << shapes[k] << " " << shape_right[k] << "/" << n / static_cast<int>(shapes.size()));
   // What samples/latte-shapes achieves (README), the same clips and scores
-  // as scripts/video_quality.py gives ditgen's PNG frames:
+  // as scripts/train/video_quality.py gives ditgen's PNG frames:
   //   bfloat16 (this project's CPUs): colour 180, shape 145 (circle 30,
   //     square 29, triangle 36, star 18, cross 32 of 36), motion 180;
   //   float32 (CPUs without bf16 dot products): colour 180, shape 143

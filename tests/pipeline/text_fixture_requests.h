@@ -1,5 +1,5 @@
 // The requests of the text-conditional fixtures (tests/fixtures/pixart_tiny,
-// latte_tiny: scripts/make_text_fixtures.py), as diffusers ran them, for the
+// latte_tiny: scripts/fixtures/make_text_fixtures.py), as diffusers ran them, for the
 // CPU suites (test_text_pipeline.cpp, test_latte_pipeline.cpp) and the CUDA
 // ones (tests/gpu/test_text_model_parity.cpp) alike: the prompts, sampling
 // settings and diffusers' initial noise, the text encoder in float32.

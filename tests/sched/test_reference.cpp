@@ -1,5 +1,5 @@
 // DDIM and DPM-Solver++(2M) against numbers recorded from diffusers by
-// scripts/make_sched_fixtures.py (tests/fixtures/sched/*.json): timesteps and
+// scripts/fixtures/make_sched_fixtures.py (tests/fixtures/sched/*.json): timesteps and
 // alphas_cumprod exactly, DPM sigmas within 1 ulp, sampler trajectories
 // within 1e-5 relative (normwise: max |error| / max |reference| per vector).
 // The remaining difference comes from torch's CPU sqrt (MKL), off by one ulp

@@ -1,0 +1,179 @@
+// Every relative link of the documentation resolves: README.md and
+// docs/*.md are scanned for markdown links and images, `[text](target)`,
+// `![alt](target)` and reference definitions `[name]: target`, outside
+// fenced code blocks and inline code spans. A target that is a URL
+// (http:, https:, mailto:, ...) or only an #anchor is skipped; a #fragment
+// is cut off; the rest must name an existing file or directory, relative to
+// the page (a leading / means the repository root). Each broken link is
+// reported as file:line and target.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "temp_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Link {
+  fs::path file;
+  int line = 0;
+  std::string target;
+};
+
+// The line with its inline code spans (`...`, ``...``) blanked out.
+std::string without_code_spans(const std::string& line) {
+  std::string out = line;
+  size_t i = 0;
+  while ((i = out.find('`', i)) != std::string::npos) {
+    size_t ticks = 0;
+    while (i + ticks < out.size() && out[i + ticks] == '`') ++ticks;
+    const std::string fence(ticks, '`');
+    const size_t end = out.find(fence, i + ticks);
+    if (end == std::string::npos) break;  // an unclosed span: literal backticks
+    std::fill(out.begin() + static_cast<long>(i), out.begin() + static_cast<long>(end + ticks), ' ');
+    i = end + ticks;
+  }
+  return out;
+}
+
+// Every link and image target of one markdown file, with its line number.
+std::vector<Link> links_in(const fs::path& file) {
+  static const std::regex inline_link(R"(\]\(\s*(<[^>]*>|[^)\s]+)(\s+("[^"]*"|'[^']*'))?\s*\))");
+  static const std::regex reference_def(R"(^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+))");
+  std::vector<Link> links;
+  std::ifstream in(file);
+  std::string line, fence;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    // Fenced code blocks (``` or ~~~, possibly indented) hold no links.
+    const size_t start = line.find_first_not_of(' ');
+    if (start != std::string::npos && start < 4 &&
+        (line.compare(start, 3, "```") == 0 || line.compare(start, 3, "~~~") == 0)) {
+      const std::string marker = line.substr(start, 3);
+      if (fence.empty()) {
+        fence = marker;
+      } else if (fence == marker) {
+        fence.clear();
+      }
+      continue;
+    }
+    if (!fence.empty()) continue;
+    const std::string text = without_code_spans(line);
+    auto add = [&](std::string target) {
+      if (target.size() >= 2 && target.front() == '<' && target.back() == '>') target = target.substr(1, target.size() - 2);
+      links.push_back({file, number, target});
+    };
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), inline_link); it != std::sregex_iterator(); ++it)
+      add((*it)[1].str());
+    std::smatch def;
+    if (std::regex_search(text, def, reference_def)) add(def[1].str());
+  }
+  return links;
+}
+
+// A URL (scheme:...) or a bare #anchor: not a file to check.
+bool is_external(const std::string& target) {
+  static const std::regex scheme(R"(^[A-Za-z][A-Za-z0-9+.-]*:)");
+  return target.empty() || target.front() == '#' || std::regex_search(target, scheme);
+}
+
+// %XX escapes decoded (a space is written %20 in a link).
+std::string percent_decoded(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The links of `files` whose relative targets do not exist; `checked`
+// counts the relative links looked at.
+std::vector<Link> broken_links(const fs::path& root, const std::vector<fs::path>& files, int& checked) {
+  std::vector<Link> broken;
+  checked = 0;
+  for (const fs::path& file : files) {
+    for (const Link& link : links_in(file)) {
+      if (is_external(link.target)) continue;
+      std::string path = link.target.substr(0, link.target.find_first_of("#?"));
+      path = percent_decoded(path);
+      const fs::path resolved = path.front() == '/' ? root / path.substr(1) : file.parent_path() / path;
+      ++checked;
+      if (!fs::exists(resolved)) broken.push_back(link);
+    }
+  }
+  return broken;
+}
+
+// README.md and every docs/*.md of the repository at `root`.
+std::vector<fs::path> documentation(const fs::path& root) {
+  std::vector<fs::path> files{root / "README.md"};
+  if (fs::is_directory(root / "docs"))
+    for (const auto& entry : fs::directory_iterator(root / "docs"))
+      if (entry.is_regular_file() && entry.path().extension() == ".md") files.push_back(entry.path());
+  std::sort(files.begin() + 1, files.end());
+  return files;
+}
+
+std::string describe(const fs::path& root, const Link& link) {
+  std::ostringstream s;
+  s << fs::relative(link.file, root).string() << ":" << link.line << ": link target '" << link.target
+    << "' does not exist";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("every relative link and image in README.md and docs/*.md resolves") {
+  const fs::path root = DITGEN_SOURCE_DIR;
+  const std::vector<fs::path> files = documentation(root);
+  REQUIRE(fs::exists(files.front()));
+  CHECK_MESSAGE(files.size() > 1, "no docs/*.md found");
+  int checked = 0;
+  const std::vector<Link> broken = broken_links(root, files, checked);
+  MESSAGE(files.size() << " files, " << checked << " relative links checked");
+  CHECK(checked > 0);  // the scan found the links it is meant to check
+  for (const Link& link : broken) FAIL_CHECK(describe(root, link));
+}
+
+TEST_CASE("the link check finds a broken link and passes the others") {
+  const ditgen::testing::TempDir dir("ditgen_doc_links");
+  dir.write("docs/there.md", "# there\n");
+  dir.write("samples/pic.png", "png");
+  dir.write("README.md",
+            "Intro with [a page](docs/there.md) and [a section](docs/there.md#there), "
+            "![a picture](samples/pic.png \"title\") and [the web](https://example.com/x.md).\n"
+            "[an anchor](#intro), [mail](mailto:a@b.c), `[code](not/checked.md)`\n"
+            "```\n[in a fence](not/checked/either.md)\n```\n"
+            "A [missing page](docs/missing.md#part) and ![a missing picture](samples/none.png).\n"
+            "[ref]: docs/also-missing.md\n");
+  dir.write("docs/guide.md", "Back to [the README](../README.md), [root-relative](/samples/pic.png), "
+                             "[a bad one](../nowhere/)\n");
+  int checked = 0;
+  const std::vector<Link> broken = broken_links(dir.path, documentation(dir.path), checked);
+  CHECK(checked == 9);
+  std::vector<std::string> found;
+  for (const Link& link : broken) found.push_back(describe(dir.path, link));
+  for (const std::string& f : found) MESSAGE(f);
+  CHECK(found == std::vector<std::string>{
+                     "README.md:6: link target 'docs/missing.md#part' does not exist",
+                     "README.md:6: link target 'samples/none.png' does not exist",
+                     "README.md:7: link target 'docs/also-missing.md' does not exist",
+                     "docs/guide.md:1: link target '../nowhere/' does not exist",
+                 });
+}
