@@ -20,7 +20,14 @@ std::vector<config::PromptEntry> read_batch_prompts(const RunConfig& cfg, const 
     throw ConfigError(where + ": generate.prompt_file: a " + std::string(pipe.transformer().family()) +
                       " model is class-conditional: it takes generate.class_labels, not prompts (prompt files are "
                       "for text-conditional models)");
-  return config::read_prompt_file(file);
+  std::vector<config::PromptEntry> entries = config::read_prompt_file(file);
+  // A JSONL line's empty prompt makes an output of nothing asked for
+  // (`ditgen encode` reads the same files and may encode ""; a text file's
+  // blank line is skipped).
+  for (const config::PromptEntry& e : entries)
+    if (const std::string problem = config::empty_prompt_problem(e.prompt); !problem.empty())
+      throw ConfigError(file + ":" + std::to_string(e.line) + ": prompt: " + problem);
+  return entries;
 }
 
 RunConfig with_prompt_file_prompts(const RunConfig& cfg, const std::vector<config::PromptEntry>& entries) {

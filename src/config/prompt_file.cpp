@@ -46,8 +46,6 @@ PromptEntry parse_jsonl_line(const std::string& line, const std::string& where) 
   if (!obj.contains("prompt")) throw ConfigError(where + ": prompt: required");
   e.prompt = string_field(obj, "prompt", where);
   check_prompt_text(e.prompt, where + ": prompt");
-  if (const std::string problem = empty_prompt_problem(e.prompt); !problem.empty())
-    throw ConfigError(where + ": prompt: " + problem);
   if (obj.contains("negative_prompt")) {
     e.negative_prompt = string_field(obj, "negative_prompt", where);
     check_prompt_text(*e.negative_prompt, where + ": negative_prompt");

@@ -3,8 +3,7 @@
 // skipped, a trailing '\r' dropped), or, for a `.jsonl` file, one JSON
 // object per line with `prompt` and optionally `negative_prompt`, `seed`,
 // `frames` and `name` (the output file's stem). Every line is checked:
-// valid UTF-8, at most kMaxPromptBytes, not empty (a whitespace-only text
-// line is a blank line, skipped), JSON fields of the right type, no
+// valid UTF-8, at most kMaxPromptBytes, JSON fields of the right type, no
 // unknown key, a name that is a plain file stem. Errors are ConfigError
 // "<file>:<line>: ..." (exit 2), so a bad line is found before any model
 // is loaded.
@@ -42,7 +41,8 @@ std::vector<PromptEntry> parse_prompt_text(const std::string& text, const std::s
 void check_prompt_text(const std::string& prompt, const std::string& where);
 // "the prompt is empty; ..." for an empty or whitespace-only prompt, else
 // "" (issue 36: such a prompt ran and made an output of nothing asked
-// for). Not for negative prompts, where "" is the default.
+// for). Generation checks its prompts with it; not negative prompts, where
+// "" is the default, nor `ditgen encode`, which may encode "".
 std::string empty_prompt_problem(const std::string& prompt);
 
 }  // namespace ditgen::config

@@ -148,6 +148,11 @@ TEST_CASE("text bad input: an empty prompt or an empty prompt list, exit 2 namin
   expect_failure(tmp2, pixart_config(testing::fixture_dir("pixart_tiny"), tmp2.file("out/img.png")), 2,
                  {"generate.prompts[0]", "the prompt is empty"}, "--prompt ''");
 
+  testing::TempDir prompts("text_bad_empty_prompt_jsonl_file"), tmp4("text_bad_empty_prompt_jsonl");
+  prompts.write("p.jsonl", "{\"prompt\": \"a red circle\"}\n{\"prompt\": \" \"}\n");
+  expect_failure(tmp4, pixart_config(testing::fixture_dir("pixart_tiny"), tmp4.file("out/img.png")), 2,
+                 {"p.jsonl:2: prompt: the prompt is only whitespace"}, "--prompt-file " + prompts.file("p.jsonl"));
+
   testing::TempDir tmp3("text_bad_empty_prompt_list");
   json none = pixart_config(testing::fixture_dir("pixart_tiny"), tmp3.file("out/img.png"));
   none["generate"]["prompts"] = json::array();

@@ -212,7 +212,7 @@ namespace ditgen::test {
 
 // Issue 36: `ditgen --config /elsewhere/run.json` from any folder reads the
 // model and writes the outputs the file names, relative to the file.
-TEST_CASE("relative paths in a config file resolve against its folder; --set paths stay as given") {
+TEST_CASE("relative paths in a config file resolve against its folder, --set paths stay as given") {
   std::filesystem::create_directories(temp_dir() / "cfg");
   const json document = with(with(with(minimal_config(), "model.path", "../models/m"), "output.path", "out/x.png"),
                              "generate.prompt_file", "./prompts.txt");

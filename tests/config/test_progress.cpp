@@ -37,7 +37,7 @@ TEST_CASE("lines style: a plain line at most every 5 seconds, and the last step'
   CHECK_FALSE(contains(text, "\r"));
 }
 
-TEST_CASE("lines style: slow steps each get their line; a fast run only its last") {
+TEST_CASE("lines style: slow steps each get their line, a fast run only its last") {
   std::ostringstream slow, fast;
   FakeClock clock;
   {
