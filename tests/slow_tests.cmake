@@ -5,8 +5,8 @@
 # processes on 2 cores made the 180-caption quality test take 505 s against
 # 90 s alone (issue 33). A high COST starts them first.
 set(ditgen_slow_tests
-    "pipeline: default video model: clips show the requested colour, shape and motion"
-    "pipeline: default model: generated images show the requested colour and shape (>= 90%)")
+    "pipeline:default video model: clips show the requested colour, shape and motion"
+    "pipeline:default model: generated images show the requested colour and shape (>= 90%)")
 foreach(name IN LISTS ditgen_slow_tests)
   set_tests_properties("${name}" PROPERTIES LABELS "pipeline;slow" PROCESSORS 2 COST 1000)
 endforeach()

@@ -64,7 +64,7 @@ run_once() {
               bash -c '[ "$OMPI_COMM_WORLD_RANK" = 0 ] && export DITGEN_PROFILE=1; exec "$@"' rank)
   fi
   DITGEN_TEST_COMM_STATS="$WORK/$name.comm.json" "${launcher[@]}" "$DITGEN" --config "$config" \
-    --device cpu --threads 1 --set generate.steps="$STEPS" --set output.grid=false --set output.format=png \
+    --device cpu --threads 1 --set generate.steps="$STEPS" --set output.grid=false --set output.format=png --set output.fps=null --set output.crf=null \
     --output "$WORK/$name/out.png" "$@" >"$WORK/$name.log" 2>&1 || { echo "$name FAILED:"; tail -20 "$WORK/$name.log"; exit 1; }
 }
 

@@ -18,7 +18,7 @@ Python environment (scripts/requirements.txt):
     python3 -m venv /root/venv-ditgen && /root/venv-ditgen/bin/pip install -r scripts/requirements.txt
     /root/venv-ditgen/bin/python scripts/train/video_quality.py --captions > /tmp/captions.txt
     ./build/ditgen --config configs/default.json --prompt-file /tmp/captions.txt \
-        --set output.format=png --set output.grid=false --output /tmp/all/c.png
+        --set output.format=png --set output.fps=null --set output.crf=null --set output.grid=false --output /tmp/all/c.png
     /root/venv-ditgen/bin/python scripts/train/video_quality.py /tmp/all/c     # reads c_0000_f000.png ...
 prints colour / shape / motion agreement and the shape confusions.
     /root/venv-ditgen/bin/python scripts/train/video_quality.py --vae samples/latte-shapes/vae

@@ -182,7 +182,7 @@ void run_generate(const CliOptions& opts) {
 
   if (!quiet) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const char* what = cfg.output.format == "mp4" || frames > 1 ? "video" : "image";
+    const char* what = cfg.output.format == OutputFormat::kMp4 || frames > 1 ? "video" : "image";
     if (result.written.empty())
       std::fprintf(stderr, "ditgen: nothing to make: all %d outputs exist (%.1f s)\n", outputs, secs);
     else

@@ -19,6 +19,7 @@
 #include "parallel/mpi_runtime.h"
 #include "util/atomic_file.h"
 #include "util/created_folders.h"
+#include "util/openmp_wait.h"
 #include "util/signals.h"
 #include "util/error.h"
 
@@ -52,6 +53,7 @@ namespace {
 
 int main(int argc, char** argv) {
   using namespace ditgen;
+  reexec_with_short_openmp_spin(argv);  // first: libgomp read its settings as it loaded
   install_signal_handlers();
   try {
     parallel::MpiRuntime::init(&argc, &argv);

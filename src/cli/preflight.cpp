@@ -115,7 +115,7 @@ std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputC
                                                                    const std::string& run_json) {
   const io::OutputPlan plan{out.path, outputs, frames, names};
   std::vector<std::unique_ptr<io::OutputWriter>> w;
-  if (out.format == "mp4")  // one video per output (an image: a one-frame video)
+  if (out.format == OutputFormat::kMp4)  // one video per output (an image: a one-frame video)
     w.push_back(io::make_mp4_writer(plan, out.fps, out.crf));
   else  // "png": one file per image, or per frame of a video
     w.push_back(frames == 1 ? io::make_png_writer(plan) : io::make_png_frames_writer(plan));

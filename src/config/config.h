@@ -10,9 +10,9 @@
 // file and the dotted path at fault, and says which --set produced the value
 // when one did.
 //
-// Enumerated settings stay strings (already validated here): the layers that
-// use them compare against the documented names, and error messages and PNG
-// metadata need those names anyway.
+// Enumerated settings are enums with their names in one table
+// (config/enum_names.h); output.format so far (issue 33 item 4: sp_mode and
+// the scheduler follow).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -22,6 +22,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "config/enum_names.h"
 
 namespace ditgen {
 
@@ -39,6 +41,7 @@ struct GenerateConfig {
   std::vector<ClassLabel> class_labels;  // class-conditional models
   std::vector<std::string> prompts;      // text-conditional models
   std::string negative_prompt;
+  bool negative_prompt_given = false;  // the key was there (even as ""): class-label models refuse it
   std::string prompt_file;       // text or .jsonl prompt file (config/prompt_file.h); excludes prompts
   int max_sequence_length = 0;   // text tokens per prompt; 0 = the pipeline's default
   std::uint64_t seed = 0;        // output i uses seed + i
@@ -98,8 +101,8 @@ struct PabConfig {
 
 struct OutputConfig {
   std::string path;             // pattern: see io/output_paths.h
-  std::string format = "png";   // png | mp4
-  double fps = 8.0;             // mp4 only
+  OutputFormat format = OutputFormat::kPng;
+  double fps = 8.0;             // mp4 only (given with png: an error)
   int crf = 18;                 // mp4 only: x264's constant rate factor, 0 (lossless) .. 51
   bool grid = false;            // also write a labelled contact sheet
   bool skip_existing = false;   // outputs whose files all exist are not generated again (--resume)

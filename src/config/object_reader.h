@@ -1,8 +1,9 @@
 // Typed reads of one JSON object of the config, each with its default when
 // absent and its type and range check when present. A failed check names the
 // dotted path and the value found: "generate.steps: expected a positive
-// integer, got \"fifty\"". JSON null is a wrong type like any other (absent
-// keys take defaults; null is not a way to write "default").
+// integer, got \"fifty\"". JSON null in a file is a wrong type like any other
+// (absent keys take defaults); `--set key=null` removes a key before these
+// reads (config/overrides.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config_context.h"
+#include "config/enum_names.h"
 
 namespace ditgen::config {
 
@@ -38,6 +40,14 @@ class ObjectReader {
   std::string required_string(const std::string& key, const std::string& what_it_is) const;
   std::string choice(const std::string& key, const std::string& fallback,
                      const std::vector<std::string>& allowed) const;
+  // choice() over an enum's name table (config/enum_names.h).
+  template <class E, std::size_t N>
+  E enum_choice(const std::string& key, E fallback, const EnumName<E> (&table)[N]) const {
+    const std::string name = choice(key, name_in(table, fallback), names_in(table));
+    for (const auto& entry : table)
+      if (name == entry.name) return entry.value;
+    return fallback;  // not reached: choice() accepts only the table's names
+  }
 
  private:
   const nlohmann::json& object_;

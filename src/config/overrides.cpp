@@ -54,7 +54,12 @@ void apply_set_override(json& document, const SetOverride& entry, const ConfigCo
     const auto dot = entry.path.find('.', start);
     const std::string key = entry.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (dot == std::string::npos) {
-      (*node)[key] = entry.value;
+      // null removes the key, so the default applies (`--set output.fps=null`
+      // before writing png from an mp4 config).
+      if (entry.value.is_null())
+        node->erase(key);
+      else
+        (*node)[key] = entry.value;
       return;
     }
     walked = join_path(walked, key);

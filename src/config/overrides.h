@@ -21,7 +21,8 @@ struct SetOverride {
 // outside the schema.
 SetOverride parse_set_override(const std::string& text, const ConfigContext& context);
 
-// Writes the value into `document` (an object), creating absent sections.
+// Writes the value into `document` (an object), creating absent sections; a
+// null value removes the key instead (its default applies again).
 // Throws ConfigError when a section on the way holds a non-object.
 void apply_set_override(nlohmann::json& document, const SetOverride& override_entry,
                         const ConfigContext& context);

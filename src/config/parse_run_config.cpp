@@ -61,6 +61,7 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   if (const json* prompts = generate.find("prompts"))
     c.prompts = parse_prompts(*prompts, generate.path_of("prompts"), context);
   c.negative_prompt = generate.string("negative_prompt", c.negative_prompt);
+  c.negative_prompt_given = generate.find("negative_prompt") != nullptr;
   c.prompt_file = generate.string("prompt_file", c.prompt_file);
   c.max_sequence_length = generate.integer("max_sequence_length", c.max_sequence_length, 1);
   c.seed = generate.unsigned64("seed", c.seed);
@@ -158,7 +159,15 @@ PabConfig parse_pab(const ObjectReader& pab) {
 OutputConfig parse_output(const ObjectReader& output) {
   OutputConfig c;
   c.path = output.required_string("path", "the output file, e.g. out/dit.png");
-  c.format = output.choice("format", c.format, {"png", "mp4"});
+  c.format = output.enum_choice("format", c.format, kOutputFormatNames);
+  // Settings of the MP4 encoder mean nothing for PNG files: given with png,
+  // they are a mistake to report, as an unknown key is.
+  if (c.format != OutputFormat::kMp4)
+    for (const char* key : {"fps", "crf"})
+      if (output.find(key))
+        output.context().fail(output.path_of(key),
+                              std::string("applies to mp4 output only, and output.format is \"") + name_of(c.format) +
+                                  "\"; remove it (--set " + output.path_of(key) + "=null) or write mp4");
   c.fps = output.number("fps", c.fps, 0, /*min_exclusive=*/true);
   // The MP4 time base is 1/fps as a fraction with a denominator up to 1e5
   // (io/mp4_writer.h); 1000 is far above any video's rate, so anything

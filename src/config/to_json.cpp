@@ -51,9 +51,13 @@ json to_json(const RunConfig& c) {
       {"parallel", {{"sp", c.parallel.sp}, {"cp", c.parallel.cp}, {"tp", c.parallel.tp},
                     {"sp_mode", c.parallel.sp_mode}}},
       {"pab", pab},
-      {"output", {{"path", c.output.path}, {"format", c.output.format}, {"fps", c.output.fps},
-                  {"crf", c.output.crf}, {"grid", c.output.grid}}},
+      {"output", {{"path", c.output.path}, {"format", name_of(c.output.format)}, {"grid", c.output.grid}}},
   };
+  // The encoder's settings only for mp4 (with png they are an error).
+  if (c.output.format == OutputFormat::kMp4) {
+    j["output"]["fps"] = c.output.fps;
+    j["output"]["crf"] = c.output.crf;
+  }
   // A run control, not a setting of the outputs: written only when on, so
   // a resumed run's files carry the same config as an uninterrupted run's.
   if (c.output.skip_existing) j["output"]["skip_existing"] = true;

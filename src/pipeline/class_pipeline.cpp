@@ -33,6 +33,16 @@ Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where
   if (g.class_labels.empty())
     throw ConfigError(where + ": generate.class_labels: a " + std::string(parts_.spec->family()) +
                       " model needs class labels");
+  // Text settings mean nothing to a class-label model: an error naming the
+  // field, as an unknown key is (CFG's unconditional half is the null class).
+  const std::string family = parts_.spec->family();
+  if (g.negative_prompt_given)
+    throw ConfigError(where + ": generate.negative_prompt: a " + family +
+                      " model is class-conditional; classifier-free guidance contrasts the class with the null "
+                      "class, not with a negative prompt (remove it)");
+  if (g.max_sequence_length > 0)
+    throw ConfigError(where + ": generate.max_sequence_length: a " + family +
+                      " model is class-conditional and reads no text (remove it)");
   Request r;
   r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae.scale_factor(),
                                              where + ": generate");

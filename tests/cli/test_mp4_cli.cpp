@@ -368,3 +368,37 @@ TEST_CASE("mp4 cli: one line per output, few progress lines off a terminal, and 
   CHECK(ran.at("dtype") != "auto");
   CHECK(nlohmann::json::parse(v.metadata.at("description")).at("model").at("dtype") == "auto");  // as asked
 }
+
+// What a -DDITGEN_FFMPEG=OFF build makes (for a machine without FFmpeg's
+// libraries, scripts/gpu/pack.sh): every build links the same command line
+// without the MP4 writer as ditgen_without_ffmpeg, so this is checked
+// without a second build tree. It links no libav library and refuses mp4
+// before any work, exit 2.
+TEST_CASE("mp4 cli: a build without FFmpeg links no libav and refuses mp4 with exit 2, writing nothing") {
+  Scratch s("without_ffmpeg");
+  const std::string exe = DITGEN_EXE_WITHOUT_FFMPEG;
+  FILE* p = popen(("ldd " + exe + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  std::string libs;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) libs.append(buf, n);
+  pclose(p);
+  CHECK(libs.find("libstdc++") != std::string::npos);  // ldd did list the libraries
+  CHECK_MESSAGE(libs.find("libavcodec") == std::string::npos, libs);
+  CHECK_MESSAGE(libs.find("libswscale") == std::string::npos, libs);
+
+  const std::string cmd = exe + " --device cpu --config " + s.config() + " --set output.format=mp4 2>&1";
+  p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_MESSAGE(out.find("built without FFmpeg") != std::string::npos, out);
+  CHECK(s.files().empty());
+  // PNG output still works.
+  const std::string png = exe + " --device cpu --config " + s.config() + " --steps 2 --quiet 2>&1";
+  CHECK(std::system(png.c_str()) == 0);
+  CHECK(s.files() == std::vector<std::string>{"img_0000.png", "img_0001.png", "img_manifest.jsonl"});
+}

@@ -122,6 +122,21 @@ TEST_CASE("text bad input: prompts for a class-conditional model, exit 2 naming 
   expect_failure(tmp2, dit_config(tmp2.file("out/img.png")), 2, {"generate.class_labels"}, "--prompt 'a red circle'");
 }
 
+// Issue 33: fields that do not apply to the run are errors naming the
+// field, as unknown keys are; a class-label model reads no text.
+TEST_CASE("text bad input: negative_prompt or max_sequence_length for a class-label model, exit 2 naming it") {
+  testing::TempDir tmp("text_bad_negative_for_dit");
+  json c = dit_config(tmp.file("out/img.png"));
+  c["generate"]["negative_prompt"] = "";
+  expect_failure(tmp, c, 2, {"run.json", "generate.negative_prompt", "class-conditional"});
+  testing::TempDir tmp2("text_bad_max_length_for_dit");
+  expect_failure(tmp2, dit_config(tmp2.file("out/img.png")), 2, {"generate.max_sequence_length", "reads no text"},
+                 "--set generate.max_sequence_length=77");
+  testing::TempDir tmp3("text_bad_negative_flag_for_dit");
+  expect_failure(tmp3, dit_config(tmp3.file("out/img.png")), 2, {"generate.negative_prompt"},
+                 "--negative-prompt blurry");
+}
+
 TEST_CASE("text bad input: class labels for a text model, exit 2 naming generate.prompts") {
   testing::TempDir tmp("text_bad_labels_for_pixart");
   json c = pixart_config(testing::fixture_dir("pixart_tiny"), tmp.file("out/img.png"));

@@ -27,7 +27,7 @@ json full_config() {
       "cross":    { "range": 5, "threshold": [0, 900] },
       "mlp":      { "range": 2, "threshold": [100, 800], "blocks": [0, 1, 2, 3, 4] }
     },
-    "output": { "path": "out/dit.png", "format": "png", "fps": 12.5, "crf": 23, "grid": true }
+    "output": { "path": "out/dit.mp4", "format": "mp4", "fps": 12.5, "crf": 23, "grid": true }
   })");
 }
 
@@ -52,7 +52,7 @@ TEST_CASE("a minimal config takes the documented defaults") {
   CHECK(c.parallel == ParallelConfig{});
   CHECK(c.parallel.world_size() == 1);
   CHECK_FALSE(c.pab.enabled());
-  CHECK(c.output.format == "png");
+  CHECK(c.output.format == OutputFormat::kPng);
   CHECK(c.output.fps == 8);
   CHECK(c.output.crf == 18);
   CHECK_FALSE(c.output.grid);

@@ -108,8 +108,14 @@ TEST_CASE("--set through a section that holds a non-object is rejected") {
   CHECK(contains(message, "--set model.path=models/other"));
 }
 
-TEST_CASE("--set null is a wrong type like null in the file") {
-  CHECK(contains(load_error(write_config(minimal_config()), {"generate.steps=null"}), "got null"));
+// null in a file is a wrong type; --set key=null removes the key, so its
+// default applies (e.g. output.fps before writing png from an mp4 config).
+TEST_CASE("--set key=null removes the key; null in the file is a wrong type") {
+  const std::string path = write_config(with(minimal_config(), "generate.steps", 7));
+  CHECK(load_config(path, {}).generate.steps == 7);
+  CHECK(load_config(path, {"generate.steps=null"}).generate.steps == 50);
+  CHECK(load_config(write_config(minimal_config()), {"generate.seed=null"}).generate.seed == 0);  // absent: nothing to do
+  CHECK(contains(load_error(with(minimal_config(), "generate.steps", nullptr)), "got null"));
 }
 
 }  // namespace ditgen::test

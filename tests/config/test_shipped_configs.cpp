@@ -55,7 +55,7 @@ TEST_CASE("configs/pixart-alpha-512.json: PixArt-XL-2-512x512 with its own DPM-S
   CHECK(c.generate.frames == 0);
   CHECK_FALSE(c.pab.enabled());
   CHECK(c.output.path == in_repo("out/pixart.png"));
-  CHECK(c.output.format == "png");
+  CHECK(c.output.format == OutputFormat::kPng);
   CHECK(c.output.grid);
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("configs/latte-1.json: Latte-1, 16 frames at 512x512, DDIM 50 steps, V
   CHECK(c.pab.mlp->range == 2);
   CHECK(c.pab.mlp->threshold == std::array<double, 2>{340, 740});
   CHECK(c.pab.mlp->blocks == std::vector<int>{0, 1, 2, 3, 4});
-  CHECK(c.output.format == "mp4");
+  CHECK(c.output.format == OutputFormat::kMp4);
   CHECK(c.output.fps == 8);
   CHECK(c.output.grid);
 }

@@ -15,7 +15,7 @@ TEST_CASE("MP4 output is supported, with its fps and crf") {
   const std::string path = write_config(with(with(minimal_config(), "output.format", "mp4"), "output.crf", 23));
   const RunConfig c = load_config(path, {"output.fps=12"});
   CHECK_NOTHROW(reject_unsupported(c, path));
-  CHECK(c.output.format == "mp4");
+  CHECK(c.output.format == OutputFormat::kMp4);
   CHECK(c.output.fps == 12);
   CHECK(c.output.crf == 23);
 }

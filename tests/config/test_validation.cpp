@@ -74,11 +74,31 @@ TEST_CASE("type and range checks name the file and the dotted path") {
       {"output.grid", "yes", "expected true or false"},
       {"output.path", json::array(), "expected a string"},
   };
+  // The encoder's settings are checked on an mp4 config (with png they are
+  // an error of their own, below).
+  const json mp4 = with(minimal_config(), "output.format", "mp4");
   for (const auto& row : rows) {
     CAPTURE(row.path);
     CAPTURE(row.value.dump());
-    check_rejected(with(minimal_config(), row.path, row.value), row.path, row.expected);
+    const bool encoder = std::string(row.path) == "output.fps" || std::string(row.path) == "output.crf";
+    check_rejected(with(encoder ? mp4 : minimal_config(), row.path, row.value), row.path, row.expected);
   }
+}
+
+// Issue 33: fields that do not apply to the run are errors naming the
+// field, as unknown keys are. (negative_prompt and max_sequence_length on a
+// class-label model: tests/pipeline, where the model's kind is known.)
+TEST_CASE("fps and crf with png output are errors naming the field; --set key=null removes them") {
+  check_rejected(with(minimal_config(), "output.fps", 8), "output.fps", "applies to mp4 output only");
+  check_rejected(with(minimal_config(), "output.crf", 18), "output.crf",
+                 "applies to mp4 output only, and output.format is \"png\"");
+  const json mp4 = with(with(with(minimal_config(), "output.format", "mp4"), "output.fps", 8), "output.crf", 18);
+  const std::string path = write_config(mp4);
+  CHECK(contains(load_error(path, {"output.format=png"}), "output.fps: applies to mp4 output only"));
+  const RunConfig png = load_config(path, {"output.format=png", "output.fps=null", "output.crf=null"});
+  CHECK(png.output.format == OutputFormat::kPng);
+  CHECK_FALSE(to_json(png)["output"].contains("fps"));  // to_json loads back
+  CHECK(to_json(load_config(path, {}))["output"]["fps"] == 8);
 }
 
 TEST_CASE("accepted edge values") {
@@ -87,15 +107,18 @@ TEST_CASE("accepted edge values") {
       {"generate.guidance_scale", 7}, {"generate.seed", 0},
       {"generate.scheduler", ""},     {"generate.scheduler", "ddim"},
       {"parallel.cp", 2},             {"parallel.sp", 3},
-      {"model.dtype", "bfloat16"},    {"output.fps", 0.5},
-      {"output.fps", 1000},           {"output.fps", 0.001},
-      {"output.crf", 0},              {"output.crf", 51},
-      {"output.format", "mp4"},
+      {"model.dtype", "bfloat16"},    {"output.format", "mp4"},
       {"pab", json::object()},
   };
   for (const auto& [path, value] : rows) {
     CAPTURE(path);
     CHECK_NOTHROW(load_config(write_config(with(minimal_config(), path, value)), {}));
+  }
+  const json mp4 = with(minimal_config(), "output.format", "mp4");
+  for (const auto& [path, value] : std::vector<std::pair<const char*, json>>{
+           {"output.fps", 0.5}, {"output.fps", 1000}, {"output.fps", 0.001}, {"output.crf", 0}, {"output.crf", 51}}) {
+    CAPTURE(path);
+    CHECK_NOTHROW(load_config(write_config(with(mp4, path, value)), {}));
   }
 }
 
