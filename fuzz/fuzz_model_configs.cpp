@@ -6,7 +6,7 @@
  * io::ModelDir::open, id2label(), part_config("transformer") ->
  * models::transformer_spec -> latent_shape(0, 0, 0, 8) (the model's default
  * size) -> workload -> parallel::weight_elements_per_rank;
- * part_config("vae") -> models::check_vae_family + models::VaeConfig::from_json
+ * part_config("vae") -> models::vae_spec (the registry's VAE seam)
  * -> scale_factor(); part_config("text_encoder") -> models::T5Config::from_json
  * -> the expected tensor list and parameter count; and the scheduler text ->
  * sched::parse_scheduler_config (diffusers' -Infinity tokens) ->
@@ -23,7 +23,6 @@
 #include "io/model_dir.h"
 #include "models/registry.h"
 #include "models/t5_spec.h"
-#include "models/vae.h"
 #include "parallel/plan.h"
 #include "sched/scheduler.h"
 #include "sched/scheduler_config.h"
@@ -67,9 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ditgen::fuzz::allow_reader_errors([&] {
       const std::string path = model.part_config_path("vae");
       const nlohmann::json cfg = model.part_config("vae");
-      ditgen::models::check_vae_family(cfg, path);
-      const ditgen::models::VaeConfig vae = ditgen::models::VaeConfig::from_json(cfg, path);
-      g_sink = static_cast<double>(vae.scale_factor());
+      const auto vae = ditgen::models::vae_spec(cfg, path);
+      g_sink = static_cast<double>(vae->spatial_factor());
     });
     ditgen::fuzz::allow_reader_errors([&] {
       const std::string path = model.part_config_path("text_encoder");

@@ -7,6 +7,7 @@
 #include "models/registry.h"
 
 #include "io/model_dir.h"
+#include "models/autoencoder_kl.h"
 #include "models/dit_spec.h"
 #include "models/latte_spec.h"
 #include "models/pixart_spec.h"
@@ -19,6 +20,7 @@ namespace {
 
 using SpecFactory = std::unique_ptr<TransformerSpec> (*)(const nlohmann::json&, const std::string&);
 using TextSpecFactory = std::unique_ptr<TextEncoderSpec> (*)(const nlohmann::json&, const std::string&);
+using VaeSpecFactory = std::unique_ptr<VaeSpec> (*)(const nlohmann::json&, const std::string&);
 
 struct Family {
   Part part;
@@ -26,8 +28,8 @@ struct Family {
   const char* family;
   // Transformers: the spec factory; null = named by the contract, not built yet.
   SpecFactory spec = nullptr;
-  bool built = true;  // vae: whether this version runs it
   TextSpecFactory text_spec = nullptr;  // text encoders: the spec factory
+  VaeSpecFactory vae_spec = nullptr;    // VAEs: the spec factory
 };
 
 // clang-format off
@@ -35,13 +37,15 @@ const Family kFamilies[] = {
     {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_dit_spec},
     {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_pixart_spec},
     {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_latte_spec},
-    {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, true},
-    {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, true, &make_t5_spec},
-    {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, true, &make_t5_spec},
+    {Part::kTransformer, "WanTransformer3DModel",    "wan",    nullptr},  // DESIGN.md §6: not built yet
+    {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, nullptr, &make_autoencoder_kl_spec},
+    {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, nullptr},  // not built yet
+    {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, &make_t5_spec},
+    {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, &make_t5_spec},
     // Whole seq2seq checkpoints: the encoder's tensors carry the same names.
-    {Part::kTextEncoder, "T5ForConditionalGeneration",   "t5", nullptr, true, &make_t5_spec},
-    {Part::kTextEncoder, "UMT5ForConditionalGeneration", "t5", nullptr, true, &make_t5_spec},
-    {Part::kTextEncoder, "MT5EncoderModel",          "t5",     nullptr, true, &make_t5_spec},
+    {Part::kTextEncoder, "T5ForConditionalGeneration",   "t5", nullptr, &make_t5_spec},
+    {Part::kTextEncoder, "UMT5ForConditionalGeneration", "t5", nullptr, &make_t5_spec},
+    {Part::kTextEncoder, "MT5EncoderModel",          "t5",     nullptr, &make_t5_spec},
 };
 // clang-format on
 
@@ -108,9 +112,10 @@ std::unique_ptr<TransformerSpec> transformer_spec(const nlohmann::json& cfg, con
   return f.spec(cfg, path);
 }
 
-void check_vae_family(const nlohmann::json& cfg, const std::string& path) {
+std::unique_ptr<VaeSpec> vae_spec(const nlohmann::json& cfg, const std::string& path) {
   const Family& f = lookup(Part::kVae, cfg, path);
-  if (!f.built) not_supported(std::string(f.class_name) + " VAEs (" + path + ")");
+  if (!f.vae_spec) not_supported(std::string(f.class_name) + " VAEs (" + path + ")");
+  return f.vae_spec(cfg, path);
 }
 
 std::unique_ptr<TextEncoderSpec> text_encoder_spec(const nlohmann::json& cfg, const std::string& path) {

@@ -15,6 +15,7 @@
 
 #include "models/text_encoder.h"
 #include "models/transformer.h"
+#include "models/vae_spec.h"
 
 namespace ditgen::models {
 
@@ -31,9 +32,9 @@ std::string family_of(Part part, const nlohmann::json& config, const std::string
 // the contract names that this version does not run.
 std::unique_ptr<TransformerSpec> transformer_spec(const nlohmann::json& config, const std::string& path);
 
-// Checks that a vae/config.json is a VAE family this version decodes with
-// (AutoencoderKL); the same errors as above.
-void check_vae_family(const nlohmann::json& config, const std::string& path);
+// The spec of a vae/config.json (the VAE seam, models/vae_spec.h), parsed
+// once; the same errors as above.
+std::unique_ptr<VaeSpec> vae_spec(const nlohmann::json& config, const std::string& path);
 
 // The spec of a text_encoder/config.json (transformers' format: the class is
 // `architectures[0]`, or the model_type's encoder), parsed once; the same

@@ -86,22 +86,20 @@ Conditions Conditions::slice(int64_t first, int64_t count) const {
   return c;
 }
 
-models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeConfig& vae) {
+models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeSpec& vae) {
   // As diffusers' pipelines: a float16 VAE with force_upcast decodes in float32.
-  if (vae_dtype == DType::kF16 && vae.force_upcast) return {device, DType::kF32};
+  if (vae_dtype == DType::kF16 && vae.force_upcast()) return {device, DType::kF32};
   return {device, vae_dtype};
 }
 
 ModelParts ModelParts::read(const std::string& model_dir) {
-  ModelParts p{io::ModelDir::open(model_dir), nullptr, {}, {}, {}};
+  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}};
   const std::string t_path = p.dir.part_config_path("transformer");
   p.spec = models::transformer_spec(p.dir.part_config("transformer"), t_path);
   const std::string v_path = p.dir.part_config_path("vae");
-  const nlohmann::json v_json = p.dir.part_config("vae");
-  models::check_vae_family(v_json, v_path);
-  p.vae = models::VaeConfig::from_json(v_json, v_path);
-  if (p.vae.latent_channels != p.spec->in_channels())
-    throw ModelError(v_path + ": latent_channels " + std::to_string(p.vae.latent_channels) +
+  p.vae = models::vae_spec(p.dir.part_config("vae"), v_path);
+  if (p.vae->latent_channels() != p.spec->in_channels())
+    throw ModelError(v_path + ": latent_channels " + std::to_string(p.vae->latent_channels()) +
                      " does not match the transformer's in_channels " + std::to_string(p.spec->in_channels()));
   // diffusers writes -Infinity into some scheduler configs: its own parser.
   const std::string s_path = p.dir.part_config_path("scheduler");
@@ -249,12 +247,12 @@ void Pipeline::set_sampling(Request& r, const GenerateConfig& g) const {
 
 void Pipeline::load_vae(const ParallelRun& par, Device device, DType vae_dtype) {
   if (!par.output_rank) return;
-  vae_ = std::make_shared<models::VaeDecoder>(models::VaeDecoder::load(
-      io::WeightStore::open_dir(parts_.dir.part_dir("vae")), parts_.vae, vae_placement(device, vae_dtype, parts_.vae)));
+  vae_decoder_ = parts_.vae->load(io::WeightStore::open_dir(parts_.dir.part_dir("vae")),
+                                  vae_placement(device, vae_dtype, *parts_.vae));
 }
 
 Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) const {
-  if (!vae_) throw std::logic_error("Pipeline::decode on a rank that is not the output rank");
+  if (!vae_decoder_) throw std::logic_error("Pipeline::decode on a rank that is not the output rank");
   if (latents.ndim() != 4 && latents.ndim() != 5)
     throw std::invalid_argument("Pipeline::decode: latents " + shape_str(latents.shape()) +
                                 " are neither (N, C, h, w) nor (N, C, F, h, w)");
@@ -265,38 +263,55 @@ Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) co
   struct ReleaseAfter {
     ~ReleaseAfter() { device_memory::release_cached_host(); }
   } release_after;
-  const float sf = vae_->config().scaling_factor;
+  const models::VaeSpec& vae = *parts_.vae;
+  const models::LatentNormalization norm = vae.normalization();
   const bool video = latents.ndim() == 5;
-  const int64_t n = latents.dim(0), channels = latents.dim(1), frames = video ? latents.dim(2) : 1;
+  const int64_t n = latents.dim(0), channels = latents.dim(1), latent_frames = video ? latents.dim(2) : 1;
   const int64_t h = latents.dim(latents.ndim() - 2), w = latents.dim(latents.ndim() - 1), hw = h * w;
+  const int64_t frames = vae.frames_of(latent_frames), chunk_frames = vae.chunk_latent_frames();
   Tensor out;  // (n, F, 3, H, W)
+  int64_t per_frame = 0;
   if (on_stage) on_stage("decode", 0, static_cast<int>(n));
   for (int64_t i = 0; i < n; ++i) {
-    // One output at a time (the decoder's activations dominate memory), a
-    // video in chunks of frames: (chunk, C, h, w), frame f of channel c
-    // from (C, F, h, w).
-    for (int64_t f0 = 0; f0 < frames; f0 += kDecodeChunkFrames) {
-      const int64_t chunk = std::min(kDecodeChunkFrames, frames - f0);
-      Tensor z = Tensor::empty({chunk, channels, h, w});
-      const float* src = latents.data() + i * channels * frames * hw;
-      for (int64_t f = 0; f < chunk; ++f)
-        for (int64_t c = 0; c < channels; ++c)
-          std::memcpy(z.data() + (f * channels + c) * hw, src + (c * frames + f0 + f) * hw,
-                      static_cast<size_t>(hw) * sizeof(float));
-      // DiT's and Latte's pipelines multiply by 1/scaling_factor, PixArt's
-      // divides: the last bit differs, so each does as its reference does.
-      if (divide_by_scaling_factor_) {
-        for (int64_t j = 0; j < z.numel(); ++j) z[j] /= sf;
+    // One output at a time (the decoder's activations dominate memory), its
+    // latent frames through the VAE's stream a chunk at a time: (C, chunk,
+    // h, w), from (C, F', h, w).
+    const std::unique_ptr<models::VaeDecoder::Stream> stream = vae_decoder_->begin();
+    int64_t frame = 0;  // output frames written so far
+    for (int64_t f0 = 0; f0 < latent_frames; f0 += chunk_frames) {
+      const int64_t chunk = std::min(chunk_frames, latent_frames - f0);
+      Tensor z = Tensor::empty({channels, chunk, h, w});
+      const float* src = latents.data() + i * channels * latent_frames * hw;
+      for (int64_t c = 0; c < channels; ++c)
+        std::memcpy(z.data() + c * chunk * hw, src + (c * latent_frames + f0) * hw,
+                    static_cast<size_t>(chunk * hw) * sizeof(float));
+      if (norm.per_channel()) {
+        // As WanPipeline writes it: latents / (1 / std) + mean.
+        for (int64_t c = 0; c < channels; ++c) {
+          const float inv_std = 1.0f / norm.std[static_cast<size_t>(c)], mean = norm.mean[static_cast<size_t>(c)];
+          float* zc = z.data() + c * chunk * hw;
+          for (int64_t j = 0; j < chunk * hw; ++j) zc[j] = zc[j] / inv_std + mean;
+        }
+      } else if (divide_by_scaling_factor_) {
+        // DiT's and Latte's pipelines multiply by 1/scaling_factor, PixArt's
+        // divides: the last bit differs, so each does as its reference does.
+        for (int64_t j = 0; j < z.numel(); ++j) z[j] /= norm.scaling_factor;
       } else {
-        const float inv_sf = 1.0f / sf;
+        const float inv_sf = 1.0f / norm.scaling_factor;
         for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
       }
-      const Tensor img = vae_->decode(z);  // (chunk, 3, H, W) in about [-1, 1]
-      if (!out.defined()) out = Tensor::empty({n, frames, img.dim(1), img.dim(2), img.dim(3)});
-      const int64_t per_frame = img.numel() / chunk;
-      float* dst = out.data() + (i * frames + f0) * per_frame;
+      const Tensor img = stream->next(z);  // (frames of this chunk, 3, H, W) in about [-1, 1]
+      if (!out.defined()) {
+        per_frame = img.numel() / img.dim(0);
+        out = Tensor::empty({n, frames, img.dim(1), img.dim(2), img.dim(3)});
+      }
+      if (frame + img.dim(0) > frames)
+        throw std::logic_error("Pipeline::decode: the VAE decoded more frames than frames_of() says");
+      float* dst = out.data() + (i * frames + frame) * per_frame;
       for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
+      frame += img.dim(0);
     }
+    if (frame != frames) throw std::logic_error("Pipeline::decode: the VAE decoded fewer frames than frames_of() says");
     if (on_stage) on_stage("decode", static_cast<int>(i + 1), static_cast<int>(n));
   }
   return out;

@@ -22,7 +22,7 @@
 #include "io/model_dir.h"
 #include "models/placement.h"
 #include "models/transformer.h"
-#include "models/vae.h"
+#include "models/vae_spec.h"
 #include "pab/broadcast.h"
 #include "pab/change_recorder.h"
 #include "parallel/communicator.h"
@@ -125,7 +125,7 @@ using StageCallback = std::function<void(const std::string& stage, int done, int
 struct ModelParts {
   io::ModelDir dir;
   std::unique_ptr<models::TransformerSpec> spec;  // transformer/config.json, through the registry
-  models::VaeConfig vae;
+  std::unique_ptr<models::VaeSpec> vae;           // vae/config.json, through the registry
   nlohmann::json scheduler_config;
   std::string default_scheduler;  // the scheduler scheduler_config.json makes ("ddim", "dpmpp_2m")
 
@@ -146,7 +146,7 @@ class Pipeline {
 
   const io::ModelDir& model_dir() const { return parts_.dir; }
   const models::TransformerSpec& transformer() const { return *parts_.spec; }
-  const models::VaeConfig& vae_config() const { return parts_.vae; }
+  const models::VaeSpec& vae() const { return *parts_.vae; }
   const std::string& default_scheduler() const { return parts_.default_scheduler; }
 
   // Stage 0, no weights: the config's generate section checked against the
@@ -172,14 +172,12 @@ class Pipeline {
   Tensor sample(const Request& req, const StepCallback& on_step = {}, PabSummary* pab = nullptr) const {
     return denoise(req, condition(req), on_step, pab);
   }
-  // Stage 3: latents (before 1/scaling_factor), (outputs, C, h, w) images
-  // or (outputs, C, F, h, w) videos -> frames (outputs, F, 3, H, W) in
-  // [0, 1]; output rank only. A video's frames are decoded independently
-  // (AutoencoderKL has no time axis), kDecodeChunkFrames at a time, so the
-  // decoder's memory does not grow with F.
+  // Stage 3: latents (before their normalisation is undone), (outputs, C,
+  // h, w) images or (outputs, C, F', h, w) videos -> frames (outputs, F, 3,
+  // H, W) in [0, 1], F = the VAE's frames_of(F'); output rank only. Each
+  // video goes through the VAE seam's stream (models/vae_spec.h) in chunks
+  // of chunk_latent_frames(), so the decoder's memory does not grow with F.
   Tensor decode(const Tensor& latents, const StageCallback& on_stage = {}) const;
-  // LattePipeline's decode_chunk_size default.
-  static constexpr int64_t kDecodeChunkFrames = 14;
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
   Result generate(const Request& req, const StepCallback& on_step = {}, const StageCallback& on_stage = {}) const;
@@ -220,13 +218,13 @@ class Pipeline {
   bool divide_by_scaling_factor_ = false;
 
   ModelParts parts_;
-  std::shared_ptr<models::VaeDecoder> vae_;
+  std::shared_ptr<models::VaeDecoder> vae_decoder_;
   ParallelRun par_;
 };
 
 // The VAE's placement on `device` computing in vae_dtype (model.vae_dtype
 // resolved), except that float16 with force_upcast (vae/config.json,
 // default true) decodes in float32.
-models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeConfig& vae);
+models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeSpec& vae);
 
 }  // namespace ditgen::pipeline

@@ -26,7 +26,7 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.prompts: a " + std::string(parts_.spec->family()) +
                       " model is text-conditional: give prompts (not class_labels)");
   Request r;
-  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae.scale_factor(),
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->spatial_factor(),
                                              where + ": generate");
   for (size_t i = 0; i < g.prompts.size(); ++i)
     config::check_prompt_text(g.prompts[i], where + ": generate.prompts[" + std::to_string(i) + "]");
@@ -104,7 +104,7 @@ Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const S
   if (!transformer_) throw std::logic_error("TextPipeline::denoise before load_weights");
   const Shape one = req.latent_shape;
   const int64_t L = cond.prompt_embeds.dim(1), D = cond.prompt_embeds.dim(2);
-  const int64_t vae_factor = parts_.vae.scale_factor();
+  const int64_t vae_factor = parts_.vae->spatial_factor();
   const float height = static_cast<float>(one.at(one.size() - 2) * vae_factor);
   const float width = static_cast<float>(one.at(one.size() - 1) * vae_factor);
   const bool micro = parts_.spec->micro_conditions();

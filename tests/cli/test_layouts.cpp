@@ -63,7 +63,7 @@ parallel::PlanRow planned(const parallel::Layout& layout) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("dit_odd"));
   const auto& model = pipe->transformer();
   return parallel::plan_layout(layout,
-                               model.workload(model.latent_shape(0, 0, 0, pipe->vae_config().scale_factor(), "")),
+                               model.workload(model.latent_shape(0, 0, 0, pipe->vae().spatial_factor(), "")),
                                2, true, 4);
 }
 
@@ -310,7 +310,7 @@ struct ShapesRun {
     const auto pipe = pipeline::Pipeline::open(std::string(DITGEN_SOURCE_DIR) + "/samples/dit-shapes");
     const auto& model = pipe->transformer();
     return parallel::plan_layout(
-        layout, model.workload(model.latent_shape(0, 0, 0, pipe->vae_config().scale_factor(), "")), 3, true, 4);
+        layout, model.workload(model.latent_shape(0, 0, 0, pipe->vae().spatial_factor(), "")), 3, true, 4);
   }
 };
 

@@ -3,6 +3,8 @@
 // 2M sampling (with and without CFG) and the decoded images.
 #include <doctest/doctest.h>
 
+#include "models/autoencoder_kl.h"
+
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
 #include <cstring>
@@ -129,7 +131,8 @@ TEST_CASE("a class name listed under several ids resolves to the last, as DiTPip
 }
 
 TEST_CASE("the VAE placement follows model.vae_dtype, and float16 with force_upcast decodes in float32 as diffusers does") {
-  models::VaeConfig vae;  // force_upcast defaults to true, as in diffusers
+  models::AutoencoderKLConfig cfg;  // force_upcast defaults to true, as in diffusers
+  models::AutoencoderKLSpec vae(cfg);
   const Device cuda = Device::kCUDA;
   CHECK(pipeline::vae_placement(cuda, DType::kF16, vae).dtype == DType::kF32);
   CHECK(pipeline::vae_placement(cuda, DType::kF16, vae).device == Device::kCUDA);
@@ -143,12 +146,12 @@ TEST_CASE("the VAE placement follows model.vae_dtype, and float16 with force_upc
   CHECK(choose_vae_dtype("float16", cuda, "r.json") == DType::kF16);
   CHECK_THROWS_WITH_AS(choose_vae_dtype("int8", cuda, "r.json"), doctest::Contains("r.json: model.vae_dtype"),
                        ConfigError);
-  vae.force_upcast = false;
-  CHECK(pipeline::vae_placement(cuda, DType::kF16, vae).dtype == DType::kF16);
+  cfg.force_upcast = false;
+  CHECK(pipeline::vae_placement(cuda, DType::kF16, models::AutoencoderKLSpec(cfg)).dtype == DType::kF16);
   // Read from vae/config.json: the fixture says true; absent means true.
   const auto dir = io::ModelDir::open(testing::fixture_dir("dit_odd"));
-  CHECK(models::VaeConfig::from_json(dir.part_config("vae"), "vae/config.json").force_upcast);
-  CHECK_FALSE(models::VaeConfig::from_json({{"_class_name", "AutoencoderKL"}, {"force_upcast", false}}, "c.json")
+  CHECK(models::AutoencoderKLConfig::from_json(dir.part_config("vae"), "vae/config.json").force_upcast);
+  CHECK_FALSE(models::AutoencoderKLConfig::from_json({{"_class_name", "AutoencoderKL"}, {"force_upcast", false}}, "c.json")
                   .force_upcast);
-  CHECK(models::VaeConfig::from_json({{"_class_name", "AutoencoderKL"}}, "c.json").force_upcast);
+  CHECK(models::AutoencoderKLConfig::from_json({{"_class_name", "AutoencoderKL"}}, "c.json").force_upcast);
 }

@@ -73,7 +73,7 @@ TEST_CASE("Latte pipeline latents and frames match diffusers (DDIM, 3 frames, ba
 
 TEST_CASE("Latte decode: a video's frames are decoded independently, in chunks, whatever F") {
   const auto pipe = testing::open_fixture_pipeline("latte_tiny");
-  const int64_t frames = pipeline::Pipeline::kDecodeChunkFrames + 1;  // two chunks: 14 + 1
+  const int64_t frames = pipe->vae().chunk_latent_frames() + 1;  // two chunks: 14 + 1
   const Tensor latents = testing::random_tensor({1, 4, frames, 10, 10}, 7, -2.0f, 2.0f);
   const Tensor video = pipe->decode(latents);
   REQUIRE(video.shape() == Shape{1, frames, 3, 80, 80});

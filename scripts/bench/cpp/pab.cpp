@@ -146,7 +146,7 @@ int main(int argc, char** argv) try {
     }
 
   const auto shape = pipe.latent_shape();
-  const int64_t h = shape[1] * pipe.vae_config().scale_factor(), w = shape[2] * pipe.vae_config().scale_factor();
+  const int64_t h = shape[1] * pipe.vae().spatial_factor(), w = shape[2] * pipe.vae().spatial_factor();
   const bool shapes = is_shapes_model(pipe, req.labels);
   std::printf("model %s, %d DDIM steps, guidance 4, %zu outputs (batch %d), %d threads, median of %d rounds\n",
               a.model.c_str(), a.steps, req.labels.size(), a.batch, a.threads, a.rounds);

@@ -24,7 +24,7 @@
 #include "bench_common.h"
 #include "io/model_dir.h"
 #include "io/safetensors.h"
-#include "models/vae.h"
+#include "models/autoencoder_kl.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -75,9 +75,9 @@ int run(const Args& a) {
   std::string dir = a.model;
   if (fs::exists(fs::path(dir) / "model_index.json")) dir = io::ModelDir::open(dir).part_dir("vae");
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
-  const models::VaeConfig cfg = models::VaeConfig::from_json(io::read_json_file(cfg_path), cfg_path);
+  const models::AutoencoderKLConfig cfg = models::AutoencoderKLConfig::from_json(io::read_json_file(cfg_path), cfg_path);
   const DType dtype = a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
-  const models::VaeDecoder vae = models::VaeDecoder::load(io::WeightStore::open_dir(dir), cfg, {Device::kCPU, dtype});
+  const models::AutoencoderKL vae = models::AutoencoderKL::load(io::WeightStore::open_dir(dir), cfg, {Device::kCPU, dtype});
   const int64_t side = a.size / cfg.scale_factor();
   Tensor z = Tensor::empty({1, cfg.latent_channels, side, side});
   std::mt19937 rng(0);

@@ -1,5 +1,8 @@
-// VAE: the decoder half of diffusers' AutoencoderKL, on the CPU (float32 or
-// bfloat16 compute) or CUDA (models::Placement).
+// AutoencoderKL: the decoder half of diffusers' AutoencoderKL, on the CPU
+// (float32 or bfloat16 compute) or CUDA (models::Placement), and its spec for
+// the VAE seam (models/vae_spec.h): no time axis (a video is decoded frame by
+// frame, LattePipeline's decode_chunk_size frames at a time), one scaling
+// factor.
 // Structure (diffusers Decoder): post_quant_conv (1x1), conv_in (3x3), a mid
 // block (resnet, single-head self-attention over the H*W pixels, resnet),
 // one UpDecoderBlock2D per entry of reversed(block_out_channels) with
@@ -21,11 +24,12 @@
 
 #include "io/safetensors.h"
 #include "models/placement.h"
+#include "models/vae_spec.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
 
-struct VaeConfig {
+struct AutoencoderKLConfig {
   int64_t in_channels = 3;       // image channels the encoder takes (unused by the decoder)
   int64_t out_channels = 3;      // image channels decoded
   int64_t latent_channels = 4;
@@ -46,7 +50,7 @@ struct VaeConfig {
   // diffusers' defaults, as from_config does). ModelError naming `path` and
   // the key for anything mistyped or unsupported, such as a non-null
   // shift_factor (the DiT-family pipelines never apply one).
-  static VaeConfig from_json(const nlohmann::json& cfg, const std::string& path);
+  static AutoencoderKLConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
 // ResnetBlock2D without time embedding: GN+SiLU, conv, GN+SiLU, conv, plus
@@ -72,13 +76,13 @@ struct VaeUpBlock {
   Tensor up_w, up_b;               // (C, C, 3, 3), (C); undefined for the last block
 };
 
-class VaeDecoder {
+class AutoencoderKL {
  public:
   // Validates every tensor name and shape against `cfg`, then loads onto
   // `place` (models/placement.h: convolution weights and the attention's
   // q/k/v projection in the compute dtype, the rest float32 on the CPU;
   // on CUDA everything uploaded once in the placement's dtype).
-  static VaeDecoder load(const io::WeightStore& weights, const VaeConfig& cfg, const Placement& place = {});
+  static AutoencoderKL load(const io::WeightStore& weights, const AutoencoderKLConfig& cfg, const Placement& place = {});
 
   // latents (B, latent_channels, h, w), host float32, ALREADY divided by scaling_factor
   // -> (B, out_channels, h*f, w*f)
@@ -86,7 +90,7 @@ class VaeDecoder {
   // time, so peak memory does not grow with the batch.
   Tensor decode(const Tensor& latents) const;
 
-  const VaeConfig& config() const { return cfg_; }
+  const AutoencoderKLConfig& config() const { return cfg_; }
 
  private:
   Tensor decode_one(const Tensor& z) const;  // (1, latent_channels, h, w)
@@ -95,7 +99,7 @@ class VaeDecoder {
   Tensor ones_row(int64_t n) const;  // (1, n) of ones on the placement
 
   Placement place_;
-  VaeConfig cfg_;
+  AutoencoderKLConfig cfg_;
   Tensor post_quant_w, post_quant_b;  // (L, L, 1, 1), (L); undefined without post_quant_conv
   Tensor conv_in_w, conv_in_b;        // (C_last, L, 3, 3), (C_last)
   VaeResnet mid_resnet0, mid_resnet1;
@@ -104,5 +108,27 @@ class VaeDecoder {
   Tensor norm_out_w, norm_out_b;         // (C_0), (C_0)
   Tensor conv_out_w, conv_out_b;         // (out_channels, C_0, 3, 3), (out_channels)
 };
+
+// The seam's view of an AutoencoderKL directory (vae/config.json).
+class AutoencoderKLSpec final : public VaeSpec {
+ public:
+  explicit AutoencoderKLSpec(AutoencoderKLConfig cfg) : cfg_(std::move(cfg)) {}
+  const char* family() const override { return "autoencoder_kl"; }
+  int64_t latent_channels() const override { return cfg_.latent_channels; }
+  int64_t out_channels() const override { return cfg_.out_channels; }
+  int64_t spatial_factor() const override { return cfg_.scale_factor(); }
+  LatentNormalization normalization() const override { return {cfg_.scaling_factor, {}, {}}; }
+  bool force_upcast() const override { return cfg_.force_upcast; }
+  // LattePipeline's decode_chunk_size default.
+  int64_t chunk_latent_frames() const override { return 14; }
+  std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
+  const AutoencoderKLConfig& config() const { return cfg_; }
+
+ private:
+  AutoencoderKLConfig cfg_;
+};
+
+// The registry's factory: parses vae/config.json (AutoencoderKLConfig::from_json).
+std::unique_ptr<VaeSpec> make_autoencoder_kl_spec(const nlohmann::json& cfg, const std::string& path);
 
 }  // namespace ditgen::models

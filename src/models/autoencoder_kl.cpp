@@ -15,9 +15,10 @@
 // [C, HW] map) giving token rows [HW, 3C], ops::attention reads q/k/v out of
 // those rows, and to_out is a GEMM with a transposed B that writes [C, HW]
 // straight onto the residual.
-#include "models/vae.h"
+#include "models/autoencoder_kl.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <utility>
 
@@ -91,7 +92,7 @@ VaeResnet load_resnet(const io::WeightStore& store, const std::string& p, int64_
 
 // Channels in and out of resnet j of up block i (diffusers: the first resnet
 // takes the previous block's channels).
-std::pair<int64_t, int64_t> up_resnet_channels(const VaeConfig& c, size_t i, int64_t j) {
+std::pair<int64_t, int64_t> up_resnet_channels(const AutoencoderKLConfig& c, size_t i, int64_t j) {
   const auto& ch = c.block_out_channels;
   const size_t n = ch.size();
   const int64_t out = ch[n - 1 - i];
@@ -101,11 +102,11 @@ std::pair<int64_t, int64_t> up_resnet_channels(const VaeConfig& c, size_t i, int
 
 }  // namespace
 
-VaeConfig VaeConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
+AutoencoderKLConfig AutoencoderKLConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
   using io::get_int_or;
   const std::string cls = io::get_string_or(cfg, "_class_name", "", path);
   require(cls == "AutoencoderKL", path, "_class_name: not an AutoencoderKL (got '" + cls + "')");
-  VaeConfig c;
+  AutoencoderKLConfig c;
   c.in_channels = get_int_or(cfg, "in_channels", c.in_channels, path);
   c.out_channels = get_int_or(cfg, "out_channels", c.out_channels, path);
   c.latent_channels = get_int_or(cfg, "latent_channels", c.latent_channels, path);
@@ -162,7 +163,7 @@ VaeConfig VaeConfig::from_json(const nlohmann::json& cfg, const std::string& pat
   return c;
 }
 
-VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const Placement& place) {
+AutoencoderKL AutoencoderKL::load(const io::WeightStore& w, const AutoencoderKLConfig& c, const Placement& place) {
   if (c.block_out_channels.empty()) throw ModelError(w.dir() + ": VAE config has no block_out_channels");
   const int64_t L = c.latent_channels, n = static_cast<int64_t>(c.block_out_channels.size());
   const int64_t c_last = c.block_out_channels.back(), c0 = c.block_out_channels.front();
@@ -225,7 +226,7 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const 
     throw ModelError(w.dir() + ": holds a mid-block attention but config.json has mid_block_add_attention false");
   }
 
-  VaeDecoder m;
+  AutoencoderKL m;
   m.place_ = place;
   m.cfg_ = c;
   if (c.use_post_quant_conv) {
@@ -272,7 +273,7 @@ VaeDecoder VaeDecoder::load(const io::WeightStore& w, const VaeConfig& c, const 
   return m;
 }
 
-Tensor VaeDecoder::resnet(const Tensor& x, const VaeResnet& r) const {
+Tensor AutoencoderKL::resnet(const Tensor& x, const VaeResnet& r) const {
   const int64_t g = cfg_.norm_num_groups;
   Tensor h;
   {
@@ -300,7 +301,7 @@ Tensor VaeDecoder::resnet(const Tensor& x, const VaeResnet& r) const {
   return h;  // output_scale_factor is 1 in the decoder
 }
 
-Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
+Tensor AutoencoderKL::attention(const Tensor& x, const VaeAttention& a) const {
   profile::ScopedTimer t("vae.attention");
   const int64_t c = x.dim(1), n = x.dim(2) * x.dim(3);
   Tensor normed = ops::group_norm(x, cfg_.norm_num_groups, a.norm_w, a.norm_b, kNormEps, false).reshape({c, n});
@@ -330,9 +331,9 @@ Tensor VaeDecoder::attention(const Tensor& x, const VaeAttention& a) const {
   return out.reshape(x.shape());
 }
 
-Tensor VaeDecoder::ones_row(int64_t n) const { return place_.put(Tensor::full({1, n}, 1.0f)); }
+Tensor AutoencoderKL::ones_row(int64_t n) const { return place_.put(Tensor::full({1, n}, 1.0f)); }
 
-Tensor VaeDecoder::decode_one(const Tensor& z) const {
+Tensor AutoencoderKL::decode_one(const Tensor& z) const {
   Tensor h;
   {
     profile::ScopedTimer t("vae.conv_in");
@@ -365,7 +366,7 @@ Tensor VaeDecoder::decode_one(const Tensor& z) const {
   return ops::conv2d(h, conv_out_w, &conv_out_b, 1, 1);
 }
 
-Tensor VaeDecoder::decode(const Tensor& latents) const {
+Tensor AutoencoderKL::decode(const Tensor& latents) const {
   if (latents.ndim() != 4 || latents.dim(1) != cfg_.latent_channels || latents.dim(2) < 1 || latents.dim(3) < 1)
     throw RuntimeFailure("VAE decode: latents " + shape_str(latents.shape()) + " do not match [B, " +
                          std::to_string(cfg_.latent_channels) + ", h, w]");
@@ -373,6 +374,46 @@ Tensor VaeDecoder::decode(const Tensor& latents) const {
   Tensor out = Tensor::empty({b, cfg_.out_channels, latents.dim(2) * f, latents.dim(3) * f});  // (B, out, H, W)
   for (int64_t i = 0; i < b; ++i) out.slice0(i, i + 1).copy_from(decode_one(place_.put(latents.slice0(i, i + 1))));
   return out;
+}
+
+namespace {
+
+// A video's frames have no time dependence here: each chunk of latent
+// frames is a batch of images.
+class AutoencoderKLStream final : public VaeDecoder::Stream {
+ public:
+  explicit AutoencoderKLStream(const AutoencoderKL& vae) : vae_(vae) {}
+  Tensor next(const Tensor& latents) override {  // (C, n, h, w) -> (n, C, h, w) -> (n, out, H, W)
+    const int64_t channels = latents.dim(0), n = latents.dim(1), hw = latents.dim(2) * latents.dim(3);
+    Tensor z = Tensor::empty({n, channels, latents.dim(2), latents.dim(3)});
+    for (int64_t f = 0; f < n; ++f)
+      for (int64_t c = 0; c < channels; ++c)
+        std::memcpy(z.data() + (f * channels + c) * hw, latents.data() + (c * n + f) * hw,
+                    static_cast<size_t>(hw) * sizeof(float));
+    return vae_.decode(z);
+  }
+
+ private:
+  const AutoencoderKL& vae_;
+};
+
+class AutoencoderKLDecoder final : public VaeDecoder {
+ public:
+  explicit AutoencoderKLDecoder(AutoencoderKL vae) : vae_(std::move(vae)) {}
+  std::unique_ptr<Stream> begin() const override { return std::make_unique<AutoencoderKLStream>(vae_); }
+
+ private:
+  AutoencoderKL vae_;
+};
+
+}  // namespace
+
+std::unique_ptr<VaeDecoder> AutoencoderKLSpec::load(const io::WeightStore& weights, const Placement& place) const {
+  return std::make_unique<AutoencoderKLDecoder>(AutoencoderKL::load(weights, cfg_, place));
+}
+
+std::unique_ptr<VaeSpec> make_autoencoder_kl_spec(const nlohmann::json& cfg, const std::string& path) {
+  return std::make_unique<AutoencoderKLSpec>(AutoencoderKLConfig::from_json(cfg, path));
 }
 
 }  // namespace ditgen::models

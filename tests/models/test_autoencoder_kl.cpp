@@ -12,7 +12,7 @@
 
 #include "fixture.h"
 #include "io/model_dir.h"
-#include "models/vae.h"
+#include "models/autoencoder_kl.h"
 #include "../ops/test_helpers.h"
 #include "util/error.h"
 
@@ -20,9 +20,9 @@ using namespace ditgen;
 
 namespace {
 
-models::VaeDecoder load_vae(const std::string& dir, DType dtype = DType::kF32) {
-  auto cfg = models::VaeConfig::from_json(io::read_json_file(dir + "/config.json"), dir + "/config.json");
-  return models::VaeDecoder::load(io::WeightStore::open_dir(dir), cfg, {Device::kCPU, dtype});
+models::AutoencoderKL load_vae(const std::string& dir, DType dtype = DType::kF32) {
+  auto cfg = models::AutoencoderKLConfig::from_json(io::read_json_file(dir + "/config.json"), dir + "/config.json");
+  return models::AutoencoderKL::load(io::WeightStore::open_dir(dir), cfg, {Device::kCPU, dtype});
 }
 
 // PSNR of decoded images in [-1, 1] (as pixel values 0..255, unquantised).
@@ -36,7 +36,7 @@ double psnr(const Tensor& got, const Tensor& ref) {
   return 10.0 * std::log10(255.0 * 255.0 / mse);
 }
 
-void check_decode(const models::VaeDecoder& vae, const std::string& fixture) {
+void check_decode(const models::AutoencoderKL& vae, const std::string& fixture) {
   Tensor z = testing::fixture_tensor(fixture, "expected.safetensors", "vae_input");
   Tensor ref = testing::fixture_tensor(fixture, "expected.safetensors", "vae_output");
   Tensor y = vae.decode(z);
@@ -125,57 +125,57 @@ TEST_CASE("VAE config errors name the file and key") {
   const std::string path = testing::fixture_dir("dit_odd") + "/vae/config.json";
   nlohmann::json cfg = io::read_json_file(path);
   cfg["_class_name"] = "VQModel";
-  CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"),
+  CHECK_THROWS_WITH_AS(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"),
                        doctest::Contains("x/config.json: _class_name: not an AutoencoderKL"), ModelError);
   cfg = io::read_json_file(path);
   cfg["block_out_channels"] = {16, "32"};
-  CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"),
+  CHECK_THROWS_WITH_AS(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"),
                        doctest::Contains("block_out_channels[1]"), ModelError);
   cfg = io::read_json_file(path);
   cfg["block_out_channels"] = {16, 36};  // not a multiple of norm_num_groups 8
-  CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"), doctest::Contains("norm_num_groups"),
+  CHECK_THROWS_WITH_AS(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"), doctest::Contains("norm_num_groups"),
                        ModelError);
   cfg = io::read_json_file(path);
   cfg["up_block_types"] = {"UpDecoderBlock2D", "AttnUpDecoderBlock2D"};
-  CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"), doctest::Contains("up_block_types"),
+  CHECK_THROWS_WITH_AS(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"), doctest::Contains("up_block_types"),
                        ModelError);
   cfg = io::read_json_file(path);
   cfg["act_fn"] = "gelu";
-  CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"), doctest::Contains("act_fn"), ModelError);
+  CHECK_THROWS_WITH_AS(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"), doctest::Contains("act_fn"), ModelError);
 }
 
 TEST_CASE("VAE config: a non-null shift_factor is refused, null or absent is fine") {
   const std::string path = testing::fixture_dir("dit_odd") + "/vae/config.json";
   nlohmann::json cfg = io::read_json_file(path);
   cfg["shift_factor"] = 0.1;
-  CHECK_THROWS_WITH_AS(models::VaeConfig::from_json(cfg, "x/config.json"),
+  CHECK_THROWS_WITH_AS(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"),
                        doctest::Contains("x/config.json: shift_factor: not supported yet"), ModelError);
   cfg["shift_factor"] = nullptr;
-  CHECK_NOTHROW(models::VaeConfig::from_json(cfg, "x/config.json"));
+  CHECK_NOTHROW(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"));
   cfg.erase("shift_factor");
-  CHECK_NOTHROW(models::VaeConfig::from_json(cfg, "x/config.json"));
+  CHECK_NOTHROW(models::AutoencoderKLConfig::from_json(cfg, "x/config.json"));
 }
 
 TEST_CASE("VAE weights are validated against config.json before loading") {
   const std::string dir = testing::fixture_dir("dit_odd") + "/vae";
   auto weights = io::WeightStore::open_dir(dir);
-  auto cfg = models::VaeConfig::from_json(io::read_json_file(dir + "/config.json"), dir + "/config.json");
+  auto cfg = models::AutoencoderKLConfig::from_json(io::read_json_file(dir + "/config.json"), dir + "/config.json");
   auto bad = cfg;
   bad.block_out_channels = {16, 64};
-  CHECK_THROWS_WITH_AS(models::VaeDecoder::load(weights, bad), doctest::Contains("shape"), ModelError);
+  CHECK_THROWS_WITH_AS(models::AutoencoderKL::load(weights, bad), doctest::Contains("shape"), ModelError);
   bad = cfg;
   bad.layers_per_block = 2;  // the file holds 2 resnets per up block
-  CHECK_THROWS_WITH_AS(models::VaeDecoder::load(weights, bad), doctest::Contains("resnets.2"), ModelError);
+  CHECK_THROWS_WITH_AS(models::AutoencoderKL::load(weights, bad), doctest::Contains("resnets.2"), ModelError);
   bad = cfg;
   bad.layers_per_block = 0;
-  CHECK_THROWS_WITH_AS(models::VaeDecoder::load(weights, bad), doctest::Contains("resnets.1"), ModelError);
+  CHECK_THROWS_WITH_AS(models::AutoencoderKL::load(weights, bad), doctest::Contains("resnets.1"), ModelError);
   bad = cfg;
   bad.block_out_channels = {32};  // one block: the file's second up block is unaccounted for
-  CHECK_THROWS_AS(models::VaeDecoder::load(weights, bad), ModelError);
+  CHECK_THROWS_AS(models::AutoencoderKL::load(weights, bad), ModelError);
   bad = cfg;
   bad.mid_block_add_attention = false;
-  CHECK_THROWS_WITH_AS(models::VaeDecoder::load(weights, bad), doctest::Contains("mid_block_add_attention"),
+  CHECK_THROWS_WITH_AS(models::AutoencoderKL::load(weights, bad), doctest::Contains("mid_block_add_attention"),
                        ModelError);
-  auto vae = models::VaeDecoder::load(weights, cfg);
+  auto vae = models::AutoencoderKL::load(weights, cfg);
   CHECK_THROWS_AS(vae.decode(Tensor::zeros({1, 3, 4, 4})), RuntimeFailure);
 }

@@ -1,0 +1,86 @@
+// The VAE seam, beside the transformer's (models/transformer.h) and the text
+// encoder's (models/text_encoder.h): what a decoder family answers from its
+// config.json alone (VaeSpec: latent channels, spatial and temporal
+// factors, which frame counts it can make, how latents are normalised) and
+// the decoder a pipeline runs (VaeDecoder: a video's latent frames decoded
+// chunk by chunk, so memory is bounded by a chunk, not by the video's
+// length). A family is a model file implementing both plus one row in the
+// registry (models/registry.cpp); pipelines speak only to these interfaces.
+//
+// AutoencoderKL (models/autoencoder_kl.h) is the first: spatial factor
+// 2^(levels - 1), no time axis (a video is decoded frame by frame), one
+// scaling factor. A causal video VAE (Wan's: temporal factor 4, frames
+// 1 + 4k, per-channel mean and std, one latent frame at a time through its
+// feature cache) fits the same interface.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "models/placement.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+// How the transformer's latents relate to the VAE's: diffusers' pipelines
+// undo either one scaling factor (latents / scaling_factor, or
+// latents * (1 / scaling_factor): the pipelines differ in the last bit) or
+// a per-channel normalisation (latents / (1 / std) + mean, as WanPipeline
+// writes it).
+struct LatentNormalization {
+  float scaling_factor = 1.0f;
+  std::vector<float> mean, std;  // per latent channel; empty: scaling_factor alone
+  bool per_channel() const { return !mean.empty(); }
+};
+
+class VaeDecoder {
+ public:
+  virtual ~VaeDecoder() = default;
+
+  // One output's latent frames, in order, a chunk at a time. next() takes
+  // (C, n, h, w) latents, already un-normalised (the pipeline's job), and
+  // returns the (frames, out_channels, H, W) frames they decode to, raw
+  // (about [-1, 1], not clamped). A causal decoder keeps what it needs of
+  // earlier chunks inside the stream.
+  class Stream {
+   public:
+    virtual ~Stream() = default;
+    virtual Tensor next(const Tensor& latents) = 0;
+  };
+  virtual std::unique_ptr<Stream> begin() const = 0;
+};
+
+class VaeSpec {
+ public:
+  virtual ~VaeSpec() = default;
+
+  virtual const char* family() const = 0;  // "autoencoder_kl"
+  virtual int64_t latent_channels() const = 0;
+  virtual int64_t out_channels() const = 0;
+  virtual int64_t spatial_factor() const = 0;  // pixels per latent, each side
+  // Frames per latent frame after the first: 1 for image VAEs (a video is
+  // decoded frame by frame), 4 for Wan's causal VAE (frames 1 + 4k).
+  virtual int64_t temporal_factor() const { return 1; }
+  // Output frames of `latent_frames` latent frames, and back.
+  int64_t frames_of(int64_t latent_frames) const { return 1 + temporal_factor() * (latent_frames - 1); }
+  int64_t latent_frames_of(int64_t frames) const { return 1 + (frames - 1) / temporal_factor(); }
+  // ConfigError naming `where` (the config file and field, "run.json:
+  // generate.frames") unless this VAE can make `frames` frames (1 + t*k),
+  // with the nearest counts it can make.
+  void check_frames(int64_t frames, const std::string& where) const;
+
+  virtual LatentNormalization normalization() const = 0;
+  // diffusers' force_upcast: a float16 pipeline decodes this VAE in float32.
+  virtual bool force_upcast() const { return true; }
+  // Latent frames each Stream::next call should take: bounds the decoder's
+  // memory (AutoencoderKL: LattePipeline's decode_chunk_size; a causal VAE: 1).
+  virtual int64_t chunk_latent_frames() const = 0;
+
+  // Validates every weight's name and shape against the config, then loads
+  // the decoder onto `place`.
+  virtual std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const = 0;
+};
+
+}  // namespace ditgen::models
