@@ -24,6 +24,10 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -106,9 +110,12 @@ const AVCodec* find_encoder(const std::string& name, const std::string& for_whom
 const char* x264_instruction_sets() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
+  // LZCNT (CPUID 0x80000001, ECX bit 5): clang's __builtin_cpu_supports has no name for it.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool lzcnt = __get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 5));
   // x264's "AVX2" implies FMA3, BMI1, BMI2 and LZCNT; "AVX" implies SSE4.2.
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi") &&
-      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt"))
+      __builtin_cpu_supports("bmi2") && lzcnt)
     return "AVX2";
   if (__builtin_cpu_supports("avx")) return "AVX";
   if (__builtin_cpu_supports("sse4.2")) return "SSE4.2";

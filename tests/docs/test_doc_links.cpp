@@ -177,3 +177,46 @@ TEST_CASE("the link check finds a broken link and passes the others") {
                      "docs/guide.md:1: link target '../nowhere/' does not exist",
                  });
 }
+
+namespace {
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The ```sh blocks of the README's "## Quick start" section, in order.
+std::vector<std::string> quick_start_commands(const std::string& readme) {
+  const size_t start = readme.find("\n## Quick start");
+  if (start == std::string::npos) return {};
+  const size_t end = readme.find("\n## ", start + 1);
+  const std::string section = readme.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  std::vector<std::string> commands;
+  for (size_t at = section.find("```sh\n"); at != std::string::npos; at = section.find("```sh\n", at)) {
+    const size_t body = at + 6, close = section.find("\n```", body);
+    if (close == std::string::npos) break;
+    commands.push_back(section.substr(body, close - body));
+    at = close + 4;
+  }
+  return commands;
+}
+
+}  // namespace
+
+// The README stays short, its Quick start holds exactly two commands, and
+// CI runs the second (the test command) verbatim, so a missing install step
+// fails CI.
+TEST_CASE("the README is at most 250 lines, its Quick start two commands, and .ci/run runs the second verbatim") {
+  const fs::path root = DITGEN_SOURCE_DIR;
+  const std::vector<std::string> commands = quick_start_commands(read_text(root / "README.md"));
+  REQUIRE(commands.size() == 2);
+  CHECK(commands[0].find("./build/ditgen --config configs/default.json") != std::string::npos);
+  CHECK(commands[1].find("ctest --test-dir build") != std::string::npos);
+  CHECK(commands[1].find('\n') == std::string::npos);  // one line
+  const std::string readme = read_text(root / "README.md");
+  CHECK(std::count(readme.begin(), readme.end(), '\n') <= 250);  // short; the rest lives in docs/
+  const std::string ci = read_text(root / ".ci/run");
+  CHECK_MESSAGE(ci.find("\n" + commands[1] + "\n") != std::string::npos, ".ci/run lacks: " << commands[1]);
+}
