@@ -50,6 +50,23 @@ Run run_ditgen(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
 
+// Starts ditgen on `cfg` (--quiet, its stderr into `stderr_file` unless ""),
+// sends `sig` after 1.5 s and returns its exit code (-1: not a normal exit).
+int exit_code_after_signal(const std::string& cfg, int sig, const std::string& stderr_file = "") {
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (!stderr_file.empty() && !freopen(stderr_file.c_str(), "w", stderr)) _exit(126);
+    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), "--quiet", (char*)nullptr);
+    _exit(127);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, sig);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // run_ditgen with `folder` as the current folder.
 Run run_ditgen_in(const fs::path& folder, const std::string& args) {
   const fs::path here = fs::current_path();
@@ -80,6 +97,19 @@ struct Scratch {
     return true;
   }
 };
+
+// The tiny Latte fixture at 256x256, 16 frames, 1000 steps, its one clip
+// written to `output`: minutes of work before its first output (the tiny
+// DiT fixture runs 1000 steps in under a second, so it could finish one
+// before a signal).
+std::string long_video_config(const Scratch& s, const fs::path& output) {
+  return s.write("run.json", R"({
+  "model": {"path": ")" + testing::fixture_dir("latte_tiny") + R"("},
+  "generate": {"prompts": ["a red circle moving left"], "frames": 16, "height": 256, "width": 256,
+               "steps": 1000, "scheduler": "ddim", "batch_size": 1},
+  "output": {"path": ")" + output.string() + R"("}
+})");
+}
 
 std::string fixture_config(const Scratch& s, const std::string& extra_generate = "") {
   return s.write("run.json", R"({
@@ -254,27 +284,7 @@ TEST_CASE("bad model files exit 3 naming the file and tensor, writing nothing") 
 
 TEST_CASE("SIGTERM stops a run with exit code 143 and leaves no output") {
   Scratch s("sig");
-  // The tiny Latte fixture at 256x256, 16 frames, 1000 steps: minutes of
-  // work before its first output (the tiny DiT fixture runs 1000 steps in
-  // under a second now, so it could finish one before the signal).
-  const std::string cfg = s.write("run.json", R"({
-  "model": {"path": ")" + testing::fixture_dir("latte_tiny") + R"("},
-  "generate": {"prompts": ["a red circle moving left"], "frames": 16, "height": 256, "width": 256,
-               "steps": 1000, "scheduler": "ddim", "batch_size": 1},
-  "output": {"path": ")" + (s.dir / "out" / "clip.png").string() + R"("}
-})");
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), "--quiet", (char*)nullptr);
-    _exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 143);
+  CHECK(exit_code_after_signal(long_video_config(s, s.dir / "out" / "clip.png"), SIGTERM) == 143);
   CHECK(s.empty_of_outputs());
 }
 
@@ -458,26 +468,9 @@ TEST_CASE("outputs that are devices, FIFOs or folders, or lie in /dev, are refus
 TEST_CASE("SIGINT says what was interrupted and what is kept, and removes the empty folders the run created") {
   Scratch s("sigint_folders");
   fs::create_directories(s.dir / "kept");
-  const std::string cfg = s.write("run.json", R"({
-  "model": {"path": ")" + testing::fixture_dir("latte_tiny") + R"("},
-  "generate": {"prompts": ["a red circle moving left"], "frames": 16, "height": 256, "width": 256,
-               "steps": 1000, "scheduler": "ddim", "batch_size": 1},
-  "output": {"path": ")" + (s.dir / "kept" / "new" / "deeper" / "clip.png").string() + R"("}
-})");
+  const std::string cfg = long_video_config(s, s.dir / "kept" / "new" / "deeper" / "clip.png");
   const std::string err = (s.dir / "stderr.txt").string();
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    freopen(err.c_str(), "w", stderr);
-    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), "--quiet", (char*)nullptr);
-    _exit(127);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  kill(pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(exit_code_after_signal(cfg, SIGINT, err) == 130);
   const std::string said = read_file(err);
   INFO("stderr: " << said);
   CHECK(said.find("ditgen: interrupted by SIGINT during ") != std::string::npos);

@@ -110,15 +110,17 @@ TEST_CASE("accepted edge values") {
       {"model.dtype", "bfloat16"},    {"output.format", "mp4"},
       {"pab", json::object()},
   };
-  for (const auto& [path, value] : rows) {
+  for (const auto& row : rows) {  // not a structured binding: clang's OpenMP mode cannot capture one (CAPTURE)
+    const char* path = row.first;
     CAPTURE(path);
-    CHECK_NOTHROW(load_config(write_config(with(minimal_config(), path, value)), {}));
+    CHECK_NOTHROW(load_config(write_config(with(minimal_config(), path, row.second)), {}));
   }
   const json mp4 = with(minimal_config(), "output.format", "mp4");
-  for (const auto& [path, value] : std::vector<std::pair<const char*, json>>{
+  for (const auto& row : std::vector<std::pair<const char*, json>>{
            {"output.fps", 0.5}, {"output.fps", 1000}, {"output.fps", 0.001}, {"output.crf", 0}, {"output.crf", 51}}) {
+    const char* path = row.first;
     CAPTURE(path);
-    CHECK_NOTHROW(load_config(write_config(with(mp4, path, value)), {}));
+    CHECK_NOTHROW(load_config(write_config(with(mp4, path, row.second)), {}));
   }
 }
 
