@@ -53,9 +53,9 @@ Update bh2_update(const FlowPoint& t, const FlowPoint& s0) {
 // torch.linalg.solve([[1, 1], [rk, 1]], [b1, b2]) in float32 as torch's
 // LAPACK (MKL sgesv) does it: partial pivoting (the larger |first column|
 // entry leads, the first on a tie), the multiplier and both back
-// substitutions scaled by reciprocals, no fused multiply-adds. This matches
-// torch 2.15's result bit for bit on every UniC-2 system of the fixtures'
-// schedules (scripts/fixtures/make_flow_sched_fixtures.py's configs).
+// substitutions scaled by reciprocals, no fused multiply-adds. Given the same
+// inputs, this matches torch 2.15 bit for bit on every UniC-2 system of the
+// fixtures' schedules (scripts/fixtures/make_flow_sched_fixtures.py).
 struct Rhos {
   float rho0, rho1;
 };
@@ -140,12 +140,13 @@ void UniPcFlowScheduler::set_timesteps(int n) {
   sigmas.pop_back();
   for (double& s : sigmas) s = shift_ * s / (1.0 + (shift_ - 1.0) * s);
   if (std::fabs(sigmas[0] - 1.0) < 1e-6) sigmas[0] -= 1e-6;
-  // A positive shift keeps them in [0, 1]; one so small that float64
-  // underflows does not (and an infinite sigma has no int64 timestep).
+  // A positive shift keeps them in (0, 1]; one so small that the schedule
+  // underflows does not (an infinite sigma has no int64 timestep, and a
+  // float32 sigma 0 before the end has no finite lambda).
   for (const double s : sigmas) {
-    if (!(s >= 0.0 && s <= 1.0)) {
+    if (!(s >= 0.0 && s <= 1.0 && static_cast<float>(s) > 0.0f)) {
       throw ConfigError(path_ + ": flow shift " + std::to_string(shift_) + " gives the sigma " +
-                        std::to_string(s) + ", outside [0, 1]");
+                        std::to_string(s) + ", outside (0, 1]");
     }
   }
   timesteps_.clear();

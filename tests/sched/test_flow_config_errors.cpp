@@ -282,11 +282,14 @@ TEST_CASE("bad flow values are ConfigErrors, wrong JSON types ModelErrors, namin
     cfg[key] = value;
     expect_error([&] { build(name, cfg); }, kExitBadModel, {kPath, std::string("\"") + key + "\""});
   }
-  // A positive shift so small that the schedule underflows (0 / 0, x / 0).
+  // A positive shift so small that the schedule underflows (0 / 0, x / 0;
+  // for unipc also a float32 sigma 0 before the end).
   for (const char* name : {"unipc", "euler"}) {
     expect_error([&] { make_scheduler(name, wan_config(), kPath, 5e-324)->set_timesteps(10); },
-                 kExitBadConfig, {kPath, "outside [0, 1]"});
+                 kExitBadConfig, {kPath, "gives the sigma", "outside"});
   }
+  expect_error([&] { make_scheduler("unipc", wan_config(), kPath, 1e-300)->set_timesteps(10); },
+               kExitBadConfig, {kPath, "gives the sigma", "outside (0, 1]"});
   expect_error([] { make_scheduler("unipc", wan_config(), kPath)->set_timesteps(0); }, kExitBadConfig,
                {"0 inference steps", kPath});
   expect_error([] { make_scheduler("euler", wan_config(), kPath)->set_timesteps(1001); }, kExitBadConfig,
