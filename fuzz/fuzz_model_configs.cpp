@@ -10,7 +10,8 @@
  * -> scale_factor(); part_config("text_encoder") -> models::T5Config::from_json
  * -> the expected tensor list and parameter count; and the scheduler text ->
  * sched::parse_scheduler_config (diffusers' -Infinity tokens) ->
- * make_scheduler for the model's own class, "ddim" and "dpmpp_2m" ->
+ * make_scheduler for the model's own class and every name of
+ * sched::scheduler_names() ("ddim", "dpmpp_2m", "unipc", "euler") ->
  * set_timesteps(25).
  *
  * Expected failures: ditgen::Error, i.e. ModelError (invalid JSON, a missing
@@ -18,6 +19,7 @@
  * ConfigError ("not supported yet: <family>"). Anything else is a finding. */
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "fuzz_support.h"
 #include "io/model_dir.h"
@@ -80,7 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ditgen::fuzz::allow_reader_errors([&] {
     const std::string path = "scheduler/scheduler_config.json";
     const nlohmann::json cfg = ditgen::sched::parse_scheduler_config(std::string(scheduler_text), path);
-    for (const char* name : {"", "ddim", "dpmpp_2m"}) {
+    std::vector<std::string> names{""};
+    for (const std::string& n : ditgen::sched::scheduler_names()) names.push_back(n);
+    for (const std::string& name : names) {
       ditgen::fuzz::allow_reader_errors([&] {
         const auto sched = ditgen::sched::make_scheduler(name, cfg, path);
         sched->set_timesteps(25);

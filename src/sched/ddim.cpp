@@ -71,7 +71,7 @@ void DdimScheduler::set_timesteps(int n) {
                          // (1 - a_prev - std_dev_t**2) ** 0.5 with eta = 0
                          std::sqrt(1.0f - a_prev - 0.0f)});
   }
-  timesteps_ = std::move(ts);
+  timesteps_.assign(ts.begin(), ts.end());  // int64 -> double, exact
 }
 
 void DdimScheduler::step(const Tensor& model_output, int step_index, Tensor& sample) {

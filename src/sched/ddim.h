@@ -29,6 +29,7 @@ class DdimScheduler final : public Scheduler {
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
   std::string name() const override { return "ddim"; }
+  SchedulerKind kind() const override { return SchedulerKind::kDiffusion; }
 
   const std::vector<float>& alphas_cumprod() const { return train_.alphas_cumprod; }
 

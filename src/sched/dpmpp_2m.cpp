@@ -152,7 +152,7 @@ void DpmSolverPP2MScheduler::set_timesteps(int n) {
       c.c_d1 = heun_ ? t.alpha * (em1 / h + 1.0f) : -(0.5f * c.c_d0);
     }
   }
-  timesteps_ = std::move(ts);
+  timesteps_.assign(ts.begin(), ts.end());  // int64 -> double, exact
   next_step_ = -1;
 }
 

@@ -30,6 +30,7 @@ class DpmSolverPP2MScheduler final : public Scheduler {
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
   std::string name() const override { return "dpmpp_2m"; }
+  SchedulerKind kind() const override { return SchedulerKind::kDiffusion; }
 
   const std::vector<float>& alphas_cumprod() const { return train_.alphas_cumprod; }
   // sigmas[i] for step i, plus the final sigma (0 or sigma_min): n + 1 values.

@@ -1,20 +1,70 @@
-// make_scheduler: picks the scheduler by name or by the config's _class_name.
+// make_scheduler: picks the scheduler by name or by the config's _class_name,
+// after checking that the sampler fits the model's kind (diffusion or flow).
 #include "sched/scheduler.h"
+
+#include <cmath>
 
 #include "sched/ddim.h"
 #include "sched/dpmpp_2m.h"
+#include "sched/flow_config.h"
+#include "sched/flow_match_euler.h"
+#include "sched/unipc_flow.h"
 #include "util/error.h"
 
 namespace ditgen::sched {
 
 const std::vector<std::string>& scheduler_names() {
-  static const std::vector<std::string> names{"ddim", "dpmpp_2m"};
+  static const std::vector<std::string> names{"ddim", "dpmpp_2m", "unipc", "euler"};
   return names;
+}
+
+const std::vector<std::string>& scheduler_names(SchedulerKind kind) {
+  static const std::vector<std::string> diffusion{"ddim", "dpmpp_2m"};
+  static const std::vector<std::string> flow{"unipc", "euler"};
+  return kind == SchedulerKind::kFlow ? flow : diffusion;
+}
+
+SchedulerKind config_kind(const nlohmann::json& scheduler_config, const std::string& config_path,
+                          std::string* reason) {
+  const SchedulerConfig config(scheduler_config, config_path);
+  std::string why;
+  if (is_flow_match_config(config)) {
+    why = "_class_name " + *config.get_optional_string("_class_name");
+  } else if (config.get_string("prediction_type", "epsilon") == "flow_prediction") {
+    why = "prediction_type flow_prediction";
+  } else if (config.get_bool("use_flow_sigmas", false)) {
+    why = "use_flow_sigmas = true";
+  }
+  if (reason) *reason = why;
+  return why.empty() ? SchedulerKind::kDiffusion : SchedulerKind::kFlow;
 }
 
 namespace {
 
-std::string name_from_class(const nlohmann::json& config, const std::string& path) {
+std::string or_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
+}
+
+std::string kind_text(SchedulerKind kind) {
+  return kind == SchedulerKind::kFlow ? "a flow-matching model" : "an epsilon / v-prediction model";
+}
+
+SchedulerKind kind_of_name(const std::string& name) {
+  for (const auto& n : scheduler_names(SchedulerKind::kFlow)) {
+    if (n == name) return SchedulerKind::kFlow;
+  }
+  return SchedulerKind::kDiffusion;
+}
+
+// The model's own class -> its sampler name, refusing a class ditgen does
+// not implement or one whose config is of the other kind (an epsilon UniPC,
+// a DPM-Solver on flow sigmas).
+std::string name_from_class(const nlohmann::json& config, const std::string& path,
+                            SchedulerKind model_kind, const std::string& kind_reason) {
   const auto it = config.find("_class_name");
   if (it == config.end()) {
     throw ModelError(path + ": no \"_class_name\": cannot tell the model's scheduler");
@@ -23,25 +73,58 @@ std::string name_from_class(const nlohmann::json& config, const std::string& pat
     throw ModelError(path + ": key \"_class_name\" must be a string, got " + it->dump());
   }
   const std::string cls = it->get<std::string>();
-  if (cls == "DDIMScheduler") return "ddim";
-  if (cls == "DPMSolverMultistepScheduler") return "dpmpp_2m";
-  not_supported("scheduler " + cls + " (_class_name in " + path +
-                "); set generate.scheduler to ddim or dpmpp_2m");
+  const std::string fitting = "set generate.scheduler to " + or_list(scheduler_names(model_kind));
+  std::string name;
+  if (cls == "DDIMScheduler") name = "ddim";
+  if (cls == "DPMSolverMultistepScheduler") name = "dpmpp_2m";
+  if (cls == "UniPCMultistepScheduler") name = "unipc";
+  if (cls == "FlowMatchEulerDiscreteScheduler") name = "euler";
+  if (name.empty()) not_supported("scheduler " + cls + " (_class_name in " + path + "); " + fitting);
+  if (kind_of_name(name) != model_kind) {
+    const std::string how = model_kind == SchedulerKind::kFlow
+                                ? " on flow sigmas (" + kind_reason + ")"
+                                : " for epsilon / v-prediction (no flow_prediction, no use_flow_sigmas)";
+    not_supported("scheduler " + cls + how + " in " + path + "; " + fitting);
+  }
+  return name;
 }
 
 }  // namespace
 
 std::unique_ptr<Scheduler> make_scheduler(const std::string& name,
                                           const nlohmann::json& scheduler_config,
-                                          const std::string& config_path) {
+                                          const std::string& config_path,
+                                          std::optional<double> shift) {
   if (!scheduler_config.is_object()) {
     throw ModelError(config_path + ": a scheduler config must be a JSON object");
   }
-  const std::string resolved = name.empty() ? name_from_class(scheduler_config, config_path) : name;
+  std::string kind_reason;
+  const SchedulerKind model_kind = config_kind(scheduler_config, config_path, &kind_reason);
+  const std::string resolved =
+      name.empty() ? name_from_class(scheduler_config, config_path, model_kind, kind_reason) : name;
+  bool known = false;
+  for (const auto& n : scheduler_names()) known = known || n == resolved;
+  if (!known) not_supported("scheduler " + resolved + " (known: " + or_list(scheduler_names()) + ")");
+
+  if (kind_of_name(resolved) != model_kind) {
+    const std::string why = model_kind == SchedulerKind::kFlow
+                                ? " (" + kind_reason + ")"
+                                : " (no flow_prediction, no use_flow_sigmas, not a FlowMatch class)";
+    throw ConfigError("generate.scheduler = " + resolved + " is a sampler for " +
+                      kind_text(kind_of_name(resolved)) + ", but " + config_path + " belongs to " +
+                      kind_text(model_kind) + why + ": use " + or_list(scheduler_names(model_kind)));
+  }
+  if (shift && model_kind != SchedulerKind::kFlow) {
+    throw ConfigError("generate.shift applies to the flow-matching samplers (" +
+                      or_list(scheduler_names(SchedulerKind::kFlow)) + "), not to " + resolved +
+                      " on " + config_path);
+  }
+
   const SchedulerConfig config(scheduler_config, config_path);
   if (resolved == "ddim") return std::make_unique<DdimScheduler>(config);
   if (resolved == "dpmpp_2m") return std::make_unique<DpmSolverPP2MScheduler>(config);
-  not_supported("scheduler " + resolved + " (known: ddim, dpmpp_2m)");
+  if (resolved == "unipc") return std::make_unique<UniPcFlowScheduler>(config, shift);
+  return std::make_unique<FlowMatchEulerScheduler>(config, shift);
 }
 
 }  // namespace ditgen::sched

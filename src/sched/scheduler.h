@@ -3,15 +3,22 @@
 // next, less noisy sample, in place.
 //
 // Implementations replicate diffusers (DDIMScheduler, DPMSolverMultistep-
-// Scheduler) to float32 rounding, including its float32-vs-float64 choices,
-// so ditgen and diffusers produce the same latents from the same noise.
-// step() works elementwise on any shape (a batch of images, a CFG-doubled
-// batch, a shard): per-step coefficients are precomputed scalars, and the
-// update is one allocation-free loop over all elements. Both schedulers have
-// diffusers' init_noise_sigma 1, so the initial noise is used unscaled.
+// Scheduler, UniPCMultistepScheduler on flow sigmas, FlowMatchEuler-
+// DiscreteScheduler) to float32 rounding, including its float32-vs-float64
+// choices, so ditgen and diffusers produce the same latents from the same
+// noise. step() works elementwise on any shape (a batch of images, a
+// CFG-doubled batch, a shard): per-step coefficients are precomputed scalars,
+// and the update is one allocation-free loop over all elements. Every
+// scheduler here has diffusers' init_noise_sigma 1, so the initial noise is
+// used unscaled.
+//
+// Two kinds of model, two kinds of sampler: epsilon / v-prediction models
+// (DiT, PixArt, Latte) take ddim or dpmpp_2m; flow-matching models (Wan)
+// take unipc or euler. make_scheduler refuses a sampler of the other kind.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +27,12 @@
 #include "tensor/tensor.h"
 
 namespace ditgen::sched {
+
+// What the model predicts, and so which samplers fit it.
+enum class SchedulerKind {
+  kDiffusion,  // epsilon / v / sample prediction on a beta schedule: ddim, dpmpp_2m
+  kFlow,       // flow matching (velocity on sigmas from 1 to 0): unipc, euler
+};
 
 class Scheduler {
  public:
@@ -30,35 +43,63 @@ class Scheduler {
   virtual void set_timesteps(int num_inference_steps) = 0;
   // The t fed to the model at each step, in order. Its size is the number of
   // steps (for DPM with lambda_min_clipped and trailing spacing it can be
-  // fewer than requested, as in diffusers).
-  const std::vector<int64_t>& timesteps() const { return timesteps_; }
+  // fewer than requested, as in diffusers). double holds every value
+  // diffusers feeds exactly: the integers of ddim, dpmpp_2m and unipc
+  // (int64 in diffusers) and euler's float32 sigma * 1000.
+  const std::vector<double>& timesteps() const { return timesteps_; }
 
   // One step: model_output (epsilon / v / sample prediction per the config's
-  // prediction_type) and sample have the same shape; sample is updated in
-  // place to the previous (less noisy) sample. step_index is 0..n-1 and must
-  // go in order for multistep schedulers (0 starts a new run).
+  // prediction_type; the flow velocity for unipc and euler) and sample have
+  // the same shape; sample is updated in place to the previous (less noisy)
+  // sample. step_index is 0..n-1 and must go in order for multistep
+  // schedulers (0 starts a new run).
   virtual void step(const Tensor& model_output, int step_index, Tensor& sample) = 0;
 
-  // stable-diffusion.cpp sampler name: "ddim" / "dpmpp_2m".
+  // stable-diffusion.cpp sampler name: "ddim", "dpmpp_2m", "unipc", "euler".
   virtual std::string name() const = 0;
+  virtual SchedulerKind kind() const = 0;
 
  protected:
-  std::vector<int64_t> timesteps_;
+  std::vector<double> timesteps_;
 };
 
-// name: "ddim", "dpmpp_2m", or "" for the model's own scheduler from the
-// config's _class_name (DDIMScheduler -> ddim, DPMSolverMultistepScheduler ->
-// dpmpp_2m; another class: ConfigError "not supported yet: scheduler X").
-// scheduler_config is the parsed scheduler/scheduler_config.json (see
-// parse_scheduler_config for diffusers' -Infinity tokens); config_path names
-// it in error messages. A named scheduler is built from any class's config as
-// diffusers' from_config does: keys it does not know are ignored, absent keys
-// take its own defaults.
+// name: one of scheduler_names(), or "" for the model's own scheduler from
+// the config's _class_name (DDIMScheduler -> ddim, DPMSolverMultistepScheduler
+// -> dpmpp_2m, UniPCMultistepScheduler -> unipc, FlowMatchEulerDiscrete-
+// Scheduler -> euler; another class: ConfigError "not supported yet:
+// scheduler X"). scheduler_config is the parsed
+// scheduler/scheduler_config.json (see parse_scheduler_config for diffusers'
+// -Infinity tokens); config_path names it in error messages.
+//
+// A named scheduler is built from any class's config as diffusers'
+// from_config does: keys it does not know are ignored, absent keys take its
+// own defaults. Between the two flow classes the model's shift carries over
+// (UniPC's flow_shift is FlowMatchEuler's shift, and unipc built from a
+// FlowMatch config runs on flow sigmas), as one passes them to from_config.
+//
+// The sampler must fit the config's kind (config_kind): ddim or dpmpp_2m on a
+// flow-matching config, or unipc or euler on an epsilon / v-prediction one,
+// is a ConfigError (exit 2) naming the samplers that fit.
+//
+// shift (generate.shift) overrides the flow samplers' flow_shift / shift; it
+// must be a positive number, and on a ddim / dpmpp_2m scheduler it is a
+// ConfigError.
 std::unique_ptr<Scheduler> make_scheduler(const std::string& name,
                                           const nlohmann::json& scheduler_config,
-                                          const std::string& config_path);
+                                          const std::string& config_path,
+                                          std::optional<double> shift = std::nullopt);
 
 // The names make_scheduler accepts (for --help and config validation).
 const std::vector<std::string>& scheduler_names();
+// Those of one kind: {"ddim", "dpmpp_2m"} or {"unipc", "euler"}.
+const std::vector<std::string>& scheduler_names(SchedulerKind kind);
+
+// The kind of model a scheduler config belongs to: flow when its _class_name
+// is a FlowMatch* class, its prediction_type is flow_prediction or its
+// use_flow_sigmas is true; otherwise diffusion. `reason`, when given, gets
+// the key that decided it ("use_flow_sigmas = true") for messages. A key of
+// the wrong JSON type is a ModelError naming it.
+SchedulerKind config_kind(const nlohmann::json& scheduler_config, const std::string& config_path,
+                          std::string* reason = nullptr);
 
 }  // namespace ditgen::sched

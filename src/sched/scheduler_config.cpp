@@ -126,6 +126,17 @@ std::optional<std::vector<double>> SchedulerConfig::get_optional_numbers(
   return out;
 }
 
+bool SchedulerConfig::truthy(const std::string& key) const {
+  const nlohmann::json* v = find(key);
+  if (!v) return false;
+  if (v->is_boolean()) return v->get<bool>();
+  if (v->is_number()) return v->get<double>() != 0;
+  if (v->is_string()) {  // the non-finite tokens are numbers, all true
+    return non_finite(v->get<std::string>()) || !v->get<std::string>().empty();
+  }
+  return !v->empty();  // list or object
+}
+
 nlohmann::json parse_scheduler_config(const std::string& text, const std::string& path) {
   // Quote the bare Python tokens outside strings; everything else is copied.
   std::string fixed;

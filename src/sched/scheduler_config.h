@@ -31,6 +31,9 @@ class SchedulerConfig {
   // For keys whose diffusers default is None: absent or null -> nullopt.
   std::optional<std::string> get_optional_string(const std::string& key) const;
   std::optional<std::vector<double>> get_optional_numbers(const std::string& key) const;
+  // Python's truth value of the key, as diffusers' `if self.config.key:`
+  // tests it: absent, null, false, 0, "", [] and {} are false.
+  bool truthy(const std::string& key) const;
 
   // ConfigError "<path>: <key> = <value>: <why>" for a bad value.
   [[noreturn]] void bad_value(const std::string& key, const std::string& why) const;

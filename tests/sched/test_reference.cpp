@@ -109,7 +109,9 @@ void check_fixture(const std::string& name, const std::string& kind) {
     const std::string where = name + " " + kind + " " + count + " steps";
     CAPTURE(where);
     sched->set_timesteps(std::stoi(count));
-    CHECK(sched->timesteps() == run["timesteps"].get<std::vector<int64_t>>());
+    // The recorded integers, exactly (timesteps() holds them as doubles).
+    const auto want_t = run["timesteps"].get<std::vector<int64_t>>();
+    CHECK(sched->timesteps() == std::vector<double>(want_t.begin(), want_t.end()));
     if (auto* d = dynamic_cast<DpmSolverPP2MScheduler*>(sched.get())) {
       const auto want = floats(run["sigmas"]);
       REQUIRE(d->sigmas().size() == want.size());
