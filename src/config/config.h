@@ -11,8 +11,7 @@
 // when one did.
 //
 // Enumerated settings are enums with their names in one table
-// (config/enum_names.h); output.format so far (issue 33 item 4: sp_mode and
-// the scheduler follow).
+// (config/enum_names.h, sched/sampler.h), parsed once here.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -24,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/enum_names.h"
+#include "sched/sampler.h"
 
 namespace ditgen {
 
@@ -47,7 +47,8 @@ struct GenerateConfig {
   std::uint64_t seed = 0;        // output i uses seed + i
   int steps = 50;
   double guidance_scale = 4.0;   // CFG is on when > 1 (as diffusers)
-  std::string scheduler;         // "" = the model's scheduler config; ddim | dpmpp_2m
+  sched::Sampler scheduler = sched::Sampler::kModelDefault;  // kModelDefault: the model's scheduler config
+  std::optional<double> shift;   // flow samplers: overrides flow_shift / shift
   int batch_size = 4;            // outputs per forward pass
   int frames = 0;                // 0 = the model's default
   int height = 0;                // 0 = sample_size x VAE factor

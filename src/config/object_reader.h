@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config_context.h"
-#include "config/enum_names.h"
+#include "util/enum_names.h"
 
 namespace ditgen::config {
 

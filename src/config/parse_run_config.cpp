@@ -68,7 +68,10 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   c.steps = generate.integer("steps", c.steps, 1);
   c.guidance_scale = generate.number("guidance_scale", c.guidance_scale, 0, /*min_exclusive=*/false);
   // "" keeps the model's own scheduler config, and lets --set undo a choice.
-  c.scheduler = generate.choice("scheduler", c.scheduler, {"", "ddim", "dpmpp_2m"});
+  c.scheduler = generate.enum_choice("scheduler", c.scheduler, sched::kSamplerNames);
+  // A flow sampler's shift (flow_shift / shift in the scheduler config);
+  // that the model's scheduler is a flow one is checked with the model.
+  if (generate.find("shift")) c.shift = generate.number("shift", 0, 0, /*min_exclusive=*/true);
   c.batch_size = generate.integer("batch_size", c.batch_size, 1);
   c.frames = generate.integer("frames", c.frames, 0);
   c.height = generate.integer("height", c.height, 0);

@@ -29,7 +29,8 @@ json generate_json(const GenerateConfig& g) {
   j["seed"] = g.seed;
   j["steps"] = g.steps;
   j["guidance_scale"] = g.guidance_scale;
-  if (!g.scheduler.empty()) j["scheduler"] = g.scheduler;
+  if (g.scheduler != sched::Sampler::kModelDefault) j["scheduler"] = sched::name_of(g.scheduler);
+  if (g.shift) j["shift"] = *g.shift;
   j["batch_size"] = g.batch_size;
   if (g.frames != 0) j["frames"] = g.frames;
   if (g.height != 0) j["height"] = g.height;

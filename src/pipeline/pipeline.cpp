@@ -151,7 +151,8 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
     if (!req.init_noise)
       for (int64_t i = 0; i < count; ++i)  // image i of a batch at seed s is image 0 at seed s + i
         latents.slice0(i, i + 1).copy_from(sched::gaussian_noise(one, 1, req.seed_of(first + i)));
-    auto scheduler = sched::make_scheduler(req.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"));
+    auto scheduler = sched::make_scheduler(req.scheduler, parts_.scheduler_config,
+                                           parts_.dir.part_config_path("scheduler"), req.shift);
     scheduler->set_timesteps(req.steps);
     const auto& timesteps = scheduler->timesteps();
 
@@ -239,9 +240,10 @@ void Pipeline::set_sampling(Request& r, const GenerateConfig& g) const {
   r.seed = g.seed;
   r.steps = g.steps;
   r.guidance_scale = static_cast<float>(g.guidance_scale);
-  r.scheduler = g.scheduler;
+  r.scheduler = sched::name_of(g.scheduler);
+  r.shift = g.shift;
   r.batch_size = g.batch_size;
-  sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"))
+  sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"), r.shift)
       ->set_timesteps(r.steps);
 }
 

@@ -51,7 +51,8 @@ struct Request {
   std::vector<uint64_t> seeds;
   int steps = 50;
   float guidance_scale = 4.0f;
-  std::string scheduler;              // "" = the model's scheduler_config.json
+  std::string scheduler;              // a sampler's name (sched/sampler.h); "" = the model's scheduler_config.json
+  std::optional<double> shift;        // generate.shift: a flow sampler's flow_shift / shift
   int batch_size = 4;
   Shape latent_shape;                 // of one output, (C, h, w) or a video's (C, F, h, w); empty = the model's default
   std::optional<Tensor> init_noise;   // (outputs, ...latent_shape) instead of drawn noise
@@ -82,7 +83,7 @@ struct PabSummary {
 struct Result {
   Tensor latents;         // (outputs, C, h, w) or (outputs, C, F, h, w) final latents, before 1/scaling_factor
   Tensor frames;          // (outputs, F, 3, H, W) in [0, 1]; F = 1 for images; output rank only
-  std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m")
+  std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m", "unipc", "euler")
   PabSummary pab;
 };
 
@@ -127,7 +128,7 @@ struct ModelParts {
   std::unique_ptr<models::TransformerSpec> spec;  // transformer/config.json, through the registry
   std::unique_ptr<models::VaeSpec> vae;           // vae/config.json, through the registry
   nlohmann::json scheduler_config;
-  std::string default_scheduler;  // the scheduler scheduler_config.json makes ("ddim", "dpmpp_2m")
+  std::string default_scheduler;  // the scheduler scheduler_config.json makes ("ddim", "dpmpp_2m", "unipc", "euler")
 
   // Reads and cross-checks them (the VAE's latent channels against the
   // transformer's, the scheduler config by building it once).

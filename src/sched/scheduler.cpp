@@ -8,13 +8,19 @@
 #include "sched/dpmpp_2m.h"
 #include "sched/flow_config.h"
 #include "sched/flow_match_euler.h"
+#include "sched/sampler.h"
 #include "sched/unipc_flow.h"
 #include "util/error.h"
 
 namespace ditgen::sched {
 
 const std::vector<std::string>& scheduler_names() {
-  static const std::vector<std::string> names{"ddim", "dpmpp_2m", "unipc", "euler"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    for (const auto& entry : kSamplerNames)
+      if (entry.value != Sampler::kModelDefault) all.emplace_back(entry.name);
+    return all;
+  }();
   return names;
 }
 

@@ -44,7 +44,7 @@ TEST_CASE("a minimal config takes the documented defaults") {
   CHECK(c.generate.seed == 0);
   CHECK(c.generate.steps == 50);
   CHECK(c.generate.guidance_scale == 4.0);
-  CHECK(c.generate.scheduler.empty());
+  CHECK(c.generate.scheduler == sched::Sampler::kModelDefault);
   CHECK(c.generate.batch_size == 4);
   CHECK(c.generate.frames == 0);
   CHECK(c.generate.height == 0);
@@ -86,7 +86,7 @@ TEST_CASE("a full config loads every field") {
   CHECK(c.generate.seed == 18446744073709551615ull);
   CHECK(c.generate.steps == 25);
   CHECK(c.generate.guidance_scale == 1.5);
-  CHECK(c.generate.scheduler == "dpmpp_2m");
+  CHECK(c.generate.scheduler == sched::Sampler::kDpmpp2m);
   CHECK(c.generate.batch_size == 2);
   CHECK(c.generate.height == 256);
   CHECK(c.parallel.sp == 2);

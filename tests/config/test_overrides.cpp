@@ -22,7 +22,7 @@ TEST_CASE("--set parses numbers, booleans, strings and lists") {
   CHECK(c.generate.guidance_scale == 1.5);
   CHECK(c.output.grid);
   CHECK(c.output.path == "out/other dir/x.png");
-  CHECK(c.generate.scheduler == "ddim");
+  CHECK(c.generate.scheduler == sched::Sampler::kDdim);
   CHECK(c.model.dtype == "float32");
   REQUIRE(c.generate.class_labels.size() == 3);
   CHECK(c.generate.class_labels[1] == ClassLabel(std::string("tabby")));
@@ -32,7 +32,7 @@ TEST_CASE("--set parses numbers, booleans, strings and lists") {
 TEST_CASE("--set value may contain '=' and may be empty") {
   const RunConfig c = load_with({"output.path=out/a=b.png", "generate.scheduler="});
   CHECK(c.output.path == "out/a=b.png");
-  CHECK(c.generate.scheduler.empty());
+  CHECK(c.generate.scheduler == sched::Sampler::kModelDefault);
 }
 
 TEST_CASE("--set creates absent sections") {
@@ -110,7 +110,7 @@ TEST_CASE("--set through a section that holds a non-object is rejected") {
 
 // null in a file is a wrong type; --set key=null removes the key, so its
 // default applies (e.g. output.fps before writing png from an mp4 config).
-TEST_CASE("--set key=null removes the key; null in the file is a wrong type") {
+TEST_CASE("--set key=null removes the key, null in the file is a wrong type") {
   const std::string path = write_config(with(minimal_config(), "generate.steps", 7));
   CHECK(load_config(path, {}).generate.steps == 7);
   CHECK(load_config(path, {"generate.steps=null"}).generate.steps == 50);

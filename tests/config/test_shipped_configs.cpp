@@ -49,7 +49,7 @@ TEST_CASE("configs/pixart-alpha-512.json: PixArt-XL-2-512x512 with its own DPM-S
   CHECK(c.generate.negative_prompt.empty());
   CHECK(c.generate.steps == 20);
   CHECK(c.generate.guidance_scale == 4.5);
-  CHECK(c.generate.scheduler == "dpmpp_2m");
+  CHECK(c.generate.scheduler == sched::Sampler::kDpmpp2m);
   CHECK(c.generate.height == 512);
   CHECK(c.generate.width == 512);
   CHECK(c.generate.frames == 0);
@@ -68,7 +68,7 @@ TEST_CASE("configs/latte-1.json: Latte-1, 16 frames at 512x512, DDIM 50 steps, V
   CHECK(c.generate.width == 512);
   CHECK(c.generate.steps == 50);
   CHECK(c.generate.guidance_scale == 7.5);
-  CHECK(c.generate.scheduler == "ddim");
+  CHECK(c.generate.scheduler == sched::Sampler::kDdim);
   // VideoSys's LattePABConfig defaults (videosys/pipelines/latte/pipeline_latte.py).
   REQUIRE(c.pab.spatial);
   CHECK(c.pab.spatial->range == 2);

@@ -46,7 +46,8 @@ TEST_CASE("type and range checks name the file and the dotted path") {
       {"generate.frames", -1, "expected a non-negative integer"},
       {"generate.height", -8, "expected a non-negative integer"},
       {"generate.width", "256", "expected a non-negative integer"},
-      {"generate.scheduler", "euler", "expected one of \"\", \"ddim\", \"dpmpp_2m\", got \"euler\""},
+      {"generate.scheduler", "heun", "expected one of \"\", \"ddim\", \"dpmpp_2m\", \"unipc\", \"euler\", got \"heun\""},
+      {"generate.shift", 0, "expected a positive number, got 0"},
       {"generate.scheduler", "dpmpp2m", "did you mean \"dpmpp_2m\"?"},
       {"generate.negative_prompt", 3, "expected a string"},
       {"parallel.sp", 0, "expected a positive integer"},
@@ -88,7 +89,7 @@ TEST_CASE("type and range checks name the file and the dotted path") {
 // Issue 33: fields that do not apply to the run are errors naming the
 // field, as unknown keys are. (negative_prompt and max_sequence_length on a
 // class-label model: tests/pipeline, where the model's kind is known.)
-TEST_CASE("fps and crf with png output are errors naming the field; --set key=null removes them") {
+TEST_CASE("fps and crf with png output are errors naming the field, --set key=null removes them") {
   check_rejected(with(minimal_config(), "output.fps", 8), "output.fps", "applies to mp4 output only");
   check_rejected(with(minimal_config(), "output.crf", 18), "output.crf",
                  "applies to mp4 output only, and output.format is \"png\"");

@@ -35,12 +35,12 @@ TEST_CASE("model parity: PixArt on CUDA float32 matches diffusers (T5 on the GPU
   const auto pipe = open_fixture_pipeline("pixart_tiny", {Device::kCUDA, DType::kF32});
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, "dpmpp_2m", batch));
+    const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, sched::Sampler::kDpmpp2m, batch));
     check_close(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"),
                 "pixart cuda float32: latents_dpm", 1e-4);
     check_close(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),
                 "pixart cuda float32: images_dpm", 1e-4);
-    check_close(pipe->sample(pixart_fixture_request(*pipe, "ddim", batch)),
+    check_close(pipe->sample(pixart_fixture_request(*pipe, sched::Sampler::kDdim, batch)),
                 fixture_tensor("pixart_tiny", "expected.safetensors", "latents_ddim"), "pixart cuda float32: latents_ddim",
                 1e-4);
   }
@@ -48,7 +48,7 @@ TEST_CASE("model parity: PixArt on CUDA float32 matches diffusers (T5 on the GPU
 
 TEST_CASE("model parity: PixArt on CUDA bfloat16 stays near diffusers' float32") {
   const auto pipe = open_fixture_pipeline("pixart_tiny", {Device::kCUDA, DType::kBF16});
-  const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, "dpmpp_2m", 2));
+  const pipeline::Result r = pipe->generate(pixart_fixture_request(*pipe, sched::Sampler::kDpmpp2m, 2));
   CHECK(reported_rel_l2(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"),
                     "pixart cuda bfloat16: latents_dpm") < half_latent_bound(DType::kBF16));
   CHECK(reported_rel_l2(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),

@@ -26,7 +26,7 @@ Tensor row(const Tensor& t, int64_t i) { return t.slice0(i, i + 1).reshape({t.di
 
 TEST_CASE("PixArt pipeline: the text stage gives diffusers' prompt and negative embeddings") {
   const auto pipe = testing::open_fixture_pipeline("pixart_tiny");
-  const pipeline::Request req = pixart_fixture_request(*pipe, "", 2);
+  const pipeline::Request req = pixart_fixture_request(*pipe, sched::Sampler::kModelDefault, 2);
   const pipeline::Conditions c = pipe->condition(req);
   REQUIRE(c.prompt_embeds.shape() == Shape{2, 16, 40});
   for (int64_t i = 0; i < 2; ++i) {
@@ -48,12 +48,12 @@ TEST_CASE("PixArt pipeline latents and images match diffusers (DPM-Solver++, DDI
   const auto pipe = testing::open_fixture_pipeline("pixart_tiny");
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Request dpm = pixart_fixture_request(*pipe, "dpmpp_2m", batch);
+    const pipeline::Request dpm = pixart_fixture_request(*pipe, sched::Sampler::kDpmpp2m, batch);
     const pipeline::Result r = pipe->generate(dpm);
     check_close(r.latents, fixture_tensor("pixart_tiny", "expected.safetensors", "latents_dpm"), "latents_dpm", 1e-4);
     check_close(testing::images_of(r.frames), fixture_tensor("pixart_tiny", "expected.safetensors", "images_dpm"),
                 "images_dpm", 1e-4);
-    const pipeline::Request ddim = pixart_fixture_request(*pipe, "ddim", batch);
+    const pipeline::Request ddim = pixart_fixture_request(*pipe, sched::Sampler::kDdim, batch);
     check_close(pipe->sample(ddim), fixture_tensor("pixart_tiny", "expected.safetensors", "latents_ddim"),
                 "latents_ddim", 1e-4);
   }

@@ -45,7 +45,7 @@ GenerateConfig default_sampling(std::vector<std::string> prompts) {
   g.negative_prompt = "";
   g.steps = 25;
   g.guidance_scale = 5.0;
-  g.scheduler = "ddim";
+  g.scheduler = sched::Sampler::kDdim;
   g.seed = 0;
   g.batch_size = 6;
   return g;

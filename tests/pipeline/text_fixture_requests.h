@@ -22,7 +22,7 @@ inline std::unique_ptr<pipeline::Pipeline> open_fixture_pipeline(const std::stri
 }
 
 // PixArt: two prompts, 4 steps, guidance 4.5, max_sequence_length 16.
-inline pipeline::Request pixart_fixture_request(const pipeline::Pipeline& pipe, const std::string& scheduler,
+inline pipeline::Request pixart_fixture_request(const pipeline::Pipeline& pipe, sched::Sampler scheduler,
                                                 int batch_size) {
   GenerateConfig g;
   g.prompts = {"a red circle", "A Cat walking on the GRASS  "};
@@ -44,7 +44,7 @@ inline GenerateConfig latte_fixture_config(int batch_size, int steps = 3) {
   g.prompts = {"a red circle moving left", "a cat"};
   g.steps = steps;
   g.guidance_scale = 7.5;
-  g.scheduler = "ddim";
+  g.scheduler = sched::Sampler::kDdim;
   g.batch_size = batch_size;
   g.frames = 3;
   g.height = 80;

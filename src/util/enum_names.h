@@ -1,0 +1,31 @@
+// An enum's names in one table: whoever parses, prints or records the enum
+// reads the table (config/enum_names.h, sched/sampler.h), so a value is
+// parsed once and its name written in one place.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace ditgen {
+
+template <class E>
+struct EnumName {
+  E value;
+  const char* name;
+};
+
+template <class E, std::size_t N>
+const char* name_in(const EnumName<E> (&table)[N], E value) {
+  for (const auto& entry : table)
+    if (entry.value == value) return entry.name;
+  return "?";
+}
+
+template <class E, std::size_t N>
+std::vector<std::string> names_in(const EnumName<E> (&table)[N]) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.emplace_back(entry.name);
+  return names;
+}
+
+}  // namespace ditgen
