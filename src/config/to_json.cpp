@@ -23,7 +23,9 @@ json generate_json(const GenerateConfig& g) {
     j["class_labels"] = labels;
   }
   if (!g.prompts.empty()) j["prompts"] = g.prompts;
-  if (!g.negative_prompt.empty()) j["negative_prompt"] = g.negative_prompt;
+  // As given, even "": a class-label model refuses the key, so it must
+  // round-trip (fuzz_run_config holds to_json to that).
+  if (g.negative_prompt_given || !g.negative_prompt.empty()) j["negative_prompt"] = g.negative_prompt;
   if (!g.prompt_file.empty()) j["prompt_file"] = g.prompt_file;
   if (g.max_sequence_length != 0) j["max_sequence_length"] = g.max_sequence_length;
   j["seed"] = g.seed;
