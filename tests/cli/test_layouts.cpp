@@ -212,8 +212,9 @@ TEST_CASE("an impossible layout fails fast with exit 2 and lists the layouts tha
   CHECK(r.code == 2);
   CHECK(r.output.find("world size 3") != std::string::npos);
   CHECK(r.output.find("sp3") != std::string::npos);  // a layout that would work
+  testing::TempDir dir("ditgen_layout_sanity");
   r = run_command(mpirun(4) + base + "--set parallel.sp=4 --set parallel.tp=1 --set parallel.cp=1 "
-                                     "--set generate.guidance_scale=1");
+                                     "--set generate.guidance_scale=1 --quiet --output " + dir.file("img.png"));
   CHECK(r.code == 0);  // sanity: ulysses sp4 on 12 heads is fine without CFG
   r = run_command(mpirun(2) + base + "--set parallel.cp=2 --set generate.guidance_scale=1");
   CHECK(r.code == 2);
