@@ -17,6 +17,7 @@
 //   token sequences [B, N, C]; sizes and strides in elements.
 // - Host-only header without CUDA syntax: .cpp files include it.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "kernels/cuda/attention_path.h"
@@ -61,7 +62,7 @@ void add_broadcast_(void* x, const void* y, int64_t rows, int64_t n, DType dtype
 // y[i] = x[i] converted (round to nearest even), i < n; x and y must not overlap.
 void cast(const void* x, DType x_dtype, void* y, DType y_dtype, int64_t n);
 
-// ---- Normalisation (layer_norm.cu, rms_norm.cu, group_norm.cu) -----------------------
+// ---- Normalisation (layer_norm.cu, rms_norm.cu, group_norm.cu, rms_norm_channels.cu) --
 // y[rows, C] = LayerNorm(x[rows, C]) over the last dim; weight/bias [C] may be null.
 void layer_norm(const void* x, const void* weight, const void* bias, void* y, int64_t rows, int64_t channels,
                 float eps, DType dtype);
@@ -76,8 +77,13 @@ void layer_norm_modulate(const void* x, const void* shift, const void* scale, in
 // fuse_silu (S = product of the spatial dims).
 void group_norm(const void* x, const void* weight, const void* bias, void* y, int64_t batch, int64_t channels,
                 int64_t spatial, int64_t groups, float eps, bool fuse_silu, DType dtype);
+// y[B, C, S] = x / max(||x[b, :, s]||_2, 1e-12) * sqrt(C) * gamma[c] + bias[c]
+// (bias may be null), then SiLU when fuse_silu: ops::rms_norm_channels
+// (rms_norm_channels.cu).
+void rms_norm_channels(const void* x, const void* gamma, const void* bias, void* y, int64_t batch, int64_t channels,
+                       int64_t spatial, bool fuse_silu, DType dtype);
 
-// ---- Convolution and resampling (conv2d.cu, upsample.cu) --------------------------------
+// ---- Convolution and resampling (conv2d.cu, conv3d.cu, upsample.cu) ---------------------
 // y[B, Cout, Ho, Wo] = conv2d(x[B, Cin, H, W], w[Cout, Cin, kh, kw]) + bias[Cout]
 // (bias may be null), zero padding; Ho = (H + 2 pad - kh) / stride + 1.
 void conv2d(const void* x, const void* w, const void* bias, void* y, int64_t batch, int64_t in_channels,
@@ -86,6 +92,12 @@ void conv2d(const void* x, const void* w, const void* bias, void* y, int64_t bat
 // y[B, C, H*f, W*f] = nearest upsampling of x[B, C, H, W].
 void upsample_nearest(const void* x, void* y, int64_t batch, int64_t channels, int64_t height, int64_t width,
                       int64_t factor, DType dtype);
+// y[B, Cout, To, Ho, Wo] = conv3d(x[B, Cin, T, H, W], w[Cout, Cin, kt, kh, kw])
+// + bias[Cout] (bias may be null), per-axis (t, h, w) stride and symmetric
+// zero padding; To = (T + 2 pt - kt) / st + 1, and so on (conv3d.cu).
+void conv3d(const void* x, const void* w, const void* bias, void* y, int64_t batch, int64_t in_channels,
+            std::array<int64_t, 3> in_size, int64_t out_channels, std::array<int64_t, 3> kernel,
+            std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, DType dtype);
 
 // ---- Patches (embeddings.cu) ----------------------------------------------------------
 // y[B, (H/p)*(W/p), C*p*p] from x[B, C, H, W], (c, i, j) order inside a patch.
@@ -94,6 +106,22 @@ void patchify(const void* x, void* y, int64_t batch, int64_t channels, int64_t h
 // y[B, C, h*p, w*p] from x[B, h*w, p*p*C], (i, j, c) order inside a patch.
 void unpatchify(const void* x, void* y, int64_t batch, int64_t h, int64_t w, int64_t p, int64_t channels,
                 DType dtype);
+// y[B, f*h*w, C*pt*ph*pw] from x[B, C, T, H, W] (size = {T, H, W}, patch =
+// {pt, ph, pw}), (c, a, i, j) order inside a patch.
+void patchify3d(const void* x, void* y, int64_t batch, int64_t channels, std::array<int64_t, 3> size,
+                std::array<int64_t, 3> patch, DType dtype);
+// y[B, C, f*pt, h*ph, w*pw] from x[B, f*h*w, pt*ph*pw*C] (grid = {f, h, w}),
+// (a, i, j, c) order inside a patch.
+void unpatchify3d(const void* x, void* y, int64_t batch, std::array<int64_t, 3> grid, std::array<int64_t, 3> patch,
+                  int64_t channels, DType dtype);
+
+// ---- Rotary position embedding (rotary.cu) ------------------------------------------------
+// `rows` rows of `width` (heads * head_dim) elements, row r at x + r *
+// x_stride, rotated into y + r * y_stride (y == x: in place) with table row
+// r % tokens of cos / sin (float32 [*, head_dim], from the first token's row
+// on): interleaved pairs, ops::rotary_embed_.
+void rotary_embed(const void* x, int64_t x_stride, void* y, int64_t y_stride, int64_t rows, int64_t tokens,
+                  int64_t width, const float* cos, const float* sin, int64_t head_dim, DType dtype);
 
 // ---- Attention (attention.cu, attention_flash.cu, attention_math.cu) ----------------------
 // The operands' layout (src/tensor/attention_args.h) on device pointers.

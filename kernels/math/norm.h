@@ -1,6 +1,7 @@
 // Normalisation formulas shared by the CPU ops and the CUDA kernels
 // (DITGEN_HD): LayerNorm's rstd and affine / adaLN modulation, RMSNorm's
-// (T5LayerNorm's) rstd and apply, the adaLN-Zero gated residual, GroupNorm's
+// (T5LayerNorm's) rstd and apply, the channel RMS norm's (WanRMS_norm's)
+// clamped L2 norm and apply, the adaLN-Zero gated residual, GroupNorm's
 // per-channel apply, and mean/variance moments with Chan's parallel combine,
 // which lets a GPU reduction split one group over many threads and blocks and
 // still centre every partial sum on its own mean (no E[x^2] - E[x]^2
@@ -24,6 +25,19 @@ DITGEN_HD float rms_rstd(float sq_sum, float n, float eps) { return 1.0f / sqrtf
 
 // weight * (x * rstd), in T5LayerNorm's order (normalise, then scale).
 DITGEN_HD float rms_apply(float x, float rstd, float weight) { return weight * (x * rstd); }
+
+// F.normalize's divisor: the L2 norm from a sum of squares, clamped below at
+// eps (torch's clamp_min: a NaN stays NaN).
+DITGEN_HD float l2_norm_clamped(float sq_sum, float eps) {
+  const float n = sqrtf(sq_sum);
+  return n < eps ? eps : n;
+}
+
+// Channel RMS norm (WanRMS_norm): F.normalize(x) * scale * gamma + bias in
+// torch's order, scale = sqrt(C) as a float.
+DITGEN_HD float channel_rms_apply(float x, float norm, float scale, float gamma, float bias) {
+  return x / norm * scale * gamma + bias;
+}
 
 // adaLN: LN(x) * (1 + scale) + shift.
 DITGEN_HD float modulate(float xhat, float shift, float scale) { return xhat * (1.0f + scale) + shift; }

@@ -237,6 +237,14 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
   DITGEN_DISPATCH(x, "group_norm", group_norm(x, groups, weight, bias, eps, fuse_silu));
 }
 
+Tensor rms_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor* bias, bool fuse_silu) {
+  same_place("rms_norm_channels", x, {&gamma, bias});
+  if (x.ndim() < 2 || gamma.numel() != x.dim(1) || (bias && bias->numel() != x.dim(1)))
+    throw std::invalid_argument("rms_norm_channels: input " + shape_str(x.shape()) + " (channels on dim 1) with gamma " +
+                                shape_str(gamma.shape()) + (bias ? ", bias " + shape_str(bias->shape()) : ""));
+  DITGEN_DISPATCH(x, "rms_norm_channels", rms_norm_channels(x, gamma, bias, fuse_silu));
+}
+
 void attention(const AttentionArgs& a) {
   if (!a.q || !a.k || !a.v || !a.out || a.head_dim <= 0 || a.heads <= 0 || a.batch < 0 || a.q_len < 0 ||
       a.kv_len <= 0)
@@ -283,6 +291,21 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stri
   DITGEN_DISPATCH(x, "conv2d", conv2d(x, w, bias, stride, padding));
 }
 
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,
+              std::array<int64_t, 3> padding) {
+  same_place("conv3d", x, {bias});
+  weight_place("conv3d", x, w);  // the CPU takes a float32 or bfloat16 weight: the arithmetic
+  bool ok = x.ndim() == 5 && w.ndim() == 5 && w.dim(1) == x.dim(1) && (!bias || bias->numel() == w.dim(0));
+  for (int a = 0; ok && a < 3; ++a)
+    ok = stride[a] >= 1 && padding[a] >= 0 && x.dim(2 + a) + 2 * padding[a] >= w.dim(2 + a);
+  if (!ok)
+    throw std::invalid_argument("conv3d: input " + shape_str(x.shape()) + ", weight " + shape_str(w.shape()) +
+                                (bias ? ", bias " + shape_str(bias->shape()) : "") + ", stride " +
+                                shape_str({stride[0], stride[1], stride[2]}) + ", padding " +
+                                shape_str({padding[0], padding[1], padding[2]}));
+  DITGEN_DISPATCH(x, "conv3d", conv3d(x, w, bias, stride, padding));
+}
+
 Tensor upsample_nearest(const Tensor& x, int64_t factor) {
   if (x.ndim() != 4 || factor <= 0)
     throw std::invalid_argument("upsample_nearest: input " + shape_str(x.shape()) + ", factor " +
@@ -312,6 +335,117 @@ Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t chan
                                 std::to_string(w) + " grid of " + std::to_string(p) + "x" + std::to_string(p) +
                                 " patches of " + std::to_string(channels) + " channels");
   DITGEN_DISPATCH(x, "unpatchify", unpatchify(x, h, w, p, channels));
+}
+
+Tensor patchify3d(const Tensor& x, std::array<int64_t, 3> patch) {
+  bool ok = x.ndim() == 5;
+  for (int a = 0; ok && a < 3; ++a) ok = patch[a] >= 1 && x.dim(2 + a) % patch[a] == 0;
+  if (!ok)
+    throw std::invalid_argument("patchify3d: input " + shape_str(x.shape()) + ", patch " +
+                                shape_str({patch[0], patch[1], patch[2]}));
+  DITGEN_DISPATCH(x, "patchify3d", patchify3d(x, patch));
+}
+
+Tensor unpatchify3d(const Tensor& x, std::array<int64_t, 3> grid, std::array<int64_t, 3> patch, int64_t channels) {
+  const bool ok = x.ndim() == 3 && grid[0] >= 0 && grid[1] >= 0 && grid[2] >= 0 && patch[0] >= 1 && patch[1] >= 1 &&
+                  patch[2] >= 1 && channels >= 1 && x.dim(1) == grid[0] * grid[1] * grid[2] &&
+                  x.dim(2) == patch[0] * patch[1] * patch[2] * channels;
+  if (!ok)
+    throw std::invalid_argument("unpatchify3d: input " + shape_str(x.shape()) + " for a " +
+                                shape_str({grid[0], grid[1], grid[2]}) + " grid of " +
+                                shape_str({patch[0], patch[1], patch[2]}) + " patches of " + std::to_string(channels) +
+                                " channels");
+  DITGEN_DISPATCH(x, "unpatchify3d", unpatchify3d(x, grid, patch, channels));
+}
+
+std::array<int64_t, 3> rotary_split_3d(int64_t head_dim) {
+  if (head_dim <= 0 || head_dim % 2)
+    throw std::invalid_argument("rotary_split_3d: head_dim " + std::to_string(head_dim) + " (positive, even)");
+  const int64_t hw = 2 * (head_dim / 6);
+  return {head_dim - 2 * hw, hw, hw};
+}
+
+RotaryTables rotary_tables_3d(std::array<int64_t, 3> dims, std::array<int64_t, 3> grid, double theta) {
+  bool ok = dims[0] + dims[1] + dims[2] > 0 && theta > 0;
+  for (int a = 0; ok && a < 3; ++a) ok = dims[a] >= 0 && dims[a] % 2 == 0 && grid[a] >= 0;
+  if (!ok)
+    throw std::invalid_argument("rotary_tables_3d: axis channels " + shape_str({dims[0], dims[1], dims[2]}) +
+                                " (even, not all zero), grid " + shape_str({grid[0], grid[1], grid[2]}) +
+                                ", theta " + std::to_string(theta));
+  return cpu::rotary_tables_3d(dims, grid, theta);
+}
+
+namespace {
+
+// The tables beside x: float32 [rows, head_dim] on x's device, head_dim even
+// and dividing width, rows first_token .. first_token + tokens present.
+int64_t rotary_head_dim(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t tokens,
+                        int64_t width, int64_t first_token) {
+  if (!x.defined() || !cos.defined() || !sin.defined())
+    throw std::invalid_argument(std::string(op) + ": undefined tensor argument");
+  if (cos.device() != x.device() || sin.device() != x.device() || cos.dtype() != DType::kF32 ||
+      sin.dtype() != DType::kF32 || cos.ndim() != 2 || sin.shape() != cos.shape())
+    throw std::invalid_argument(std::string(op) + ": tables cos " + where(cos) + ", sin " + where(sin) +
+                                " for x " + where(x) + " (float32 [rows, head_dim] on x's device)");
+  const int64_t head_dim = cos.dim(1);
+  if (head_dim <= 0 || head_dim % 2 || width <= 0 || width % head_dim || first_token < 0 || tokens < 0 ||
+      first_token + tokens > cos.dim(0))
+    throw std::invalid_argument(std::string(op) + ": rows of " + std::to_string(width) + " channels, tokens [" +
+                                std::to_string(first_token) + ", " + std::to_string(first_token + tokens) +
+                                ") with tables " + shape_str(cos.shape()));
+  return head_dim;
+}
+
+// x's (batch, tokens, width): [S, W], [B, S, W] or [B, S, H, head_dim].
+std::array<int64_t, 3> rotary_rows(const char* op, const Tensor& x, const Tensor& cos) {
+  if (x.ndim() == 2) return {1, x.dim(0), x.dim(1)};
+  if (x.ndim() == 3) return {x.dim(0), x.dim(1), x.dim(2)};
+  if (x.ndim() == 4 && cos.ndim() == 2 && x.dim(3) == cos.dim(1)) return {x.dim(0), x.dim(1), x.dim(2) * x.dim(3)};
+  throw std::invalid_argument(std::string(op) + ": x " + shape_str(x.shape()) +
+                              " (expected [S, W], [B, S, W] or [B, S, heads, head_dim]) with tables " +
+                              shape_str(cos.shape()));
+}
+
+// One dispatch for the three forms: rows of x (from x_offset, x_stride
+// apart) rotated into y's (y may be x).
+void rotary_dispatch(const Tensor& x, int64_t x_offset, int64_t x_stride, Tensor& y, int64_t y_offset,
+                     int64_t y_stride, int64_t rows, int64_t tokens, int64_t width, const Tensor& cos,
+                     const Tensor& sin, int64_t first_token, int64_t head_dim) {
+  if (rows == 0) return;
+  DITGEN_DISPATCH_ON(x, "rotary_embed",
+                     rotary_embed(x, x_offset, x_stride, y, y_offset, y_stride, rows, tokens, width, cos, sin,
+                                  first_token),
+                     rotary_embed(x.data() + x_offset, x_stride, y.data() + y_offset, y_stride, rows, tokens, width,
+                                  cos.data() + first_token * head_dim, sin.data() + first_token * head_dim, head_dim));
+}
+
+}  // namespace
+
+void rotary_embed_rows_(Tensor& x, int64_t offset, int64_t row_stride, int64_t batch, int64_t tokens, int64_t width,
+                        const Tensor& cos, const Tensor& sin, int64_t first_token) {
+  const int64_t head_dim = rotary_head_dim("rotary_embed_rows_", x, cos, sin, tokens, width, first_token);
+  const int64_t rows = batch * tokens;
+  if (batch < 0 || offset < 0 || row_stride < width ||
+      (rows > 0 && offset + (rows - 1) * row_stride + width > x.numel()))
+    throw std::invalid_argument("rotary_embed_rows_: " + std::to_string(batch) + " x " + std::to_string(tokens) +
+                                " rows of " + std::to_string(width) + " from offset " + std::to_string(offset) +
+                                " stride " + std::to_string(row_stride) + " of " + where(x));
+  rotary_dispatch(x, offset, row_stride, x, offset, row_stride, rows, tokens, width, cos, sin, first_token, head_dim);
+}
+
+void rotary_embed_(Tensor& x, const Tensor& cos, const Tensor& sin, int64_t first_token) {
+  if (!x.defined()) throw std::invalid_argument("rotary_embed_: undefined input tensor");
+  const auto [b, s, w] = rotary_rows("rotary_embed_", x, cos);
+  rotary_embed_rows_(x, 0, w, b, s, w, cos, sin, first_token);
+}
+
+Tensor rotary_embed(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t first_token) {
+  if (!x.defined()) throw std::invalid_argument("rotary_embed: undefined input tensor");
+  const auto [b, s, w] = rotary_rows("rotary_embed", x, cos);
+  const int64_t head_dim = rotary_head_dim("rotary_embed", x, cos, sin, s, w, first_token);
+  Tensor y = Tensor::empty(x.shape(), x.device(), x.dtype());
+  rotary_dispatch(x, 0, w, y, 0, w, b * s, s, w, cos, sin, first_token, head_dim);
+  return y;
 }
 
 void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,

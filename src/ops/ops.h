@@ -11,6 +11,7 @@
 // Shapes use the diffusers/PyTorch conventions: Linear weights are [out, in],
 // images NCHW, token sequences [B, N, C].
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -95,6 +96,21 @@ void gated_residual_(Tensor& x, const Tensor& y, const Tensor& mod, int64_t gate
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
                   bool fuse_silu);
 
+// RMS norm over the channels of a channel-first x [B, C, *] (each position's
+// C values; 4-D images, 5-D videos): y = x / max(||x||_2, 1e-12) * sqrt(C) *
+// gamma[c] + bias[c], i.e. F.normalize(x, dim=1) * sqrt(C) * gamma + bias
+// (diffusers' WanRMS_norm), whose arithmetic it keeps: the sum of squares in
+// float32, a division by the clamped norm, then the products in that order.
+// gamma and bias (optional) hold C values, any shape ([C], [C, 1, 1, 1]);
+// then SiLU when fuse_silu.
+Tensor rms_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor* bias, bool fuse_silu);
+
+// Wan-style modulation needs no op of its own: with mod = temb [B, 6C] +
+// scale_shift_table [6C] (add_broadcast_), layer_norm_modulate(x, mod, 0, C)
+// and gated_residual_(x, y, mod, 2C) are Wan 2.1's norm1 / gate_msa; per-token
+// modulation (temb [B, S, 6C]) is the same ops on x viewed as [B*S, 1, C]
+// with mod [B*S, 6C] (docs/ops-wan.md).
+
 // ---- Attention ----------------------------------------------------------------
 // Scaled dot-product attention with O(n) extra memory (CPU: tiled, online
 // softmax; CUDA: flash or math path, see set_attention_mode), on operands
@@ -128,6 +144,15 @@ void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 // Nearest-neighbour upsampling by an integer factor: [B, C, H, W] -> [B, C, H*f, W*f].
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
+// 3-D convolution, NCDHW: x [B, Cin, T, H, W], w [Cout, Cin, kt, kh, kw],
+// bias [Cout] (may be null); stride and symmetric zero padding per axis, in
+// (t, h, w) order: out [B, Cout, To, Ho, Wo], To = (T + 2 pt - kt) / st + 1,
+// and so on. A causal convolution in time (diffusers' WanCausalConv3d) is
+// padding {0, ph, pw} on an input whose first frames are the cached frames of
+// the previous chunk (or zeros), put in front by the caller. On the CPU w may
+// be bfloat16, its dtype the arithmetic as for conv2d.
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,
+              std::array<int64_t, 3> padding);
 
 // ---- Embeddings and patches -------------------------------------------------------
 // diffusers get_timestep_embedding: out [len(t), dim], a CPU tensor (tiny;
@@ -143,6 +168,51 @@ Tensor patchify(const Tensor& x, int64_t p);
 // [B, h*w, p*p*C] with (i, j, c) order inside a patch -> [B, C, h*p, w*p]
 // (DiT's einsum "nhwpqc->nchpwq").
 Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t channels);
+// [B, C, T, H, W] -> [B, (T/pt)*(H/ph)*(W/pw), C*pt*ph*pw]: tokens in (t, h, w)
+// grid order, (c, a, i, j) order inside a patch (a Conv3d(kernel = stride =
+// patch) weight flattened as [out, C*pt*ph*pw]: the patch embedding is then
+// a linear). patch = {pt, ph, pw}, dividing T, H, W.
+Tensor patchify3d(const Tensor& x, std::array<int64_t, 3> patch);
+// [B, f*h*w, pt*ph*pw*C] with (a, i, j, c) order inside a patch -> [B, C,
+// f*pt, h*ph, w*pw], grid = {f, h, w} (diffusers' Wan output: reshape to
+// (B, f, h, w, pt, ph, pw, C), permute (0, 7, 1, 4, 2, 5, 3, 6)).
+Tensor unpatchify3d(const Tensor& x, std::array<int64_t, 3> grid, std::array<int64_t, 3> patch, int64_t channels);
+
+// ---- Rotary position embedding ----------------------------------------------------
+// Rotary tables, one row per token: cos and sin, float32 [tokens, head_dim],
+// each angle repeated for its pair of channels (diffusers'
+// get_1d_rotary_pos_embed(use_real=True, repeat_interleave_real=True)).
+struct RotaryTables {
+  Tensor cos, sin;
+};
+// The channels of each axis (t, h, w) of a 3-D rotary embedding over head_dim
+// channels as diffusers' WanRotaryPosEmbed splits them: h = w = 2 *
+// (head_dim / 6), t the rest.
+std::array<int64_t, 3> rotary_split_3d(int64_t head_dim);
+// Tables for a (frames, height, width) grid of tokens in (t, h, w) order:
+// a token's row is the t axis's dims[0] channels for its frame index, then
+// the h axis's for its row, then the w axis's for its column; on an axis of d
+// channels, pair j at position p has angle p * theta^(-2j/d), computed in
+// float64 and rounded once (WanRotaryPosEmbed). Each dims[i] even; CPU
+// tensors (callers move them with Tensor::to), made once per grid.
+RotaryTables rotary_tables_3d(std::array<int64_t, 3> dims, std::array<int64_t, 3> grid, double theta = 10000.0);
+
+// Applies rotary tables to q or k rows with interleaved pairs, as diffusers'
+// Wan attention does: each head's pair (x[2i], x[2i+1]) becomes
+//   (x[2i] cos[2i] - x[2i+1] sin[2i+1], x[2i] sin[2i+1] + x[2i+1] cos[2i])
+// with the row's table entries, in float32, rounded once to x's dtype. x is
+// [B, S, heads * head_dim], [B, S, heads, head_dim] or [S, heads * head_dim];
+// token s of every sample takes table row first_token + s (a shard or patch
+// of the sequence starts at its first token's row). cos and sin: float32
+// [rows, head_dim] on x's device, whatever x's dtype; head_dim even.
+void rotary_embed_(Tensor& x, const Tensor& cos, const Tensor& sin, int64_t first_token = 0);
+Tensor rotary_embed(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t first_token = 0);
+// The same in place on rows of a wider buffer (q or k inside packed q|k|v
+// rows): `batch` samples of `tokens` rows of `width` (= heads * head_dim)
+// elements; sample b's token t starts at element offset + (b * tokens + t) *
+// row_stride of x. Every row must lie inside x (checked).
+void rotary_embed_rows_(Tensor& x, int64_t offset, int64_t row_stride, int64_t batch, int64_t tokens, int64_t width,
+                        const Tensor& cos, const Tensor& sin, int64_t first_token = 0);
 
 // ---- Data movement ------------------------------------------------------------------
 // Copies `rows` rows of `row_len` elements from src (row r at src_offset +

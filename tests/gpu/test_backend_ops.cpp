@@ -7,12 +7,14 @@
 // Tensor::to_vector() and are compared by relative L2 with the per-dtype
 // tolerance of gpu_test_helpers.h (float32 1e-5, float16 2e-3, bfloat16
 // 1e-2); pure data movement (Tensor::to / copy_from round trips, copy_rows,
-// gather_rows, upsample_nearest, patchify, unpatchify) must be exact. Shapes
-// are odd on purpose (no multiple of a tile or vector width).
+// gather_rows, upsample_nearest, patchify, unpatchify, patchify3d,
+// unpatchify3d) must be exact. Shapes are odd on purpose (no multiple of a
+// tile or vector width).
 // Unlike the other tests/gpu files, which call kernels/cuda directly, this
 // goes through the same dispatch and argument checks the models use.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -549,4 +551,112 @@ TEST_CASE("backend ops: copy_rows (strided and contiguous) and gather_rows are e
     check_equal(got, ops::gather_rows(table, rows));
     CHECK_THROWS_AS(ops::gather_rows(up(table, t), {10}), std::invalid_argument);
   }
+}
+
+// ---- The ops Wan adds (rotary, channel RMS norm, conv3d, 3-D patches) ----------------
+
+TEST_CASE("backend ops: rotary_embed, rotary_embed_ and rotary_embed_rows_ (float32 tables, any storage type)") {
+  struct Case {
+    int64_t batch, tokens, heads, head_dim, first;
+  };
+  for (DType t : gputest::kAllTypes)
+    for (const Case& c : {Case{2, 31, 3, 22, 0}, Case{1, 24, 2, 128, 5}, Case{3, 7, 1, 44, 0}}) {
+      CAPTURE(dtype_str(t));
+      CAPTURE(c.tokens);
+      CAPTURE(c.head_dim);
+      CAPTURE(c.first);
+      const int64_t w = c.heads * c.head_dim;
+      const ops::RotaryTables tab =
+          ops::rotary_tables_3d(ops::rotary_split_3d(c.head_dim), {1, 1, c.first + c.tokens});
+      const Tensor dcos = tab.cos.to(kCUDA, DType::kF32), dsin = tab.sin.to(kCUDA, DType::kF32);
+      const Tensor x = input({c.batch, c.tokens, w}, 91, t, -3, 3);
+      const Tensor ref = ops::rotary_embed(x, tab.cos, tab.sin, c.first);
+      check_close(ops::rotary_embed(up(x, t), dcos, dsin, c.first), ref, t);
+      Tensor inplace = up(x, t).reshape({c.batch, c.tokens, c.heads, c.head_dim});
+      ops::rotary_embed_(inplace, dcos, dsin, c.first);
+      check_close(inplace.reshape(ref.shape()), ref, t);
+
+      // q and k inside packed q|k|v rows; v must come back bit for bit.
+      const Tensor qkv = input({c.batch, c.tokens, 3 * w}, 92, t, -3, 3);
+      Tensor ref_qkv = qkv.clone();
+      ops::rotary_embed_rows_(ref_qkv, 0, 3 * w, c.batch, c.tokens, w, tab.cos, tab.sin, c.first);
+      ops::rotary_embed_rows_(ref_qkv, w, 3 * w, c.batch, c.tokens, w, tab.cos, tab.sin, c.first);
+      Tensor got = up(qkv, t);
+      ops::rotary_embed_rows_(got, 0, 3 * w, c.batch, c.tokens, w, dcos, dsin, c.first);
+      ops::rotary_embed_rows_(got, w, 3 * w, c.batch, c.tokens, w, dcos, dsin, c.first);
+      check_close(got, ref_qkv, t);
+      const std::vector<float> g = got.to_vector();
+      int64_t v_changed = 0;
+      for (int64_t r = 0; r < c.batch * c.tokens; ++r)
+        for (int64_t j = 2 * w; j < 3 * w; ++j) v_changed += g[r * 3 * w + j] != qkv[r * 3 * w + j];
+      CHECK(v_changed == 0);
+    }
+  // Tables on the host or in bfloat16 beside a CUDA x: refused.
+  Tensor x = Tensor::zeros({1, 4, 8}, kCUDA, DType::kBF16);
+  const Tensor cos = Tensor::zeros({4, 8}), sin = Tensor::zeros({4, 8});
+  CHECK_THROWS_AS(ops::rotary_embed_(x, cos, sin), std::invalid_argument);
+  CHECK_THROWS_AS(ops::rotary_embed_(x, cos.to(kCUDA, DType::kBF16), sin.to(kCUDA, DType::kBF16)),
+                  std::invalid_argument);
+}
+
+TEST_CASE("backend ops: rms_norm_channels (4-D and 5-D, bias, fused SiLU)") {
+  for (DType t : gputest::kAllTypes)
+    for (const Shape& shape : {Shape{2, 12, 3, 5, 7}, Shape{3, 9, 5, 7}, Shape{1, 96, 2, 17, 19}, Shape{2, 5, 1}})
+      for (bool with_bias : {false, true})
+        for (bool fuse : {false, true}) {
+          CAPTURE(dtype_str(t));
+          CAPTURE(shape_str(shape));
+          CAPTURE(with_bias);
+          CAPTURE(fuse);
+          const int64_t ch = shape[1];
+          const Tensor x = input(shape, 93, t, -3, 5), gamma = input({ch}, 94, t, 0.5f, 1.5f),
+                       bias = input({ch}, 95, t);
+          const Tensor ref = ops::rms_norm_channels(x, gamma, with_bias ? &bias : nullptr, fuse);
+          const Tensor db = up(bias, t);
+          check_close(ops::rms_norm_channels(up(x, t), up(gamma, t), with_bias ? &db : nullptr, fuse), ref, t);
+        }
+}
+
+TEST_CASE("backend ops: conv3d (causal-form padding, (3,1,1), 1x1x1, strides, patch embedding)") {
+  struct Case {
+    Shape x;
+    int64_t cout;
+    std::array<int64_t, 3> k, s, p;
+    bool bias;
+  };
+  const Case cases[] = {
+      {{1, 4, 5, 7, 9}, 5, {3, 3, 3}, {1, 1, 1}, {0, 1, 1}, true},
+      {{2, 3, 4, 5, 6}, 7, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, false},
+      {{2, 5, 6, 3, 4}, 3, {3, 1, 1}, {1, 1, 1}, {0, 0, 0}, true},
+      {{2, 6, 3, 5, 7}, 4, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, true},  // the batched plain-GEMM path
+      {{1, 3, 7, 9, 11}, 2, {3, 3, 3}, {2, 2, 1}, {0, 1, 0}, true},
+      {{2, 3, 3, 10, 14}, 8, {1, 2, 2}, {1, 2, 2}, {0, 0, 0}, true},
+      // 64 channels, 27 taps, 256 columns: 1.7 MB of columns per output
+      // line, so the 64 MiB budget splits the 128 lines into chunks.
+      {{1, 64, 4, 64, 256}, 4, {3, 3, 3}, {1, 1, 1}, {0, 1, 1}, true},
+  };
+  for (DType t : gputest::kAllTypes)
+    for (const Case& c : cases) {
+      CAPTURE(dtype_str(t));
+      CAPTURE(shape_str(c.x));
+      CAPTURE(shape_str({c.k[0], c.k[1], c.k[2]}));
+      CAPTURE(shape_str({c.s[0], c.s[1], c.s[2]}));
+      const Tensor x = input(c.x, 96, t), w = input({c.cout, c.x[1], c.k[0], c.k[1], c.k[2]}, 97, t, -0.2f, 0.2f);
+      const Tensor bias = input({c.cout}, 98, t);
+      const Tensor db = up(bias, t);
+      const Tensor ref = ops::conv3d(x, w, c.bias ? &bias : nullptr, c.s, c.p);
+      check_close(ops::conv3d(up(x, t), up(w, t), c.bias ? &db : nullptr, c.s, c.p), ref, t);
+    }
+}
+
+TEST_CASE("backend ops: patchify3d and unpatchify3d are exact") {
+  for (DType t : gputest::kAllTypes)
+    for (const std::array<int64_t, 3>& p : {std::array<int64_t, 3>{1, 2, 2}, std::array<int64_t, 3>{2, 3, 1}}) {
+      CAPTURE(dtype_str(t));
+      CAPTURE(shape_str({p[0], p[1], p[2]}));
+      const Tensor video = input({2, 3, 3 * p[0], 5 * p[1], 7 * p[2]}, 99, t);
+      check_equal(ops::patchify3d(up(video, t), p), ops::patchify3d(video, p));
+      const Tensor tokens = input({2, 105, p[0] * p[1] * p[2] * 4}, 100, t);
+      check_equal(ops::unpatchify3d(up(tokens, t), {3, 5, 7}, p, 4), ops::unpatchify3d(tokens, {3, 5, 7}, p, 4));
+    }
 }

@@ -6,6 +6,7 @@
 // except GEMM weights, which may also be bfloat16 (a bfloat16 GEMM) or
 // float16 (widened to float32 block by block inside the GEMM, gemm.cpp).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -62,6 +63,7 @@ void layer_norm_modulate(const Tensor& x, const float* shift, const float* scale
                          Tensor& out);
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
                   bool fuse_silu);
+Tensor rms_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor* bias, bool fuse_silu);
 
 // args.q/k/v/out are host float32 pointers.
 void attention(const AttentionArgs& args);
@@ -76,11 +78,22 @@ void copy_rows(const float* src, int64_t src_stride, float* dst, int64_t dst_str
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,
+              std::array<int64_t, 3> padding);
 
 Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool flip_sin_to_cos,
                           float downscale_freq_shift, float scale, float max_period);
 Tensor sincos_pos_embed_2d(int64_t dim, int64_t grid_h, int64_t grid_w, double base_size, double interpolation_scale);
 Tensor patchify(const Tensor& x, int64_t p);
 Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t channels);
+Tensor patchify3d(const Tensor& x, std::array<int64_t, 3> patch);
+Tensor unpatchify3d(const Tensor& x, std::array<int64_t, 3> grid, std::array<int64_t, 3> patch, int64_t channels);
+
+RotaryTables rotary_tables_3d(std::array<int64_t, 3> dims, std::array<int64_t, 3> grid, double theta);
+// rows rows of width elements, row r at x + r * x_stride, written to y + r *
+// y_stride (y == x: in place); row r takes table row r % tokens of cos / sin
+// ([*, head_dim] from the first token's row on).
+void rotary_embed(const float* x, int64_t x_stride, float* y, int64_t y_stride, int64_t rows, int64_t tokens,
+                  int64_t width, const float* cos, const float* sin, int64_t head_dim);
 
 }  // namespace ditgen::ops::cpu

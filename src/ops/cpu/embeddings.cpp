@@ -1,8 +1,9 @@
-// Sinusoidal embeddings and patch (un)folding, following diffusers' formulas
-// and float precision: timestep embeddings in float32 (as torch computes
-// them, per element as kernels/math/embedding.h; every backend uses this
-// host op, the DiT uploads its few rows),
-// 2-D position embeddings in float64 then rounded (as diffusers does).
+// Sinusoidal embeddings and patch (un)folding (2-D and 3-D: pure index
+// permutations), following diffusers' formulas and float precision:
+// timestep embeddings in float32 (as torch computes them, per element as
+// kernels/math/embedding.h; every backend uses this host op, the DiT uploads
+// its few rows), 2-D position embeddings in float64 then rounded (as
+// diffusers does).
 #include <cmath>
 #include <stdexcept>
 
@@ -94,6 +95,49 @@ Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t chan
             for (int64_t ch = 0; ch < channels; ++ch)
               y.data()[((n * channels + ch) * hh + gy * p + i) * ww + gx * p + j] = *src++;
       }
+  return y;
+}
+
+Tensor patchify3d(const Tensor& x, std::array<int64_t, 3> patch) {
+  const int64_t b = x.dim(0), c = x.dim(1), tt = x.dim(2), hh = x.dim(3), ww = x.dim(4);
+  const int64_t pt = patch[0], ph = patch[1], pw = patch[2];
+  const int64_t gf = tt / pt, gh = hh / ph, gw = ww / pw, row = c * pt * ph * pw;
+  Tensor y = Tensor::empty({b, gf * gh * gw, row});
+  const float* xd = x.data();
+#pragma omp parallel for collapse(3)
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t f = 0; f < gf; ++f)
+      for (int64_t gy = 0; gy < gh; ++gy)
+        for (int64_t gx = 0; gx < gw; ++gx) {
+          float* dst = y.data() + ((n * gf + f) * gh * gw + gy * gw + gx) * row;
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t a = 0; a < pt; ++a)
+              for (int64_t i = 0; i < ph; ++i) {
+                const float* src = xd + (((n * c + ch) * tt + f * pt + a) * hh + gy * ph + i) * ww + gx * pw;
+                for (int64_t j = 0; j < pw; ++j) *dst++ = src[j];
+              }
+        }
+  return y;
+}
+
+Tensor unpatchify3d(const Tensor& x, std::array<int64_t, 3> grid, std::array<int64_t, 3> patch, int64_t channels) {
+  const int64_t b = x.dim(0), gf = grid[0], gh = grid[1], gw = grid[2];
+  const int64_t pt = patch[0], ph = patch[1], pw = patch[2];
+  const int64_t tt = gf * pt, hh = gh * ph, ww = gw * pw, row = pt * ph * pw * channels;
+  Tensor y = Tensor::empty({b, channels, tt, hh, ww});
+  float* yd = y.data();
+#pragma omp parallel for collapse(3)
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t f = 0; f < gf; ++f)
+      for (int64_t gy = 0; gy < gh; ++gy)
+        for (int64_t gx = 0; gx < gw; ++gx) {
+          const float* src = x.data() + ((n * gf + f) * gh * gw + gy * gw + gx) * row;
+          for (int64_t a = 0; a < pt; ++a)
+            for (int64_t i = 0; i < ph; ++i)
+              for (int64_t j = 0; j < pw; ++j)
+                for (int64_t ch = 0; ch < channels; ++ch)
+                  yd[(((n * channels + ch) * tt + f * pt + a) * hh + gy * ph + i) * ww + gx * pw + j] = *src++;
+        }
   return y;
 }
 

@@ -1,6 +1,7 @@
 // onednn_conv.h: convolution_forward with format_tag::any for the source,
 // weights and destination (the primitive's blocked layouts), reorders from
-// and to the caller's NCHW / OIHW arrays, all cached per shape.
+// and to the caller's NCHW / OIHW (NCDHW / OIDHW) arrays, all cached per
+// shape. One implementation for both ranks (Geometry: the spatial axes).
 #include "ops/cpu/onednn_conv.h"
 
 #include <dnnl.hpp>
@@ -11,8 +12,8 @@
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "ops/cpu/onednn_runtime.h"
 #include "tensor/tensor.h"
@@ -27,27 +28,43 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
+// A convolution of either rank: sizes of the spatial axes, outermost first
+// (H, W or T, H, W), symmetric padding.
+struct Geometry {
+  const char* op = "conv2d";  // for error messages
+  int64_t batch = 0, in_channels = 0, out_channels = 0;
+  std::vector<int64_t> in, kernel, stride, padding;
+  int64_t out(size_t a) const { return (in[a] + 2 * padding[a] - kernel[a]) / stride[a] + 1; }
+};
+
 struct Prepared {
   dnnl::convolution_forward conv;
-  dnnl::memory::desc x_user, w_user, b_user, y_user;  // NCHW / OIHW / x arrays of the caller
+  dnnl::memory::desc x_user, w_user, b_user, y_user;  // NC(D)HW / OI(D)HW / x arrays of the caller
   dnnl::memory::desc x_conv, w_conv, y_conv;  // the primitive's layouts
   std::unique_ptr<dnnl::reorder> x_in, w_in, y_out;  // null where the layouts agree
 };
 
-Prepared prepare(const ConvShape& s, DType w_dtype, bool bias) {
+Prepared prepare(const Geometry& g, DType w_dtype, bool bias) {
   const dt t = w_dtype == DType::kBF16 ? dt::bf16 : dt::f32;
-  const dnnl::memory::dims x_dims{s.batch, s.in_channels, s.height, s.width};
-  const dnnl::memory::dims w_dims{s.out_channels, s.in_channels, s.kernel_h, s.kernel_w};
-  const dnnl::memory::dims y_dims{s.batch, s.out_channels, s.out_height(), s.out_width()};
+  const bool three = g.in.size() == 3;
+  dnnl::memory::dims x_dims{g.batch, g.in_channels}, w_dims{g.out_channels, g.in_channels},
+      y_dims{g.batch, g.out_channels};
+  // Right padding so that each output size is exactly out(a).
+  dnnl::memory::dims stride, pad_l, pad_r;
+  for (size_t a = 0; a < g.in.size(); ++a) {
+    x_dims.push_back(g.in[a]);
+    w_dims.push_back(g.kernel[a]);
+    y_dims.push_back(g.out(a));
+    stride.push_back(g.stride[a]);
+    pad_l.push_back(g.padding[a]);
+    pad_r.push_back((g.out(a) - 1) * g.stride[a] + g.kernel[a] - g.in[a] - g.padding[a]);
+  }
+  const tag act = three ? tag::ncdhw : tag::nchw, wt = three ? tag::oidhw : tag::oihw;
   Prepared p;
-  p.x_user = dnnl::memory::desc(x_dims, dt::f32, tag::nchw);
-  p.w_user = dnnl::memory::desc(w_dims, t, tag::oihw);
-  p.y_user = dnnl::memory::desc(y_dims, dt::f32, tag::nchw);
-  p.b_user = dnnl::memory::desc({s.out_channels}, dt::f32, tag::x);
-  // Right padding so that the output size is exactly out_height / out_width.
-  const dnnl::memory::dims stride{s.stride, s.stride}, pad_l{s.padding, s.padding};
-  const dnnl::memory::dims pad_r{(s.out_height() - 1) * s.stride + s.kernel_h - s.height - s.padding,
-                                 (s.out_width() - 1) * s.stride + s.kernel_w - s.width - s.padding};
+  p.x_user = dnnl::memory::desc(x_dims, dt::f32, act);
+  p.w_user = dnnl::memory::desc(w_dims, t, wt);
+  p.y_user = dnnl::memory::desc(y_dims, dt::f32, act);
+  p.b_user = dnnl::memory::desc({g.out_channels}, dt::f32, tag::x);
   const dnnl::memory::desc x_any(x_dims, t, tag::any), w_any(w_dims, t, tag::any), y_any(y_dims, dt::f32, tag::any);
   std::unique_ptr<dnnl::convolution_forward::desc> d;
   if (bias)
@@ -73,25 +90,23 @@ Prepared prepare(const ConvShape& s, DType w_dtype, bool bias) {
   return p;
 }
 
-const Prepared& cached(const ConvShape& s, DType w_dtype, bool bias) {
+const Prepared& cached(const Geometry& g, DType w_dtype, bool bias) {
   static std::mutex mutex;
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool>;
-  static std::map<Key, Prepared> cache;
+  static std::map<std::vector<int64_t>, Prepared> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  // clang-format off
-  Key key{s.batch, s.in_channels, s.height, s.width, s.out_channels, s.kernel_h, s.kernel_w, s.stride, s.padding,
-          static_cast<int>(w_dtype), bias};
-  // clang-format on
+  std::vector<int64_t> key{g.batch, g.in_channels, g.out_channels, static_cast<int64_t>(g.in.size()),
+                           static_cast<int64_t>(w_dtype), bias};
+  for (const auto* v : {&g.in, &g.kernel, &g.stride, &g.padding}) key.insert(key.end(), v->begin(), v->end());
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, prepare(s, w_dtype, bias)).first;
+  if (it == cache.end()) it = cache.emplace(key, prepare(g, w_dtype, bias)).first;
   return it->second;
 }
 
 // A reused thread-local buffer of at least `bytes` (grown, never shrunk),
 // 64-byte aligned; `slot` keeps the three intermediates apart. Running out
-// of memory names the array (`what`, e.g. "the input", and the shape of
-// `user`, the caller's array) like a failed tensor allocation does.
-void* scratch(int slot, size_t bytes, const char* what, const dnnl::memory::desc& user) {
+// of memory names the op and the array (`what`, e.g. "the input", and the
+// shape of `user`, the caller's array) like a failed tensor allocation does.
+void* scratch(int slot, size_t bytes, const char* op, const char* what, const dnnl::memory::desc& user) {
   struct Buffer {
     std::unique_ptr<char[]> data;
     size_t size = 0;
@@ -103,36 +118,35 @@ void* scratch(int slot, size_t bytes, const char* what, const dnnl::memory::desc
     b.size = 0;
     b.data.reset(new (std::nothrow) char[bytes + 64]);
     if (!b.data)
-      throw RuntimeFailure("out of memory: cannot allocate conv2d's copy of " + std::string(what) + " " +
-                           shape_str(user.dims()) + " in oneDNN's layout (" + format_bytes(static_cast<double>(bytes)) +
-                           ")" + during_stage());
+      throw RuntimeFailure("out of memory: cannot allocate " + std::string(op) + "'s copy of " + std::string(what) +
+                           " " + shape_str(user.dims()) + " in oneDNN's layout (" +
+                           format_bytes(static_cast<double>(bytes)) + ")" + during_stage());
     b.size = bytes + 64;
   }
   const auto at = reinterpret_cast<uintptr_t>(b.data.get());
   return b.data.get() + ((64 - at % 64) % 64);
 }
 
-}  // namespace
-
-void onednn_conv2d(const ConvShape& s, const float* x, const void* w, DType w_dtype, const float* bias, float* y) {
+void run(const Geometry& g, const float* x, const void* w, DType w_dtype, const float* bias, float* y) {
   if (w_dtype != DType::kF32 && w_dtype != DType::kBF16)
-    throw std::invalid_argument(std::string("conv2d: a ") + dtype_name(w_dtype) + " weight (float32 or bfloat16)");
+    throw std::invalid_argument(std::string(g.op) + ": a " + dtype_name(w_dtype) +
+                                " weight (float32 or bfloat16)");
   with_onednn_errors([&] {
-    const Prepared& p = cached(s, w_dtype, bias != nullptr);
+    const Prepared& p = cached(g, w_dtype, bias != nullptr);
     auto& e = onednn_engine();
     auto& st = onednn_stream();
     dnnl::memory x_user(p.x_user, e, const_cast<float*>(x)), w_user(p.w_user, e, const_cast<void*>(w));
     dnnl::memory y_user(p.y_user, e, y);
     dnnl::memory x_conv = x_user, w_conv = w_user, y_conv = y_user;
     if (p.x_in) {
-      x_conv = dnnl::memory(p.x_conv, e, scratch(0, p.x_conv.get_size(), "the input", p.x_user));
+      x_conv = dnnl::memory(p.x_conv, e, scratch(0, p.x_conv.get_size(), g.op, "the input", p.x_user));
       p.x_in->execute(st, x_user, x_conv);
     }
     if (p.w_in) {
-      w_conv = dnnl::memory(p.w_conv, e, scratch(1, p.w_conv.get_size(), "the weight", p.w_user));
+      w_conv = dnnl::memory(p.w_conv, e, scratch(1, p.w_conv.get_size(), g.op, "the weight", p.w_user));
       p.w_in->execute(st, w_user, w_conv);
     }
-    if (p.y_out) y_conv = dnnl::memory(p.y_conv, e, scratch(2, p.y_conv.get_size(), "the output", p.y_user));
+    if (p.y_out) y_conv = dnnl::memory(p.y_conv, e, scratch(2, p.y_conv.get_size(), g.op, "the output", p.y_user));
     std::unordered_map<int, dnnl::memory> args{
         {DNNL_ARG_SRC, x_conv}, {DNNL_ARG_WEIGHTS, w_conv}, {DNNL_ARG_DST, y_conv}};
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.b_user, e, const_cast<float*>(bias)));
@@ -140,6 +154,31 @@ void onednn_conv2d(const ConvShape& s, const float* x, const void* w, DType w_dt
     if (p.y_out) p.y_out->execute(st, y_conv, y_user);
     st.wait();
   });
+}
+
+}  // namespace
+
+void onednn_conv2d(const ConvShape& s, const float* x, const void* w, DType w_dtype, const float* bias, float* y) {
+  Geometry g;
+  g.op = "conv2d";
+  g.batch = s.batch, g.in_channels = s.in_channels, g.out_channels = s.out_channels;
+  g.in = {s.height, s.width};
+  g.kernel = {s.kernel_h, s.kernel_w};
+  g.stride = {s.stride, s.stride};
+  g.padding = {s.padding, s.padding};
+  run(g, x, w, w_dtype, bias, y);
+}
+
+void onednn_conv3d(const Conv3dShape& s, const float* x, const void* w, DType w_dtype, const float* bias,
+                   float* y) {
+  Geometry g;
+  g.op = "conv3d";
+  g.batch = s.batch, g.in_channels = s.in_channels, g.out_channels = s.out_channels;
+  g.in.assign(s.in.begin(), s.in.end());
+  g.kernel.assign(s.kernel.begin(), s.kernel.end());
+  g.stride.assign(s.stride.begin(), s.stride.end());
+  g.padding.assign(s.padding.begin(), s.padding.end());
+  run(g, x, w, w_dtype, bias, y);
 }
 
 }  // namespace ditgen::ops::cpu

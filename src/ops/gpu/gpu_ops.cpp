@@ -85,6 +85,14 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
   return y;
 }
 
+Tensor rms_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor* bias, bool fuse_silu) {
+  Tensor y = like(x, x.shape());
+  const int64_t b = x.dim(0), c = x.dim(1), spatial = b * c > 0 ? x.numel() / (b * c) : 0;
+  cuda::rms_norm_channels(x.raw(), gamma.raw(), bias ? bias->raw() : nullptr, y.raw(), b, c, spatial, fuse_silu,
+                          x.dtype());
+  return y;
+}
+
 void attention(const AttentionArgs& a, AttentionMode mode) { cuda::attention(a, mode); }
 
 const char* attention_path_name(int64_t head_dim, DType dtype, AttentionMode mode) {
@@ -109,6 +117,17 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stri
   return y;
 }
 
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,
+              std::array<int64_t, 3> padding) {
+  const std::array<int64_t, 3> in{x.dim(2), x.dim(3), x.dim(4)}, kernel{w.dim(2), w.dim(3), w.dim(4)};
+  Shape out{x.dim(0), w.dim(0)};
+  for (int a = 0; a < 3; ++a) out.push_back((in[a] + 2 * padding[a] - kernel[a]) / stride[a] + 1);
+  Tensor y = like(x, out);
+  cuda::conv3d(x.raw(), w.raw(), bias ? bias->raw() : nullptr, y.raw(), x.dim(0), x.dim(1), in, w.dim(0), kernel,
+               stride, padding, x.dtype());
+  return y;
+}
+
 Tensor upsample_nearest(const Tensor& x, int64_t factor) {
   Tensor y = like(x, {x.dim(0), x.dim(1), x.dim(2) * factor, x.dim(3) * factor});
   cuda::upsample_nearest(x.raw(), y.raw(), x.dim(0), x.dim(1), x.dim(2), x.dim(3), factor, x.dtype());
@@ -126,6 +145,28 @@ Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t chan
   Tensor y = like(x, {x.dim(0), channels, h * p, w * p});
   cuda::unpatchify(x.raw(), y.raw(), x.dim(0), h, w, p, channels, x.dtype());
   return y;
+}
+
+Tensor patchify3d(const Tensor& x, std::array<int64_t, 3> patch) {
+  const int64_t c = x.dim(1), tokens = (x.dim(2) / patch[0]) * (x.dim(3) / patch[1]) * (x.dim(4) / patch[2]);
+  Tensor y = like(x, {x.dim(0), tokens, c * patch[0] * patch[1] * patch[2]});
+  cuda::patchify3d(x.raw(), y.raw(), x.dim(0), c, {x.dim(2), x.dim(3), x.dim(4)}, patch, x.dtype());
+  return y;
+}
+
+Tensor unpatchify3d(const Tensor& x, std::array<int64_t, 3> grid, std::array<int64_t, 3> patch, int64_t channels) {
+  Tensor y = like(x, {x.dim(0), channels, grid[0] * patch[0], grid[1] * patch[1], grid[2] * patch[2]});
+  cuda::unpatchify3d(x.raw(), y.raw(), x.dim(0), grid, patch, channels, x.dtype());
+  return y;
+}
+
+void rotary_embed(const Tensor& x, int64_t x_offset, int64_t x_stride, Tensor& y, int64_t y_offset, int64_t y_stride,
+                  int64_t rows, int64_t tokens, int64_t width, const Tensor& cos, const Tensor& sin,
+                  int64_t first_token) {
+  const int64_t head_dim = cos.dim(1);
+  cuda::rotary_embed(x.raw_at(x_offset), x_stride, y.raw_at(y_offset), y_stride, rows, tokens, width,
+                     static_cast<const float*>(cos.raw()) + first_token * head_dim,
+                     static_cast<const float*>(sin.raw()) + first_token * head_dim, head_dim, x.dtype());
 }
 
 void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,

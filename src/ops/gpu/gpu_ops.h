@@ -4,6 +4,7 @@
 // has checked the arguments and that every operand is on CUDA with one
 // dtype. Compiled only in CUDA builds (DITGEN_WITH_CUDA).
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "ops/ops.h"
@@ -30,14 +31,25 @@ void layer_norm_modulate(const Tensor& x, const Tensor& mod, int64_t shift_col, 
                          Tensor& out);
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
                   bool fuse_silu);
+Tensor rms_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor* bias, bool fuse_silu);
 
 void attention(const AttentionArgs& args, AttentionMode mode);
 void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor& lse2, int64_t heads);
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
+Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,
+              std::array<int64_t, 3> padding);
 Tensor patchify(const Tensor& x, int64_t p);
 Tensor unpatchify(const Tensor& x, int64_t h, int64_t w, int64_t p, int64_t channels);
+Tensor patchify3d(const Tensor& x, std::array<int64_t, 3> patch);
+Tensor unpatchify3d(const Tensor& x, std::array<int64_t, 3> grid, std::array<int64_t, 3> patch, int64_t channels);
+// `rows` rows of x (row r at x_offset + r * x_stride) rotated into y's (y
+// may be x: in place), row r with table row first_token + r % tokens of the
+// float32 tables cos / sin [*, head_dim].
+void rotary_embed(const Tensor& x, int64_t x_offset, int64_t x_stride, Tensor& y, int64_t y_offset, int64_t y_stride,
+                  int64_t rows, int64_t tokens, int64_t width, const Tensor& cos, const Tensor& sin,
+                  int64_t first_token);
 
 void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,
                int64_t dst_stride, int64_t rows, int64_t row_len);
