@@ -274,8 +274,9 @@ T5Tokenizer T5Tokenizer::open(const std::string& dir, std::optional<bool> legacy
   const std::string& path = impl->spiece_path;
   if (!fs::exists(path)) {
     if (fs::exists(folder / "tokenizer.json"))
-      throw ModelError(path + ": not found: this tokenizer folder has only tokenizer.json, which ditgen does not "
-                              "read (T5 needs the SentencePiece model spiece.model)");
+      throw ModelError(path + ": not found: this tokenizer folder has only tokenizer.json, which the "
+                              "sentencepiece-based T5 tokenizer does not read (io/text_tokenizer.h opens such a "
+                              "folder with transformers 5's rules instead)");
     throw ModelError(path + ": not found (a T5 tokenizer folder needs spiece.model)");
   }
 

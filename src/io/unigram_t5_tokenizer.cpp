@@ -157,22 +157,31 @@ std::string token_string(const json& cfg, const std::string& key, const std::str
                    std::string(it->type_name()));
 }
 
-// A list of token strings (additional_special_tokens, extra_special_tokens).
+// The token strings of additional_special_tokens / extra_special_tokens: a
+// list, or (transformers 5's model-specific special tokens) an object of
+// name: token; each a string or an AddedToken object.
 std::vector<std::string> token_list(const json& cfg, const std::string& key, const std::string& path) {
   std::vector<std::string> out;
   const auto it = cfg.find(key);
   if (it == cfg.end() || it->is_null()) return out;
-  if (it->is_object() && it->empty()) return out;  // transformers 5 writes {} for "none"
-  if (!it->is_array())
+  if (!it->is_array() && !it->is_object())
     throw ModelError(path + ": " + key + ": expected a list of tokens, got " + std::string(it->type_name()));
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& e = (*it)[i];
-    const std::string where = path + ": " + key + "[" + std::to_string(i) + "]";
-    if (e.is_string()) {
-      out.push_back(e.get<std::string>());
-    } else {
-      out.push_back(added_token_of(e, true, where).content);
+  size_t index = 0;
+  for (auto e = it->begin(); e != it->end(); ++e, ++index) {
+    if (e->is_string()) {
+      out.push_back(e->get<std::string>());
+      continue;
     }
+    std::string where = path + ": " + key;
+    if (it->is_array()) {
+      where += '[';
+      where += std::to_string(index);
+      where += ']';
+    } else {
+      where += '.';
+      where += e.key();
+    }
+    out.push_back(added_token_of(*e, true, where).content);
   }
   return out;
 }
@@ -626,7 +635,7 @@ UnigramT5Tokenizer UnigramT5Tokenizer::open(const std::string& dir) {
         index = -1;
       }
       if (index < 0) throw ModelError(where + ": the key must be a non-negative integer id");
-      decoder[index] = added_token_of(value, true, where);
+      decoder[index] = added_token_of(value, false, where);  // AddedToken(**entry): special defaults to False
     }
   } else {
     std::vector<std::string> specials = {eos, unk, pad};

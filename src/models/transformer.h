@@ -64,7 +64,7 @@ struct ForwardArgs {
   // many of their first rows the cross-attention sees (TextPipelineRules:
   // PixArt the text's mask count, the rest masked padding; Latte
   // the prompt's token count k, for its negative too, as diffusers' cut to
-  // k rows; empty = all L rows).
+  // k rows; Wan L, its zero rows seen unmasked; empty = all L rows).
   const Tensor* text = nullptr;         // (B, L, caption_channels) host float32
   std::vector<int32_t> text_lengths;    // B, each in [1, L]; or empty
   // PixArt's micro-conditions (micro_conditions() models only): per sample

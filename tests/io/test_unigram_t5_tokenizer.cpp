@@ -349,7 +349,9 @@ TEST_CASE("unigram t5 tokenizer: hostile tokenizer.json and spiece.model are Mod
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
-    const std::string dir = copy_folder(tmp, kRoot + "/wan_tiny/tokenizer", "t" + std::to_string(&c - cases.data()));
+    std::string folder_name = "case";
+    folder_name += std::to_string(&c - cases.data());
+    const std::string dir = copy_folder(tmp, kRoot + "/wan_tiny/tokenizer", folder_name);
     std::ofstream(dir + "/tokenizer.json", std::ios::trunc) << c.text;
     const std::string msg = model_error_of([&] { UnigramT5Tokenizer::open(dir); });
     INFO(msg);
@@ -367,6 +369,13 @@ TEST_CASE("unigram t5 tokenizer: hostile tokenizer.json and spiece.model are Mod
     CHECK(contains(model_error_of([&] { UnigramT5Tokenizer::open(dir); }), "eos_token"));
     std::ofstream(dir + "/tokenizer_config.json", std::ios::trunc) << R"({"extra_ids": -4})";
     CHECK(contains(model_error_of([&] { UnigramT5Tokenizer::open(dir); }), "extra_ids"));
+    std::ofstream(dir + "/tokenizer_config.json", std::ios::trunc) << R"({"extra_special_tokens": 5})";
+    CHECK(contains(model_error_of([&] { UnigramT5Tokenizer::open(dir); }), "extra_special_tokens: expected a list"));
+    std::ofstream(dir + "/tokenizer_config.json", std::ios::trunc) << R"({"extra_special_tokens": [{"content": []}]})";
+    CHECK(contains(model_error_of([&] { UnigramT5Tokenizer::open(dir); }), "extra_special_tokens[0].content"));
+    // transformers 5's model-specific form (an object of name: token) is a list of tokens too.
+    std::ofstream(dir + "/tokenizer_config.json", std::ios::trunc) << R"({"extra_special_tokens": {"sentinel": "<extra_id_0>"}})";
+    CHECK(UnigramT5Tokenizer::open(dir).tokenize("a<extra_id_0>") == std::vector<int64_t>{260, 547});
   }
   // spiece.model: truncated, random bytes, empty, missing.
   const std::string sp = file_bytes(kRoot + "/wan22_tiny/tokenizer/spiece.model");
