@@ -81,7 +81,11 @@ void run_encode(const CliOptions& opts) {
       {"num_tokens", nlohmann::json(result.tokens.num_tokens).dump()},
       {"max_sequence_length", std::to_string(L)},
       {"dtype", enc.ids_only ? "none" : dtype_label(place)},
-      {"text_encoder", std::string(spec.variant()) + " (" + stage.encoder_dir() + ")"}};
+      {"text_encoder", std::string(spec.variant()) + " (" + stage.encoder_dir() + ")"},
+      {"tokenizer", std::string(io::t5_tokenizer_kind_name(stage.tokenizer().kind())) + " (" +
+                        stage.tokenizer().source() + ")"},
+      {"pipeline", stage.pipeline_class()},
+      {"zero_padded", stage.rules().zero_padded_unmasked ? "true" : "false"}};
   io::write_safetensors(enc.output, tensors, metadata);
 
   if (!opts.quiet) {

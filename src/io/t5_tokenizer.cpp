@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "io/model_dir.h"
+#include "io/protobuf_wire.h"
 #include "util/error.h"
 #include "util/utf8.h"
 
@@ -24,6 +25,10 @@ namespace fs = std::filesystem;
 namespace ditgen::io {
 
 namespace {
+
+using protobuf::Field;
+using protobuf::split_fields;
+using protobuf::write_varint;
 
 const std::string kUnderline = "\xE2\x96\x81";  // "▁" (U+2581), SentencePiece's word boundary
 
@@ -82,59 +87,6 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.com
 // package ships no sentencepiece_model.pb.h, so the serialized ModelProto is
 // edited here: field 3 (normalizer_spec) gets its field 3 (add_dummy_prefix)
 // replaced by `false`. Every other byte is kept.
-
-bool read_varint(const std::string& b, size_t& i, uint64_t& v) {
-  v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (i >= b.size()) return false;
-    const auto byte = static_cast<unsigned char>(b[i++]);
-    v |= static_cast<uint64_t>(byte & 0x7F) << shift;
-    if (!(byte & 0x80)) return true;
-  }
-  return false;
-}
-
-void write_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-struct Field {
-  uint64_t number;
-  size_t begin, end;                  // the whole field (tag included) in the buffer
-  size_t payload_begin = 0, payload_end = 0;  // length-delimited payload
-};
-
-// Splits a message into its fields; false if malformed.
-bool split_fields(const std::string& b, std::vector<Field>& fields) {
-  size_t i = 0;
-  while (i < b.size()) {
-    Field f{};
-    f.begin = i;
-    uint64_t tag = 0, v = 0;
-    if (!read_varint(b, i, tag)) return false;
-    f.number = tag >> 3;
-    switch (tag & 7) {
-      case 0: if (!read_varint(b, i, v)) return false; break;
-      case 1: i += 8; break;
-      case 5: i += 4; break;
-      case 2:
-        if (!read_varint(b, i, v) || v > b.size() - i) return false;
-        f.payload_begin = i;
-        i += v;
-        f.payload_end = i;
-        break;
-      default: return false;
-    }
-    if (i > b.size() || f.number == 0) return false;
-    f.end = i;
-    fields.push_back(f);
-  }
-  return true;
-}
 
 // The model with normalizer_spec.add_dummy_prefix = false; empty if the
 // bytes are not a protobuf message.
@@ -322,8 +274,9 @@ T5Tokenizer T5Tokenizer::open(const std::string& dir, std::optional<bool> legacy
   const std::string& path = impl->spiece_path;
   if (!fs::exists(path)) {
     if (fs::exists(folder / "tokenizer.json"))
-      throw ModelError(path + ": not found: this tokenizer folder has only tokenizer.json, which ditgen does not "
-                              "read (T5 needs the SentencePiece model spiece.model)");
+      throw ModelError(path + ": not found: this tokenizer folder has only tokenizer.json, which the "
+                              "sentencepiece-based T5 tokenizer does not read (io/text_tokenizer.h opens such a "
+                              "folder with transformers 5's rules instead)");
     throw ModelError(path + ": not found (a T5 tokenizer folder needs spiece.model)");
   }
 

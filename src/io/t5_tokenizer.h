@@ -19,6 +19,9 @@
 //
 // tests/io/test_t5_tokenizer.cpp checks every prompt of
 // tests/fixtures/t5_tokenizer/ id for id against transformers' output.
+//
+// Which folders get this tokenizer and which transformers 5's
+// (io/unigram_t5_tokenizer.h): io/text_tokenizer.h.
 #pragma once
 #include <cstdint>
 #include <memory>

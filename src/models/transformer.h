@@ -64,7 +64,7 @@ struct ForwardArgs {
   // many of their first rows the cross-attention sees (TextPipelineRules:
   // PixArt the text's mask count, the rest masked padding; Latte
   // the prompt's token count k, for its negative too, as diffusers' cut to
-  // k rows; empty = all L rows).
+  // k rows; Wan L, its zero rows seen unmasked; empty = all L rows).
   const Tensor* text = nullptr;         // (B, L, caption_channels) host float32
   std::vector<int32_t> text_lengths;    // B, each in [1, L]; or empty
   // PixArt's micro-conditions (micro_conditions() models only): per sample
@@ -77,9 +77,24 @@ struct ForwardArgs {
   parallel::StaleKeyValues* stale_kv = nullptr;
 };
 
+// How a text pipeline cleans a prompt before its tokenizer sees it.
+enum class PromptCleaning {
+  // PixArt / Latte with clean_caption=False: Python's text.lower().strip().
+  kLowerStrip,
+  // WanPipeline's prompt_clean as diffusers runs it without ftfy:
+  // html.unescape twice, str.strip(), every run of the `regex` module's \s
+  // to one space, str.strip(); no lower-casing (docs/text-wan.md).
+  kUnescapeCollapseWhitespace,
+};
+
 // Where a text-conditional family's diffusers pipeline differs from
 // another's: how it feeds the encoded texts (each tokenized and encoded at
 // max_length rows) to the cross-attention, and how it unscales latents.
+// The first three fields are the denoiser's side (each family's spec says
+// them); the last three are the text stage's, which the text stage takes
+// from the pipeline class model_index.json names
+// (pipeline::pipeline_text_rules), so `ditgen encode` applies them without
+// building a transformer.
 struct TextPipelineRules {
   // false (PixArtAlphaPipeline): each text's own real tokens, its padding
   // masked: the prompt's mask count, the negative's mask count for CFG's
@@ -94,6 +109,17 @@ struct TextPipelineRules {
   // Decode: latents / scaling_factor (PixArt) or 1 / scaling_factor *
   // latents (Latte, DiT); the last bit differs.
   bool divide_by_scaling_factor = true;
+  // The prompt (and negative prompt) cleaning before tokenizing.
+  PromptCleaning prompt_cleaning = PromptCleaning::kLowerStrip;
+  // generate.max_sequence_length's default: the pipeline call's
+  // (PixArt-Σ 300, WanPipeline 512); 0 = 120 (PixArt-α's, Latte's).
+  int64_t default_max_length = 0;
+  // true (WanPipeline): each text's embeddings are its own tokens' rows
+  // (pieces + EOS) followed by exact zeros up to max_length, and the
+  // cross-attention sees all max_length rows unmasked, for the prompt and
+  // the negative prompt alike. false: the encoder's rows, with the
+  // padding masked or cut as negative_cut_to_prompt says.
+  bool zero_padded_unmasked = false;
 };
 
 class Transformer {

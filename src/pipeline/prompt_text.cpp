@@ -10,6 +10,7 @@
 
 #include <stdexcept>
 
+#include "pipeline/html_unescape.h"
 #include "util/utf8.h"
 
 namespace ditgen::pipeline {
@@ -35,6 +36,20 @@ char32_t simple_upper(char32_t c) { return static_cast<char32_t>(towupper_l(stat
 bool python_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+// Unicode's White_Space: the `regex` module's \s (and Rust's
+// char::is_whitespace); str.isspace() adds U+001C..U+001F.
+bool unicode_white_space(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+std::u32string python_strip(const std::u32string& s) {
+  size_t begin = 0, end = s.size();
+  while (begin < end && python_space(s[begin])) ++begin;
+  while (end > begin && python_space(s[end - 1])) --end;
+  return s.substr(begin, end - begin);
 }
 
 // Unicode's Cased and Case_Ignorable, as far as the final-sigma rule needs
@@ -84,6 +99,31 @@ std::string pipeline_prompt_text(const std::string& prompt) {
     }
   }
   return utf8_encode(out);
+}
+
+std::string unescape_collapse_prompt_text(const std::string& prompt) {
+  if (first_invalid_utf8(prompt) != std::string::npos)
+    throw std::invalid_argument("prompt cleaning: invalid UTF-8");
+  const std::u32string unescaped = python_strip(utf8_decode(html_unescape(html_unescape(prompt))));
+  std::u32string collapsed;
+  collapsed.reserve(unescaped.size());
+  for (size_t i = 0; i < unescaped.size();) {
+    if (unicode_white_space(unescaped[i])) {
+      collapsed.push_back(U' ');
+      while (i < unescaped.size() && unicode_white_space(unescaped[i])) ++i;
+    } else {
+      collapsed.push_back(unescaped[i++]);
+    }
+  }
+  return utf8_encode(python_strip(collapsed));
+}
+
+std::string prompt_text(const std::string& prompt, models::PromptCleaning how) {
+  switch (how) {
+    case models::PromptCleaning::kLowerStrip: return pipeline_prompt_text(prompt);
+    case models::PromptCleaning::kUnescapeCollapseWhitespace: return unescape_collapse_prompt_text(prompt);
+  }
+  throw std::logic_error("prompt_text: unknown cleaning");
 }
 
 }  // namespace ditgen::pipeline

@@ -104,13 +104,22 @@ CachedEncoding encode_with_cache(const TextStage& stage, const std::vector<std::
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw ConfigError("--text-cache " + cache_dir + ": cannot create the directory: " + ec.message());
-  const nlohmann::json common = {
+  nlohmann::json common = {
       {"format", 1},
-      {"tokenizer", folder_hash(fs::path(stage.tokenizer().spiece_path()).parent_path(), dir)},
+      {"tokenizer", folder_hash(stage.tokenizer().folder(), dir)},
       {"encoder", folder_hash(stage.encoder_dir(), dir)},
       {"dtype", dtype_name(place.dtype)},
       {"device", device_name(place.device)},
       {"max_length", L}};
+  // The pipeline's text rules and the tokenizer's kind, where they are not
+  // the PixArt / Latte ones (whose keys stay as they were): the same files
+  // under another pipeline clean, tokenize or pad differently.
+  const models::TextPipelineRules& rules = stage.rules();
+  if (rules.prompt_cleaning != models::PromptCleaning::kLowerStrip || rules.zero_padded_unmasked ||
+      stage.tokenizer().kind() != io::T5TokenizerKind::kSentencePiece)
+    common["text_rules"] = {{"cleaning", static_cast<int>(rules.prompt_cleaning)},
+                            {"zero_padded_unmasked", rules.zero_padded_unmasked},
+                            {"tokenizer", io::t5_tokenizer_kind_name(stage.tokenizer().kind())}};
 
   out.embeds = Tensor::empty({n, L, D});
   out.num_tokens.assign(static_cast<size_t>(n), 0);

@@ -1,5 +1,6 @@
 #include "pipeline/text_encoding.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -26,6 +27,27 @@ models::Placement text_encoder_placement(Device device, const std::string& dtype
   return {device, want, /*pack=*/false};  // read once per prompt: packing would cost more than it saves
 }
 
+models::TextPipelineRules pipeline_text_rules(const std::string& pipeline_class) {
+  models::TextPipelineRules r;
+  if (pipeline_class == "WanPipeline") {
+    r.prompt_cleaning = models::PromptCleaning::kUnescapeCollapseWhitespace;
+    r.default_max_length = 512;
+    r.zero_padded_unmasked = true;
+  } else if (pipeline_class == "PixArtSigmaPipeline") {
+    r.default_max_length = 300;
+  } else if (pipeline_class == "LattePipeline") {
+    r.negative_cut_to_prompt = true;
+    r.fixed_max_length = 120;
+    r.divide_by_scaling_factor = false;
+  }
+  return r;
+}
+
+int64_t TextStage::default_max_length() const {
+  if (rules_.fixed_max_length > 0) return rules_.fixed_max_length;
+  return rules_.default_max_length > 0 ? rules_.default_max_length : 120;
+}
+
 TextStage TextStage::open(const std::string& model_dir) {
   const fs::path root(model_dir);
   std::error_code ec;
@@ -35,18 +57,29 @@ TextStage TextStage::open(const std::string& model_dir) {
   if (!fs::is_regular_file(config_path, ec))
     throw ModelError(config_path.string() + ": missing (a text-conditional model needs text_encoder/config.json "
                      "and its safetensors beside tokenizer/spiece.model)");
-  TextStage stage(io::T5Tokenizer::open(model_dir));
-  stage.encoder_dir_ = encoder_dir.string();
-  stage.spec_ = models::text_encoder_spec(io::read_json_file(config_path.string()), config_path.string());
-  if (stage.tokenizer_.vocab_size() > stage.spec_->vocab_size())
-    throw ModelError(config_path.string() + ": vocab_size: " + std::to_string(stage.spec_->vocab_size()) +
-                     " rows of embeddings, but the tokenizer (" + stage.tokenizer_.spiece_path() + ") has " +
-                     std::to_string(stage.tokenizer_.vocab_size()) + " ids");
+  // The pipeline class and the tokenizer class it names (model_index.json:
+  // "tokenizer": ["transformers", "T5TokenizerFast"]).
+  TextStage stage;
+  std::string tokenizer_class;
   const fs::path index = root / "model_index.json";
   if (fs::is_regular_file(index, ec)) {
-    const std::string cls = io::get_string_or(io::read_json_file(index.string()), "_class_name", "", index.string());
-    if (cls == "PixArtSigmaPipeline") stage.default_max_length_ = 300;
+    const nlohmann::json mi = io::read_json_file(index.string());
+    stage.pipeline_class_ = io::get_string_or(mi, "_class_name", "", index.string());
+    const auto tok = mi.find("tokenizer");
+    if (tok != mi.end() && !tok->is_null()) {
+      if (!tok->is_array() || tok->size() != 2 || !((*tok)[1].is_string() || (*tok)[1].is_null()))
+        throw ModelError(index.string() + ": tokenizer: expected [library, class], got " + tok->dump());
+      if ((*tok)[1].is_string()) tokenizer_class = (*tok)[1].get<std::string>();
+    }
   }
+  stage.rules_ = pipeline_text_rules(stage.pipeline_class_);
+  stage.tokenizer_ = io::open_t5_tokenizer(model_dir, tokenizer_class);
+  stage.encoder_dir_ = encoder_dir.string();
+  stage.spec_ = models::text_encoder_spec(io::read_json_file(config_path.string()), config_path.string());
+  if (stage.tokenizer_->vocab_size() > stage.spec_->vocab_size())
+    throw ModelError(config_path.string() + ": vocab_size: " + std::to_string(stage.spec_->vocab_size()) +
+                     " rows of embeddings, but the tokenizer (" + stage.tokenizer_->source() + ") has " +
+                     std::to_string(stage.tokenizer_->vocab_size()) + " ids");
   return stage;
 }
 
@@ -56,8 +89,8 @@ PromptEmbeddings TextStage::tokenize(const std::vector<std::string>& prompts, in
                       std::to_string(max_length));
   PromptEmbeddings out;
   out.texts.reserve(prompts.size());
-  for (const std::string& p : prompts) out.texts.push_back(pipeline_prompt_text(p));
-  out.tokens = tokenizer_.encode(out.texts, max_length);
+  for (const std::string& p : prompts) out.texts.push_back(prompt_text(p, rules_.prompt_cleaning));
+  out.tokens = tokenizer_->encode(out.texts, max_length);
   return out;
 }
 
@@ -92,6 +125,12 @@ PromptEmbeddings TextStage::encode(const std::vector<std::string>& prompts, int6
       one.ids.push_back(unique.ids[static_cast<size_t>(u)]);
       one.lengths.push_back(unique.lengths[static_cast<size_t>(u)]);
       encoded.slice0(u, u + 1).copy_from(encoder->encode(one));
+      if (rules_.zero_padded_unmasked) {
+        // WanPipeline: u[:seq_len] then zeros (the encoder's padding rows dropped).
+        const int64_t k = unique.lengths[static_cast<size_t>(u)];
+        float* rows = encoded.data() + (u * L + k) * D;
+        std::fill(rows, rows + (L - k) * D, 0.0f);
+      }
     }
   }
   out.embeds = Tensor::empty({n, L, D});

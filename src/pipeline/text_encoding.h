@@ -1,7 +1,11 @@
 // The text stage of the text-conditional pipelines (DESIGN.md §2, §6) and
-// of `ditgen encode`: prompts -> the pipelines' preprocessing
-// (pipeline_prompt_text) -> T5 tokenizer (padding to max_length,
-// truncation, </s>) -> text encoder -> one embedding row per token. Each
+// of `ditgen encode`: prompts -> the pipeline's cleaning (prompt_text) ->
+// T5 tokenizer (padding to max_length, truncation, </s>; the kind the
+// tokenizer folder and the pipeline call for, io/text_tokenizer.h) -> text
+// encoder -> one embedding row per token, with the rows past a text's own
+// tokens zeroed where the pipeline does so (WanPipeline). The rules are the
+// pipeline class's, from model_index.json (pipeline_text_rules), so they
+// hold without a transformer (`ditgen encode`). Each
 // distinct prompt is encoded once (a negative prompt shared by a batch, a
 // prompt repeated in a file), alone (one text per encoder pass, so its
 // embeddings are the same bits whatever else is encoded), and the encoder is
@@ -14,8 +18,10 @@
 #include <vector>
 
 #include "io/t5_tokenizer.h"
+#include "io/text_tokenizer.h"
 #include "models/placement.h"
 #include "models/text_encoder.h"
+#include "models/transformer.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::pipeline {
@@ -26,6 +32,17 @@ struct PromptEmbeddings {
   io::T5Tokens tokens;             // ids and mask (N x L) and each prompt's token count
   Tensor embeds;                   // (N, L, D) host float32; undefined when only tokenized
 };
+
+// The text-side rules of a diffusers pipeline class (model_index.json's
+// _class_name; "" for a bare text_encoder/ + tokenizer/ pair):
+//   WanPipeline:         WanPipeline's prompt_clean (without ftfy),
+//                        max_sequence_length 512, embeddings zero past the
+//                        text's tokens and seen unmasked.
+//   PixArtSigmaPipeline: lower().strip(), 300.
+//   LattePipeline:       lower().strip(), always 120, the negative cut to
+//                        the prompt's token count (LatteSpec's rules).
+//   anything else:       lower().strip(), 120 (PixArtAlphaPipeline's).
+models::TextPipelineRules pipeline_text_rules(const std::string& pipeline_class);
 
 // Where and in what dtype the text encoder runs, from --device and
 // model.dtype / --dtype (DESIGN.md §2, models/placement.h): "auto" is
@@ -43,28 +60,35 @@ class TextStage {
   static TextStage open(const std::string& model_dir);
 
   // The pipeline's max_sequence_length default, from model_index.json's
-  // pipeline class: Latte and PixArt-α 120, PixArt-Σ 300; 120 without one.
-  int64_t default_max_length() const { return default_max_length_; }
+  // pipeline class: Latte and PixArt-α 120, PixArt-Σ 300, Wan 512; 120
+  // without one.
+  int64_t default_max_length() const;
+  // The text-side rules of the model's pipeline class (pipeline_text_rules).
+  const models::TextPipelineRules& rules() const { return rules_; }
+  const std::string& pipeline_class() const { return pipeline_class_; }
   const models::TextEncoderSpec& encoder_spec() const { return *spec_; }
-  const io::T5Tokenizer& tokenizer() const { return tokenizer_; }
+  const io::PromptTokenizer& tokenizer() const { return *tokenizer_; }
   const std::string& encoder_dir() const { return encoder_dir_; }
 
-  // Preprocesses and tokenizes (ConfigError for max_length outside [1,
+  // Cleans and tokenizes (ConfigError for max_length outside [1,
   // kMaxSequenceLength]).
   PromptEmbeddings tokenize(const std::vector<std::string>& prompts, int64_t max_length) const;
   // tokenize, then loads the encoder onto `place`, encodes each distinct
-  // text once, and releases the encoder.
+  // text once, and releases the encoder. Rows past a text's tokens are
+  // exact zeros where rules().zero_padded_unmasked says so (what the
+  // pipeline feeds the transformer), the encoder's output otherwise.
   PromptEmbeddings encode(const std::vector<std::string>& prompts, int64_t max_length,
                           const models::Placement& place) const;
 
   static constexpr int64_t kMaxSequenceLength = 2048;
 
  private:
-  TextStage(io::T5Tokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
-  io::T5Tokenizer tokenizer_;
+  TextStage() = default;
+  std::unique_ptr<io::PromptTokenizer> tokenizer_;
   std::unique_ptr<models::TextEncoderSpec> spec_;
   std::string encoder_dir_;
-  int64_t default_max_length_ = 120;
+  std::string pipeline_class_;
+  models::TextPipelineRules rules_;
 };
 
 }  // namespace ditgen::pipeline

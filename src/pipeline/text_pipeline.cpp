@@ -88,13 +88,19 @@ Conditions TextPipeline::condition(const Request& req) const {
   // The prompt's rows: its real tokens (its mask count k). The negative's:
   // its own real tokens (PixArt), or its first k rows (Latte's mask_feature
   // cuts both encodings to the prompt's k rows; the negative's padding rows
-  // are seen unmasked).
+  // are seen unmasked). The text stage's rules (the pipeline class's) say
+  // how the text is cleaned and padded; the spec's how the denoiser reads it.
+  // WanPipeline (zero_padded_unmasked): all L rows, the zero rows past each
+  // text's tokens included, for both halves.
+  const bool all_rows = text_.rules().zero_padded_unmasked;
   for (int64_t i = 0; i < n; ++i) {
     const int32_t tokens = static_cast<int32_t>(e.num_tokens[static_cast<size_t>(i)]);
     const int32_t negative_tokens =
         static_cast<int32_t>(e.num_tokens[static_cast<size_t>(n + negative_row[static_cast<size_t>(i)])]);
-    c.prompt_lengths.push_back(tokens);
-    c.negative_lengths.push_back(rules.negative_cut_to_prompt ? tokens : negative_tokens);
+    c.prompt_lengths.push_back(all_rows ? static_cast<int32_t>(L) : tokens);
+    c.negative_lengths.push_back(all_rows                         ? static_cast<int32_t>(L)
+                                 : rules.negative_cut_to_prompt ? tokens
+                                                                : negative_tokens);
   }
   return c;
 }

@@ -1,10 +1,14 @@
 // `ditgen encode` as a user runs it (DESIGN.md §1): on the committed tiny
 // encoders its ids_i / mask_i / embeds_i equal transformers' (made from the
 // same raw prompts by scripts/fixtures/make_t5_encoder_fixtures.py), from --prompt
-// and from --prompt-file; and every bad input exits with its code, names
-// the file or field, and leaves no output file behind.
+// and from --prompt-file; on the Wan fixture they equal what diffusers'
+// WanPipeline feeds its transformer (cleaned prompts, transformers 5's
+// tokenizer, embeddings zero past the prompt's tokens, 512 by default);
+// and every bad input exits with its code, names the file or field, and
+// leaves no output file behind.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -148,7 +152,9 @@ TEST_CASE("encode: bad inputs exit 2 or 3, name the culprit, and write nothing")
       {"--model " + model + " --prompt a --max-sequence-length 5000", 2, "max_sequence_length"},
       {"--model " + tmp.file("nowhere") + " --prompt a", 3, "nowhere"},
       {"--model " + tmp.file("corrupt") + " --prompt a", 3, "spiece.model"},
-      {"--model " + tmp.file("json_only") + " --prompt a", 3, "spiece.model"},
+      // A folder with tokenizer.json is read with transformers 5's rules
+      // (io/text_tokenizer.h); this one is not a tokenizer.
+      {"--model " + tmp.file("json_only") + " --prompt a", 3, "tokenizer.json: model: expected an object"},
       {"--model " + tmp.file("sizes") + " --prompt a", 3, "shared.weight"},
   };
   for (const Case& c : cases) {
@@ -160,4 +166,53 @@ TEST_CASE("encode: bad inputs exit 2 or 3, name the culprit, and write nothing")
     CHECK_FALSE(fs::exists(out));
   }
   CHECK(fs::is_empty(tmp.path / "corrupt/text_encoder") == false);
+}
+
+TEST_CASE("encode: a WanPipeline directory gives the pipeline's ids, masks and zero-padded embeddings") {
+  const std::string root = std::string(DITGEN_SOURCE_DIR) + "/tests/fixtures/wan_tiny";
+  const nlohmann::json pipe = nlohmann::json::parse(std::ifstream(root + "/reference/case.json"))["pipeline"];
+  const auto prompts = pipe["prompts"].get<std::vector<std::string>>();
+  const std::string negative = pipe["negative_prompt"];
+  const auto ref = io::SafetensorsFile::open(root + "/reference/expected.safetensors");
+  testing::TempDir tmp("encode_wan");
+  const std::string out = tmp.file("wan.safetensors");
+  const std::string args = " --prompt " + quoted(prompts[0]) + " --prompt " + quoted(prompts[1]) + " --prompt " +
+                           quoted(negative) + " --dtype float32 --output " + out;
+  const testing::Run r = encode("--model " + root + " --max-sequence-length 16" + args);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  {
+    const auto got = io::SafetensorsFile::open(out);
+    const char* ids[] = {"prompt_ids_0", "prompt_ids_1", "negative_ids"};
+    const char* masks[] = {"prompt_mask_0", "prompt_mask_1", "negative_mask"};
+    const char* embeds[] = {"prompt_embeds_0", "prompt_embeds_1", "negative_embeds"};
+    for (int i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      const std::string n = std::to_string(i);
+      const Tensor gi = got->load("ids_" + n), gm = got->load("mask_" + n), ge = got->load("embeds_" + n);
+      const Tensor wi = ref->load(ids[i]), wm = ref->load(masks[i]), we = ref->load(embeds[i]);
+      REQUIRE(gi.shape() == wi.shape());
+      CHECK(std::equal(gi.data_as<int64_t>(), gi.data_as<int64_t>() + 16, wi.data_as<int64_t>()));
+      CHECK(std::equal(gm.data_as<int64_t>(), gm.data_as<int64_t>() + 16, wm.data_as<int64_t>()));
+      REQUIRE(ge.shape() == we.shape());
+      CHECK(rel_l2(ge.data_as<float>(), we.data_as<float>(), we.numel()) <= 1e-5);
+    }
+    const auto meta = got->metadata();
+    CHECK(meta.at("pipeline") == "WanPipeline");
+    CHECK(meta.at("zero_padded") == "true");
+    CHECK(meta.at("tokenizer").find("tokenizer.json") != std::string::npos);
+  }
+  // The pipeline's default length, 512: the first k rows as diffusers', the rest exactly 0.
+  const testing::Run d = encode("--model " + root + args);
+  INFO(d.output);
+  REQUIRE(d.code == 0);
+  const auto got = io::SafetensorsFile::open(out);
+  CHECK(got->metadata().at("max_sequence_length") == "512");
+  for (const auto& [index, name] : {std::pair<int, const char*>{0, "prompt_embeds_512_0_rows"}, {2, "negative_embeds_512_rows"}}) {
+    const Tensor ge = got->load("embeds_" + std::to_string(index)), want = ref->load(name);
+    REQUIRE(ge.shape() == Shape{512, 32});
+    const int64_t k = want.dim(0);
+    CHECK(rel_l2(ge.data_as<float>(), want.data_as<float>(), k * 32) <= 1e-5);
+    CHECK(std::all_of(ge.data_as<float>() + k * 32, ge.data_as<float>() + 512 * 32, [](float v) { return v == 0.0f; }));
+  }
 }

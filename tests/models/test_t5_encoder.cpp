@@ -217,3 +217,35 @@ TEST_CASE("t5: text encoder classes from transformers' config.json") {
   CHECK(contains(model_error_of([&] { family_of(Part::kTextEncoder, {{"architectures", {"CLIPTextModel"}}}, p); }),
                  "CLIPTextModel"));
 }
+
+TEST_CASE("umt5: the Wan fixture's text encoder equals transformers 5's last_hidden_state") {
+  // tests/fixtures/wan_tiny/text_encoder (UMT5EncoderModel written by
+  // transformers 5.24: "dtype" rather than "torch_dtype", scalable_attention)
+  // on the three pipeline texts' ids and masks (reference/text_encoder.safetensors).
+  const std::string root = testing::fixture_dir("wan_tiny");
+  const std::string dir = root + "/text_encoder";
+  const auto spec = spec_of(dir);
+  CHECK(dynamic_cast<const T5Spec&>(*spec).config().umt5);
+  CHECK(spec->hidden_size() == 32);
+  const auto file = io::SafetensorsFile::open(root + "/reference/text_encoder.safetensors");
+  const Tensor ids = file->load("ids"), mask = file->load("mask"), ref = file->load("last_hidden_state").clone();
+  const int64_t N = ids.dim(0), L = ids.dim(1);
+  REQUIRE(N == 3);
+  TokenBatch batch;
+  for (int64_t i = 0; i < N; ++i) {
+    batch.ids.emplace_back(ids.data_as<int64_t>() + i * L, ids.data_as<int64_t>() + (i + 1) * L);
+    int64_t len = 0;
+    while (len < L && mask.data_as<int64_t>()[i * L + len] == 1) ++len;
+    batch.lengths.push_back(len);
+  }
+  const Tensor got = encode(dir, batch, Placement{});
+  const double err = rel_l2(got, ref);
+  MESSAGE("wan_tiny UMT5 last_hidden_state relL2 " << err);
+  CHECK(err <= 1e-5);
+  // Each text alone gives its rows of the batch.
+  for (int64_t i = 0; i < N; ++i) {
+    const Tensor alone = encode(dir, TokenBatch{{batch.ids[static_cast<size_t>(i)]}, {batch.lengths[static_cast<size_t>(i)]}},
+                                Placement{});
+    CHECK(rel_l2(alone, ref.slice0(i, i + 1).clone()) <= 1e-5);
+  }
+}
