@@ -346,17 +346,51 @@ AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const Autoenco
   return m;
 }
 
-Tensor AutoencoderKLWan::causal_conv(Tensor x, const WanConv& c, Tensor& cache, bool spatial_pad) const {
+void AutoencoderKLWan::init_cache(Cache& cache, int64_t h, int64_t w) const {
+  cache.frames.clear();
+  cache.frames.reserve(static_cast<size_t>(n_causal_));
+  auto slot = [&](const WanConv& c, int64_t scale) {  // a conv's input frames at `scale` x the latent grid
+    cache.frames.push_back(Tensor::zeros({1, c.w.dim(1), 2, h * scale, w * scale}, place_.device, place_.storage()));
+  };
+  slot(conv_in, 1);
+  for (const WanResnet* r : {&mid_resnet0, &mid_resnet1}) {
+    slot(r->conv1, 1);
+    slot(r->conv2, 1);
+  }
+  int64_t scale = 1;
+  for (const WanUpBlock& blk : up_blocks) {
+    for (const WanResnet& r : blk.resnets) {
+      slot(r.conv1, scale);
+      slot(r.conv2, scale);
+    }
+    if (blk.temporal) slot(blk.time_conv, scale);
+    if (blk.upsample) scale *= 2;
+  }
+  slot(conv_out, scale);
+  if (static_cast<int64_t>(cache.frames.size()) != n_causal_)
+    throw std::logic_error("Wan VAE: cache slots do not match the model's causal convs");
+  cache.h = h;
+  cache.w = w;
+}
+
+Tensor AutoencoderKLWan::causal_conv(Tensor x, const WanConv& c, Tensor& slot, Tensor& staging,
+                                     bool spatial_pad) const {
   profile::ScopedTimer t("vae.conv3d");
   const int64_t ch = x.dim(1), frames = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  // Two frames from the start: zeros = the causal padding of the first chunk.
-  if (!cache.defined()) cache = Tensor::zeros({1, ch, 2, h, w}, place_.device, place_.storage());
-  const int64_t in_frames = 2 + frames;
-  Tensor in = place_.empty({1, ch, in_frames, h, w});  // [cache | chunk] along time
-  ops::copy_rows(cache, 0, 2 * hw, in, 0, in_frames * hw, ch, 2 * hw);
+  if (slot.shape() != Shape{1, ch, 2, h, w})
+    throw std::logic_error("Wan VAE: cache slot " + shape_str(slot.shape()) + " for a conv input " +
+                           shape_str(x.shape()));
+  // [cache | chunk] along time, in the level's staging buffer.
+  const int64_t in_frames = 2 + frames, need = ch * in_frames * hw;
+  if (!staging.defined() || staging.numel() < need) {
+    staging = Tensor();
+    staging = place_.empty({need});
+  }
+  Tensor in = staging.slice0(0, need).reshape({1, ch, in_frames, h, w});
+  ops::copy_rows(slot, 0, 2 * hw, in, 0, in_frames * hw, ch, 2 * hw);
   ops::copy_rows(x, 0, frames * hw, in, 2 * hw, in_frames * hw, ch, frames * hw);
   x = Tensor();
-  ops::copy_rows(in, frames * hw, in_frames * hw, cache, 0, 2 * hw, ch, 2 * hw);  // the last two input frames
+  ops::copy_rows(in, frames * hw, in_frames * hw, slot, 0, 2 * hw, ch, 2 * hw);  // the last two input frames
   const int64_t p = spatial_pad ? 1 : 0;
   return ops::conv3d(in, c.w, &c.b, {1, 1, 1}, {0, p, p});
 }
@@ -367,12 +401,12 @@ Tensor AutoencoderKLWan::resnet(Tensor x, const WanResnet& r, Cache& cache, size
     profile::ScopedTimer t("vae.rms_norm");
     h = ops::rms_norm_channels(x, r.norm1, nullptr, true);
   }
-  h = causal_conv(std::move(h), r.conv1, cache.frames[idx++], true);
+  h = causal_conv(std::move(h), r.conv1, cache.frames[idx++], cache.staging, true);
   {
     profile::ScopedTimer t("vae.rms_norm");
     h = ops::rms_norm_channels(h, r.norm2, nullptr, true);
   }
-  h = causal_conv(std::move(h), r.conv2, cache.frames[idx++], true);
+  h = causal_conv(std::move(h), r.conv2, cache.frames[idx++], cache.staging, true);
   profile::ScopedTimer t("vae.residual");
   if (r.shortcut.w.defined())
     ops::add_(h, ops::conv3d(x, r.shortcut.w, &r.shortcut.b, {1, 1, 1}, {0, 0, 0}));
@@ -425,7 +459,7 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache, s
     // The first latent frame skips the time conv (diffusers' "Rep").
     if (cache.started) {
       const int64_t c = x.dim(1), t = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-      const Tensor z = causal_conv(std::move(x), b.time_conv, slot, false);  // [1, 2C, T, H, W]
+      const Tensor z = causal_conv(std::move(x), b.time_conv, slot, cache.staging, false);  // [1, 2C, T, H, W]
       // out[:, ch, 2 tt + j] = z[:, j C + ch, tt].
       profile::ScopedTimer timer("vae.upsample");
       x = place_.empty({1, c, 2 * t, h, w});
@@ -460,9 +494,7 @@ Tensor AutoencoderKLWan::decode_frame(const Tensor& z, Cache& cache) const {
     throw RuntimeFailure("Wan VAE decode: latent frame " + shape_str(z.shape()) + " is not [1, " +
                          std::to_string(cfg_.z_dim) + ", 1, h, w]");
   if (!cache.started) {
-    cache.frames.assign(static_cast<size_t>(n_causal_), Tensor());
-    cache.h = z.dim(3);
-    cache.w = z.dim(4);
+    init_cache(cache, z.dim(3), z.dim(4));
   } else if (z.dim(3) != cache.h || z.dim(4) != cache.w) {
     throw RuntimeFailure("Wan VAE decode: latent frame of " + std::to_string(z.dim(3)) + "x" +
                          std::to_string(z.dim(4)) + " after frames of " + std::to_string(cache.h) + "x" +
@@ -474,22 +506,26 @@ Tensor AutoencoderKLWan::decode_frame(const Tensor& z, Cache& cache) const {
     profile::ScopedTimer t("vae.conv_in");
     x = ops::conv3d(z, post_quant.w, &post_quant.b, {1, 1, 1}, {0, 0, 0});  // 1x1x1: no cache
   }
-  x = causal_conv(std::move(x), conv_in, cache.frames[idx++], true);
+  x = causal_conv(std::move(x), conv_in, cache.frames[idx++], cache.staging, true);
   x = resnet(std::move(x), mid_resnet0, cache, idx);
   x = attention(std::move(x), mid_attn);
   x = resnet(std::move(x), mid_resnet1, cache, idx);
   for (const WanUpBlock& blk : up_blocks) {
     for (const WanResnet& r : blk.resnets) x = resnet(std::move(x), r, cache, idx);
-    if (blk.upsample) x = upsample(std::move(x), blk, cache, idx);
-    // The next block works at 4x the pixels: the host blocks cached for
-    // this one's sizes could not hold its, so they go back now.
+    if (!blk.upsample) continue;  // the last block: conv_out works at its size
+    x = upsample(std::move(x), blk, cache, idx);
+    // The next block works at 4x the pixels: this one's staging buffer and
+    // the host blocks cached for its sizes could not hold its, so they go
+    // back now.
+    cache.staging = Tensor();
     device_memory::release_cached_host();
   }
   {
     profile::ScopedTimer t("vae.rms_norm");
     x = ops::rms_norm_channels(x, norm_out, nullptr, true);
   }
-  x = causal_conv(std::move(x), conv_out, cache.frames[idx++], true);
+  x = causal_conv(std::move(x), conv_out, cache.frames[idx++], cache.staging, true);
+  cache.staging = Tensor();
   if (idx != cache.frames.size()) throw std::logic_error("Wan VAE decode: cache slots used do not match the model");
   cache.started = true;
   return x;

@@ -113,10 +113,16 @@ class AutoencoderKLWan {
 
   // The causal feature cache of one video's decode: the last two input
   // frames of every causal 3x3x3 / (3,1,1) conv, kept between latent frames.
+  // All of it is allocated at the first frame, before any activation, at
+  // its exact size (zeros: the causal padding), and updated in place.
   struct Cache {
-    std::vector<Tensor> frames;  // one slot per causal conv, in diffusers' feat_idx order
+    std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in diffusers' feat_idx order
     bool started = false;        // a latent frame has been decoded (the time convs run from the second on)
     int64_t h = 0, w = 0;        // the latent grid of the first frame (every later one must match)
+    // The [cache | chunk] input of the current level's causal convs: one
+    // buffer per level, reused by each conv there, freed at the level's
+    // end (so the caching allocator sees one size of activation per level).
+    Tensor staging;
   };
 
   // One latent frame (1, z_dim, 1, h, w) on the placement, ALREADY
@@ -137,7 +143,8 @@ class AutoencoderKLWan {
   int64_t causal_convs() const { return n_causal_; }
 
  private:
-  Tensor causal_conv(Tensor x, const WanConv& c, Tensor& cache, bool spatial_pad) const;
+  void init_cache(Cache& cache, int64_t h, int64_t w) const;
+  Tensor causal_conv(Tensor x, const WanConv& c, Tensor& slot, Tensor& staging, bool spatial_pad) const;
   Tensor resnet(Tensor x, const WanResnet& r, Cache& cache, size_t& idx) const;
   Tensor attention(Tensor x, const WanAttention& a) const;
   Tensor upsample(Tensor x, const WanUpBlock& b, Cache& cache, size_t& idx) const;
