@@ -21,10 +21,15 @@
 // diffusers' decode of the whole video.
 //
 // Memory: one latent frame's activations (at most four output frames at the
-// last level) plus the caches (2 frames per causal conv, per level);
-// intermediates are released as soon as they are consumed, the 2-D parts of
-// the upsamplers run frame by frame, and the host blocks cached for one up
-// block's sizes are given back before the next (4x the pixels) starts.
+// last level) plus the caches (2 frames per causal conv, at its level's
+// size), never the video's length. The caches are allocated once, at the
+// first frame and before any activation, at their exact sizes (allocated
+// later, each would take a larger freed block from the caching allocator);
+// the [cache | chunk] inputs of a level's convs share one staging buffer;
+// intermediates are released as soon as they are consumed; the 2-D parts of
+// the upsamplers run frame by frame; the host blocks cached for one level's
+// sizes are given back before the next (4x the pixels) starts. Figures for
+// Wan 2.1's VAE at 480x832: docs/vae-wan.md.
 //
 // Device-agnostic: every step is an op (ops::conv3d, conv2d,
 // rms_norm_channels, upsample_nearest, copy_rows, gemm, attention) on the
