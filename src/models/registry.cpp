@@ -8,6 +8,7 @@
 
 #include "io/model_dir.h"
 #include "models/autoencoder_kl.h"
+#include "models/autoencoder_kl_wan.h"
 #include "models/dit_spec.h"
 #include "models/latte_spec.h"
 #include "models/pixart_spec.h"
@@ -39,7 +40,7 @@ const Family kFamilies[] = {
     {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_latte_spec},
     {Part::kTransformer, "WanTransformer3DModel",    "wan",    nullptr},  // DESIGN.md §6: not built yet
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, nullptr, &make_autoencoder_kl_spec},
-    {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, nullptr},  // not built yet
+    {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, &make_autoencoder_kl_wan_spec},
     {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, &make_t5_spec},
     {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, &make_t5_spec},
     // Whole seq2seq checkpoints: the encoder's tensors carry the same names.

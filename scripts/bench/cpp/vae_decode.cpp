@@ -1,19 +1,25 @@
 // bench_vae_decode: times ditgen's VAE decode (diffusers AutoencoderKL's
-// decoder) of one random latent on the CPU. A benchmark, not a test; driven
-// by scripts/bench/bench_cpu.py, which runs diffusers' decode of the same size
-// beside it.
+// decoder, or AutoencoderKLWan's through the VAE seam's stream) of one random
+// latent on the CPU. A benchmark, not a test; driven by
+// scripts/bench/bench_cpu.py, which runs diffusers' decode of the same size
+// beside it (AutoencoderKL only).
 //
-//   bench_vae_decode --model DIR [--size 512] [--dtype float32|bfloat16] [--repeat 3] [--warmup 1]
-//                    [--threads 2] [--profile]
+//   bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5]
+//                    [--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile]
 //
 // DIR is a diffusers model root (model_index.json + vae/) or the vae
-// directory itself; --size is the decoded image's side (the latent is
-// size / scale_factor). Output is one `key value` line per figure:
+// directory itself; --size is the decoded image's side (--height / --width
+// for a non-square one; the latent is that / the spatial factor). For a Wan
+// VAE (vae/config.json _class_name AutoencoderKLWan) --frames (1 + 4k,
+// default 5) output frames are decoded: their latent frames one at a time
+// through one stream, as Pipeline::decode does. Output is one `key value`
+// line per figure:
 //   decode_seconds <median>   decode_all <t1,t2,...>   peak_rss_bytes <n>
 // and with --profile the per-op table of util/profile.h between
 // `profile_begin` and `profile_end` (summed over the timed repeats).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +31,7 @@
 #include "io/model_dir.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl.h"
+#include "models/autoencoder_kl_wan.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -35,15 +42,15 @@ namespace {
 
 struct Args {
   std::string model, dtype = "float32";
-  int64_t size = 512;
+  int64_t size = 512, height = 0, width = 0, frames = 5;
   int repeat = 3, warmup = 1, threads = 2;
   bool profile = false;
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
-               "usage: bench_vae_decode --model DIR [--size 512] [--dtype float32|bfloat16] [--repeat 3] "
-               "[--warmup 1] [--threads 2] [--profile]\n");
+               "usage: bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5] "
+               "[--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile]\n");
   std::exit(code);
 }
 
@@ -54,6 +61,9 @@ Args parse(int argc, char** argv) {
     auto value = [&] { return bench::option_value(argc, argv, i, usage); };
     if (k == "--model") a.model = value();
     else if (k == "--size") a.size = std::stoll(value());
+    else if (k == "--height") a.height = std::stoll(value());
+    else if (k == "--width") a.width = std::stoll(value());
+    else if (k == "--frames") a.frames = std::stoll(value());
     else if (k == "--dtype") a.dtype = value();
     else if (k == "--repeat") a.repeat = std::stoi(value());
     else if (k == "--warmup") a.warmup = std::stoi(value());
@@ -62,7 +72,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
-  if (a.model.empty() || a.size < 8 || a.repeat < 1 || a.warmup < 0 || a.threads < 1 ||
+  if (a.height == 0) a.height = a.size;
+  if (a.width == 0) a.width = a.size;
+  if (a.model.empty() || a.height < 8 || a.width < 8 || a.frames < 1 || a.repeat < 1 || a.warmup < 0 || a.threads < 1 ||
       (a.dtype != "float32" && a.dtype != "bfloat16"))
     usage(2);
   return a;
@@ -70,12 +82,64 @@ Args parse(int argc, char** argv) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+void report(const std::vector<double>& times, double checksum, const Args& a) {
+  struct rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("output_sum %.6g\ndecode_seconds %.4f\ndecode_all ", checksum, bench::median(times));
+  for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.4f", i ? "," : "", times[i]);
+  std::printf("\npeak_rss_bytes %lld\n", static_cast<long long>(ru.ru_maxrss) * 1024);
+  if (a.profile)
+    std::printf("profile_begin (summed over %d decodes)\n%sprofile_end\n", a.repeat, profile::report().c_str());
+}
+
+// A Wan VAE: one random latent video, its latent frames one at a time
+// through one stream (chunk_latent_frames), as Pipeline::decode feeds it.
+int run_wan(const Args& a, const std::string& dir, const nlohmann::json& json, const std::string& cfg_path) {
+  const models::AutoencoderKLWanSpec spec(models::AutoencoderKLWanConfig::from_json(json, cfg_path));
+  spec.check_frames(a.frames, "--frames");
+  const int64_t f = spec.spatial_factor();
+  if (a.height % f || a.width % f)
+    throw ConfigError("--height / --width: multiples of " + std::to_string(f) + " for this VAE");
+  const DType dtype = a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
+  const auto decoder = spec.load(io::WeightStore::open_dir(dir), {Device::kCPU, dtype});
+  const int64_t c = spec.latent_channels(), n = spec.latent_frames_of(a.frames), h = a.height / f, w = a.width / f;
+  Tensor z = Tensor::empty({c, n, h, w});  // (C, F', h, w), as the stream takes it
+  std::mt19937 rng(0);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t i = 0; i < z.numel(); ++i) z[i] = dist(rng);
+  std::printf("dtype %s\nvideo %lld frames of %lldx%lld\n", dtype_name(dtype), static_cast<long long>(a.frames),
+              static_cast<long long>(a.height), static_cast<long long>(a.width));
+  std::vector<double> times;
+  double checksum = 0;
+  const int64_t hw = h * w;
+  for (int r = 0; r < a.warmup + a.repeat; ++r) {
+    if (r == a.warmup && a.profile) profile::reset();
+    const double t0 = now();
+    const auto stream = decoder->begin();
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor chunk = Tensor::empty({c, 1, h, w});
+      for (int64_t ch = 0; ch < c; ++ch)
+        std::copy(z.data() + (ch * n + i) * hw, z.data() + (ch * n + i + 1) * hw, chunk.data() + ch * hw);
+      const Tensor frames = stream->next(chunk);
+      if (r == 0)
+        for (int64_t j = 0; j < frames.numel(); ++j) checksum += frames[j];
+    }
+    const double dt = now() - t0;
+    if (r >= a.warmup) times.push_back(dt);
+  }
+  report(times, checksum, a);
+  return 0;
+}
+
 int run(const Args& a) {
   namespace fs = std::filesystem;
   std::string dir = a.model;
   if (fs::exists(fs::path(dir) / "model_index.json")) dir = io::ModelDir::open(dir).part_dir("vae");
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
-  const models::AutoencoderKLConfig cfg = models::AutoencoderKLConfig::from_json(io::read_json_file(cfg_path), cfg_path);
+  const nlohmann::json json = io::read_json_file(cfg_path);
+  if (io::get_string_or(json, "_class_name", "", cfg_path) == "AutoencoderKLWan") return run_wan(a, dir, json, cfg_path);
+  const models::AutoencoderKLConfig cfg = models::AutoencoderKLConfig::from_json(json, cfg_path);
+  if (a.height != a.width) throw ConfigError("--height / --width: AutoencoderKL takes a square --size only");
   const DType dtype = a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
   const models::AutoencoderKL vae = models::AutoencoderKL::load(io::WeightStore::open_dir(dir), cfg, {Device::kCPU, dtype});
   const int64_t side = a.size / cfg.scale_factor();
@@ -96,13 +160,7 @@ int run(const Args& a) {
     if (r == 0)
       for (int64_t i = 0; i < img.numel(); ++i) checksum += img[i];
   }
-  struct rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  std::printf("output_sum %.6g\ndecode_seconds %.4f\ndecode_all ", checksum, bench::median(times));
-  for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.4f", i ? "," : "", times[i]);
-  std::printf("\npeak_rss_bytes %lld\n", static_cast<long long>(ru.ru_maxrss) * 1024);
-  if (a.profile)
-    std::printf("profile_begin (summed over %d decodes)\n%sprofile_end\n", a.repeat, profile::report().c_str());
+  report(times, checksum, a);
   return 0;
 }
 

@@ -1,0 +1,189 @@
+// AutoencoderKLWan: the decoder half of diffusers' AutoencoderKLWan (Wan 2.1's
+// causal 3-D VAE, also Wan 2.2 A14B's), on the CPU (float32, or bfloat16
+// convolution weights under model.vae_dtype) or CUDA (models::Placement),
+// and its spec for the VAE seam (models/vae_spec.h): per-channel latent
+// normalisation, temporal factor 2^(temporal upsamplers) (4: frames 1 + 4k),
+// one latent frame per Stream::next through the causal feature cache.
+//
+// Structure (diffusers 0.42.1 WanDecoder3d, is_residual false): a 1x1x1
+// post_quant_conv; conv_in (causal 3x3x3, z_dim -> dims[0]); the mid block
+// (residual block, single-head attention within each frame, residual block);
+// one WanUpBlock per dim_mult entry, reversed: num_res_blocks + 1 residual
+// blocks, then (all but the last) a WanResample: "upsample3d" where
+// temperal_downsample reversed says so (a causal (3,1,1) time conv to 2C
+// channels interleaved into twice the frames, then per frame nearest x2 +
+// 3x3 conv to C/2), else "upsample2d" (per frame nearest x2 + 3x3 conv to
+// C/2); then RMS norm + SiLU and conv_out (causal 3x3x3 -> out_channels).
+// dims = decoder_base_dim (or base_dim) * [dim_mult[-1]] + reversed(dim_mult);
+// every up block after the first takes half its nominal input channels (the
+// upsampler's C/2). A residual block: RMS norm + SiLU, causal conv, RMS norm
+// + SiLU, causal conv, plus the input (through a 1x1x1 conv when the
+// channel count changes). Every norm is WanRMS_norm (x / ||x||_channels *
+// sqrt(C) * gamma, no bias).
+// Sizes come from vae/config.json; every decoder tensor is checked by name
+// and shape before any is loaded, and a decoder tensor the config does not
+// account for is an error. The encoder's tensors are never read.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "models/placement.h"
+#include "models/vae_spec.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+struct AutoencoderKLWanConfig {
+  int64_t base_dim = 96;
+  int64_t decoder_base_dim = 96;  // null / absent: base_dim (diffusers)
+  int64_t z_dim = 16;
+  std::vector<int64_t> dim_mult = {1, 2, 4, 4};
+  int64_t num_res_blocks = 2;
+  // Encoder order, one entry per downsampling level (len(dim_mult) - 1);
+  // the decoder walks it reversed (temperal_upsample).
+  std::vector<bool> temperal_downsample = {false, true, true};
+  std::vector<float> latents_mean, latents_std;  // z_dim each (diffusers' Wan 2.1 defaults for z_dim 16)
+  int64_t in_channels = 3;   // the encoder's (unused by the decoder)
+  int64_t out_channels = 3;
+  // Not a diffusers AutoencoderKLWan key; read when present (default true:
+  // a float16 model.vae_dtype decodes in float32, as for AutoencoderKL).
+  bool force_upcast = true;
+
+  // Pixels per latent, each side: 2^(len(dim_mult) - 1) (8).
+  int64_t spatial_factor() const { return int64_t{1} << (dim_mult.size() - 1); }
+  // Frames per latent frame after the first: 2^(temporal upsamplers) (4).
+  int64_t temporal_factor() const;
+  // Whether up block i (decoder order) ends in an upsample3d (time x2).
+  bool temporal_upsample(size_t i) const { return temperal_downsample[temperal_downsample.size() - 1 - i]; }
+  // Channels of WanDecoder3d's `dims` (len(dim_mult) + 1 entries).
+  std::vector<int64_t> dims() const;
+
+  // Reads vae/config.json (_class_name AutoencoderKLWan; absent or null keys
+  // take diffusers' defaults, as from_config does). ModelError naming `path`
+  // and the key for anything mistyped, inconsistent (latents_mean / std
+  // length, temperal_downsample length, scale_factor_* against the
+  // structure, dropout != 0) or unknown to diffusers' AutoencoderKLWan;
+  // ConfigError "not supported yet: ..." (exit 2) for what diffusers builds
+  // and ditgen does not: is_residual true (Wan 2.2 TI2V's VAE), a
+  // patch_size, non-empty attn_scales, clip_output false.
+  static AutoencoderKLWanConfig from_json(const nlohmann::json& cfg, const std::string& path);
+};
+
+// A WanCausalConv3d: weight (Cout, Cin, kt, kh, kw), bias (Cout).
+struct WanConv {
+  Tensor w, b;
+};
+
+// WanResidualBlock.
+struct WanResnet {
+  Tensor norm1, norm2;  // gamma (Cin), (Cout) as stored ([C, 1, 1, 1])
+  WanConv conv1, conv2;  // 3x3x3 causal
+  WanConv shortcut;      // 1x1x1; undefined when Cin == Cout
+};
+
+// WanAttentionBlock: RMS norm, to_qkv (1x1), one head of C channels over the
+// H*W pixels of each frame, proj (1x1), plus the input.
+struct WanAttention {
+  Tensor norm;          // gamma (C) ([C, 1, 1])
+  Tensor qkv_w, qkv_b;  // (3C, C), (3C)   rows: q, k, v
+  Tensor proj_w, proj_b;  // (C, C), (C)
+};
+
+struct WanUpBlock {
+  std::vector<WanResnet> resnets;  // num_res_blocks + 1
+  bool upsample = false;           // all but the last block
+  bool temporal = false;           // upsample3d (time_conv) rather than upsample2d
+  WanConv time_conv;               // (2C, C, 3, 1, 1); temporal only
+  Tensor up_w, up_b;               // resample.1: (C/2, C, 3, 3), (C/2)
+};
+
+class AutoencoderKLWan {
+ public:
+  // Validates every decoder tensor's name and shape against `cfg`, then
+  // loads onto `place` (convolution weights and the attention's fused qkv
+  // in the compute dtype, the rest float32 on the CPU; on CUDA everything
+  // in the placement's dtype).
+  static AutoencoderKLWan load(const io::WeightStore& weights, const AutoencoderKLWanConfig& cfg,
+                               const Placement& place = {});
+
+  // The causal feature cache of one video's decode: the last two input
+  // frames of every causal 3x3x3 / (3,1,1) conv, kept between latent frames.
+  // All of it is allocated at the first frame, before any activation, at
+  // its exact size (zeros: the causal padding), and updated in place.
+  struct Cache {
+    std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in diffusers' feat_idx order
+    bool started = false;        // a latent frame has been decoded (the time convs run from the second on)
+    int64_t h = 0, w = 0;        // the latent grid of the first frame (every later one must match)
+    // The [cache | chunk] input of the current level's causal convs: one
+    // buffer per level, reused by each conv there, freed at the level's
+    // end (so the caching allocator sees one size of activation per level).
+    Tensor staging;
+  };
+
+  // One latent frame (1, z_dim, 1, h, w) on the placement, ALREADY
+  // un-normalised, through post_quant_conv and the decoder with `cache`
+  // (diffusers' _decode loop body): -> (1, out_channels, T, 8h, 8w) on the
+  // placement, raw (not clamped), T = 1 for the first frame of a cache and
+  // temporal_factor() after.
+  Tensor decode_frame(const Tensor& z, Cache& cache) const;
+
+  // A whole latent video (1, z_dim, F, h, w), host float32, un-normalised
+  // -> (1, out_channels, 1 + 4 (F - 1), 8h, 8w) host float32, raw: what
+  // diffusers' AutoencoderKLWan.decode gives before its clamp. For tests;
+  // the pipeline decodes through the stream.
+  Tensor decode(const Tensor& z) const;
+
+  const AutoencoderKLWanConfig& config() const { return cfg_; }
+  const Placement& placement() const { return place_; }
+  int64_t causal_convs() const { return n_causal_; }
+
+ private:
+  void init_cache(Cache& cache, int64_t h, int64_t w) const;
+  Tensor causal_conv(Tensor x, const WanConv& c, Tensor& slot, Tensor& staging, bool spatial_pad) const;
+  Tensor resnet(Tensor x, const WanResnet& r, Cache& cache, size_t& idx) const;
+  Tensor attention(Tensor x, const WanAttention& a) const;
+  Tensor upsample(Tensor x, const WanUpBlock& b, Cache& cache, size_t& idx) const;
+  Tensor ones_row(int64_t n) const;
+
+  Placement place_;
+  AutoencoderKLWanConfig cfg_;
+  WanConv post_quant;  // (z, z, 1, 1, 1)
+  WanConv conv_in;     // (dims[0], z, 3, 3, 3)
+  WanResnet mid_resnet0, mid_resnet1;
+  WanAttention mid_attn;
+  std::vector<WanUpBlock> up_blocks;
+  Tensor norm_out;   // gamma (C_last)
+  WanConv conv_out;  // (out_channels, C_last, 3, 3, 3)
+  int64_t n_causal_ = 0;  // cache slots
+};
+
+// The seam's view of an AutoencoderKLWan directory (vae/config.json).
+class AutoencoderKLWanSpec final : public VaeSpec {
+ public:
+  explicit AutoencoderKLWanSpec(AutoencoderKLWanConfig cfg) : cfg_(std::move(cfg)) {}
+  const char* family() const override { return "autoencoder_kl_wan"; }
+  int64_t latent_channels() const override { return cfg_.z_dim; }
+  int64_t out_channels() const override { return cfg_.out_channels; }
+  int64_t spatial_factor() const override { return cfg_.spatial_factor(); }
+  int64_t temporal_factor() const override { return cfg_.temporal_factor(); }
+  // WanPipeline: latents / (1 / latents_std) + latents_mean, per channel.
+  LatentNormalization normalization() const override { return {1.0f, cfg_.latents_mean, cfg_.latents_std}; }
+  bool force_upcast() const override { return cfg_.force_upcast; }
+  // diffusers' _decode: one latent frame per decoder call.
+  int64_t chunk_latent_frames() const override { return 1; }
+  std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
+  const AutoencoderKLWanConfig& config() const { return cfg_; }
+
+ private:
+  AutoencoderKLWanConfig cfg_;
+};
+
+// The registry's factory: parses vae/config.json (AutoencoderKLWanConfig::from_json).
+std::unique_ptr<VaeSpec> make_autoencoder_kl_wan_spec(const nlohmann::json& cfg, const std::string& path);
+
+}  // namespace ditgen::models
