@@ -25,6 +25,12 @@
 
 namespace {
 
+// Before any shared library's initialiser, libgomp's among them (which
+// reads its wait policy once): util/openmp_wait.h.
+void before_libraries_start(int, char** argv, char** envp) { ditgen::reexec_with_short_openmp_spin(argv, envp); }
+[[gnu::used, gnu::section(".preinit_array")]] void (*const preinit_openmp_wait)(int, char**, char**) =
+    &before_libraries_start;
+
 [[noreturn]] void fail(int code, const std::string& message) {
   using namespace ditgen;
   cleanup_temp_files_now();
@@ -53,7 +59,6 @@ namespace {
 
 int main(int argc, char** argv) {
   using namespace ditgen;
-  reexec_with_short_openmp_spin(argv);  // first: libgomp read its settings as it loaded
   install_signal_handlers();
   try {
     parallel::MpiRuntime::init(&argc, &argv);

@@ -1,28 +1,35 @@
 // How long ditgen's OpenMP threads spin before they sleep (issue 33: no
-// collapse when the CPU is shared). libgomp's workers wait at every
-// barrier by spinning up to GOMP_SPINCOUNT times (300000 by default,
-// milliseconds of busy work) before they block. On an idle machine that
-// saves a wake-up; beside other work it burns the time slices the other
-// threads of the team need to reach the barrier, and a run slows by far
-// more than its share of the cores. ditgen therefore runs with a short
-// spin (kDitgenSpinCount) unless the user set OMP_WAIT_POLICY or
-// GOMP_SPINCOUNT themselves.
+// collapse when the CPU is shared). libgomp's workers wait at every barrier
+// by spinning up to GOMP_SPINCOUNT times (300000 by default, milliseconds
+// of busy work) before they block. On an idle machine that saves a wake-up;
+// beside other work it burns the time slices the team's other threads need
+// to reach the barrier: the default image config took 5.4x as long beside
+// a 2-thread busy loop as alone. ditgen runs with a short spin
+// (kDitgenSpinCount) unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT
+// themselves (docs/cpu.md, "Sharing the CPU", has the measurements).
 //
-// libgomp reads its settings once, as it loads, before main: setting the
-// variable later has no effect. So main calls this first: when neither
-// variable is set, it sets GOMP_SPINCOUNT and executes ditgen again
-// (/proc/self/exe, the same arguments and environment otherwise). The
-// second start finds the variable and goes on. If the exec fails, the run
-// goes on with libgomp's defaults.
+// libgomp reads its settings once, in its own initialiser, before main;
+// setting the variable any time after the process started has no effect
+// (even from the executable's .preinit_array, which runs before every
+// library's initialiser: libc's own initialiser then resets the
+// environment to the one the process was started with). So, from the
+// .preinit_array (src/cli/main.cpp), before any library has initialised,
+// ditgen executes itself again with the variable added; the second start
+// finds it and goes on. That costs the mapping of the libraries once more
+// (about 10 ms), not their initialisers.
 #pragma once
 
 namespace ditgen {
 
-// Measured in docs/cpu.md ("Sharing the CPU"): as fast as the default
-// alone, and no collapse beside a 2-thread load.
-inline constexpr const char* kDitgenSpinCount = "10000";
+// Measured on 2 cores (docs/cpu.md): as fast as libgomp's default alone,
+// 2.4x alone beside a 2-thread load (the default: 5.4x); 100 and passive
+// waiting are 40% slower alone.
+inline constexpr const char* kDitgenSpinCount = "1000";
 
-// Returns only when no re-execution was needed or possible.
-void reexec_with_short_openmp_spin(char** argv);
+// When `envp` sets neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY, executes
+// /proc/self/exe with `argv` and `envp` plus GOMP_SPINCOUNT=kDitgenSpinCount,
+// and returns only if that fails (libgomp's defaults then stay). Uses no
+// allocation and no library state: it runs before the libraries initialise.
+void reexec_with_short_openmp_spin(char** argv, char** envp);
 
 }  // namespace ditgen
