@@ -246,7 +246,8 @@ TEST_CASE("unigram t5 tokenizer: the tokenizer.json fields transformers 5 replac
   CHECK(tj["model"]["byte_fallback"] == true);
   std::ofstream(dir + "/tokenizer.json") << tj.dump();
   const UnigramT5Tokenizer tok = UnigramT5Tokenizer::open(dir);
-  for (const auto& c : wan_cases()["cases"]) {
+  const json cases = wan_cases();  // named: a range-for over a temporary's member reads freed memory
+  for (const auto& c : cases["cases"]) {
     CAPTURE(c["name"].get<std::string>());
     for (const char* L_text : {"16", "512"}) {
       const auto want = c["tokens"][L_text]["tokenizer_json"]["ids"].get<std::vector<int64_t>>();
