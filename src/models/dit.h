@@ -3,8 +3,11 @@
 // Weights are borrowed from the mmapped safetensors when
 // stored as F32 (F16/BF16 converted once at load). Every size comes from the
 // part's config.json; every tensor is checked by name and shape before any is
-// loaded. The forward is written as explicit block stages so that PAB
-// (pab/broadcast.h) can reuse the attention and MLP outputs of a block.
+// loaded. A composition of the modules of models/nn/: per block a timestep
+// and label embedding, an adaLN-Zero modulation and the modulated attention
+// and MLP of nn::TransformerBlock (whose PAB branches (pab/broadcast.h) may
+// reuse a block's attention and MLP outputs); around the blocks the patch
+// embedding and the final layer.
 //
 // Under a parallel layout (DESIGN.md §4, ShardGroups) each rank loads only its
 // own slices of the weights (its heads and MLP features with tp) and runs
@@ -24,6 +27,10 @@
 #include "parallel/patch_pipeline.h"
 #include "parallel/sequence_attention.h"
 #include "io/safetensors.h"
+#include "models/nn/embeddings.h"
+#include "models/nn/final_layer.h"
+#include "models/nn/modulation.h"
+#include "models/nn/transformer_block.h"
 #include "models/placement.h"
 #include "models/transformer.h"
 #include "pab/broadcast.h"
@@ -52,17 +59,14 @@ struct DitConfig {
   static DitConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// One transformer block's weights as held by this rank (Dl = D/tp,
-// Fl = F/tp; with tp = 1 these are the whole tensors, borrowed from the file).
+// One transformer block as held by this rank: its conditioning embedders
+// (one per block in diffusers' layout), its adaLN-Zero modulation and the
+// modulated attention and MLP (models/nn/).
 struct DitBlock {
-  Tensor t_linear1_w, t_linear1_b;  // (D, 256), (D)   timestep embedder
-  Tensor t_linear2_w, t_linear2_b;  // (D, D), (D)
-  Tensor class_table;               // (num_classes + 1, D)
-  Tensor ada_w[6], ada_b[6];        // (Dl, D), (Dl) each: this rank's rows of each adaLN-Zero chunk
-  Tensor q_w, q_b, k_w, k_b, v_w, v_b;  // (Dl, D), (Dl) each: this rank's heads
-  Tensor out_w, out_b;              // (D, Dl), (D): input columns of this rank's heads; bias whole
-  Tensor ff1_w, ff1_b;              // (Fl, D), (Fl)   F = ff_inner_dim
-  Tensor ff2_w, ff2_b;              // (D, Fl), (D)
+  nn::TimestepEmbedding timestep;  // norm1.emb.timestep_embedder: (D, 256), (D, D)
+  nn::LabelEmbedding label;        // norm1.emb.class_embedder: (num_classes + 1, D)
+  nn::AdaLnZero modulation;        // norm1.linear: 6 chunks of (D/tp, D)
+  nn::TransformerBlock body;       // attn1 (this rank's heads), ff (its features)
 };
 
 class DitTransformer {
@@ -89,17 +93,16 @@ class DitTransformer {
   const ShardGroups& shard() const { return shard_; }
   const Placement& placement() const { return place_; }
   // Block i's weights as loaded (tests check where they live and their dtype).
-  const DitBlock& block(size_t i) const { return blocks.at(i); }
+  const DitBlock& block(size_t i) const { return blocks_.at(i); }
 
  private:
-  // (B, 6D) adaLN modulation of one block from its conditioning.
-  Tensor modulation(const DitBlock& blk, const Tensor& cond) const;
-  // Bytes this rank has sent through its tp and sp groups so far.
-  int64_t comm_bytes() const;
-  // This stage's blocks over the residual rows (B, P, D) of this rank's P
+  // Block `i`'s conditioning (B, D): its timestep embedding of the
+  // sinusoids t_emb (B, 256) plus its label embedding.
+  Tensor conditioning(size_t i, const Tensor& t_emb, const std::vector<int64_t>& labels) const;
+  // This stage's blocks over the residual rows (B, P, D) of this rank's
   // tokens of `patch` (the whole image without PipeFusion) of n, in place;
   // mods: each of the stage's blocks' (B, 6D) modulation.
-  void run_blocks(Tensor& hidden, parallel::Range patch, int64_t p, int64_t n, const std::vector<Tensor>& mods,
+  void run_blocks(Tensor& hidden, parallel::Range patch, int64_t n, const std::vector<Tensor>& mods,
                   pab::BroadcastCache* pab, parallel::StaleKeyValues* stale_kv) const;
 
   DitConfig cfg_;
@@ -107,11 +110,10 @@ class DitTransformer {
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
   parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
   Placement place_;
-  Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
-  Tensor pos_embed;                 // (N, D)            2-D sin-cos, N = grid^2
-  std::vector<DitBlock> blocks;     // L; under PipeFusion only this stage's are loaded
-  Tensor final_ada_w, final_ada_b;  // (2D, D), (2D)     proj_out_1
-  Tensor final_w, final_b;          // (p*p*out, D), (p*p*out)  proj_out_2
+  nn::PatchEmbed patch_embed_;   // pos_embed.proj: (D, C, p, p) as a linear
+  Tensor pos_embed_;              // (N, D) 2-D sin-cos, N = grid^2
+  std::vector<DitBlock> blocks_;  // L; under PipeFusion only this stage's are loaded
+  nn::FinalLayer final_layer_;    // proj_out_1 (2D, D) of the conditioning, proj_out_2 (p*p*out, D)
 };
 
 }  // namespace ditgen::models

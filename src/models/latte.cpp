@@ -22,7 +22,6 @@
 #include "parallel/shard.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
-#include "util/profile.h"
 
 namespace ditgen::models {
 
@@ -37,6 +36,8 @@ Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
   for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
   return out;
 }
+
+const std::string kSpatialBlocks = "transformer_blocks.", kTemporalBlocks = "temporal_transformer_blocks.";
 
 // Attention across the frames of each token. q, k, v, out: (B*F, N, Dl)
 // rows in (video, frame, token) order; per video the N tokens are the
@@ -56,38 +57,24 @@ void temporal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tenso
 
 LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteConfig& c, const ShardGroups& shard,
                                         const Placement& place) {
-  const int64_t d = c.inner_dim(), p = c.patch_size;
-  const int tp = shard.tp_size();
-  // The layout was validated against the config before loading; these
-  // guard the slicing arithmetic below.
-  if (c.num_heads % tp || c.ff_inner_dim % tp)
-    throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
-                      std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
-  if (shard.sp_size() > 1 && shard.mode == parallel::SpMode::kUlysses && (c.num_heads / tp) % shard.sp_size())
-    throw ConfigError("ulysses: sp * tp = " + std::to_string(shard.sp_size() * tp) +
-                      " must divide num_attention_heads " + std::to_string(c.num_heads));
+  const int64_t d = c.inner_dim();
+  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/true);
   const AdaSingleBlockDims spatial_dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
   const AdaSingleBlockDims temporal_dims{c.num_heads, c.head_dim, c.ff_inner_dim, 0, c.norm_eps};
-
-  const AdaSingleStemDims stem{d, c.in_channels, c.out_channels, p, c.caption_channels};
+  const AdaSingleStemDims stem{d, c.in_channels, c.out_channels, c.patch_size, c.caption_channels};
 
   // Validate every name and shape before loading anything.
-  std::vector<std::pair<std::string, Shape>> expected = AdaSingleStem::tensors(stem);
-  auto add = [&](std::vector<std::pair<std::string, Shape>> more) {
-    for (auto& e : more) expected.push_back(std::move(e));
-  };
+  nn::TensorDecls expected = AdaSingleStem::tensors(stem);
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    add(AdaSingleBlock::tensors("transformer_blocks." + std::to_string(i) + ".", spatial_dims));
-    add(AdaSingleBlock::tensors("temporal_transformer_blocks." + std::to_string(i) + ".", temporal_dims));
+    nn::append(expected, AdaSingleBlock::tensors(kSpatialBlocks + std::to_string(i) + ".", spatial_dims));
+    nn::append(expected, AdaSingleBlock::tensors(kTemporalBlocks + std::to_string(i) + ".", temporal_dims));
   }
-  for (auto& [name, shape] : expected) w.expect(name, shape);
-  for (const char* blocks : {"transformer_blocks.", "temporal_transformer_blocks."})
-    if (w.contains(blocks + std::to_string(c.num_layers) + ".scale_shift_table"))
-      throw ModelError(w.dir() + ": holds more " + std::string(blocks, std::strlen(blocks) - 1) +
-                       " than num_layers = " + std::to_string(c.num_layers) + " in config.json");
+  nn::check_tensors(w, expected);
+  nn::reject_extra_layers(w, "transformer_blocks", c.num_layers, "scale_shift_table");
+  nn::reject_extra_layers(w, "temporal_transformer_blocks", c.num_layers, "scale_shift_table");
   for (int64_t i = 0; i < c.num_layers; ++i)
-    if (w.contains("temporal_transformer_blocks." + std::to_string(i) + ".attn2.to_q.weight"))
-      throw ModelError(w.dir() + ": temporal_transformer_blocks." + std::to_string(i) +
+    if (w.contains(kTemporalBlocks + std::to_string(i) + ".attn2.to_q.weight"))
+      throw ModelError(w.dir() + ": " + kTemporalBlocks + std::to_string(i) +
                        ".attn2: Latte's temporal blocks have no cross-attention");
 
   LatteTransformer m;
@@ -95,9 +82,6 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   m.shard_ = shard;
   m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype, shard.sp_split);
   m.place_ = place;
-  // GEMM weights take the compute dtype (models/placement.h: on the CPU as
-  // stored, borrowed from the mmapped file, or packed); the rest becomes the
-  // compute dtype.
   m.stem_ = AdaSingleStem::load(w, stem, place);
   m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
   m.native_temporal = place.put(m.temporal_table(c.video_length));
@@ -106,10 +90,9 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
   m.spatial_.reserve(m.pipe_.layers().size());
   m.temporal_.reserve(m.pipe_.layers().size());
   for (int64_t i = m.pipe_.layers().begin; i < m.pipe_.layers().end; ++i) {
-    const std::string n = std::to_string(i);
-    m.spatial_.push_back(AdaSingleBlock::load(w, "transformer_blocks." + n + ".", spatial_dims, shard, place));
-    m.temporal_.push_back(
-        AdaSingleBlock::load(w, "temporal_transformer_blocks." + n + ".", temporal_dims, shard, place));
+    const std::string n = std::to_string(i) + ".";
+    m.spatial_.push_back(AdaSingleBlock::load(w, kSpatialBlocks + n, spatial_dims, shard, place));
+    m.temporal_.push_back(AdaSingleBlock::load(w, kTemporalBlocks + n, temporal_dims, shard, place));
   }
   return m;
 }
@@ -174,7 +157,6 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
 
   Tensor patched, pos;  // the first stage's (B*F_me, N, C*p*p) patchified frames and (N, D) positions
   if (pipe_.first_stage()) {
-    profile::ScopedTimer t("patch_embed");
     Tensor per_frame = Tensor::empty({clips, channels, h, w});  // (B, C, F, h, w) -> (B*F_me, C, h, w)
     for (int64_t b = 0; b < bsz; ++b)
       for (int64_t ch = 0; ch < channels; ++ch)
@@ -182,26 +164,19 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
           std::memcpy(per_frame.data() + ((b * local_frames + f) * channels + ch) * hw,
                       x.data() + ((b * channels + ch) * frames + my_frames.begin + f) * hw,
                       static_cast<size_t>(hw) * sizeof(float));
-    patched = ops::patchify(place_.put(per_frame), p);
+    patched = stem_.patch.patches(per_frame);
     const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
     pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
   }
-  Tensor embedded, modulation, caption;  // (B, D), (B*F_me, 6D), (B, L, D)
-  {
-    profile::ScopedTimer t("adaln");
-    embedded = stem_.timestep_embedder.embed(a.timesteps, place_);
-    // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
-    // and per token (temporal blocks); in the (B*F, N, D) layout both are
-    // one row per frame of each video.
-    modulation = repeat_rows(stem_.modulation(embedded), local_frames, place_);
-  }
-  {
-    profile::ScopedTimer t("caption_projection");
-    // One caption per video: the spatial blocks' cross-attention projects
-    // its keys and values once and lets every frame's queries attend to
-    // them (Text::repeat).
-    caption = stem_.caption(*a.text, place_);
-  }
+  const Tensor embedded = stem_.adaln.embed(a.timesteps, place_);  // (B, D)
+  // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
+  // and per token (temporal blocks); in the (B*F, N, D) layout both are
+  // one row per frame of each video: (B*F_me, 6D).
+  const Tensor modulation = repeat_rows(stem_.adaln(embedded), local_frames, place_);
+  // One caption per video: the spatial blocks' cross-attention projects
+  // its keys and values once and lets every frame's queries attend to
+  // them (CrossContext::repeat).
+  const Tensor caption = stem_.caption(*a.text);  // (B, L, D)
 
   // Spatial attention: over the N tokens of each frame; ulysses and ring
   // gather them across the sp group, dsp holds them whole.
@@ -212,26 +187,25 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // no communication, and exact under PipeFusion. Under dsp the switch
   // around it turns the frame shard into a token shard and back
   // (parallel/frame_switch.h).
-  const AdaSingleBlock::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                          Tensor& out) {
+  const nn::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
     temporal_attention(q, k, v, out, frames, c.head_dim, place_.dtype);
   };
-  const AdaSingleBlock::LayoutSwitch dsp_switch{
+  const nn::LayoutSwitch dsp_switch{
       [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D)
         const int64_t width = normed.dim(2);
         const Tensor by_tokens =
             parallel::frames_to_tokens(shard_.sp, normed.reshape({bsz, local_frames, n, width}), frames,
-                                     shard_.sp_split);
+                                       shard_.sp_split);
         return by_tokens.reshape({bsz * frames, by_tokens.dim(2), width});
       },
       [&](const Tensor& attn) {  // (B*F, N_me, Dl) -> (B*F_me, N, Dl)
         const int64_t width = attn.dim(2);
         const Tensor by_frames =
             parallel::tokens_to_frames(shard_.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n,
-                                     shard_.sp_split);
+                                       shard_.sp_split);
         return by_frames.reshape({clips, n, width});
       }};
-  const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
+  const nn::CrossContext text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
   Tensor out;  // (B*F, N, p*p*out), collected by the last stage
 
   for (const parallel::Range& patch : patches) {
@@ -239,24 +213,18 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
         dsp ? parallel::Range{0, n} : parallel::patch_rows(patch, shard_.sp_split, sp, me);
     Tensor hidden;  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
     if (pipe_.first_stage()) {
-      profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
-      hidden = ops::linear(parallel::token_rows(patched, my_tokens), stem_.patch_w, &stem_.patch_b);
-      ops::add_broadcast_(hidden, pos.slice0(my_tokens.begin, my_tokens.end));
+      hidden = stem_.patch(parallel::token_rows(patched, my_tokens), pos.slice0(my_tokens.begin, my_tokens.end));
     } else {
       hidden = place_.empty({clips, my_tokens.size(), c.inner_dim()});
       pipe_.receive(hidden);
     }
     for (int64_t i = pipe_.layers().begin; i < pipe_.layers().end; ++i) {
-      const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                                  Tensor& o) {
-        pipe_.attention(i, patch, n, q, k, v, c.head_dim, o, a.stale_kv, spatial_sp);
-      };
+      const nn::AttentionCore spatial_core = nn::sequence_core(pipe_, i, patch, n, c.head_dim, a.stale_kv, spatial_sp);
       const size_t local = static_cast<size_t>(i - pipe_.layers().begin);
       const int layer = static_cast<int>(i);
-      spatial_[local].forward(hidden, modulation, &text, spatial_attention,
-                              {a.pab, layer, pab::Kind::kSpatial, kSpatialPart});
-      if (i == 0 && frames > 1) {
-        profile::ScopedTimer t("temporal_pos_embed");
+      spatial_[local].forward(hidden, modulation,
+                              {&spatial_core, nullptr, nullptr, &text, {a.pab, layer, kSpatialPart}});
+      if (i == 0 && frames > 1) {  // the temporal positions, before the first temporal block
         const Tensor table = frames <= c.video_length ? native_temporal : place_.put(temporal_table(frames));
         for (int64_t clip = 0; clip < clips; ++clip) {
           Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: one frame of one video
@@ -264,16 +232,17 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
           ops::add_broadcast_(tokens, table.slice0(f, f + 1));
         }
       }
-      temporal_[local].forward(hidden, modulation, nullptr, across_frames,
-                               {a.pab, layer, pab::Kind::kTemporal, kTemporalPart}, dsp ? &dsp_switch : nullptr);
+      temporal_[local].forward(hidden, modulation,
+                               {&across_frames, dsp ? &dsp_switch : nullptr, nullptr, nullptr,
+                                {a.pab, layer, kTemporalPart}, pab::Kind::kTemporal});
     }
     if (!pipe_.last_stage()) {
       pipe_.send(hidden);
       continue;
     }
-    profile::ScopedTimer t("final_layer");
     // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
-    Tensor rows_out = stem_.final_layer(hidden, repeat_rows(embedded, local_frames, place_), place_);
+    const Tensor rows_out =
+        stem_.final_layer(hidden, stem_.final_layer.shift_scale(repeat_rows(embedded, local_frames, place_)));
     // Every rank needs the whole prediction: gather the frames (dsp) or the tokens.
     if (dsp) {
       const int64_t width = n * rows_out.dim(2);

@@ -5,11 +5,13 @@
 // grid runs: the 2-D sin-cos positions are diffusers' interpolated table for
 // the actual grid (the native one is made once at load).
 //
-// Under a parallel layout each rank loads its heads and MLP features (tp)
-// and runs its own tokens (sp) through the src/parallel/ module, as DiT
-// does; the text, its projection, the timestep embedding and the shared
-// adaLN-single modulation are small and held whole on every rank. Every
-// rank returns the full output.
+// A composition of the modules of models/nn/: the stem and blocks PixArt
+// shares with Latte (models/ada_single_block.h) and two more timestep
+// embedders for the micro-conditions. Under a parallel layout each rank
+// loads its heads and MLP features (tp) and runs its own tokens (sp)
+// through the src/parallel/ module, as DiT does; the text, its projection,
+// the timestep embedding and the shared adaLN-single modulation are small
+// and held whole on every rank. Every rank returns the full output.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -56,11 +58,11 @@ class PixArtTransformer {
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
   parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
   Placement place_;
-  AdaSingleStem stem_;                  // patch embedding, adaln_single, caption projection, final layer
-  Tensor native_pos;                    // (base^2, D)       positions of the sample_size grid
-  EmbedderMlp resolution_embedder;      // W = D/3 (micro-conditions only)
-  EmbedderMlp aspect_ratio_embedder;    // W = D/3 (micro-conditions only)
-  std::vector<AdaSingleBlock> blocks_;  // this stage's layers (parallel/patch_pipeline.h), in order
+  AdaSingleStem stem_;                         // patch embedding, adaln_single, caption projection, final layer
+  Tensor native_pos;                           // (base^2, D) positions of the sample_size grid
+  nn::TimestepEmbedding resolution_embedder;   // W = D/3 (micro-conditions only)
+  nn::TimestepEmbedding aspect_ratio_embedder; // W = D/3 (micro-conditions only)
+  std::vector<AdaSingleBlock> blocks_;         // this stage's layers (parallel/patch_pipeline.h), in order
 };
 
 }  // namespace ditgen::models

@@ -14,6 +14,7 @@
 
 #include "io/safetensors.h"
 #include "models/placement.h"
+#include "models/shard_groups.h"
 #include "pab/broadcast.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
@@ -27,31 +28,6 @@ namespace ditgen::models {
 // How a family is conditioned; pipelines are chosen by it (one pipeline per
 // conditioning kind, shared by the families that condition alike).
 enum class Conditioning { kClassLabels, kText };
-
-// This rank's groups in a parallel layout (DESIGN.md §4). Null
-// communicators mean size 1; they must outlive the model.
-struct ShardGroups {
-  parallel::Communicator* tp = nullptr;
-  parallel::Communicator* sp = nullptr;
-  parallel::SpMode mode = parallel::SpMode::kUlysses;  // sp_mode (resolved: never "auto")
-  parallel::Sharding sp_split;                          // how the sp ranks share tokens / frames (parallel.sp_weights)
-  parallel::Communicator* pp = nullptr;                 // PipeFusion's stages (parallel/patch_pipeline.h)
-  parallel::PipelineSettings pipeline;                  // its patches and warm-up steps (pp > 1)
-  int tp_size() const { return tp ? tp->size() : 1; }
-  int tp_rank() const { return tp ? tp->rank() : 0; }
-  int sp_size() const { return sp ? sp->size() : 1; }
-  int sp_rank() const { return sp ? sp->rank() : 0; }
-  int pp_size() const { return pp ? pp->size() : 1; }
-  bool ring() const { return mode == parallel::SpMode::kRing; }
-  // The attention module's mode for spatial self-attention (dsp holds each
-  // frame whole, so the model gives its attention no sp group there).
-  parallel::SequenceMode sequence_mode() const {
-    if (mode == parallel::SpMode::kRing) return parallel::SequenceMode::kRing;
-    if (mode == parallel::SpMode::kNaivePatch) return parallel::SequenceMode::kLocal;
-    return parallel::SequenceMode::kUlysses;
-  }
-  bool dsp() const { return mode == parallel::SpMode::kDsp; }
-};
 
 // One forward pass. Latents and the result are host float32 whatever the
 // model's placement, so pipelines and schedulers stay on the CPU.
