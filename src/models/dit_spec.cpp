@@ -76,6 +76,9 @@ parallel::Workload DitSpec::workload(const Shape& latent) const {
   w.layers = c.num_layers;
   w.tokens = c.grid() * c.grid();
   w.mlp_hidden = c.ff_inner_dim;
+  // Per layer: self-attention over the image's tokens and one MLP.
+  w.attention = {parallel::AttentionOp::spatial(w.tokens, c.num_heads)};
+  w.feed_forwards = 1;
   w.gathered_per_layer = static_cast<int64_t>(kAdaLnChunks) * d;  // the adaLN modulation (B, 6D)
   w.output_per_token = c.patch_size * c.patch_size * c.out_channels;
   w.input_elements = c.in_channels * hw;

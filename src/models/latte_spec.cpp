@@ -99,7 +99,12 @@ parallel::Workload LatteSpec::workload(const Shape& latent) const {
   w.layers = c.num_layers;
   w.tokens = (latent.at(2) / c.patch_size) * (latent.at(3) / c.patch_size);  // per frame
   w.frames = frames;
-  w.cross_attention = true;  // the spatial blocks'; tp all-reduces per layer: 5
+  // Per layer: the spatial block's self-attention over each frame's tokens,
+  // its cross-attention to the text and MLP, then the temporal block's
+  // self-attention over each token's frames and MLP (5 tp all-reduces).
+  w.attention = {parallel::AttentionOp::spatial(w.tokens, c.num_heads), parallel::AttentionOp::cross(0, c.num_heads),
+                 parallel::AttentionOp::temporal(frames, c.num_heads)};
+  w.feed_forwards = 2;
   w.mlp_hidden = c.ff_inner_dim;
   w.gathered_per_layer = 0;        // adaln_single is held whole: nothing gathered over tp
   w.output_per_token = c.patch_size * c.patch_size * c.out_channels;

@@ -50,8 +50,8 @@ class LatteSpec final : public TransformerSpec {
   Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
                      const std::string& where) const override;
   // A video of F frames of N tokens (Workload::frames, tokens); per layer
-  // five tp all-reduces (spatial self- and cross-attention, the two MLPs,
-  // temporal attention).
+  // the spatial, cross and temporal attentions and two MLPs (five tp
+  // all-reduces).
   parallel::Workload workload(const Shape& latent) const override;
   std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
                                     const Placement& place) const override;

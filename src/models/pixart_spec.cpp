@@ -110,7 +110,9 @@ parallel::Workload PixArtSpec::workload(const Shape& latent) const {
   w.tokens = (latent.at(1) / c.patch_size) * (latent.at(2) / c.patch_size);
   w.mlp_hidden = c.ff_inner_dim;
   w.gathered_per_layer = 0;       // adaln_single is held whole: nothing gathered over tp
-  w.cross_attention = true;
+  // Per layer: self-attention over the image's tokens, cross-attention to the text, one MLP.
+  w.attention = {parallel::AttentionOp::spatial(w.tokens, c.num_heads), parallel::AttentionOp::cross(0, c.num_heads)};
+  w.feed_forwards = 1;
   w.output_per_token = c.patch_size * c.patch_size * c.out_channels;
   w.input_elements = c.in_channels * hw;
   w.output_elements = c.out_channels * hw;
