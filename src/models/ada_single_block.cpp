@@ -9,30 +9,32 @@ namespace ditgen::models {
 
 namespace {
 
-nn::TransformerBlockDims block_dims(const AdaSingleBlockDims& s) {
-  const int64_t d = s.inner_dim();
+const nn::FinalLayerNames kFinalLayer{nn::FinalLayerNames::Modulation::kTable, "scale_shift_table", "proj_out."};
+
+nn::TransformerBlockDims block_dims(const AdaSingleConfig& c, bool cross) {
+  const int64_t d = c.inner_dim();
   nn::TransformerBlockDims b;
-  b.self = {s.heads, s.head_dim, d, d};
-  if (s.cross_dim > 0) b.cross = {s.heads, s.head_dim, d, s.cross_dim};
-  b.ff = {d, s.ff_inner, nn::FeedForwardActivation::kGeluTanh};
-  b.attention_norm_eps = b.mlp_norm_eps = s.norm_eps;
+  b.self = {c.num_heads, c.head_dim, d, d};
+  if (cross) b.cross = {c.num_heads, c.head_dim, d, d};  // the caption projection makes the text D wide
+  b.ff = {d, c.ff_inner_dim, nn::FeedForwardActivation::kGeluTanh};
+  b.attention_norm_eps = b.mlp_norm_eps = c.norm_eps;
   return b;
 }
 
 }  // namespace
 
-nn::TensorDecls AdaSingleBlock::tensors(const std::string& prefix, const AdaSingleBlockDims& s) {
-  nn::TensorDecls t = nn::ScaleShiftTable::tensors(prefix + "scale_shift_table", nn::kModulationChunks, s.inner_dim());
-  nn::append(t, nn::TransformerBlock::tensors(prefix, block_dims(s)));
+nn::TensorDecls AdaSingleBlock::tensors(const std::string& prefix, const AdaSingleConfig& c, bool cross) {
+  nn::TensorDecls t = nn::ScaleShiftTable::tensors(prefix + "scale_shift_table", nn::kModulationChunks, c.inner_dim());
+  nn::append(t, nn::TransformerBlock::tensors(prefix, block_dims(c, cross)));
   return t;
 }
 
-AdaSingleBlock AdaSingleBlock::load(const io::WeightStore& w, const std::string& prefix, const AdaSingleBlockDims& s,
-                                    const ShardGroups& shard, const Placement& place) {
+AdaSingleBlock AdaSingleBlock::load(const io::WeightStore& w, const std::string& prefix, const AdaSingleConfig& c,
+                                    bool cross, const ShardGroups& shard, const Placement& place) {
   AdaSingleBlock blk;
-  blk.dim_ = s.inner_dim();
+  blk.dim_ = c.inner_dim();
   blk.table_ = nn::ScaleShiftTable::load(w, prefix + "scale_shift_table", place);
-  blk.body_ = nn::TransformerBlock::load(w, prefix, block_dims(s), shard, place);
+  blk.body_ = nn::TransformerBlock::load(w, prefix, block_dims(c, cross), shard, place);
   return blk;
 }
 
@@ -40,19 +42,25 @@ void AdaSingleBlock::forward(Tensor& hidden, const Tensor& shared_mod, const nn:
   body_.forward(hidden, nn::Modulation(table_.add_to(shared_mod), dim_), in);
 }
 
-nn::TensorDecls AdaSingleStem::tensors(const AdaSingleStemDims& m) {
-  const int64_t d = m.inner, p = m.patch;
-  nn::TensorDecls t = nn::PatchEmbed::tensors("pos_embed.proj.", d, m.in_channels, p);
+nn::TensorDecls AdaSingleStem::tensors(const AdaSingleConfig& c) {
+  const int64_t d = c.inner_dim(), p = c.patch_size;
+  nn::TensorDecls t = nn::PatchEmbed::tensors("pos_embed.proj.", d, c.in_channels, p);
   nn::append(t, nn::AdaLnSingle::tensors("adaln_single.", d));
-  nn::append(t, nn::TextProjection::tensors("caption_projection.", m.caption_channels, d));
-  nn::append(t, nn::FinalLayer::table_modulated_tensors("scale_shift_table", "proj_out.", d, p * p * m.out_channels));
+  nn::append(t, nn::TextProjection::tensors("caption_projection.", c.caption_channels, d));
+  nn::append(t, nn::FinalLayer::tensors(kFinalLayer, d, p * p * c.out_channels));
   return t;
 }
 
-AdaSingleStem AdaSingleStem::load(const io::WeightStore& w, const AdaSingleStemDims& m, const Placement& place) {
-  return {nn::PatchEmbed::load(w, "pos_embed.proj.", m.patch, place), nn::AdaLnSingle::load(w, "adaln_single.", place),
-          nn::TextProjection::load(w, "caption_projection.", place),
-          nn::FinalLayer::load_table_modulated(w, "scale_shift_table", "proj_out.", place)};
+AdaSingleStem AdaSingleStem::load(const io::WeightStore& w, const AdaSingleConfig& c, const Placement& place) {
+  return {nn::PatchEmbed::load(w, "pos_embed.proj.", c.patch_size, place),
+          nn::AdaLnSingle::load(w, "adaln_single.", place), nn::TextProjection::load(w, "caption_projection.", place),
+          nn::FinalLayer::load(w, kFinalLayer, place), place.put(c.position_table(c.grid(), c.grid()))};
+}
+
+Tensor AdaSingleStem::positions(const AdaSingleConfig& c, int64_t grid_h, int64_t grid_w,
+                                const Placement& place) const {
+  const bool native = grid_h == c.grid() && grid_w == c.grid();
+  return native ? native_positions : place.put(c.position_table(grid_h, grid_w));
 }
 
 void check_text_args(const ForwardArgs& a, int64_t batch, int64_t caption_channels,

@@ -14,13 +14,15 @@
 //                   timestep).
 // The self-attention core is the family's (PixArt: sequence-parallel
 // attention over the whole image; Latte's temporal blocks: attention
-// across frames behind the DSP switch).
+// across frames behind the DSP switch). AdaSingleModel is what either
+// model holds besides its blocks.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 
 #include "io/safetensors.h"
+#include "models/ada_single_config.h"
 #include "models/nn/embeddings.h"
 #include "models/nn/final_layer.h"
 #include "models/nn/modulation.h"
@@ -28,27 +30,21 @@
 #include "models/nn/transformer_block.h"
 #include "models/placement.h"
 #include "models/shard_groups.h"
+#include "models/stage.h"
 #include "models/transformer.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
 
-struct AdaSingleBlockDims {
-  int64_t heads = 0, head_dim = 0;  // D = heads * head_dim
-  int64_t ff_inner = 0;             // F
-  int64_t cross_dim = 0;            // width of the text the cross-attention reads; 0 = no cross-attention
-  float norm_eps = 1e-6f;
-  int64_t inner_dim() const { return heads * head_dim; }
-};
-
 class AdaSingleBlock {
  public:
-  // Its tensors under `prefix` ("transformer_blocks.3."), whole.
-  static nn::TensorDecls tensors(const std::string& prefix, const AdaSingleBlockDims& dims);
-  // This rank's part (tp must divide heads and ff_inner; the shard's
+  // Its tensors under `prefix` ("transformer_blocks.3."), whole; `cross`:
+  // whether it has a cross-attention to the (caption-projected) text.
+  static nn::TensorDecls tensors(const std::string& prefix, const AdaSingleConfig& cfg, bool cross);
+  // This rank's part (tp must divide heads and ff_inner_dim; the shard's
   // communicators outlive the block).
-  static AdaSingleBlock load(const io::WeightStore& weights, const std::string& prefix, const AdaSingleBlockDims& dims,
-                             const ShardGroups& shard, const Placement& place);
+  static AdaSingleBlock load(const io::WeightStore& weights, const std::string& prefix, const AdaSingleConfig& cfg,
+                             bool cross, const ShardGroups& shard, const Placement& place);
 
   // hidden (B, P, D) += the block's branches, in place; shared_mod (B, 6D)
   // the model's adaLN-single modulation, before this block's table.
@@ -57,26 +53,45 @@ class AdaSingleBlock {
   const nn::TransformerBlock& body() const { return body_; }
 
  private:
-  int64_t dim_ = 0;               // D
-  nn::ScaleShiftTable table_;     // (6, D) scale_shift_table
-  nn::TransformerBlock body_;     // attn1, attn2, ff
-};
-
-struct AdaSingleStemDims {
-  int64_t inner = 0;             // D
-  int64_t in_channels = 0, out_channels = 0;
-  int64_t patch = 0;             // p
-  int64_t caption_channels = 0;  // width of the text embeddings
+  int64_t dim_ = 0;            // D
+  nn::ScaleShiftTable table_;  // (6, D) scale_shift_table
+  nn::TransformerBlock body_;  // attn1, attn2, ff
 };
 
 struct AdaSingleStem {
-  nn::PatchEmbed patch;          // pos_embed.proj: (D, C, p, p)
-  nn::AdaLnSingle adaln;         // adaln_single: timestep embedder, linear (6D, D)
-  nn::TextProjection caption;    // caption_projection: (D, caption), (D, D)
-  nn::FinalLayer final_layer;    // scale_shift_table (2, D), proj_out (p*p*out, D)
+  nn::PatchEmbed patch;        // pos_embed.proj: (D, C, p, p)
+  nn::AdaLnSingle adaln;       // adaln_single: timestep embedder, linear (6D, D)
+  nn::TextProjection caption;  // caption_projection: (D, caption), (D, D)
+  nn::FinalLayer final_layer;  // scale_shift_table (2, D), proj_out (p*p*out, D)
+  Tensor native_positions;     // (grid^2, D) the positions of the sample_size grid, made once
 
-  static nn::TensorDecls tensors(const AdaSingleStemDims& dims);
-  static AdaSingleStem load(const io::WeightStore& weights, const AdaSingleStemDims& dims, const Placement& place);
+  static nn::TensorDecls tensors(const AdaSingleConfig& cfg);
+  static AdaSingleStem load(const io::WeightStore& weights, const AdaSingleConfig& cfg, const Placement& place);
+  // The (grid_h * grid_w, D) positions of a token grid on place.
+  Tensor positions(const AdaSingleConfig& cfg, int64_t grid_h, int64_t grid_w, const Placement& place) const;
+};
+
+// What a PixArt or Latte model holds besides its blocks: its config, its
+// place in the layout and the stem around the blocks, and the accessors
+// both give.
+template <class Config>
+class AdaSingleModel {
+ public:
+  const Config& config() const { return cfg_; }
+  // The 2-D position table diffusers adds for a gh x gw token grid, (gh*gw, D).
+  Tensor position_table(int64_t grid_h, int64_t grid_w) const { return cfg_.position_table(grid_h, grid_w); }
+
+ protected:
+  // Places the model in the layout and loads its stem (tensors checked already).
+  void load_stem(const io::WeightStore& weights, const Config& cfg, const ShardGroups& shard, const Placement& place) {
+    cfg_ = cfg;
+    stage_ = Stage(shard, place, cfg.num_layers);
+    stem_ = AdaSingleStem::load(weights, cfg, place);
+  }
+
+  Config cfg_;
+  Stage stage_;         // sp attention, PipeFusion stage, placement
+  AdaSingleStem stem_;  // patch embedding, adaln_single, caption projection, final layer
 };
 
 // The text arguments of a text-conditional forward against a batch of

@@ -32,25 +32,17 @@
 #include "models/nn/modulation.h"
 #include "models/nn/transformer_block.h"
 #include "models/placement.h"
+#include "models/stage.h"
 #include "models/transformer.h"
+#include "models/transformer_sizes.h"
 #include "pab/broadcast.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
 
-struct DitConfig {
-  int64_t num_layers = 0;
-  int64_t num_heads = 0;
-  int64_t head_dim = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;   // 2 * in_channels when sigma is learned
-  int64_t sample_size = 0;    // latent height = width
-  int64_t patch_size = 0;
+struct DitConfig : TransformerSizes {
   int64_t num_classes = 0;    // num_embeds_ada_norm; index num_classes is the null (CFG) class
-  int64_t ff_inner_dim = 0;   // 4 * inner_dim unless config says otherwise
   float norm_eps = 1e-5f;     // MLP-branch LayerNorm (attention branch and final use 1e-6)
-  int64_t inner_dim() const { return num_heads * head_dim; }
-  int64_t grid() const { return sample_size / patch_size; }
   bool learned_sigma() const { return out_channels == 2 * in_channels; }
 
   // Reads transformer/config.json (DiTTransformer2DModel, or the legacy
@@ -71,6 +63,14 @@ struct DitBlock {
 
 class DitTransformer {
  public:
+  // Its tensors (whole, as stored): what it holds once, and layer i's
+  // conditioning embedders and block (one embedder per block in diffusers'
+  // layout; the original DiT repository shares one).
+  static nn::TensorDecls stem_tensors(const DitConfig& cfg);
+  static nn::TensorDecls embedder_tensors(const DitConfig& cfg, int64_t layer);
+  static nn::TensorDecls block_tensors(const DitConfig& cfg, int64_t layer);
+  static nn::TensorDecls layer_tensors(const DitConfig& cfg, int64_t layer);  // its embedders and block
+
   // Validates names and shapes of every tensor, then loads this rank's part
   // onto `place` (its device and compute dtype). The shard's communicators
   // must outlive the model.
@@ -88,29 +88,22 @@ class DitTransformer {
   // stale_kv holds the keys and values of earlier steps (null: synchronous).
   Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels,
                  pab::BroadcastCache* pab = nullptr, parallel::StaleKeyValues* stale_kv = nullptr) const;
+  Tensor forward(const ForwardArgs& a) const {
+    return forward(*a.latents, a.timesteps, a.class_labels, a.pab, a.stale_kv);
+  }
 
   const DitConfig& config() const { return cfg_; }
-  const ShardGroups& shard() const { return shard_; }
-  const Placement& placement() const { return place_; }
-  // Block i's weights as loaded (tests check where they live and their dtype).
+  // Block i as loaded (tests check where its weights live and their dtype).
   const DitBlock& block(size_t i) const { return blocks_.at(i); }
 
  private:
   // Block `i`'s conditioning (B, D): its timestep embedding of the
   // sinusoids t_emb (B, 256) plus its label embedding.
   Tensor conditioning(size_t i, const Tensor& t_emb, const std::vector<int64_t>& labels) const;
-  // This stage's blocks over the residual rows (B, P, D) of this rank's
-  // tokens of `patch` (the whole image without PipeFusion) of n, in place;
-  // mods: each of the stage's blocks' (B, 6D) modulation.
-  void run_blocks(Tensor& hidden, parallel::Range patch, int64_t n, const std::vector<Tensor>& mods,
-                  pab::BroadcastCache* pab, parallel::StaleKeyValues* stale_kv) const;
 
   DitConfig cfg_;
-  ShardGroups shard_;
-  parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
-  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
-  Placement place_;
-  nn::PatchEmbed patch_embed_;   // pos_embed.proj: (D, C, p, p) as a linear
+  Stage stage_;                   // sp attention, PipeFusion stage, placement
+  nn::PatchEmbed patch_embed_;    // pos_embed.proj: (D, C, p, p) as a linear
   Tensor pos_embed_;              // (N, D) 2-D sin-cos, N = grid^2
   std::vector<DitBlock> blocks_;  // L; under PipeFusion only this stage's are loaded
   nn::FinalLayer final_layer_;    // proj_out_1 (2D, D) of the conditioning, proj_out_2 (p*p*out, D)

@@ -32,9 +32,9 @@ struct Family {
 
 // clang-format off
 const Family kFamilies[] = {
-    {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_dit_spec},
-    {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_pixart_spec},
-    {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_latte_spec},
+    {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_spec<DitSpec>},
+    {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_spec<PixArtSpec>},
+    {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_spec<LatteSpec>},
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, true},
     {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, true, &make_t5_spec},
     {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, true, &make_t5_spec},

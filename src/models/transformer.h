@@ -6,10 +6,12 @@
 // the preflight checks, the PAB setup and the pipelines speak only to these
 // interfaces, never to a family's own config struct.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/safetensors.h"
@@ -79,14 +81,25 @@ class Transformer {
   virtual Tensor forward(const ForwardArgs& args) const = 0;
 };
 
+// What names a family and how it is driven: its registry name, its
+// conditioning (which pipeline runs it) and the PAB kinds its blocks have.
+struct FamilyTraits {
+  const char* family;  // "dit"
+  Conditioning conditioning;
+  std::vector<pab::Kind> pab_kinds;  // kMlp: a feed-forward per block
+};
+
 class TransformerSpec {
  public:
+  explicit TransformerSpec(FamilyTraits traits) : traits_(std::move(traits)) {}
   virtual ~TransformerSpec() = default;
 
-  virtual const char* family() const = 0;  // "dit"
-  virtual Conditioning conditioning() const = 0;
-  // Which PAB kinds exist in this model (kMlp: a feed-forward per block).
-  virtual bool has_pab_kind(pab::Kind kind) const = 0;
+  const char* family() const { return traits_.family; }
+  Conditioning conditioning() const { return traits_.conditioning; }
+  // Which PAB kinds exist in this model.
+  bool has_pab_kind(pab::Kind kind) const {
+    return std::find(traits_.pab_kinds.begin(), traits_.pab_kinds.end(), kind) != traits_.pab_kinds.end();
+  }
   virtual int64_t num_layers() const = 0;
   virtual int64_t head_dim() const = 0;
   virtual int64_t in_channels() const = 0;      // latent (and eps) channels
@@ -117,6 +130,9 @@ class TransformerSpec {
   // this rank's part onto `place`.
   virtual std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
                                             const Placement& place) const = 0;
+
+ private:
+  FamilyTraits traits_;
 };
 
 // Image families' latent_shape: generate.frames is for video models.

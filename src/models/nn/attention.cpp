@@ -30,10 +30,10 @@ AttentionCore sequence_core(const parallel::PatchPipeline& pipe, int64_t layer, 
 
 TensorDecls Attention::tensors(const std::string& prefix, const AttentionDims& d) {
   const int64_t inner = d.inner();
-  TensorDecls t = linear_tensors(prefix + "to_q.", inner, d.query_dim);
-  append(t, linear_tensors(prefix + "to_k.", inner, d.context_dim));
-  append(t, linear_tensors(prefix + "to_v.", inner, d.context_dim));
-  append(t, linear_tensors(prefix + "to_out.0.", d.query_dim, inner));
+  TensorDecls t = ColumnParallelLinear::tensors(prefix + "to_q.", inner, d.query_dim);
+  append(t, ColumnParallelLinear::tensors(prefix + "to_k.", inner, d.context_dim));
+  append(t, ColumnParallelLinear::tensors(prefix + "to_v.", inner, d.context_dim));
+  append(t, RowParallelLinear::tensors(prefix + "to_out.0.", d.query_dim, inner));
   if (d.qk_norm == QkNorm::kNone) return t;
   for (const char* norm : {"norm_q.", "norm_k."}) {
     t.push_back({prefix + norm + "weight", {norm_width(d)}});

@@ -13,8 +13,9 @@ bool gated(FeedForwardActivation a) { return a == FeedForwardActivation::kGatedG
 }  // namespace
 
 TensorDecls FeedForward::tensors(const std::string& prefix, const FeedForwardDims& d) {
-  TensorDecls t = linear_tensors(prefix + "net.0.proj.", gated(d.activation) ? 2 * d.inner : d.inner, d.dim);
-  append(t, linear_tensors(prefix + "net.2.", d.dim, d.inner));
+  const int64_t rows = gated(d.activation) ? 2 * d.inner : d.inner;  // a gated one: value, then gate
+  TensorDecls t = ColumnParallelLinear::tensors(prefix + "net.0.proj.", rows, d.dim);
+  append(t, RowParallelLinear::tensors(prefix + "net.2.", d.dim, d.inner));
   return t;
 }
 
@@ -25,7 +26,8 @@ FeedForward FeedForward::load(const io::WeightStore& w, const std::string& prefi
   FeedForward ff;
   ff.activation_ = d.activation;
   ff.proj_in_ = ColumnParallelLinear::load(w, prefix + "net.0.proj.", d.inner, tp, place);
-  if (gated(d.activation)) ff.gate_ = ColumnParallelLinear::load(w, prefix + "net.0.proj.", d.inner, tp, place, d.inner);
+  if (gated(d.activation))  // rows [F, 2F) of the same weight, split over tp like the value's
+    ff.gate_ = ColumnParallelLinear::load(w, prefix + "net.0.proj.", d.inner, tp, place, d.inner);
   ff.proj_out_ = RowParallelLinear::load(w, prefix + "net.2.", d.inner, tp, place);
   return ff;
 }

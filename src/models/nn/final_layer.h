@@ -21,18 +21,18 @@
 
 namespace ditgen::models::nn {
 
+// Where a family's final layer takes its shift and scale from, and its tensors' names.
+struct FinalLayerNames {
+  enum class Modulation { kLinearOfSilu, kTable } by = Modulation::kTable;
+  std::string modulation;  // the linear's prefix ("proj_out_1."), or the table's name ("scale_shift_table")
+  std::string out;         // proj_out's prefix ("proj_out_2.", "proj_out.")
+};
+
 class FinalLayer {
  public:
-  // DiT's: `modulation_prefix` ("proj_out_1.", (2D, D)) and `out_prefix` ("proj_out_2.", (out, D)).
-  static TensorDecls linear_modulated_tensors(const std::string& modulation_prefix, const std::string& out_prefix,
-                                              int64_t dim, int64_t out);
-  static FinalLayer load_linear_modulated(const io::WeightStore& weights, const std::string& modulation_prefix,
-                                          const std::string& out_prefix, const Placement& place);
-  // PixArt's: the table `table_name` ("scale_shift_table", (2, D)) and `out_prefix` ("proj_out.").
-  static TensorDecls table_modulated_tensors(const std::string& table_name, const std::string& out_prefix,
-                                             int64_t dim, int64_t out);
-  static FinalLayer load_table_modulated(const io::WeightStore& weights, const std::string& table_name,
-                                         const std::string& out_prefix, const Placement& place);
+  // Its tensors: the modulation's (2D, D) linear or (2, D) table, proj_out (out, D).
+  static TensorDecls tensors(const FinalLayerNames& names, int64_t dim, int64_t out);
+  static FinalLayer load(const io::WeightStore& weights, const FinalLayerNames& names, const Placement& place);
 
   // (R, 2D) shift then scale from the conditioning (R, D).
   Tensor shift_scale(const Tensor& conditioning) const;
@@ -42,7 +42,7 @@ class FinalLayer {
  private:
   static constexpr float kNormEps = 1e-6f;  // norm_out
   Placement place_;
-  bool from_table_ = false;
+  FinalLayerNames::Modulation by_ = FinalLayerNames::Modulation::kTable;
   Linear modulation_;      // (2D, D): DiT's proj_out_1
   ScaleShiftTable table_;  // (2, D): adaLN-single's
   Linear proj_out_;        // (out, D)

@@ -4,8 +4,8 @@
 
 namespace ditgen::models::nn {
 
-TensorDecls linear_tensors(const std::string& prefix, int64_t out, int64_t in) {
-  return {{prefix + "weight", {out, in}}, {prefix + "bias", {out}}};
+TensorDecls linear_tensors(const std::string& prefix, int64_t out, int64_t in, TpSplit weight, TpSplit bias) {
+  return {{prefix + "weight", {out, in}, weight}, {prefix + "bias", {out}, bias}};
 }
 
 Linear Linear::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {

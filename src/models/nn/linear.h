@@ -30,8 +30,10 @@
 
 namespace ditgen::models::nn {
 
-// The declarations of a linear layer of `out` x `in` (as stored, whole).
-TensorDecls linear_tensors(const std::string& prefix, int64_t out, int64_t in);
+// The declarations of a linear layer of `out` x `in` (as stored, whole),
+// split over tp as `weight` and `bias` say.
+TensorDecls linear_tensors(const std::string& prefix, int64_t out, int64_t in, TpSplit weight = TpSplit::kWhole,
+                           TpSplit bias = TpSplit::kWhole);
 
 class Linear {
  public:
@@ -47,6 +49,10 @@ class Linear {
 
 class ColumnParallelLinear {
  public:
+  // A layer of `out` x `in`, both tensors split by rows.
+  static TensorDecls tensors(const std::string& prefix, int64_t out, int64_t in) {
+    return linear_tensors(prefix, out, in, TpSplit::kRows, TpSplit::kRows);
+  }
   // Rows [first_row, first_row + out) of the stored weight are this layer
   // (the whole weight by default); this rank loads column_split(out, tp)
   // of them. tp (null = size 1) must divide out.
@@ -65,6 +71,10 @@ class ColumnParallelLinear {
 
 class RowParallelLinear {
  public:
+  // A layer of `out` x `in`: the weight split by columns, the bias whole.
+  static TensorDecls tensors(const std::string& prefix, int64_t out, int64_t in) {
+    return linear_tensors(prefix, out, in, TpSplit::kColumns, TpSplit::kWhole);
+  }
   // This rank's input columns column_split(in, tp) of the weight, the bias
   // whole. The communicator must outlive the layer.
   static RowParallelLinear load(const io::WeightStore& weights, const std::string& prefix, int64_t in,

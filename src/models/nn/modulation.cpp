@@ -25,7 +25,7 @@ void Modulation::add_gated(Tensor& x, const Tensor& y, Branch branch) const {
 }
 
 TensorDecls AdaLnZero::tensors(const std::string& prefix, int64_t dim, int64_t chunks) {
-  return linear_tensors(prefix, chunks * dim, dim);
+  return ColumnParallelLinear::tensors(prefix, chunks * dim, dim);  // each chunk's rows split alike
 }
 
 AdaLnZero AdaLnZero::load(const io::WeightStore& w, const std::string& prefix, int64_t dim,

@@ -8,6 +8,12 @@ void append(TensorDecls& all, TensorDecls more) {
   for (TensorDecl& d : more) all.push_back(std::move(d));
 }
 
+ElementCount count_elements(const TensorDecls& decls) {
+  ElementCount n;
+  for (const TensorDecl& d : decls) (d.split == TpSplit::kWhole ? n.whole : n.split) += shape_numel(d.shape);
+  return n;
+}
+
 void check_tensors(const io::WeightStore& weights, const TensorDecls& decls) {
   for (const TensorDecl& d : decls) {
     weights.expect(d.name, d.shape);  // present, floating, of this shape
@@ -20,11 +26,15 @@ void check_tensors(const io::WeightStore& weights, const TensorDecls& decls) {
   }
 }
 
-void reject_extra_layers(const io::WeightStore& weights, const std::string& list, int64_t layers,
+void check_model_tensors(const io::WeightStore& weights, TensorDecls stem, int64_t layers,
+                         const std::function<TensorDecls(int64_t)>& layer, const std::vector<std::string>& lists,
                          const std::string& probe) {
-  if (weights.contains(list + "." + std::to_string(layers) + "." + probe))
-    throw ModelError(weights.dir() + ": holds more " + list + " than num_layers = " + std::to_string(layers) +
-                     " in config.json");
+  for (int64_t i = 0; i < layers; ++i) append(stem, layer(i));
+  check_tensors(weights, stem);
+  for (const std::string& list : lists)
+    if (weights.contains(list + "." + std::to_string(layers) + "." + probe))
+      throw ModelError(weights.dir() + ": holds more " + list + " than num_layers = " + std::to_string(layers) +
+                       " in config.json");
 }
 
 }  // namespace ditgen::models::nn
