@@ -45,7 +45,7 @@ struct BlockInputs {
   const LayoutSwitch* around = nullptr;       // null: the self-attention runs in the block's layout
   const Rotary* rotary = nullptr;             // null: no rotary positions
   const CrossContext* text = nullptr;         // required iff the block has a cross-attention
-  PabSite pab;                                // where its branches are cached
+  PabSite pab = {};                           // where its branches are cached
   pab::Kind self_kind = pab::Kind::kSpatial;  // the self-attention's PAB kind (Latte's temporal blocks: kTemporal)
 };
 
