@@ -94,55 +94,37 @@ int rank_of(const Layout& l, Coords c) {
   return ((c.cp * l.pp + c.pp) * l.sp + c.sp) * l.tp + c.tp;
 }
 
-std::vector<int> tp_group_ranks(const Layout& l, int rank) {
+namespace {
+
+// The ranks whose coordinates are `rank`'s but along `axis`, of `size`, in axis order.
+std::vector<int> group_ranks(const Layout& l, int rank, int Coords::*axis, int size) {
   Coords c = coords_of(l, rank);
   std::vector<int> r;
-  for (c.tp = 0; c.tp < l.tp; ++c.tp) r.push_back(rank_of(l, c));
+  for (c.*axis = 0; c.*axis < size; ++(c.*axis)) r.push_back(rank_of(l, c));
   return r;
 }
 
-std::vector<int> sp_group_ranks(const Layout& l, int rank) {
-  Coords c = coords_of(l, rank);
-  std::vector<int> r;
-  for (c.sp = 0; c.sp < l.sp; ++c.sp) r.push_back(rank_of(l, c));
-  return r;
-}
-
-std::vector<int> cp_group_ranks(const Layout& l, int rank) {
-  Coords c = coords_of(l, rank);
-  std::vector<int> r;
-  for (c.cp = 0; c.cp < l.cp; ++c.cp) r.push_back(rank_of(l, c));
-  return r;
-}
-
-std::vector<int> pp_group_ranks(const Layout& l, int rank) {
-  Coords c = coords_of(l, rank);
-  std::vector<int> r;
-  for (c.pp = 0; c.pp < l.pp; ++c.pp) r.push_back(rank_of(l, c));
-  return r;
-}
-
-// Color: the other coordinates flattened (unique per group); key: the
+// Color: the world rank of the group's first member (the other coordinates
+// fixed, `axis` 0), the same for the whole group and unique to it; key: the
 // coordinate along the axis, so group rank = coordinate.
-GroupSplit tp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.cp * l.pp + c.pp) * l.sp + c.sp, c.tp};
+GroupSplit axis_split(const Layout& l, int rank, int Coords::*axis) {
+  Coords c = coords_of(l, rank);
+  const int key = c.*axis;
+  c.*axis = 0;
+  return {rank_of(l, c), key};
 }
 
-GroupSplit sp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.cp * l.pp + c.pp) * l.tp + c.tp, c.sp};
-}
+}  // namespace
 
-GroupSplit cp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.pp * l.sp + c.sp) * l.tp + c.tp, c.cp};
-}
+std::vector<int> tp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::tp, l.tp); }
+std::vector<int> sp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::sp, l.sp); }
+std::vector<int> cp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::cp, l.cp); }
+std::vector<int> pp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::pp, l.pp); }
 
-GroupSplit pp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.cp * l.sp + c.sp) * l.tp + c.tp, c.pp};
-}
+GroupSplit tp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::tp); }
+GroupSplit sp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::sp); }
+GroupSplit cp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::cp); }
+GroupSplit pp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::pp); }
 
 SpMode sp_mode_of(const std::string& mode) {
   if (mode == "ulysses") return SpMode::kUlysses;
