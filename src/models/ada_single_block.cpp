@@ -10,6 +10,7 @@ namespace ditgen::models {
 namespace {
 
 const nn::FinalLayerNames kFinalLayer{nn::FinalLayerNames::Modulation::kTable, "scale_shift_table", "proj_out."};
+const nn::AdaLnSingleNames kAdaLnSingle{"adaln_single.emb.timestep_embedder.", "adaln_single.linear."};
 
 nn::TransformerBlockDims block_dims(const AdaSingleConfig& c, bool cross) {
   const int64_t d = c.inner_dim();
@@ -45,7 +46,7 @@ void AdaSingleBlock::forward(Tensor& hidden, const Tensor& shared_mod, const nn:
 nn::TensorDecls AdaSingleStem::tensors(const AdaSingleConfig& c) {
   const int64_t d = c.inner_dim(), p = c.patch_size;
   nn::TensorDecls t = nn::PatchEmbed::tensors("pos_embed.proj.", d, c.in_channels, p);
-  nn::append(t, nn::AdaLnSingle::tensors("adaln_single.", d));
+  nn::append(t, nn::AdaLnSingle::tensors(kAdaLnSingle, d));
   nn::append(t, nn::TextProjection::tensors("caption_projection.", c.caption_channels, d));
   nn::append(t, nn::FinalLayer::tensors(kFinalLayer, d, p * p * c.out_channels));
   return t;
@@ -53,7 +54,7 @@ nn::TensorDecls AdaSingleStem::tensors(const AdaSingleConfig& c) {
 
 AdaSingleStem AdaSingleStem::load(const io::WeightStore& w, const AdaSingleConfig& c, const Placement& place) {
   return {nn::PatchEmbed::load(w, "pos_embed.proj.", c.patch_size, place),
-          nn::AdaLnSingle::load(w, "adaln_single.", place), nn::TextProjection::load(w, "caption_projection.", place),
+          nn::AdaLnSingle::load(w, kAdaLnSingle, place), nn::TextProjection::load(w, "caption_projection.", place),
           nn::FinalLayer::load(w, kFinalLayer, place), place.put(c.position_table(c.grid(), c.grid()))};
 }
 

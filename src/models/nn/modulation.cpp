@@ -48,16 +48,16 @@ Tensor AdaLnZero::operator()(const Tensor& conditioning) const {
   return parallel::gather_chunk_columns(tp_, mine, chunks);
 }
 
-TensorDecls AdaLnSingle::tensors(const std::string& prefix, int64_t dim, int64_t chunks) {
-  TensorDecls t = linear_tensors(prefix + "linear.", chunks * dim, dim);
-  append(t, TimestepEmbedding::tensors(prefix + "emb.timestep_embedder.", dim));
+TensorDecls AdaLnSingle::tensors(const AdaLnSingleNames& names, int64_t dim, int64_t chunks) {
+  TensorDecls t = linear_tensors(names.projection, chunks * dim, dim);
+  append(t, TimestepEmbedding::tensors(names.embedder, dim));
   return t;
 }
 
-AdaLnSingle AdaLnSingle::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
+AdaLnSingle AdaLnSingle::load(const io::WeightStore& w, const AdaLnSingleNames& names, const Placement& place) {
   AdaLnSingle m;
-  m.timestep_ = TimestepEmbedding::load(w, prefix + "emb.timestep_embedder.", place);
-  m.linear_ = Linear::load(w, prefix + "linear.", place);
+  m.timestep_ = TimestepEmbedding::load(w, names.embedder, place);
+  m.linear_ = Linear::load(w, names.projection, place);
   return m;
 }
 

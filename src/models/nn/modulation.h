@@ -73,11 +73,18 @@ class AdaLnZero {
   std::vector<ColumnParallelLinear> chunks_;  // K of (D/tp, D)
 };
 
+// Where an adaLN-single's two parts are stored.
+struct AdaLnSingleNames {
+  std::string embedder;    // the TimestepEmbedding's prefix: "adaln_single.emb.timestep_embedder." (Wan:
+                           // "condition_embedder.time_embedder.")
+  std::string projection;  // the linear's: "adaln_single.linear." (Wan: "condition_embedder.time_proj.")
+};
+
 class AdaLnSingle {
  public:
-  // Under `prefix` ("adaln_single."): emb.timestep_embedder (W = D) and linear (K*D, D).
-  static TensorDecls tensors(const std::string& prefix, int64_t dim, int64_t chunks = kModulationChunks);
-  static AdaLnSingle load(const io::WeightStore& weights, const std::string& prefix, const Placement& place);
+  // Its tensors: the timestep embedder (W = D) and the linear (K*D, D).
+  static TensorDecls tensors(const AdaLnSingleNames& names, int64_t dim, int64_t chunks = kModulationChunks);
+  static AdaLnSingle load(const io::WeightStore& weights, const AdaLnSingleNames& names, const Placement& place);
   // (B, D): the embedded timesteps (TimestepEmbedding, sinusoids with shift 0).
   Tensor embed(const std::vector<float>& timesteps, const Placement& place) const;
   // embedded (B, D) -> (B, K*D): the blocks' shared modulation.

@@ -8,13 +8,14 @@
 namespace ditgen::models::nn {
 
 TensorDecls TransformerBlock::tensors(const std::string& prefix, const TransformerBlockDims& d) {
-  TensorDecls t = Attention::tensors(prefix + "attn1.", d.self);
+  const TransformerBlockNames& n = d.names;
+  TensorDecls t = Attention::tensors(prefix + n.self, d.self);
   if (d.has_cross()) {
     if (d.cross_norm)
-      for (const char* part : {"weight", "bias"}) t.push_back({prefix + "norm2." + part, {d.cross.query_dim}});
-    append(t, Attention::tensors(prefix + "attn2.", d.cross));
+      for (const char* part : {"weight", "bias"}) t.push_back({prefix + n.cross_norm + part, {d.cross.query_dim}});
+    append(t, Attention::tensors(prefix + n.cross, d.cross));
   }
-  append(t, FeedForward::tensors(prefix + "ff.", d.ff));
+  append(t, FeedForward::tensors(prefix + n.ff, d.ff));
   return t;
 }
 
@@ -25,15 +26,16 @@ TransformerBlock TransformerBlock::load(const io::WeightStore& w, const std::str
   b.dims_ = d;
   b.shard_ = shard;
   b.place_ = place;
-  b.attn1_ = Attention::load(w, prefix + "attn1.", d.self, shard.tp, place);
+  const TransformerBlockNames& n = d.names;
+  b.attn1_ = Attention::load(w, prefix + n.self, d.self, shard.tp, place);
   if (d.has_cross()) {
     if (d.cross_norm) {
-      b.cross_norm_w_ = place.put(w.load(prefix + "norm2.weight"));
-      b.cross_norm_b_ = place.put(w.load(prefix + "norm2.bias"));
+      b.cross_norm_w_ = place.put(w.load(prefix + n.cross_norm + "weight"));
+      b.cross_norm_b_ = place.put(w.load(prefix + n.cross_norm + "bias"));
     }
-    b.attn2_ = Attention::load(w, prefix + "attn2.", d.cross, shard.tp, place);
+    b.attn2_ = Attention::load(w, prefix + n.cross, d.cross, shard.tp, place);
   }
-  b.ff_ = FeedForward::load(w, prefix + "ff.", d.ff, shard.tp, place);
+  b.ff_ = FeedForward::load(w, prefix + n.ff, d.ff, shard.tp, place);
   return b;
 }
 

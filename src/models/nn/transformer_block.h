@@ -29,10 +29,17 @@
 
 namespace ditgen::models::nn {
 
+// The names of a block's parts under its prefix (diffusers': Wan calls its
+// feed-forward "ffn.").
+struct TransformerBlockNames {
+  std::string self = "attn1.", cross = "attn2.", cross_norm = "norm2.", ff = "ff.";
+};
+
 struct TransformerBlockDims {
+  TransformerBlockNames names;
   AttentionDims self;      // attn1 (context_dim = query_dim)
   AttentionDims cross;     // attn2; heads 0 = none
-  bool cross_norm = false;  // norm2 before attn2: LayerNorm with affine at cross_norm_eps (Wan's cross_attn_norm)
+  bool cross_norm = false;  // a norm before attn2: LayerNorm with affine at cross_norm_eps (Wan's cross_attn_norm)
   float cross_norm_eps = 1e-6f;
   FeedForwardDims ff;
   float attention_norm_eps = 1e-6f, mlp_norm_eps = 1e-6f;  // the two modulated LayerNorms
