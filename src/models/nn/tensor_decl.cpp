@@ -10,7 +10,11 @@ void append(TensorDecls& all, TensorDecls more) {
 
 ElementCount count_elements(const TensorDecls& decls) {
   ElementCount n;
-  for (const TensorDecl& d : decls) (d.split == TpSplit::kWhole ? n.whole : n.split) += shape_numel(d.shape);
+  for (const TensorDecl& d : decls) {
+    double elements = 1;  // in double: a config's absurd sizes must not overflow an integer (plan reads any config)
+    for (int64_t extent : d.shape) elements *= static_cast<double>(extent);
+    (d.split == TpSplit::kWhole ? n.whole : n.split) += elements;
+  }
   return n;
 }
 
