@@ -60,8 +60,10 @@ void run_plan(const CliOptions& opts) {
     const parallel::PlanRow& r = rows.front();
     std::printf("per block, bytes one branch sends (a PAB reuse skips them): spatial attention %s",
                 format_bytes(r.branch_spatial).c_str());
-    if (work.video()) std::printf(", temporal attention %s", format_bytes(r.branch_temporal).c_str());
-    if (work.cross_attention) std::printf(", cross-attention %s", format_bytes(r.branch_cross).c_str());
+    if (work.has(parallel::AttentionKind::kTemporal))
+      std::printf(", temporal attention %s", format_bytes(r.branch_temporal).c_str());
+    if (work.has(parallel::AttentionKind::kCross))
+      std::printf(", cross-attention %s", format_bytes(r.branch_cross).c_str());
     std::printf(", MLP %s\n", format_bytes(r.branch_mlp).c_str());
     if (r.layout.pp > 1) {
       std::string layers;  // "4+2": each stage's share (sp_weights may make them uneven)

@@ -3,8 +3,11 @@
 // Weights are borrowed from the mmapped safetensors when
 // stored as F32 (F16/BF16 converted once at load). Every size comes from the
 // part's config.json; every tensor is checked by name and shape before any is
-// loaded. The forward is written as explicit block stages so that PAB
-// (pab/broadcast.h) can reuse the attention and MLP outputs of a block.
+// loaded. A composition of the modules of models/nn/: per block a timestep
+// and label embedding, an adaLN-Zero modulation and the modulated attention
+// and MLP of nn::TransformerBlock (whose PAB branches (pab/broadcast.h) may
+// reuse a block's attention and MLP outputs); around the blocks the patch
+// embedding and the final layer.
 //
 // Under a parallel layout (DESIGN.md §4, ShardGroups) each rank loads only its
 // own slices of the weights (its heads and MLP features with tp) and runs
@@ -24,26 +27,22 @@
 #include "parallel/patch_pipeline.h"
 #include "parallel/sequence_attention.h"
 #include "io/safetensors.h"
+#include "models/nn/embeddings.h"
+#include "models/nn/final_layer.h"
+#include "models/nn/modulation.h"
+#include "models/nn/transformer_block.h"
 #include "models/placement.h"
+#include "models/stage.h"
 #include "models/transformer.h"
+#include "models/transformer_sizes.h"
 #include "pab/broadcast.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
 
-struct DitConfig {
-  int64_t num_layers = 0;
-  int64_t num_heads = 0;
-  int64_t head_dim = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;   // 2 * in_channels when sigma is learned
-  int64_t sample_size = 0;    // latent height = width
-  int64_t patch_size = 0;
+struct DitConfig : TransformerSizes {
   int64_t num_classes = 0;    // num_embeds_ada_norm; index num_classes is the null (CFG) class
-  int64_t ff_inner_dim = 0;   // 4 * inner_dim unless config says otherwise
   float norm_eps = 1e-5f;     // MLP-branch LayerNorm (attention branch and final use 1e-6)
-  int64_t inner_dim() const { return num_heads * head_dim; }
-  int64_t grid() const { return sample_size / patch_size; }
   bool learned_sigma() const { return out_channels == 2 * in_channels; }
 
   // Reads transformer/config.json (DiTTransformer2DModel, or the legacy
@@ -52,21 +51,26 @@ struct DitConfig {
   static DitConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// One transformer block's weights as held by this rank (Dl = D/tp,
-// Fl = F/tp; with tp = 1 these are the whole tensors, borrowed from the file).
+// One transformer block as held by this rank: its conditioning embedders
+// (one per block in diffusers' layout), its adaLN-Zero modulation and the
+// modulated attention and MLP (models/nn/).
 struct DitBlock {
-  Tensor t_linear1_w, t_linear1_b;  // (D, 256), (D)   timestep embedder
-  Tensor t_linear2_w, t_linear2_b;  // (D, D), (D)
-  Tensor class_table;               // (num_classes + 1, D)
-  Tensor ada_w[6], ada_b[6];        // (Dl, D), (Dl) each: this rank's rows of each adaLN-Zero chunk
-  Tensor q_w, q_b, k_w, k_b, v_w, v_b;  // (Dl, D), (Dl) each: this rank's heads
-  Tensor out_w, out_b;              // (D, Dl), (D): input columns of this rank's heads; bias whole
-  Tensor ff1_w, ff1_b;              // (Fl, D), (Fl)   F = ff_inner_dim
-  Tensor ff2_w, ff2_b;              // (D, Fl), (D)
+  nn::TimestepEmbedding timestep;  // norm1.emb.timestep_embedder: (D, 256), (D, D)
+  nn::LabelEmbedding label;        // norm1.emb.class_embedder: (num_classes + 1, D)
+  nn::AdaLnZero modulation;        // norm1.linear: 6 chunks of (D/tp, D)
+  nn::TransformerBlock body;       // attn1 (this rank's heads), ff (its features)
 };
 
 class DitTransformer {
  public:
+  // Its tensors (whole, as stored): what it holds once, and layer i's
+  // conditioning embedders and block (one embedder per block in diffusers'
+  // layout; the original DiT repository shares one).
+  static nn::TensorDecls stem_tensors(const DitConfig& cfg);
+  static nn::TensorDecls embedder_tensors(const DitConfig& cfg, int64_t layer);
+  static nn::TensorDecls block_tensors(const DitConfig& cfg, int64_t layer);
+  static nn::TensorDecls layer_tensors(const DitConfig& cfg, int64_t layer);  // its embedders and block
+
   // Validates names and shapes of every tensor, then loads this rank's part
   // onto `place` (its device and compute dtype). The shard's communicators
   // must outlive the model.
@@ -84,34 +88,25 @@ class DitTransformer {
   // stale_kv holds the keys and values of earlier steps (null: synchronous).
   Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels,
                  pab::BroadcastCache* pab = nullptr, parallel::StaleKeyValues* stale_kv = nullptr) const;
+  Tensor forward(const ForwardArgs& a) const {
+    return forward(*a.latents, a.timesteps, a.class_labels, a.pab, a.stale_kv);
+  }
 
   const DitConfig& config() const { return cfg_; }
-  const ShardGroups& shard() const { return shard_; }
-  const Placement& placement() const { return place_; }
-  // Block i's weights as loaded (tests check where they live and their dtype).
-  const DitBlock& block(size_t i) const { return blocks.at(i); }
+  // Block i as loaded (tests check where its weights live and their dtype).
+  const DitBlock& block(size_t i) const { return blocks_.at(i); }
 
  private:
-  // (B, 6D) adaLN modulation of one block from its conditioning.
-  Tensor modulation(const DitBlock& blk, const Tensor& cond) const;
-  // Bytes this rank has sent through its tp and sp groups so far.
-  int64_t comm_bytes() const;
-  // This stage's blocks over the residual rows (B, P, D) of this rank's P
-  // tokens of `patch` (the whole image without PipeFusion) of n, in place;
-  // mods: each of the stage's blocks' (B, 6D) modulation.
-  void run_blocks(Tensor& hidden, parallel::Range patch, int64_t p, int64_t n, const std::vector<Tensor>& mods,
-                  pab::BroadcastCache* pab, parallel::StaleKeyValues* stale_kv) const;
+  // Block `i`'s conditioning (B, D): its timestep embedding of the
+  // sinusoids t_emb (B, 256) plus its label embedding.
+  Tensor conditioning(size_t i, const Tensor& t_emb, const std::vector<int64_t>& labels) const;
 
   DitConfig cfg_;
-  ShardGroups shard_;
-  parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
-  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
-  Placement place_;
-  Tensor patch_w, patch_b;          // (D, C*p*p), (D)   pos_embed.proj as a linear
-  Tensor pos_embed;                 // (N, D)            2-D sin-cos, N = grid^2
-  std::vector<DitBlock> blocks;     // L; under PipeFusion only this stage's are loaded
-  Tensor final_ada_w, final_ada_b;  // (2D, D), (2D)     proj_out_1
-  Tensor final_w, final_b;          // (p*p*out, D), (p*p*out)  proj_out_2
+  Stage stage_;                   // sp attention, PipeFusion stage, placement
+  nn::PatchEmbed patch_embed_;    // pos_embed.proj: (D, C, p, p) as a linear
+  Tensor pos_embed_;              // (N, D) 2-D sin-cos, N = grid^2
+  std::vector<DitBlock> blocks_;  // L; under PipeFusion only this stage's are loaded
+  nn::FinalLayer final_layer_;    // proj_out_1 (2D, D) of the conditioning, proj_out_2 (p*p*out, D)
 };
 
 }  // namespace ditgen::models

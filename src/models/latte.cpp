@@ -22,7 +22,6 @@
 #include "parallel/shard.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
-#include "util/profile.h"
 
 namespace ditgen::models {
 
@@ -36,6 +35,35 @@ Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
   Tensor out = place.empty(shape);
   for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
   return out;
+}
+
+const std::string kSpatialBlocks = "transformer_blocks.", kTemporalBlocks = "temporal_transformer_blocks.";
+
+// Frames [f.begin, f.end) of every video of x (B, C, F, h, w) as one
+// image each, (B * |f|, C, h, w) in (video, frame) order.
+Tensor frames_as_images(const Tensor& x, parallel::Range f) {
+  const int64_t bsz = x.dim(0), channels = x.dim(1), frames = x.dim(2), hw = x.dim(3) * x.dim(4), count = f.size();
+  Tensor images = Tensor::empty({bsz * count, channels, x.dim(3), x.dim(4)});
+  for (int64_t b = 0; b < bsz; ++b)
+    for (int64_t ch = 0; ch < channels; ++ch)
+      for (int64_t i = 0; i < count; ++i)
+        std::memcpy(images.data() + ((b * count + i) * channels + ch) * hw,
+                    x.data() + ((b * channels + ch) * frames + f.begin + i) * hw,
+                    static_cast<size_t>(hw) * sizeof(float));
+  return images;
+}
+
+// The inverse for every frame: images (B*F, C, h, w) -> (B, C, F, h, w).
+Tensor images_as_video(const Tensor& images, int64_t frames) {
+  const int64_t bsz = images.dim(0) / frames, channels = images.dim(1), h = images.dim(2), w = images.dim(3);
+  const int64_t hw = h * w;
+  Tensor video = Tensor::empty({bsz, channels, frames, h, w});
+  for (int64_t b = 0; b < bsz; ++b)
+    for (int64_t ch = 0; ch < channels; ++ch)
+      for (int64_t f = 0; f < frames; ++f)
+        std::memcpy(video.data() + ((b * channels + ch) * frames + f) * hw,
+                    images.data() + ((b * frames + f) * channels + ch) * hw, static_cast<size_t>(hw) * sizeof(float));
+  return video;
 }
 
 // Attention across the frames of each token. q, k, v, out: (B*F, N, Dl)
@@ -54,69 +82,37 @@ void temporal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tenso
 
 }  // namespace
 
+nn::TensorDecls LatteTransformer::stem_tensors(const LatteConfig& c) { return AdaSingleStem::tensors(c); }
+
+nn::TensorDecls LatteTransformer::layer_tensors(const LatteConfig& c, int64_t layer) {
+  const std::string n = std::to_string(layer) + ".";
+  nn::TensorDecls t = AdaSingleBlock::tensors(kSpatialBlocks + n, c, /*cross=*/true);
+  nn::append(t, AdaSingleBlock::tensors(kTemporalBlocks + n, c, /*cross=*/false));
+  return t;
+}
+
 LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteConfig& c, const ShardGroups& shard,
                                         const Placement& place) {
-  const int64_t d = c.inner_dim(), p = c.patch_size;
-  const int tp = shard.tp_size();
-  // The layout was validated against the config before loading; these
-  // guard the slicing arithmetic below.
-  if (c.num_heads % tp || c.ff_inner_dim % tp)
-    throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
-                      std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
-  if (shard.sp_size() > 1 && shard.mode == parallel::SpMode::kUlysses && (c.num_heads / tp) % shard.sp_size())
-    throw ConfigError("ulysses: sp * tp = " + std::to_string(shard.sp_size() * tp) +
-                      " must divide num_attention_heads " + std::to_string(c.num_heads));
-  const AdaSingleBlockDims spatial_dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
-  const AdaSingleBlockDims temporal_dims{c.num_heads, c.head_dim, c.ff_inner_dim, 0, c.norm_eps};
-
-  const AdaSingleStemDims stem{d, c.in_channels, c.out_channels, p, c.caption_channels};
-
+  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/true);
   // Validate every name and shape before loading anything.
-  std::vector<std::pair<std::string, Shape>> expected = AdaSingleStem::tensors(stem);
-  auto add = [&](std::vector<std::pair<std::string, Shape>> more) {
-    for (auto& e : more) expected.push_back(std::move(e));
-  };
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    add(AdaSingleBlock::tensors("transformer_blocks." + std::to_string(i) + ".", spatial_dims));
-    add(AdaSingleBlock::tensors("temporal_transformer_blocks." + std::to_string(i) + ".", temporal_dims));
-  }
-  for (auto& [name, shape] : expected) w.expect(name, shape);
-  for (const char* blocks : {"transformer_blocks.", "temporal_transformer_blocks."})
-    if (w.contains(blocks + std::to_string(c.num_layers) + ".scale_shift_table"))
-      throw ModelError(w.dir() + ": holds more " + std::string(blocks, std::strlen(blocks) - 1) +
-                       " than num_layers = " + std::to_string(c.num_layers) + " in config.json");
+  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
+                          {"transformer_blocks", "temporal_transformer_blocks"}, "scale_shift_table");
   for (int64_t i = 0; i < c.num_layers; ++i)
-    if (w.contains("temporal_transformer_blocks." + std::to_string(i) + ".attn2.to_q.weight"))
-      throw ModelError(w.dir() + ": temporal_transformer_blocks." + std::to_string(i) +
+    if (w.contains(kTemporalBlocks + std::to_string(i) + ".attn2.to_q.weight"))
+      throw ModelError(w.dir() + ": " + kTemporalBlocks + std::to_string(i) +
                        ".attn2: Latte's temporal blocks have no cross-attention");
 
   LatteTransformer m;
-  m.cfg_ = c;
-  m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype, shard.sp_split);
-  m.place_ = place;
-  // GEMM weights take the compute dtype (models/placement.h: on the CPU as
-  // stored, borrowed from the mmapped file, or packed); the rest becomes the
-  // compute dtype.
-  m.stem_ = AdaSingleStem::load(w, stem, place);
-  m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
+  m.load_stem(w, c, shard, place);
   m.native_temporal = place.put(m.temporal_table(c.video_length));
   // PipeFusion: a stage holds its own layers (both blocks of each) only.
-  m.pipe_ = parallel::PatchPipeline(shard.pp, c.num_layers, shard.pipeline);
-  m.spatial_.reserve(m.pipe_.layers().size());
-  m.temporal_.reserve(m.pipe_.layers().size());
-  for (int64_t i = m.pipe_.layers().begin; i < m.pipe_.layers().end; ++i) {
-    const std::string n = std::to_string(i);
-    m.spatial_.push_back(AdaSingleBlock::load(w, "transformer_blocks." + n + ".", spatial_dims, shard, place));
-    m.temporal_.push_back(
-        AdaSingleBlock::load(w, "temporal_transformer_blocks." + n + ".", temporal_dims, shard, place));
+  const parallel::Range layers = m.stage_.layers();
+  for (int64_t i = layers.begin; i < layers.end; ++i) {
+    const std::string n = std::to_string(i) + ".";
+    m.spatial_.push_back(AdaSingleBlock::load(w, kSpatialBlocks + n, c, /*cross=*/true, shard, place));
+    m.temporal_.push_back(AdaSingleBlock::load(w, kTemporalBlocks + n, c, /*cross=*/false, shard, place));
   }
   return m;
-}
-
-Tensor LatteTransformer::position_table(int64_t grid_h, int64_t grid_w) const {
-  return ops::sincos_pos_embed_2d(cfg_.inner_dim(), grid_h, grid_w, static_cast<double>(cfg_.base_grid()),
-                                  cfg_.interpolation_scale);
 }
 
 Tensor LatteTransformer::temporal_table(int64_t frames) const {
@@ -151,150 +147,104 @@ void LatteTransformer::check_args(const ForwardArgs& a) const {
 Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   check_args(a);
   const LatteConfig& c = cfg_;
+  const ShardGroups& shard = stage_.shard();
+  const Placement& place = stage_.place();
   const Tensor& x = *a.latents;
-  const int64_t bsz = x.dim(0), channels = x.dim(1), frames = x.dim(2), p = c.patch_size;
-  const int64_t h = x.dim(3), w = x.dim(4), hw = h * w, grid_h = h / p, grid_w = w / p, n = grid_h * grid_w;
+  const int64_t bsz = x.dim(0), frames = x.dim(2), p = c.patch_size;
+  const int64_t grid_h = x.dim(3) / p, grid_w = x.dim(4) / p, n = grid_h * grid_w;
   // This rank's part of the video outside the temporal attention (DESIGN.md
   // §4): under dsp its frames, every token of them; under ulysses and ring
   // its tokens of every frame; single process all of it.
-  const int sp = shard_.sp_size(), me = shard_.sp_rank();
-  const bool dsp = sp > 1 && shard_.dsp();
+  const int sp = shard.sp_size();
+  const bool dsp = sp > 1 && shard.dsp();
   if (dsp && (frames < sp || n < sp))
     throw RuntimeFailure("Latte forward: dsp over " + std::to_string(sp) + " ranks needs at least as many frames and "
                          "tokens per frame; the video has " + std::to_string(frames) + " frames of " +
                          std::to_string(n) + " tokens");
-  const parallel::Range my_frames = dsp ? shard_.sp_split.range(frames, sp, me) : parallel::Range{0, frames};
+  const parallel::Range my_frames =
+      dsp ? shard.sp_split.range(frames, sp, shard.sp_rank()) : parallel::Range{0, frames};
   const int64_t local_frames = my_frames.size();
   const int64_t clips = bsz * local_frames;  // the spatial blocks' batch: this rank's frames of every video
-  // The tokens of every frame that go through the blocks together: all N,
-  // or under PipeFusion each patch in turn (parallel/patch_pipeline.h), a
-  // band of tokens of every frame. Of each, this rank's sp shard (ulysses,
-  // ring); dsp holds every token of its frames.
-  const std::vector<parallel::Range> patches = pipe_.patches(n, a.stale_kv);
 
   Tensor patched, pos;  // the first stage's (B*F_me, N, C*p*p) patchified frames and (N, D) positions
-  if (pipe_.first_stage()) {
-    profile::ScopedTimer t("patch_embed");
-    Tensor per_frame = Tensor::empty({clips, channels, h, w});  // (B, C, F, h, w) -> (B*F_me, C, h, w)
-    for (int64_t b = 0; b < bsz; ++b)
-      for (int64_t ch = 0; ch < channels; ++ch)
-        for (int64_t f = 0; f < local_frames; ++f)
-          std::memcpy(per_frame.data() + ((b * local_frames + f) * channels + ch) * hw,
-                      x.data() + ((b * channels + ch) * frames + my_frames.begin + f) * hw,
-                      static_cast<size_t>(hw) * sizeof(float));
-    patched = ops::patchify(place_.put(per_frame), p);
-    const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
-    pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
+  if (stage_.pipeline().first_stage()) {
+    patched = stem_.patch.patches(frames_as_images(x, my_frames));
+    pos = stem_.positions(c, grid_h, grid_w, place);
   }
-  Tensor embedded, modulation, caption;  // (B, D), (B*F_me, 6D), (B, L, D)
-  {
-    profile::ScopedTimer t("adaln");
-    embedded = stem_.timestep_embedder.embed(a.timesteps, place_);
-    // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
-    // and per token (temporal blocks); in the (B*F, N, D) layout both are
-    // one row per frame of each video.
-    modulation = repeat_rows(stem_.modulation(embedded), local_frames, place_);
-  }
-  {
-    profile::ScopedTimer t("caption_projection");
-    // One caption per video: the spatial blocks' cross-attention projects
-    // its keys and values once and lets every frame's queries attend to
-    // them (Text::repeat).
-    caption = stem_.caption(*a.text, place_);
-  }
+  const Tensor embedded = stem_.adaln.embed(a.timesteps, place);  // (B, D)
+  // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
+  // and per token (temporal blocks); in the (B*F, N, D) layout both are
+  // one row per frame of each video: (B*F_me, 6D).
+  const Tensor modulation = repeat_rows(stem_.adaln(embedded), local_frames, place);
+  // One caption per video: the spatial blocks' cross-attention projects
+  // its keys and values once and lets every frame's queries attend to
+  // them (CrossContext::repeat).
+  const Tensor caption = stem_.caption(*a.text);  // (B, L, D)
+  const nn::CrossContext text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
 
   // Spatial attention: over the N tokens of each frame; ulysses and ring
   // gather them across the sp group, dsp holds them whole.
-  const parallel::SequenceParallelAttention spatial_sp =
-      dsp ? parallel::SequenceParallelAttention(nullptr, parallel::SequenceMode::kUlysses, place_.dtype) : seq_attn_;
+  const parallel::SequenceParallelAttention whole_frames(nullptr, parallel::SequenceMode::kUlysses, place.dtype);
   // Temporal attention: over the F frames of each token, which ulysses,
   // ring and a PipeFusion patch hold already (every frame of their tokens):
   // no communication, and exact under PipeFusion. Under dsp the switch
   // around it turns the frame shard into a token shard and back
   // (parallel/frame_switch.h).
-  const AdaSingleBlock::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                          Tensor& out) {
-    temporal_attention(q, k, v, out, frames, c.head_dim, place_.dtype);
+  const nn::AttentionCore across_frames = [&](const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out) {
+    temporal_attention(q, k, v, out, frames, c.head_dim, place.dtype);
   };
-  const AdaSingleBlock::LayoutSwitch dsp_switch{
+  const nn::LayoutSwitch dsp_switch{
       [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D)
         const int64_t width = normed.dim(2);
         const Tensor by_tokens =
-            parallel::frames_to_tokens(shard_.sp, normed.reshape({bsz, local_frames, n, width}), frames,
-                                     shard_.sp_split);
+            parallel::frames_to_tokens(shard.sp, normed.reshape({bsz, local_frames, n, width}), frames, shard.sp_split);
         return by_tokens.reshape({bsz * frames, by_tokens.dim(2), width});
       },
       [&](const Tensor& attn) {  // (B*F, N_me, Dl) -> (B*F_me, N, Dl)
         const int64_t width = attn.dim(2);
         const Tensor by_frames =
-            parallel::tokens_to_frames(shard_.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n,
-                                     shard_.sp_split);
+            parallel::tokens_to_frames(shard.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n, shard.sp_split);
         return by_frames.reshape({clips, n, width});
       }};
-  const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data(), local_frames};
-  Tensor out;  // (B*F, N, p*p*out), collected by the last stage
 
-  for (const parallel::Range& patch : patches) {
-    const parallel::Range my_tokens =
-        dsp ? parallel::Range{0, n} : parallel::patch_rows(patch, shard_.sp_split, sp, me);
-    Tensor hidden;  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
-    if (pipe_.first_stage()) {
-      profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
-      hidden = ops::linear(parallel::token_rows(patched, my_tokens), stem_.patch_w, &stem_.patch_b);
-      ops::add_broadcast_(hidden, pos.slice0(my_tokens.begin, my_tokens.end));
-    } else {
-      hidden = place_.empty({clips, my_tokens.size(), c.inner_dim()});
-      pipe_.receive(hidden);
-    }
-    for (int64_t i = pipe_.layers().begin; i < pipe_.layers().end; ++i) {
-      const AdaSingleBlock::AttentionCore spatial_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                                  Tensor& o) {
-        pipe_.attention(i, patch, n, q, k, v, c.head_dim, o, a.stale_kv, spatial_sp);
-      };
-      const size_t local = static_cast<size_t>(i - pipe_.layers().begin);
+  Stage::Pass pass;
+  pass.embed = [&](parallel::Range rows) {  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
+    return stem_.patch(parallel::token_rows(patched, rows), pos.slice0(rows.begin, rows.end));
+  };
+  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
+    const parallel::Range layers = stage_.layers();
+    for (int64_t i = layers.begin; i < layers.end; ++i) {
+      const nn::AttentionCore spatial = stage_.core(i, patch, n, c.head_dim, a.stale_kv, dsp ? &whole_frames : nullptr);
+      const size_t local = static_cast<size_t>(i - layers.begin);
       const int layer = static_cast<int>(i);
-      spatial_[local].forward(hidden, modulation, &text, spatial_attention,
-                              {a.pab, layer, pab::Kind::kSpatial, kSpatialPart});
-      if (i == 0 && frames > 1) {
-        profile::ScopedTimer t("temporal_pos_embed");
-        const Tensor table = frames <= c.video_length ? native_temporal : place_.put(temporal_table(frames));
+      spatial_[local].forward(hidden, modulation, {&spatial, nullptr, nullptr, &text, {a.pab, layer, kSpatialPart}});
+      if (i == 0 && frames > 1) {  // the temporal positions, before the first temporal block
+        const Tensor table = frames <= c.video_length ? native_temporal : place.put(temporal_table(frames));
         for (int64_t clip = 0; clip < clips; ++clip) {
           Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: one frame of one video
           const int64_t f = my_frames.begin + clip % local_frames;
           ops::add_broadcast_(tokens, table.slice0(f, f + 1));
         }
       }
-      temporal_[local].forward(hidden, modulation, nullptr, across_frames,
-                               {a.pab, layer, pab::Kind::kTemporal, kTemporalPart}, dsp ? &dsp_switch : nullptr);
+      temporal_[local].forward(hidden, modulation,
+                               {&across_frames, dsp ? &dsp_switch : nullptr, nullptr, nullptr,
+                                {a.pab, layer, kTemporalPart}, pab::Kind::kTemporal});
     }
-    if (!pipe_.last_stage()) {
-      pipe_.send(hidden);
-      continue;
-    }
-    profile::ScopedTimer t("final_layer");
-    // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
-    Tensor rows_out = stem_.final_layer(hidden, repeat_rows(embedded, local_frames, place_), place_);
-    // Every rank needs the whole prediction: gather the frames (dsp) or the tokens.
-    if (dsp) {
-      const int64_t width = n * rows_out.dim(2);
-      out = parallel::gather_tokens(shard_.sp, rows_out.reshape({bsz, local_frames, width}), frames,
-                                    shard_.sp_split)
-                .reshape({bsz * frames, n, rows_out.dim(2)});
-      break;  // dsp runs the whole video as one patch (PipeFusion does not take dsp)
-    }
-    pipe_.collect_output(shard_.sp, shard_.sp_split, rows_out, patch, n, out);
-  }
-  pipe_.share_output(out, {clips, n, p * p * c.out_channels}, place_.device, place_.dtype);
-  const Tensor images = ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
+  };
+  // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
+  pass.head = [&](const Tensor& hidden) {
+    return stem_.final_layer(hidden, stem_.final_layer.shift_scale(repeat_rows(embedded, local_frames, place)));
+  };
+  if (dsp)
+    pass.gather_frames = [&](const Tensor& rows) {  // every rank's frames, whole: (B*F, N, R)
+      const int64_t width = n * rows.dim(2);
+      return parallel::gather_tokens(shard.sp, rows.reshape({bsz, local_frames, width}), frames, shard.sp_split)
+          .reshape({bsz * frames, n, rows.dim(2)});
+    };
+  const Tensor out = stage_.run(n, clips, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
-  const int64_t co = c.out_channels;
-  Tensor result = Tensor::empty({bsz, co, frames, h, w});
-  for (int64_t b = 0; b < bsz; ++b)
-    for (int64_t ch = 0; ch < co; ++ch)
-      for (int64_t f = 0; f < frames; ++f)
-        std::memcpy(result.data() + ((b * co + ch) * frames + f) * hw,
-                    images.data() + ((b * frames + f) * co + ch) * hw, static_cast<size_t>(hw) * sizeof(float));
-  return result;
+  return images_as_video(ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32),
+                         frames);
 }
 
 }  // namespace ditgen::models

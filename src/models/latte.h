@@ -40,54 +40,56 @@
 
 #include "io/safetensors.h"
 #include "models/ada_single_block.h"
-#include "models/latte_spec.h"
+#include "models/ada_single_config.h"
 #include "models/placement.h"
-#include "parallel/patch_pipeline.h"
+#include "models/stage.h"
 #include "models/transformer.h"
-#include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
 
-class LatteTransformer {
+struct LatteConfig : AdaSingleConfig {  // num_layers: spatial blocks; as many temporal blocks
+  int64_t video_length = 0;  // the frames the model was trained on (temp_pos_embed's rows)
+  // interpolation_scale is max(sample_size // 64, 1): diffusers has no key for it.
+
+  // Reads transformer/config.json. ModelError naming `path` and the key for
+  // anything missing, mistyped or unsupported (cross_attention_dim other
+  // than the inner dimension, another activation, norm or attention type).
+  static LatteConfig from_json(const nlohmann::json& cfg, const std::string& path);
+};
+
+class LatteTransformer : public AdaSingleModel<LatteConfig> {
  public:
+  // PAB cache parts (pab/broadcast.h) of a layer's two blocks.
+  static constexpr int kSpatialPart = 0, kTemporalPart = 1;
+
+  // Its tensors (whole, as stored): what it holds once, and layer i's two
+  // blocks (spatial, then temporal).
+  static nn::TensorDecls stem_tensors(const LatteConfig& cfg);
+  static nn::TensorDecls layer_tensors(const LatteConfig& cfg, int64_t layer);
+
   // Validates names and shapes of every tensor, then loads this rank's part
   // onto `place`. The shard's communicators must outlive the model.
   static LatteTransformer load(const io::WeightStore& weights, const LatteConfig& cfg, const ShardGroups& shard = {},
                                const Placement& place = {});
 
   // args: latents (B, in_channels, F, h, w) with h, w multiples of
-  // patch_size and any F >= 1 (under dsp at least sp frames and tokens); B timesteps; text (B, L, caption_channels)
-  // with optional text_lengths (each sample's first rows the
-  // cross-attention sees). Returns (B, out_channels, F, h, w) host float32.
+  // patch_size and any F >= 1 (under dsp at least sp frames and tokens); B
+  // timesteps; text (B, L, caption_channels) with optional text_lengths
+  // (each sample's first rows the cross-attention sees). Returns (B,
+  // out_channels, F, h, w) host float32.
   Tensor forward(const ForwardArgs& args) const;
 
-  // The 2-D position table diffusers adds for a gh x gw token grid, (gh*gw, D).
-  Tensor position_table(int64_t grid_h, int64_t grid_w) const;
   // The temporal position table for F frames, (F, D): row f = [sin(f * w_k),
   // cos(f * w_k)], w_k = 10000^(-k / (D/2)), k < D/2 (diffusers'
   // get_1d_sincos_pos_embed_from_grid, in float64). diffusers' temp_pos_embed
   // is this table for F = video_length; its rows do not depend on F.
   Tensor temporal_table(int64_t frames) const;
 
-  const LatteConfig& config() const { return cfg_; }
-  const AdaSingleBlock& spatial_block(size_t i) const { return spatial_.at(i); }
-  const AdaSingleBlock& temporal_block(size_t i) const { return temporal_.at(i); }
-
-  // PAB cache parts (pab/broadcast.h) of a layer's two blocks.
-  static constexpr int kSpatialPart = 0, kTemporalPart = 1;
-
  private:
   void check_args(const ForwardArgs& args) const;
 
-  LatteConfig cfg_;
-  ShardGroups shard_;
-  parallel::SequenceParallelAttention seq_attn_;  // the spatial attention under ulysses and ring
-  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
-  Placement place_;
-  AdaSingleStem stem_;              // patch embedding, adaln_single, caption projection, final layer
-  Tensor native_pos;                // (base^2, D)       positions of the sample_size grid
-  Tensor native_temporal;           // (video_length, D) temp_pos_embed
+  Tensor native_temporal;                 // (video_length, D) temp_pos_embed
   std::vector<AdaSingleBlock> spatial_;   // transformer_blocks of this stage's layers
   std::vector<AdaSingleBlock> temporal_;  // temporal_transformer_blocks of this stage's layers
 };

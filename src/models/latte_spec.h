@@ -10,34 +10,20 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/ada_single_config.h"
+#include "models/family_spec.h"
+#include "models/latte.h"
 #include "models/transformer.h"
 
 namespace ditgen::models {
 
-struct LatteConfig : AdaSingleConfig {  // num_layers: spatial blocks; as many temporal blocks
-  int64_t video_length = 0;  // the frames the model was trained on (temp_pos_embed's rows)
-  // interpolation_scale is max(sample_size // 64, 1): diffusers has no key for it.
-
-  // Reads transformer/config.json. ModelError naming `path` and the key for
-  // anything missing, mistyped or unsupported (cross_attention_dim other
-  // than the inner dimension, another activation, norm or attention type).
-  static LatteConfig from_json(const nlohmann::json& cfg, const std::string& path);
-};
-
-class LatteSpec final : public TransformerSpec {
+class LatteSpec final : public FamilySpec<LatteConfig, LatteTransformer> {
  public:
-  explicit LatteSpec(LatteConfig cfg) : cfg_(std::move(cfg)) {}
-
-  const char* family() const override { return "latte"; }
-  Conditioning conditioning() const override { return Conditioning::kText; }
   // Spatial blocks: self-attention (spatial), cross-attention, feed-forward;
   // temporal blocks: self-attention across frames (temporal), feed-forward.
-  bool has_pab_kind(pab::Kind) const override { return true; }
-  int64_t num_layers() const override { return cfg_.num_layers; }
-  int64_t head_dim() const override { return cfg_.head_dim; }
-  int64_t in_channels() const override { return cfg_.in_channels; }
-  int64_t out_channels() const override { return cfg_.out_channels; }
+  explicit LatteSpec(LatteConfig cfg)
+      : FamilySpec(std::move(cfg), {"latte", Conditioning::kText,
+                                    {pab::Kind::kSpatial, pab::Kind::kTemporal, pab::Kind::kCross, pab::Kind::kMlp}}) {}
+
   int64_t caption_channels() const override { return cfg_.caption_channels; }
   // LattePipeline: tokenized to 120, cut to the prompt's k tokens, the
   // negative to the same k rows; decoded from 1 / scaling_factor * latents.
@@ -50,24 +36,16 @@ class LatteSpec final : public TransformerSpec {
   Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
                      const std::string& where) const override;
   // A video of F frames of N tokens (Workload::frames, tokens); per layer
-  // five tp all-reduces (spatial self- and cross-attention, the two MLPs,
-  // temporal attention).
+  // the spatial, cross and temporal attentions and two MLPs (five tp
+  // all-reduces).
   parallel::Workload workload(const Shape& latent) const override;
-  std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
-                                    const Placement& place) const override;
-
-  const LatteConfig& config() const { return cfg_; }
 
   // LattePipeline's hard-coded tokenizer length (it has no max_sequence_length).
   static constexpr int64_t kMaxSequenceLength = 120;
 
- private:
-  LatteConfig cfg_;
 };
 
-std::unique_ptr<TransformerSpec> make_latte_spec(const nlohmann::json& cfg, const std::string& path);
-
 // Parameters of a Latte transformer (the position tables are buffers, not counted).
-int64_t latte_param_count(const LatteConfig& cfg);
+inline int64_t latte_param_count(const LatteConfig& cfg) { return layered_param_count<LatteTransformer>(cfg); }
 
 }  // namespace ditgen::models

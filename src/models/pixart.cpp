@@ -14,69 +14,47 @@
 #include "parallel/shard.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
-#include "util/profile.h"
 
 namespace ditgen::models {
 
-PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArtConfig& c, const ShardGroups& shard,
-                                          const Placement& place) {
-  const int64_t d = c.inner_dim(), p = c.patch_size, size_width = d / 3;
-  const int tp = shard.tp_size(), sp = shard.sp_size();
-  // The layout was validated against the config before loading; these
-  // guard the slicing arithmetic below.
-  if (c.num_heads % tp || c.ff_inner_dim % tp)
-    throw ConfigError("tp = " + std::to_string(tp) + " must divide num_attention_heads " +
-                      std::to_string(c.num_heads) + " and the MLP width " + std::to_string(c.ff_inner_dim));
-  if (sp > 1 && shard.dsp())
-    throw ConfigError("sp_mode dsp shards the frames of a video; this is an image model (use ulysses or ring)");
-  if (!shard.ring() && (c.num_heads / tp) % sp)
-    throw ConfigError("ulysses: sp * tp = " + std::to_string(sp * tp) + " must divide num_attention_heads " +
-                      std::to_string(c.num_heads));
-  const AdaSingleBlockDims dims{c.num_heads, c.head_dim, c.ff_inner_dim, d, c.norm_eps};
+namespace {
 
-  const AdaSingleStemDims stem{d, c.in_channels, c.out_channels, p, c.caption_channels};
+const std::string kMicroConditions[] = {"adaln_single.emb.resolution_embedder.",
+                                        "adaln_single.emb.aspect_ratio_embedder."};
 
-  // Validate every name and shape before loading anything.
-  std::vector<std::pair<std::string, Shape>> expected = AdaSingleStem::tensors(stem);
-  auto add = [&](std::vector<std::pair<std::string, Shape>> more) {
-    for (auto& e : more) expected.push_back(std::move(e));
-  };
-  if (c.use_additional_conditions) {
-    add(EmbedderMlp::tensors("adaln_single.emb.resolution_embedder.", size_width));
-    add(EmbedderMlp::tensors("adaln_single.emb.aspect_ratio_embedder.", size_width));
-  }
-  for (int64_t i = 0; i < c.num_layers; ++i)
-    add(AdaSingleBlock::tensors("transformer_blocks." + std::to_string(i) + ".", dims));
-  for (auto& [name, shape] : expected) w.expect(name, shape);
-  if (w.contains("transformer_blocks." + std::to_string(c.num_layers) + ".scale_shift_table"))
-    throw ModelError(w.dir() + ": holds more transformer_blocks than num_layers = " + std::to_string(c.num_layers) +
-                     " in config.json");
+}  // namespace
 
-  PixArtTransformer m;
-  m.cfg_ = c;
-  m.shard_ = shard;
-  m.seq_attn_ = parallel::SequenceParallelAttention(shard.sp, shard.sequence_mode(), place.dtype, shard.sp_split);
-  m.place_ = place;
-  // GEMM weights take the compute dtype (models/placement.h: on the CPU as
-  // stored, borrowed from the mmapped file, or packed); the rest becomes the
-  // compute dtype.
-  m.stem_ = AdaSingleStem::load(w, stem, place);
-  m.native_pos = place.put(m.position_table(c.base_grid(), c.base_grid()));
-  if (c.use_additional_conditions) {
-    m.resolution_embedder = EmbedderMlp::load(w, "adaln_single.emb.resolution_embedder.", place);
-    m.aspect_ratio_embedder = EmbedderMlp::load(w, "adaln_single.emb.aspect_ratio_embedder.", place);
-  }
-  // PipeFusion: a stage holds its own blocks only.
-  m.pipe_ = parallel::PatchPipeline(shard.pp, c.num_layers, shard.pipeline);
-  m.blocks_.reserve(m.pipe_.layers().size());
-  for (int64_t i = m.pipe_.layers().begin; i < m.pipe_.layers().end; ++i)
-    m.blocks_.push_back(AdaSingleBlock::load(w, "transformer_blocks." + std::to_string(i) + ".", dims, shard, place));
-  return m;
+nn::TensorDecls PixArtTransformer::stem_tensors(const PixArtConfig& c) {
+  nn::TensorDecls t = AdaSingleStem::tensors(c);
+  if (c.use_additional_conditions)
+    for (const std::string& prefix : kMicroConditions)
+      nn::append(t, nn::TimestepEmbedding::tensors(prefix, c.inner_dim() / 3));
+  return t;
 }
 
-Tensor PixArtTransformer::position_table(int64_t grid_h, int64_t grid_w) const {
-  return ops::sincos_pos_embed_2d(cfg_.inner_dim(), grid_h, grid_w, static_cast<double>(cfg_.base_grid()),
-                                  cfg_.interpolation_scale);
+nn::TensorDecls PixArtTransformer::layer_tensors(const PixArtConfig& c, int64_t layer) {
+  return AdaSingleBlock::tensors("transformer_blocks." + std::to_string(layer) + ".", c, /*cross=*/true);
+}
+
+PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArtConfig& c, const ShardGroups& shard,
+                                          const Placement& place) {
+  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/false);
+  // Validate every name and shape before loading anything.
+  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
+                          {"transformer_blocks"}, "scale_shift_table");
+
+  PixArtTransformer m;
+  m.load_stem(w, c, shard, place);
+  if (c.use_additional_conditions) {
+    m.resolution_embedder = nn::TimestepEmbedding::load(w, kMicroConditions[0], place);
+    m.aspect_ratio_embedder = nn::TimestepEmbedding::load(w, kMicroConditions[1], place);
+  }
+  // PipeFusion: a stage holds its own blocks only.
+  const parallel::Range layers = m.stage_.layers();
+  for (int64_t i = layers.begin; i < layers.end; ++i)
+    m.blocks_.push_back(
+        AdaSingleBlock::load(w, "transformer_blocks." + std::to_string(i) + ".", c, /*cross=*/true, shard, place));
+  return m;
 }
 
 void PixArtTransformer::check_args(const ForwardArgs& a) const {
@@ -97,20 +75,21 @@ void PixArtTransformer::check_args(const ForwardArgs& a) const {
     fail("this model uses micro-conditions: " + count(a.resolution.size()) + " resolutions and " +
          count(a.aspect_ratio.size()) + " aspect ratios for a batch of " + std::to_string(bsz));
   const int64_t tokens = (a.latents->dim(2) / c.patch_size) * (a.latents->dim(3) / c.patch_size);
-  if (tokens < shard_.sp_size())
-    fail("sp = " + std::to_string(shard_.sp_size()) + " exceeds the " + std::to_string(tokens) + " tokens");
+  if (tokens < stage_.shard().sp_size())
+    fail("sp = " + std::to_string(stage_.shard().sp_size()) + " exceeds the " + std::to_string(tokens) + " tokens");
 }
 
 Tensor PixArtTransformer::embedded_timestep(const ForwardArgs& a) const {
-  Tensor emb = stem_.timestep_embedder.embed(a.timesteps, place_);  // (B, D)
+  const Placement& place = stage_.place();
+  Tensor emb = stem_.adaln.embed(a.timesteps, place);  // (B, D)
   if (!cfg_.use_additional_conditions) return emb;
   // cat(resolution_embedder(h), resolution_embedder(w), aspect_ratio_embedder(ar)), D/3 columns each.
   const int64_t bsz = emb.dim(0), d = cfg_.inner_dim(), width = d / 3;
   std::vector<float> sides;  // h then w of each sample: resolution.flatten()
   for (const auto& hw : a.resolution) sides.insert(sides.end(), hw.begin(), hw.end());
-  const Tensor res = resolution_embedder.embed(sides, place_);             // (2B, D/3) = (B, 2D/3)
-  const Tensor ratio = aspect_ratio_embedder.embed(a.aspect_ratio, place_);  // (B, D/3)
-  Tensor sizes = place_.empty({bsz, d});
+  const Tensor res = resolution_embedder(nn::TimestepEmbedding::sinusoid(sides, 0.0f, place));  // (2B, D/3) = (B, 2D/3)
+  const Tensor ratio = aspect_ratio_embedder(nn::TimestepEmbedding::sinusoid(a.aspect_ratio, 0.0f, place));  // (B, D/3)
+  Tensor sizes = place.empty({bsz, d});
   ops::copy_rows(res, 0, 2 * width, sizes, 0, d, bsz, 2 * width);
   ops::copy_rows(ratio, 0, width, sizes, 2 * width, d, bsz, width);
   ops::add_(emb, sizes);
@@ -123,59 +102,30 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   const Tensor& x = *a.latents;
   const int64_t p = c.patch_size, bsz = x.dim(0);
   const int64_t grid_h = x.dim(2) / p, grid_w = x.dim(3) / p, n = grid_h * grid_w;
-  // The tokens that go through the blocks together: the whole image, or
-  // under PipeFusion each patch in turn (parallel/patch_pipeline.h); of
-  // each, this rank's sp shard.
-  const std::vector<parallel::Range> patches = pipe_.patches(n, a.stale_kv);
-
   Tensor patched, pos;  // the first stage's (B, N, C*p*p) patchified latents and (N, D) positions
-  if (pipe_.first_stage()) {
-    profile::ScopedTimer t("patch_embed");
-    patched = ops::patchify(place_.put(x), p);
-    const bool native = grid_h == c.base_grid() && grid_w == c.base_grid();
-    pos = native ? native_pos : place_.put(position_table(grid_h, grid_w));
+  if (stage_.pipeline().first_stage()) {
+    patched = stem_.patch.patches(x);
+    pos = stem_.positions(c, grid_h, grid_w, stage_.place());
   }
-  Tensor embedded, timestep_mod, caption;  // (B, D), (B, 6D), (B, L, D)
-  {
-    profile::ScopedTimer t("adaln");
-    embedded = embedded_timestep(a);
-    timestep_mod = stem_.modulation(embedded);
-  }
-  {
-    profile::ScopedTimer t("caption_projection");
-    caption = stem_.caption(*a.text, place_);
-  }
-  const AdaSingleBlock::Text text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data()};
-  Tensor out;  // (B, N, p*p*out), collected by the last stage
+  const Tensor embedded = embedded_timestep(a);     // (B, D)
+  const Tensor shared_mod = stem_.adaln(embedded);  // (B, 6D)
+  const Tensor caption = stem_.caption(*a.text);    // (B, L, D)
+  const nn::CrossContext text{&caption, a.text_lengths.empty() ? nullptr : a.text_lengths.data()};
 
-  for (const parallel::Range& patch : patches) {
-    const parallel::Range rows = parallel::patch_rows(patch, shard_.sp_split, shard_.sp_size(), shard_.sp_rank());
-    Tensor hidden;  // (B, P, D) residual stream of these tokens
-    if (pipe_.first_stage()) {
-      profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
-      hidden = ops::linear(parallel::token_rows(patched, rows), stem_.patch_w, &stem_.patch_b);
-      ops::add_broadcast_(hidden, pos.slice0(rows.begin, rows.end));
-    } else {
-      hidden = place_.empty({bsz, rows.size(), c.inner_dim()});
-      pipe_.receive(hidden);
+  Stage::Pass pass;
+  pass.embed = [&](parallel::Range rows) {
+    return stem_.patch(parallel::token_rows(patched, rows), pos.slice0(rows.begin, rows.end));
+  };
+  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
+    const parallel::Range layers = stage_.layers();
+    for (int64_t i = layers.begin; i < layers.end; ++i) {
+      const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
+      blocks_[static_cast<size_t>(i - layers.begin)].forward(
+          hidden, shared_mod, {&core, nullptr, nullptr, &text, {a.pab, static_cast<int>(i)}});
     }
-    for (int64_t bi = pipe_.layers().begin; bi < pipe_.layers().end; ++bi) {
-      const AdaSingleBlock::AttentionCore self_attention = [&](const Tensor& q, const Tensor& k, const Tensor& v,
-                                                               Tensor& o) {
-        pipe_.attention(bi, patch, n, q, k, v, c.head_dim, o, a.stale_kv, seq_attn_);
-      };
-      blocks_[static_cast<size_t>(bi - pipe_.layers().begin)].forward(
-          hidden, timestep_mod, &text, self_attention, {a.pab, static_cast<int>(bi), pab::Kind::kSpatial});
-    }
-    if (!pipe_.last_stage()) {
-      pipe_.send(hidden);
-      continue;
-    }
-    profile::ScopedTimer t("final_layer");
-    // (B, P, p*p*out), gathered over sp: every rank needs the whole prediction.
-    pipe_.collect_output(shard_.sp, shard_.sp_split, stem_.final_layer(hidden, embedded, place_), patch, n, out);
-  }
-  pipe_.share_output(out, {bsz, n, p * p * c.out_channels}, place_.device, place_.dtype);
+  };
+  pass.head = [&](const Tensor& hidden) { return stem_.final_layer(hidden, stem_.final_layer.shift_scale(embedded)); };
+  const Tensor out = stage_.run(n, bsz, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

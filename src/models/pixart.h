@@ -5,11 +5,13 @@
 // grid runs: the 2-D sin-cos positions are diffusers' interpolated table for
 // the actual grid (the native one is made once at load).
 //
-// Under a parallel layout each rank loads its heads and MLP features (tp)
-// and runs its own tokens (sp) through the src/parallel/ module, as DiT
-// does; the text, its projection, the timestep embedding and the shared
-// adaLN-single modulation are small and held whole on every rank. Every
-// rank returns the full output.
+// A composition of the modules of models/nn/: the stem and blocks PixArt
+// shares with Latte (models/ada_single_block.h) and two more timestep
+// embedders for the micro-conditions. Under a parallel layout each rank
+// loads its heads and MLP features (tp) and runs its own tokens (sp)
+// through the src/parallel/ module, as DiT does; the text, its projection,
+// the timestep embedding and the shared adaLN-single modulation are small
+// and held whole on every rank. Every rank returns the full output.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -17,17 +19,30 @@
 
 #include "io/safetensors.h"
 #include "models/ada_single_block.h"
-#include "models/pixart_spec.h"
+#include "models/ada_single_config.h"
 #include "models/placement.h"
+#include "models/stage.h"
 #include "models/transformer.h"
-#include "parallel/patch_pipeline.h"
-#include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
 
-class PixArtTransformer {
+struct PixArtConfig : AdaSingleConfig {
+  // The 1024 models' resolution / aspect-ratio micro-conditions.
+  bool use_additional_conditions = false;
+
+  // Reads transformer/config.json. ModelError naming `path` and the key for
+  // anything missing, mistyped or unsupported (cross_attention_dim other
+  // than the inner dimension, another activation, norm or attention type).
+  static PixArtConfig from_json(const nlohmann::json& cfg, const std::string& path);
+};
+
+class PixArtTransformer : public AdaSingleModel<PixArtConfig> {
  public:
+  // Its tensors (whole, as stored): what it holds once, and layer i's block.
+  static nn::TensorDecls stem_tensors(const PixArtConfig& cfg);
+  static nn::TensorDecls layer_tensors(const PixArtConfig& cfg, int64_t layer);
+
   // Validates names and shapes of every tensor, then loads this rank's part
   // onto `place`. The shard's communicators must outlive the model.
   static PixArtTransformer load(const io::WeightStore& weights, const PixArtConfig& cfg, const ShardGroups& shard = {},
@@ -39,28 +54,15 @@ class PixArtTransformer {
   // Returns (B, out_channels, h, w) host float32 on every rank of the shard.
   Tensor forward(const ForwardArgs& args) const;
 
-  // The 2-D position table diffusers adds for a gh x gw token grid, (gh*gw, D).
-  Tensor position_table(int64_t grid_h, int64_t grid_w) const;
-
-  const PixArtConfig& config() const { return cfg_; }
-  // Block i of this stage's (all of them without PipeFusion).
-  const AdaSingleBlock& block(size_t i) const { return blocks_.at(i); }
 
  private:
   // embedded_timestep (B, D): the timestep embedding plus the micro-conditions.
   Tensor embedded_timestep(const ForwardArgs& args) const;
   void check_args(const ForwardArgs& args) const;
 
-  PixArtConfig cfg_;
-  ShardGroups shard_;
-  parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
-  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
-  Placement place_;
-  AdaSingleStem stem_;                  // patch embedding, adaln_single, caption projection, final layer
-  Tensor native_pos;                    // (base^2, D)       positions of the sample_size grid
-  EmbedderMlp resolution_embedder;      // W = D/3 (micro-conditions only)
-  EmbedderMlp aspect_ratio_embedder;    // W = D/3 (micro-conditions only)
-  std::vector<AdaSingleBlock> blocks_;  // this stage's layers (parallel/patch_pipeline.h), in order
+  nn::TimestepEmbedding resolution_embedder;    // W = D/3 (micro-conditions only)
+  nn::TimestepEmbedding aspect_ratio_embedder;  // W = D/3 (micro-conditions only)
+  std::vector<AdaSingleBlock> blocks_;          // this stage's layers (parallel/patch_pipeline.h), in order
 };
 
 }  // namespace ditgen::models

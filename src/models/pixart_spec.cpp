@@ -1,9 +1,9 @@
 // PixArtConfig from config.json, as PixArtTransformer2DModel.__init__ reads
 // it (sizes always from the file, never the XL defaults), and PixArtSpec:
-// PixArt's sizes as the generic seams want them. The weight counts follow
-// the tensors PixArtTransformer::load reads, split the way it splits them
-// under tp (the shared adaln_single, the embedders and the caption
-// projection are held whole on every rank).
+// PixArt's sizes as the generic seams want them. The weight counts are
+// those of the tensors PixArtTransformer declares, split as they declare
+// (the shared adaln_single, the embedders and the caption projection are
+// held whole on every rank).
 #include "models/pixart_spec.h"
 
 #include <algorithm>
@@ -13,50 +13,6 @@
 #include "util/error.h"
 
 namespace ditgen::models {
-
-namespace {
-
-constexpr double kTimestepChannels = 256;
-
-// Per block: what tensor parallelism splits (self- and cross-attention q/k/v
-// and MLP-in by output rows, their output projections and MLP-out by input
-// columns).
-double block_split(const PixArtConfig& c) {
-  const double d = c.inner_dim(), f = c.ff_inner_dim;
-  return 2 * ((3 * d * d + 3 * d) + d * d)  // attn1 and attn2 (cross_attention_dim = D)
-         + (d * f + f) + f * d;             // MLP in, MLP out weight
-}
-
-// Per block, held whole: the biases added after the tp all-reduces and the
-// block's scale_shift_table.
-double block_whole(const PixArtConfig& c) { return 3.0 * c.inner_dim() + 6.0 * c.inner_dim(); }
-
-// A TimestepEmbedding of width w.
-double embedder(double w) { return kTimestepChannels * w + w + w * w + w; }
-
-// Once per model, held whole, excluding the position table.
-double model_once(const PixArtConfig& c) {
-  const double d = c.inner_dim(), pa = static_cast<double>(c.patch_size) * c.patch_size;
-  return (d * c.in_channels * pa + d)                                  // patch embedding
-         + embedder(d)                                                 // timestep embedder
-         + (c.use_additional_conditions ? 2 * embedder(static_cast<double>(c.inner_dim() / 3)) : 0)  // micro-conditions
-         + (6 * d * d + 6 * d)                                         // adaln_single.linear
-         + (c.caption_channels * d + d + d * d + d)                    // caption projection
-         + 2 * d                                                       // final scale_shift_table
-         + (pa * c.out_channels * d + pa * c.out_channels);            // proj_out
-}
-
-// The generic Transformer over a PixArtTransformer.
-class PixArtModel final : public Transformer {
- public:
-  explicit PixArtModel(PixArtTransformer impl) : impl_(std::move(impl)) {}
-  Tensor forward(const ForwardArgs& a) const override { return impl_.forward(a); }
-
- private:
-  PixArtTransformer impl_;
-};
-
-}  // namespace
 
 PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
   using io::get_int;
@@ -82,7 +38,7 @@ PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::strin
           "num_attention_heads * attention_head_dim = " + std::to_string(d) + " is not divisible by 3");
 
   // PixArtTransformer2DModel's defaults are the published block.
-  check_ada_single_options(cfg, path, "PixArt", {"gelu-approximate", false, true});
+  check_block_options(cfg, path, "PixArt", {"gelu-approximate", false, true});
   const std::string attention_type = io::get_string_or(cfg, "attention_type", "default", path);
   require(attention_type == "default", path, "attention_type: not supported yet: '" + attention_type + "'");
   // Legacy Transformer2DModel keys that would make it another model.
@@ -101,37 +57,11 @@ Shape PixArtSpec::latent_shape(int64_t height, int64_t width, int64_t frames, in
 }
 
 parallel::Workload PixArtSpec::workload(const Shape& latent) const {
-  const PixArtConfig& c = cfg_;
-  const int64_t d = c.inner_dim(), hw = latent.at(1) * latent.at(2), base = c.base_grid();
-  parallel::Workload w;
-  w.heads = c.num_heads;
-  w.head_dim = c.head_dim;
-  w.layers = c.num_layers;
-  w.tokens = (latent.at(1) / c.patch_size) * (latent.at(2) / c.patch_size);
-  w.mlp_hidden = c.ff_inner_dim;
-  w.gathered_per_layer = 0;       // adaln_single is held whole: nothing gathered over tp
-  w.cross_attention = true;
-  w.output_per_token = c.patch_size * c.patch_size * c.out_channels;
-  w.input_elements = c.in_channels * hw;
-  w.output_elements = c.out_channels * hw;
-  w.eps_elements = c.in_channels * hw;
-  w.split_per_layer = block_split(c);
-  w.whole_per_layer = block_whole(c);
-  w.whole_once = model_once(c) + static_cast<double>(base * base) * d;  // + the native position table kept
+  // Per layer: self-attention over the image's tokens, cross-attention to
+  // the text, one MLP; adaln_single is held whole: nothing gathered over tp.
+  parallel::Workload w = sized(latent, {parallel::AttentionKind::kSpatial, parallel::AttentionKind::kCross}, 1);
+  w.whole_once += static_cast<double>(cfg_.grid() * cfg_.grid()) * cfg_.inner_dim();  // + the native positions kept
   return w;
-}
-
-std::unique_ptr<Transformer> PixArtSpec::load(const io::WeightStore& weights, const ShardGroups& g,
-                                              const Placement& place) const {
-  return std::make_unique<PixArtModel>(PixArtTransformer::load(weights, cfg_, g, place));
-}
-
-std::unique_ptr<TransformerSpec> make_pixart_spec(const nlohmann::json& cfg, const std::string& path) {
-  return std::make_unique<PixArtSpec>(PixArtConfig::from_json(cfg, path));
-}
-
-int64_t pixart_param_count(const PixArtConfig& c) {
-  return static_cast<int64_t>(c.num_layers * (block_split(c) + block_whole(c)) + model_once(c));
 }
 
 }  // namespace ditgen::models

@@ -35,9 +35,9 @@ struct Family {
 
 // clang-format off
 const Family kFamilies[] = {
-    {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_dit_spec},
-    {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_pixart_spec},
-    {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_latte_spec},
+    {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_spec<DitSpec>},
+    {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_spec<PixArtSpec>},
+    {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_spec<LatteSpec>},
     {Part::kTransformer, "WanTransformer3DModel",    "wan",    nullptr},  // DESIGN.md §6: not built yet
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, nullptr, &make_autoencoder_kl_spec},
     {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, &make_autoencoder_kl_wan_spec},

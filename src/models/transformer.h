@@ -6,14 +6,17 @@
 // the preflight checks, the PAB setup and the pipelines speak only to these
 // interfaces, never to a family's own config struct.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/safetensors.h"
 #include "models/placement.h"
+#include "models/shard_groups.h"
 #include "pab/broadcast.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
@@ -27,31 +30,6 @@ namespace ditgen::models {
 // How a family is conditioned; pipelines are chosen by it (one pipeline per
 // conditioning kind, shared by the families that condition alike).
 enum class Conditioning { kClassLabels, kText };
-
-// This rank's groups in a parallel layout (DESIGN.md §4). Null
-// communicators mean size 1; they must outlive the model.
-struct ShardGroups {
-  parallel::Communicator* tp = nullptr;
-  parallel::Communicator* sp = nullptr;
-  parallel::SpMode mode = parallel::SpMode::kUlysses;  // sp_mode (resolved: never "auto")
-  parallel::Sharding sp_split;                          // how the sp ranks share tokens / frames (parallel.sp_weights)
-  parallel::Communicator* pp = nullptr;                 // PipeFusion's stages (parallel/patch_pipeline.h)
-  parallel::PipelineSettings pipeline;                  // its patches and warm-up steps (pp > 1)
-  int tp_size() const { return tp ? tp->size() : 1; }
-  int tp_rank() const { return tp ? tp->rank() : 0; }
-  int sp_size() const { return sp ? sp->size() : 1; }
-  int sp_rank() const { return sp ? sp->rank() : 0; }
-  int pp_size() const { return pp ? pp->size() : 1; }
-  bool ring() const { return mode == parallel::SpMode::kRing; }
-  // The attention module's mode for spatial self-attention (dsp holds each
-  // frame whole, so the model gives its attention no sp group there).
-  parallel::SequenceMode sequence_mode() const {
-    if (mode == parallel::SpMode::kRing) return parallel::SequenceMode::kRing;
-    if (mode == parallel::SpMode::kNaivePatch) return parallel::SequenceMode::kLocal;
-    return parallel::SequenceMode::kUlysses;
-  }
-  bool dsp() const { return mode == parallel::SpMode::kDsp; }
-};
 
 // One forward pass. Latents and the result are host float32 whatever the
 // model's placement, so pipelines and schedulers stay on the CPU.
@@ -129,14 +107,25 @@ class Transformer {
   virtual Tensor forward(const ForwardArgs& args) const = 0;
 };
 
+// What names a family and how it is driven: its registry name, its
+// conditioning (which pipeline runs it) and the PAB kinds its blocks have.
+struct FamilyTraits {
+  const char* family;  // "dit"
+  Conditioning conditioning;
+  std::vector<pab::Kind> pab_kinds;  // kMlp: a feed-forward per block
+};
+
 class TransformerSpec {
  public:
+  explicit TransformerSpec(FamilyTraits traits) : traits_(std::move(traits)) {}
   virtual ~TransformerSpec() = default;
 
-  virtual const char* family() const = 0;  // "dit"
-  virtual Conditioning conditioning() const = 0;
-  // Which PAB kinds exist in this model (kMlp: a feed-forward per block).
-  virtual bool has_pab_kind(pab::Kind kind) const = 0;
+  const char* family() const { return traits_.family; }
+  Conditioning conditioning() const { return traits_.conditioning; }
+  // Which PAB kinds exist in this model.
+  bool has_pab_kind(pab::Kind kind) const {
+    return std::find(traits_.pab_kinds.begin(), traits_.pab_kinds.end(), kind) != traits_.pab_kinds.end();
+  }
   virtual int64_t num_layers() const = 0;
   virtual int64_t head_dim() const = 0;
   virtual int64_t in_channels() const = 0;      // latent (and eps) channels
@@ -167,6 +156,9 @@ class TransformerSpec {
   // this rank's part onto `place`.
   virtual std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
                                             const Placement& place) const = 0;
+
+ private:
+  FamilyTraits traits_;
 };
 
 // Image families' latent_shape: generate.frames is for video models.

@@ -1,6 +1,8 @@
 #include "parallel/frame_switch.h"
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,6 +26,29 @@ void check(const char* who, const Tensor& x, int64_t dim, int64_t total, int par
                                 std::to_string(dim));
 }
 
+// One all-to-all over sp of pieces of `like`'s device and dtype: send[j]
+// elements go to rank j, which pack(j, buffer, at) copies into the send
+// buffer at `at`; recv[r] come from rank r, which unpack(r, buffer, at)
+// copies out of the receive buffer at `at`.
+void exchange(Communicator& sp, const Tensor& like, const std::vector<int64_t>& send, const std::vector<int64_t>& recv,
+              const std::function<void(int, Tensor&, int64_t)>& pack,
+              const std::function<void(int, const Tensor&, int64_t)>& unpack) {
+  const int parts = static_cast<int>(send.size());
+  Tensor sendbuf = flat(like, std::accumulate(send.begin(), send.end(), int64_t{0}));
+  Tensor recvbuf = flat(like, std::accumulate(recv.begin(), recv.end(), int64_t{0}));
+  int64_t at = 0;
+  for (int j = 0; j < parts; ++j) {
+    pack(j, sendbuf, at);
+    at += send[j];
+  }
+  all_to_all_v(sp, sendbuf, send, recvbuf, recv);
+  at = 0;
+  for (int r = 0; r < parts; ++r) {
+    unpack(r, recvbuf, at);
+    at += recv[r];
+  }
+}
+
 }  // namespace
 
 Tensor frames_to_tokens(Communicator* sp, const Tensor& x, int64_t frames, const Sharding& split) {
@@ -37,24 +62,20 @@ Tensor frames_to_tokens(Communicator* sp, const Tensor& x, int64_t frames, const
     send[j] = bsz * fl * split.size(n, parts, j) * c;
     recv[j] = bsz * split.size(frames, parts, j) * nl * c;
   }
-  // To rank j: [b][my frames][j's tokens][C] (b and frame together are x's B*F_me rows).
-  Tensor sendbuf = flat(x, bsz * fl * n * c), recvbuf = flat(x, bsz * frames * nl * c);
-  int64_t off = 0;
-  for (int j = 0; j < parts; ++j) {
-    const Range t = split.range(n, parts, j);
-    ops::copy_rows(x, t.begin * c, n * c, sendbuf, off, t.size() * c, bsz * fl, t.size() * c);
-    off += send[j];
-  }
-  all_to_all_v(*sp, sendbuf, send, recvbuf, recv);
-  // From rank r: [b][r's frames][my tokens][C], frames r's range of each sample.
   Tensor out = Tensor::empty({bsz, frames, nl, c}, x.device(), x.dtype());
-  off = 0;
-  for (int r = 0; r < parts; ++r) {
-    const Range f = split.range(frames, parts, r);
-    const int64_t len = f.size() * nl * c;
-    ops::copy_rows(recvbuf, off, len, out, f.begin * nl * c, frames * nl * c, bsz, len);
-    off += recv[r];
-  }
+  exchange(
+      *sp, x, send, recv,
+      [&](int j, Tensor& buffer, int64_t at) {
+        // To rank j: [b][my frames][j's tokens][C] (b and frame together are x's B*F_me rows).
+        const Range t = split.range(n, parts, j);
+        ops::copy_rows(x, t.begin * c, n * c, buffer, at, t.size() * c, bsz * fl, t.size() * c);
+      },
+      [&](int r, const Tensor& buffer, int64_t at) {
+        // From rank r: [b][r's frames][my tokens][C], frames r's range of each sample.
+        const Range f = split.range(frames, parts, r);
+        const int64_t len = f.size() * nl * c;
+        ops::copy_rows(buffer, at, len, out, f.begin * nl * c, frames * nl * c, bsz, len);
+      });
   return out;
 }
 
@@ -69,24 +90,20 @@ Tensor tokens_to_frames(Communicator* sp, const Tensor& x, int64_t tokens, const
     send[j] = bsz * split.size(frames, parts, j) * nl * c;
     recv[j] = bsz * fl * split.size(n, parts, j) * c;
   }
-  // To rank j: [b][j's frames][my tokens][C].
-  Tensor sendbuf = flat(x, bsz * frames * nl * c), recvbuf = flat(x, bsz * fl * n * c);
-  int64_t off = 0;
-  for (int j = 0; j < parts; ++j) {
-    const Range f = split.range(frames, parts, j);
-    const int64_t len = f.size() * nl * c;
-    ops::copy_rows(x, f.begin * nl * c, frames * nl * c, sendbuf, off, len, bsz, len);
-    off += send[j];
-  }
-  all_to_all_v(*sp, sendbuf, send, recvbuf, recv);
-  // From rank r: [b][my frames][r's tokens][C].
   Tensor out = Tensor::empty({bsz, fl, n, c}, x.device(), x.dtype());
-  off = 0;
-  for (int r = 0; r < parts; ++r) {
-    const Range t = split.range(n, parts, r);
-    ops::copy_rows(recvbuf, off, t.size() * c, out, t.begin * c, n * c, bsz * fl, t.size() * c);
-    off += recv[r];
-  }
+  exchange(
+      *sp, x, send, recv,
+      [&](int j, Tensor& buffer, int64_t at) {
+        // To rank j: [b][j's frames][my tokens][C].
+        const Range f = split.range(frames, parts, j);
+        const int64_t len = f.size() * nl * c;
+        ops::copy_rows(x, f.begin * nl * c, frames * nl * c, buffer, at, len, bsz, len);
+      },
+      [&](int r, const Tensor& buffer, int64_t at) {
+        // From rank r: [b][my frames][r's tokens][C].
+        const Range t = split.range(n, parts, r);
+        ops::copy_rows(buffer, at, t.size() * c, out, t.begin * c, n * c, bsz * fl, t.size() * c);
+      });
   return out;
 }
 

@@ -94,55 +94,37 @@ int rank_of(const Layout& l, Coords c) {
   return ((c.cp * l.pp + c.pp) * l.sp + c.sp) * l.tp + c.tp;
 }
 
-std::vector<int> tp_group_ranks(const Layout& l, int rank) {
+namespace {
+
+// The ranks whose coordinates are `rank`'s but along `axis`, of `size`, in axis order.
+std::vector<int> group_ranks(const Layout& l, int rank, int Coords::*axis, int size) {
   Coords c = coords_of(l, rank);
   std::vector<int> r;
-  for (c.tp = 0; c.tp < l.tp; ++c.tp) r.push_back(rank_of(l, c));
+  for (c.*axis = 0; c.*axis < size; ++(c.*axis)) r.push_back(rank_of(l, c));
   return r;
 }
 
-std::vector<int> sp_group_ranks(const Layout& l, int rank) {
-  Coords c = coords_of(l, rank);
-  std::vector<int> r;
-  for (c.sp = 0; c.sp < l.sp; ++c.sp) r.push_back(rank_of(l, c));
-  return r;
-}
-
-std::vector<int> cp_group_ranks(const Layout& l, int rank) {
-  Coords c = coords_of(l, rank);
-  std::vector<int> r;
-  for (c.cp = 0; c.cp < l.cp; ++c.cp) r.push_back(rank_of(l, c));
-  return r;
-}
-
-std::vector<int> pp_group_ranks(const Layout& l, int rank) {
-  Coords c = coords_of(l, rank);
-  std::vector<int> r;
-  for (c.pp = 0; c.pp < l.pp; ++c.pp) r.push_back(rank_of(l, c));
-  return r;
-}
-
-// Color: the other coordinates flattened (unique per group); key: the
+// Color: the world rank of the group's first member (the other coordinates
+// fixed, `axis` 0), the same for the whole group and unique to it; key: the
 // coordinate along the axis, so group rank = coordinate.
-GroupSplit tp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.cp * l.pp + c.pp) * l.sp + c.sp, c.tp};
+GroupSplit axis_split(const Layout& l, int rank, int Coords::*axis) {
+  Coords c = coords_of(l, rank);
+  const int key = c.*axis;
+  c.*axis = 0;
+  return {rank_of(l, c), key};
 }
 
-GroupSplit sp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.cp * l.pp + c.pp) * l.tp + c.tp, c.sp};
-}
+}  // namespace
 
-GroupSplit cp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.pp * l.sp + c.sp) * l.tp + c.tp, c.cp};
-}
+std::vector<int> tp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::tp, l.tp); }
+std::vector<int> sp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::sp, l.sp); }
+std::vector<int> cp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::cp, l.cp); }
+std::vector<int> pp_group_ranks(const Layout& l, int rank) { return group_ranks(l, rank, &Coords::pp, l.pp); }
 
-GroupSplit pp_split(const Layout& l, int rank) {
-  const Coords c = coords_of(l, rank);
-  return {(c.cp * l.sp + c.sp) * l.tp + c.tp, c.pp};
-}
+GroupSplit tp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::tp); }
+GroupSplit sp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::sp); }
+GroupSplit cp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::cp); }
+GroupSplit pp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::pp); }
 
 SpMode sp_mode_of(const std::string& mode) {
   if (mode == "ulysses") return SpMode::kUlysses;
@@ -152,9 +134,28 @@ SpMode sp_mode_of(const std::string& mode) {
   throw std::invalid_argument("sp_mode \"" + mode + "\" is not ulysses, ring, dsp or naive_patch");
 }
 
+const char* attention_kind_name(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::kSpatial: return "spatial";
+    case AttentionKind::kTemporal: return "temporal";
+    case AttentionKind::kSpatioTemporal: return "spatio-temporal";
+    case AttentionKind::kCross: return "cross";
+  }
+  return "?";
+}
+
+std::vector<AttentionOp> Workload::attention_ops() const {
+  return attention.empty() ? std::vector<AttentionOp>{AttentionOp::spatial(tokens, heads)} : attention;
+}
+
+bool Workload::has(AttentionKind kind) const {
+  const std::vector<AttentionOp> ops = attention_ops();
+  return std::any_of(ops.begin(), ops.end(), [kind](const AttentionOp& op) { return op.kind == kind; });
+}
+
 std::string resolve_sp_mode(const std::string& mode, const Workload& work) {
   if (mode != "auto") return mode;
-  return work.video() ? "dsp" : "ulysses";
+  return work.frames_shardable() ? "dsp" : "ulysses";
 }
 
 std::vector<int64_t> shard_sizes(int64_t n, int parts, const Sharding& split) {
@@ -181,6 +182,9 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
   if (dsp && !d.video())
     p.push_back("parallel.sp_mode = \"dsp\" shards the frames of a video; this is an image model (use ulysses or "
                 "ring)");
+  else if (dsp && !d.frames_shardable())
+    p.push_back("parallel.sp_mode = \"dsp\" switches a frame shard to a token shard around a separate temporal "
+                "attention; this model's self-attention spans every frame's tokens at once (use ulysses or ring)");
   if (l.cp > 2) p.push_back("parallel.cp = " + std::to_string(l.cp) + ": cp must be 1 or 2");
   // cp splits the two CFG halves; without guidance there is only one.
   if (l.cp == 2 && !(guidance_scale > 1.0))
@@ -260,14 +264,19 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
                   std::to_string(smallest_patch) + " tokens, fewer than sp = " + std::to_string(l.sp) +
                   " (every sp rank needs a token of each patch)");
   }
-  const std::string heads = "num_attention_heads " + std::to_string(d.heads) + " is not divisible by ";
-  if (ulysses && l.sp > 1) {
-    // The all-to-all turns a token shard into a shard of heads/(sp*tp) heads.
-    if (d.heads % (int64_t{l.sp} * l.tp) != 0)
-      p.push_back(heads + "sp*tp = " + std::to_string(l.sp * l.tp) + " (ulysses)");
-  } else if (d.heads % l.tp != 0) {
-    // QKV is column-split by whole heads.
-    p.push_back(heads + "tp = " + std::to_string(l.tp));
+  // Each attention's heads: QKV is column-split by whole heads over tp, and
+  // Ulysses' all-to-all turns a token shard of the attentions it runs over
+  // the sp group (the sequence's own keys, sharded by token) into a shard
+  // of heads/(sp*tp) heads. One message per head count that fails.
+  std::vector<int64_t> failed;
+  for (const AttentionOp& op : d.attention_ops()) {
+    const bool over_sp = ulysses && l.sp > 1 && op.keys == KeySource::kSameSequence &&
+                         op.kind != AttentionKind::kTemporal;  // frames stay whole under ulysses
+    const int64_t ranks = over_sp ? int64_t{l.sp} * l.tp : l.tp;
+    if (op.heads % ranks == 0 || std::find(failed.begin(), failed.end(), op.heads) != failed.end()) continue;
+    failed.push_back(op.heads);
+    p.push_back("num_attention_heads " + std::to_string(op.heads) + " is not divisible by " +
+                (over_sp ? "sp*tp = " + std::to_string(l.sp * l.tp) + " (ulysses)" : "tp = " + std::to_string(l.tp)));
   }
   if (d.mlp_hidden % l.tp != 0)
     p.push_back("MLP inner size (ff_inner_dim) " + std::to_string(d.mlp_hidden) + " is not divisible by tp = " +
@@ -293,7 +302,7 @@ std::vector<Layout> valid_layouts(int world_size, const Workload& d, double guid
       if ((world_size / tp) % cp != 0) continue;
       const int sp = world_size / tp / cp;
       for (const char* mode : {"dsp", "ulysses", "ring"}) {
-        if (!d.video() && std::string(mode) == "dsp") continue;
+        if (!d.frames_shardable() && std::string(mode) == "dsp") continue;
         Layout l{sp, cp, tp, mode};
         if (layout_problems(l, world_size, d, guidance_scale).empty()) out.push_back(l);
         if (sp == 1) break;  // the mode means nothing without sp

@@ -95,27 +95,64 @@ GroupSplit pp_split(const Layout& layout, int rank);
 // bytes agree.
 std::vector<int64_t> shard_sizes(int64_t n, int parts, const Sharding& split = {});
 
+// What kind of attention an operation is, by what its queries attend to.
+enum class AttentionKind {
+  kSpatial,         // the tokens of their own image or frame
+  kTemporal,        // the frames of their own token (a video's separate temporal attention)
+  kSpatioTemporal,  // every token of every frame of their video at once
+  kCross,           // another sequence (the text)
+};
+const char* attention_kind_name(AttentionKind kind);  // "spatial", "temporal", "spatio-temporal", "cross"
+
+// Where an attention's keys and values come from.
+enum class KeySource {
+  kSameSequence,   // the queries' own sequence: sharded by sp like it
+  kOtherSequence,  // another sequence every rank holds whole (the text): no sp communication
+};
+
+// One attention operation of a layer, as the parallel layer sees it.
+struct AttentionOp {
+  AttentionKind kind = AttentionKind::kSpatial;
+  int64_t tokens = 0;  // keys each query attends to (cross: the text's; 0 = not known from the config)
+  int64_t heads = 0;   // sp (Ulysses) and tp split them
+  KeySource keys = KeySource::kSameSequence;
+
+  static AttentionOp spatial(int64_t tokens, int64_t heads) { return {AttentionKind::kSpatial, tokens, heads}; }
+  static AttentionOp temporal(int64_t frames, int64_t heads) { return {AttentionKind::kTemporal, frames, heads}; }
+  static AttentionOp spatio_temporal(int64_t tokens, int64_t heads) {
+    return {AttentionKind::kSpatioTemporal, tokens, heads};
+  }
+  static AttentionOp cross(int64_t text_tokens, int64_t heads) {
+    return {AttentionKind::kCross, text_tokens, heads, KeySource::kOtherSequence};
+  }
+};
+
 // What one forward pass of a transformer asks of the parallel layer, in its
 // own terms: tokens, heads, widths and element counts. A model family fills
 // it in from its config.json (models/: the registry's `workload`), so this
 // layer never learns a model's fields. The layout checks use the attention
 // and MLP sizes; `plan` also uses the element counts.
 //
-// The shape assumed: `layers` layers, each a block of one self-attention
-// over the `tokens` of an image or frame (sp shards them, tp splits its
-// heads), optionally a cross-attention to the text (tp splits its heads;
-// the text is whole on every rank) and one MLP (tp splits its inner
-// width), their output projections row-split and all-reduced over tp. A
-// video model (frames > 0: Latte) adds per layer a temporal block: a
-// self-attention across the frames of each token and an MLP. Per block a
-// conditioning vector of `gathered_per_layer` elements per sequence is
-// all-gathered over tp (DiT's adaLN modulation); the model output is
-// gathered over sp once per forward; the cp pair exchanges `eps_elements`.
+// The shape assumed: `layers` layers, each a list of attention operations
+// (`attention`, in order: what each attends over, how many heads, whether
+// its keys are the sequence's own or another's) and `feed_forwards` MLPs
+// over the `tokens` of each image or frame of the input (`frames` of them
+// per video; sp shards the tokens of each frame, or under dsp the frames).
+// tp splits every attention's heads and every MLP's inner width; each of
+// them ends in a row-split output projection all-reduced over tp. Per
+// layer a conditioning vector of `gathered_per_layer` elements per
+// sequence is all-gathered over tp (DiT's adaLN modulation); the model
+// output is gathered over sp once per forward; the cp pair exchanges
+// `eps_elements`. What a layout may do follows from the list: dsp needs a
+// separate temporal attention to switch around (and no attention over all
+// frames' tokens at once), Ulysses needs the heads of every attention it
+// runs over the sp group to divide by sp * tp.
 struct Workload {
-  int64_t heads = 0, head_dim = 0, layers = 0;
+  int64_t heads = 0, head_dim = 0, layers = 0;  // the model's width D = heads * head_dim
   int64_t tokens = 0;              // per image, or per frame of a video (ulysses and ring shard them)
   int64_t frames = 0;              // video models: frames per sample (dsp shards them); 0: an image model
-  bool cross_attention = false;    // a cross-attention per (spatial) block: PixArt, Latte
+  std::vector<AttentionOp> attention;  // each layer's attention operations, in order (see attention_ops)
+  int64_t feed_forwards = 1;       // each layer's MLPs
   int64_t mlp_hidden = 0;          // the MLP's inner width F (tp splits it)
   int64_t gathered_per_layer = 0;  // elements per sequence all-gathered over tp per block (0: none)
   int64_t output_per_token = 0;    // model output elements per token (gathered over sp)
@@ -129,14 +166,26 @@ struct Workload {
 
   int64_t hidden() const { return heads * head_dim; }
   bool video() const { return frames > 0; }
-  // Row-split output projections per layer, each all-reduced over tp:
-  // attention and MLP, the cross-attention's, and a video's temporal
-  // attention and MLP (DiT 2, PixArt 3, Latte 5).
-  int64_t tp_all_reduces_per_layer() const { return 2 + (cross_attention ? 1 : 0) + (video() ? 2 : 0); }
+  // Each layer's attention operations: the list, or when it is empty an
+  // image model's one self-attention of `heads` heads over its tokens.
+  std::vector<AttentionOp> attention_ops() const;
+  // Whether a layer has an attention of this kind.
+  bool has(AttentionKind kind) const;
+  // Row-split output projections per layer, each all-reduced over tp: one
+  // per attention operation and one per MLP (DiT 2, PixArt 3, Latte 5).
+  int64_t tp_all_reduces_per_layer() const {
+    return static_cast<int64_t>(attention_ops().size()) + feed_forwards;
+  }
+  // Whether dsp can run it: a video whose attention across frames is a
+  // separate temporal one, so every other op sees whole frames.
+  bool frames_shardable() const {
+    return video() && has(AttentionKind::kTemporal) && !has(AttentionKind::kSpatioTemporal);
+  }
 };
 
 // The sp_mode a config's "auto" means for this model: dsp for video
-// models, ulysses for image models. Any other mode is returned as given.
+// models with a separate temporal attention, else ulysses. Any other mode
+// is returned as given.
 std::string resolve_sp_mode(const std::string& mode, const Workload& work);
 
 // Throws ConfigError when `layout` cannot run `world_size` ranks of this
@@ -157,7 +206,8 @@ std::vector<std::string> layout_problems(const Layout& layout, int world_size, c
 
 // Every layout valid for `world_size` ranks: each (sp, cp, tp) factorisation,
 // ordered by tp, then cp (sp is what remains); when sp > 1, each valid mode
-// is listed separately: dsp (video models), ulysses, ring. PipeFusion
+// is listed separately: dsp (video models with a temporal attention),
+// ulysses, ring. PipeFusion
 // (pp > 1) and naive_patch are approximations a run asks for by name: they
 // are valid but never listed.
 std::vector<Layout> valid_layouts(int world_size, const Workload& work, double guidance_scale);

@@ -76,7 +76,8 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   if (ulysses) attention += 4 * seqs * n * dt / sp;
   // Ring's K/V buffers hold the largest shard (rank 0's, unless weighted).
   if (ring) attention += 2 * seqs * static_cast<double>(split.largest(m.tokens, l.sp)) * dt + rows * m.heads / tp;
-  const double temporal = dsp ? b * frames * p * d + 4 * b * frames * p * dt + rows * dt + rows * d : 0;
+  const double temporal =
+      dsp && m.has(AttentionKind::kTemporal) ? b * frames * p * d + 4 * b * frames * p * dt + rows * dt + rows * d : 0;
   const double mlp = rows * ff / tp + rows * d;
   r.activation_bytes_per_rank = (throughout + std::max({attention, temporal, mlp})) * e;
   if (l.pp > 1) {
@@ -94,17 +95,34 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 
   // Communication, bytes sent by rank 0, each call as the communicator counts it.
   const int64_t ar = l.tp > 1 ? 2 * int64_t{l.tp - 1} * static_cast<int64_t>(rows * d) * em / l.tp : 0;
-  double sp_attention = 0, switch_bytes = 0;
+  // What an attention over tokens sharded by sp sends (the tokens of each
+  // frame, or of all frames at once: per-frame shards make the same bytes),
+  // and what dsp's switch around a temporal attention sends.
+  double token_sharded = 0, switch_bytes = 0;
   if (ulysses)
-    sp_attention = l.pp > 1 ? patch_ulysses : (3 * seqs * p * dt * (sp - 1) / sp + seqs * (n - p) * dt / sp) * em;
-  if (ring) sp_attention = 2 * seqs * (n - p1) * dt * em;
+    token_sharded = l.pp > 1 ? patch_ulysses : (3 * seqs * p * dt * (sp - 1) / sp + seqs * (n - p) * dt / sp) * em;
+  if (ring) token_sharded = 2 * seqs * (n - p1) * dt * em;
   if (dsp) switch_bytes = (b * f * (n - p) * d + b * (frames - f) * p * dt) * em;
-  r.branch_spatial = sp_attention + static_cast<double>(ar);
-  r.branch_temporal = video ? switch_bytes + static_cast<double>(ar) : 0;
-  r.branch_cross = m.cross_attention ? static_cast<double>(ar) : 0;
-  r.branch_mlp = static_cast<double>(ar);
+  // Per attention operation of a layer: its sp bytes, and its branch's
+  // (what a PAB reuse of it skips: sp bytes + the tp all-reduce of its
+  // output). Keys from another sequence (the text) are whole on every rank.
+  double sp_per_layer = 0;
+  for (const AttentionOp& op : m.attention_ops()) {
+    double sent = 0;
+    if (op.keys == KeySource::kSameSequence)
+      sent = op.kind == AttentionKind::kTemporal ? switch_bytes : token_sharded;
+    sp_per_layer += sent;
+    const double branch = sent + static_cast<double>(ar);
+    switch (op.kind) {
+      case AttentionKind::kSpatial:
+      case AttentionKind::kSpatioTemporal: r.branch_spatial = std::max(r.branch_spatial, branch); break;
+      case AttentionKind::kTemporal: r.branch_temporal = std::max(r.branch_temporal, branch); break;
+      case AttentionKind::kCross: r.branch_cross = std::max(r.branch_cross, branch); break;
+    }
+  }
+  r.branch_mlp = m.feed_forwards > 0 ? static_cast<double>(ar) : 0;
 
-  r.comm_sp = L * (sp_attention + switch_bytes);
+  r.comm_sp = L * sp_per_layer;
   r.comm_tp = L * static_cast<double>(m.tp_all_reduces_per_layer()) * static_cast<double>(ar);
   // The output is gathered over sp by the last stage only (rank 0 is the first).
   if (l.sp > 1 && l.pp == 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * em;

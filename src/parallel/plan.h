@@ -9,8 +9,9 @@
 // models: T = 1), G = gathered_per_layer (DiT: its adaLN modulation K*D,
 // K = 6 chunks), R = output_per_token (DiT: patch^2 * out_channels), I / O
 // = input / output elements per sequence, E = eps_elements, A =
-// tp_all_reduces_per_layer (DiT 2, PixArt 3, Latte 5), e = bytes per
-// element (4: float32; ElementSizes: weights may differ, see there).
+// tp_all_reduces_per_layer (one per attention operation of the Workload's
+// list and per MLP: DiT 2, PixArt 3, Latte 5), e = bytes per element (4:
+// float32; ElementSizes: weights may differ, see there).
 //   b = images_per_batch * (2 if CFG) / cp   sequences (images or videos) in
 //                                            one forward per rank
 //   p = N_0, p1 = N_1                        token shards 0 and 1 of N over
@@ -38,9 +39,10 @@
 //     ulysses (sp > 1): + q, k, v, output in head-shard form 4*S*N*Dt/sp;
 //     ring (sp > 1): + K, V blocks in flight 2*S*p_max*Dt (p_max: the
 //       largest shard), log-sum-exp rows*H/tp
-//   temporal attention (video): ulysses, ring, sp = 1 as attention above;
-//     dsp: the switched input b*T*p*D, q, k, v and output 4*b*T*p*Dt, the
-//     output switched back rows*Dt, out projection rows*D
+//   temporal attention (a video's, under dsp): the switched input
+//     b*T*p*D, q, k, v and output 4*b*T*p*Dt, the output switched back
+//     rows*Dt, out projection rows*D (ulysses, ring, sp = 1: as attention
+//     above)
 //   MLP: hidden rows*F/tp, output rows*D
 // Not counted: the text and its per-frame copies (cross-attention keys),
 // tiled attention's per-thread score tiles (O(tile), not O(N^2)), GEMM
@@ -55,9 +57,11 @@
 // all-reduce of n bytes over g ranks sends 2*(g-1)*n/g (ring; integer
 // division, per call); an all-to-all or all-gather counts only what goes
 // to other ranks.
-//   per block, each branch (bytes one computation of it sends):
+//   per block, each branch (bytes one computation of it sends), by the
+//   kind of each attention operation the Workload lists for a layer:
 //     tp all-reduce of a branch output: ar = 2*(tp-1)*rows*D*e/tp (tp > 1)
-//     spatial = sp attention + ar, where sp attention is
+//     spatial (and spatio-temporal, whose per-frame token shards send the
+//     same) = sp attention + ar, where sp attention is
 //       ulysses: q, k, v each sending (sp-1)/sp of S*P*Dt, and the output
 //         back, the other ranks' tokens S*(N-p)*Dt/sp:
 //         3*S*p*Dt*(sp-1)/sp + S*(N-p)*Dt/sp
@@ -68,8 +72,9 @@
 //       normalised input to the token shard, b*f*(N-p)*D, and the attention
 //       output (before its out projection) back, b*(T-f)*p*Dt; ulysses and
 //       ring already hold every frame of their tokens: nothing
-//     cross = ar (models with a cross-attention), mlp = ar (each MLP)
-//   comm_sp = L * (sp attention + dsp switch)
+//     cross = ar (keys from another sequence, whole on every rank: no sp
+//       bytes), mlp = ar (each MLP)
+//   comm_sp = L * the sum of the layer's attention operations' sp bytes
 //   comm_tp = L * A * ar
 //   comm_gather: the per-block conditioning all-gather, L * b*G*(tp-1)/tp
 //     (tp > 1), and the model output gathered over sp once per forward,

@@ -17,26 +17,35 @@ Tensor token_rows(const Tensor& x, Range r) {
   return y;
 }
 
-void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int parts, int64_t width, Tensor& sharded,
-                  const Sharding& split) {
-  int64_t offset = 0;
+namespace {
+
+// Copies each part j's tokens split.range(n, parts, j) of every row between
+// `whole` (rows of n tokens of `width`) and `sharded` (part after part,
+// each its rows of its tokens), in the direction `to_shards` says.
+void copy_token_shards(const Tensor& from, Tensor& to, bool to_shards, int64_t rows, int64_t n, int parts,
+                       int64_t width, const Sharding& split) {
+  int64_t offset = 0;  // where part j starts in the sharded tensor
   for (int j = 0; j < parts; ++j) {
     const Range r = split.range(n, parts, j);
     const int64_t len = r.size() * width;
-    ops::copy_rows(whole, r.begin * width, n * width, sharded, offset, len, rows, len);
+    if (to_shards)
+      ops::copy_rows(from, r.begin * width, n * width, to, offset, len, rows, len);
+    else
+      ops::copy_rows(from, offset, len, to, r.begin * width, n * width, rows, len);
     offset += rows * len;
   }
 }
 
+}  // namespace
+
+void shard_tokens(const Tensor& whole, int64_t rows, int64_t n, int parts, int64_t width, Tensor& sharded,
+                  const Sharding& split) {
+  copy_token_shards(whole, sharded, true, rows, n, parts, width, split);
+}
+
 void unshard_tokens(const Tensor& sharded, int64_t rows, int64_t n, int parts, int64_t width, Tensor& whole,
                     const Sharding& split) {
-  int64_t offset = 0;
-  for (int j = 0; j < parts; ++j) {
-    const Range r = split.range(n, parts, j);
-    const int64_t len = r.size() * width;
-    ops::copy_rows(sharded, offset, len, whole, r.begin * width, n * width, rows, len);
-    offset += rows * len;
-  }
+  copy_token_shards(sharded, whole, false, rows, n, parts, width, split);
 }
 
 Tensor gather_tokens(Communicator* comm, const Tensor& shard, int64_t n, const Sharding& split) {

@@ -67,23 +67,26 @@ TEST_CASE("DiT on the CPU in bfloat16 keeps bf16 GEMM weights as stored (mmapped
     const models::Placement plain(Device::kCPU, DType::kBF16, /*pack=*/false);
     const auto dit = models::DitTransformer::load(store, cfg, {}, plain);
     const models::DitBlock& b = dit.block(0);
-    for (const Tensor* w : {&b.q_w, &b.ada_w[3], &b.ff1_w, &b.ff2_w, &b.out_w, &b.t_linear2_w}) {
+    const models::nn::Attention& attn = b.body.self_attention();
+    const models::nn::FeedForward& ff = b.body.feed_forward();
+    for (const Tensor* w : {&attn.to_q().weight, &b.modulation.chunk(3).weight, &ff.proj_in().weight,
+                            &ff.proj_out().weight, &attn.to_out().weight, &b.timestep.linear_2.weight}) {
       CHECK(w->dtype() == DType::kBF16);  // never widened on load
       CHECK(w->device() == Device::kCPU);
       CHECK(w->layout() == Layout::kRowMajor);
     }
-    CHECK(points_into_mapping_of(b.q_w.raw(), store.file_of(q)));  // borrowed: zero copy
-    CHECK(b.q_w.raw() == store.load(q).raw());
-    CHECK(points_into_mapping_of(b.ff2_w.raw(), store.file_of(ff2)));
+    CHECK(points_into_mapping_of(attn.to_q().weight.raw(), store.file_of(q)));  // borrowed: zero copy
+    CHECK(attn.to_q().weight.raw() == store.load(q).raw());
+    CHECK(points_into_mapping_of(ff.proj_out().weight.raw(), store.file_of(ff2)));
     // Biases and the class table (read by gather_rows) are converted once to float32.
-    CHECK(b.q_b.dtype() == DType::kF32);
-    CHECK(b.ada_b[0].dtype() == DType::kF32);
-    CHECK(b.class_table.dtype() == DType::kF32);
+    CHECK(attn.to_q().bias.dtype() == DType::kF32);
+    CHECK(b.modulation.chunk(0).bias.dtype() == DType::kF32);
+    CHECK(b.label.table.dtype() == DType::kF32);
   }
   {
     // As the pipeline loads a transformer: packed where this CPU packs the shape.
     const auto dit = models::DitTransformer::load(store, cfg, {}, models::Placement(Device::kCPU, DType::kBF16));
-    const Tensor& w = dit.block(0).q_w;
+    const Tensor& w = dit.block(0).body.self_attention().to_q().weight;
     CHECK(w.dtype() == DType::kBF16);
     if (ops::cpu::onednn_packs_weight(w.dim(0), w.dim(1))) {
       CHECK(w.layout() == Layout::kGemmPacked);
@@ -95,8 +98,9 @@ TEST_CASE("DiT on the CPU in bfloat16 keeps bf16 GEMM weights as stored (mmapped
   }
   // Under float32 compute the same weights are converted once, at load.
   const auto dit = models::DitTransformer::load(store, cfg);
-  CHECK(dit.block(0).q_w.dtype() == DType::kF32);
-  CHECK_FALSE(points_into_mapping_of(dit.block(0).q_w.raw(), store.file_of(q)));
+  const Tensor& q_w = dit.block(0).body.self_attention().to_q().weight;
+  CHECK(q_w.dtype() == DType::kF32);
+  CHECK_FALSE(points_into_mapping_of(q_w.raw(), store.file_of(q)));
 }
 
 TEST_CASE("DiT config errors name the file and key") {

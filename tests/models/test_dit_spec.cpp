@@ -117,6 +117,10 @@ TEST_CASE("DitSpec workload: the tiny DiT's weights and sizes, by hand") {
   CHECK(w.head_dim == 4);
   CHECK(w.tokens == 4);
   CHECK(w.mlp_hidden == 32);
+  REQUIRE(w.attention.size() == 1);  // self-attention over the image's tokens
+  CHECK(w.attention[0].kind == parallel::AttentionKind::kSpatial);
+  CHECK(w.attention[0].tokens == 4);
+  CHECK(w.tp_all_reduces_per_layer() == 2);
   CHECK(w.gathered_per_layer == 48);
   CHECK(w.output_per_token == 32);
   CHECK(w.input_elements == 64);

@@ -310,7 +310,17 @@ TEST_CASE("LatteSpec workload: weights match the files' tensors, a sequence is a
   const int64_t d = 32;
   CHECK(w.tokens == 24);  // per frame
   CHECK(w.frames == 5);
-  CHECK(w.cross_attention);
+  using parallel::AttentionKind;
+  REQUIRE(w.attention.size() == 3);  // per layer, in order: spatial, cross, temporal
+  CHECK(w.attention[0].kind == AttentionKind::kSpatial);
+  CHECK(w.attention[0].tokens == 24);
+  CHECK(w.attention[1].kind == AttentionKind::kCross);
+  CHECK(w.attention[1].keys == parallel::KeySource::kOtherSequence);
+  CHECK(w.attention[2].kind == AttentionKind::kTemporal);
+  CHECK(w.attention[2].tokens == 5);
+  for (const parallel::AttentionOp& op : w.attention) CHECK(op.heads == 4);
+  CHECK(w.feed_forwards == 2);
+  CHECK(w.frames_shardable());
   CHECK(w.heads == 4);
   CHECK(w.layers == 2);
   CHECK(w.mlp_hidden == 4 * d);

@@ -309,7 +309,11 @@ TEST_CASE("PixArtSpec workload: weights match the files' tensors, sizes follow t
     CHECK(w.heads == 4);
     CHECK(w.mlp_hidden == 4 * d);
     CHECK(w.gathered_per_layer == 0);
-    CHECK(w.tp_all_reduces_per_layer() == 3);
+    CHECK(w.tp_all_reduces_per_layer() == 3);  // self- and cross-attention, MLP
+    REQUIRE(w.attention.size() == 2);
+    CHECK(w.attention[0].kind == parallel::AttentionKind::kSpatial);
+    CHECK(w.attention[1].kind == parallel::AttentionKind::kCross);
+    CHECK_FALSE(w.frames_shardable());
     CHECK(w.output_per_token == 32);
     CHECK(w.input_elements == 4 * 8 * 12);
     CHECK(w.output_elements == 8 * 8 * 12);

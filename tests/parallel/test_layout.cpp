@@ -17,14 +17,30 @@ using namespace ditgen::parallel;
 
 namespace {
 
+// An image model's attention of `heads` heads over its tokens.
+Workload with_heads(Workload m, int64_t heads) {
+  m.heads = heads;
+  m.attention = {AttentionOp::spatial(m.tokens, heads)};
+  return m;
+}
+
 // 16 heads, MLP 64, 256 tokens: enough to exercise every divisibility rule.
 Workload dims16() {
   Workload m;
-  m.heads = 16;
   m.head_dim = 4;
   m.layers = 2;
   m.tokens = 256;
   m.mlp_hidden = 64;
+  return with_heads(m, 16);
+}
+
+// `m` as a video model of `frames` frames with Latte's layers: spatial
+// self-attention, cross-attention, temporal attention; two MLPs.
+Workload as_video(Workload m, int64_t frames) {
+  m.frames = frames;
+  m.attention = {AttentionOp::spatial(m.tokens, m.heads), AttentionOp::cross(0, m.heads),
+                 AttentionOp::temporal(frames, m.heads)};
+  m.feed_forwards = 2;
   return m;
 }
 
@@ -133,8 +149,7 @@ TEST_CASE("PipeFusion's rules, each named with its numbers") {
   CHECK(has(e, "parallel.patches = 100 leaves patches of 2 tokens, fewer than sp = 4"));
   e = error_of(Layout{1, 1, 1, "ulysses", 2}, 4, m, 4.0);
   CHECK(has(e, "world size 4 != pp*sp*cp*tp = 2*1*1*1 = 2"));
-  Workload video = m;
-  video.frames = 4;
+  const Workload video = as_video(m, 4);
   CHECK(error_of(Layout{1, 1, 1, "dsp", 2}, 2, video, 4.0).empty());  // a video: patches of every frame
   CHECK(has(error_of(Layout{2, 1, 1, "dsp", 2}, 4, video, 4.0), "with Ulysses only"));
   // Never suggested: the lists keep pp = 1.
@@ -270,8 +285,7 @@ TEST_CASE("sp_weights rules: ring, dsp and PipeFusion only, one per rank, every 
   both.sp_weights = {2, 1};
   CHECK(has(error_of(both, 4, m, 4.0), "weights need pp = 1 or sp = 1"));
   // dsp: frames and tokens.
-  Workload video = m;
-  video.frames = 4;
+  const Workload video = as_video(m, 4);
   Layout dsp{2, 1, 1, "dsp"};
   dsp.sp_weights = {3, 1};
   CHECK(error_of(dsp, 2, video, 4.0).empty());
@@ -329,9 +343,9 @@ TEST_CASE("validation lists the layouts that would work") {
 
   // A model nothing fits: 2 heads, 2 tokens, 3 ranks, no guidance.
   Workload tiny = m;
-  tiny.heads = 2;
   tiny.tokens = 2;
   tiny.mlp_hidden = 8;
+  tiny = with_heads(tiny, 2);
   const std::string none = error_of(Layout{3, 1, 1}, 3, tiny, 1.0);
   CHECK(has(none, "No layout works for 3 ranks"));
   CHECK(valid_layouts(3, tiny, 1.0).empty());
@@ -349,8 +363,7 @@ TEST_CASE("valid layouts of 8 ranks for a 16-head model, by hand") {
   CHECK(names(valid_layouts(8, m, 1.0)) ==
         "sp8 ulysses, sp8 ring, sp4 x tp2 ulysses, sp4 x tp2 ring, sp2 x tp4 ulysses, sp2 x tp4 ring, tp8");
   // 12 heads: ulysses sp8 fails (12 % 8), tp8 fails; sp4 x tp2 ulysses fails (12 % 8).
-  Workload m12 = m;
-  m12.heads = 12;
+  const Workload m12 = with_heads(m, 12);
   CHECK(names(valid_layouts(8, m12, 4.0)) ==
         "sp8 ring, sp4 x cp2 ulysses, sp4 x cp2 ring, sp4 x tp2 ring, sp2 x cp2 x tp2 ulysses, "
         "sp2 x cp2 x tp2 ring, sp2 x tp4 ring, cp2 x tp4");
@@ -361,14 +374,11 @@ TEST_CASE("valid layouts of 8 ranks for a 16-head model, by hand") {
 // A tiny Latte's video workload: 4 heads, MLP 16, 3 frames of 25 tokens.
 Workload video() {
   Workload m;
-  m.heads = 4;
   m.head_dim = 8;
   m.layers = 2;
   m.tokens = 25;
-  m.frames = 3;
-  m.cross_attention = true;
   m.mlp_hidden = 16;
-  return m;
+  return as_video(with_heads(m, 4), 3);
 }
 
 TEST_CASE("video layouts: dsp shards frames, ulysses and ring the tokens of each frame, by hand") {
@@ -401,7 +411,18 @@ TEST_CASE("video layouts: dsp shards frames, ulysses and ring the tokens of each
   Workload small = v;
   small.tokens = 2;
   CHECK(has(error_of(Layout{3, 1, 1, "ring"}, 3, small, 4.0), "exceeds the 2 tokens per frame"));
-  // dsp is for videos only.
+  // dsp is for videos only, with a separate temporal attention to switch around.
   CHECK(has(error_of(Layout{2, 1, 1, "dsp"}, 2, dims16(), 4.0), "this is an image model"));
+  Workload all_frames = v;  // Wan's kind: one self-attention over every frame's tokens
+  all_frames.attention = {AttentionOp::spatio_temporal(v.frames * v.tokens, v.heads), AttentionOp::cross(0, v.heads)};
+  all_frames.feed_forwards = 1;
+  CHECK(has(error_of(Layout{2, 1, 1, "dsp"}, 2, all_frames, 4.0), "spans every frame's tokens at once"));
+  CHECK(resolve_sp_mode("auto", all_frames) == "ulysses");
+  CHECK(all_frames.tp_all_reduces_per_layer() == 3);
+  CHECK(names(valid_layouts(2, all_frames, 4.0)) == "sp2 ulysses, sp2 ring, cp2, tp2");
+  // An attention's own heads: a cross-attention of 3 heads stops tp2.
+  Workload odd_cross = dims16();
+  odd_cross.attention.push_back(AttentionOp::cross(0, 3));
+  CHECK(has(error_of(Layout{1, 1, 2}, 2, odd_cross, 4.0), "num_attention_heads 3 is not divisible by tp = 2"));
   CHECK(names(valid_layouts(2, dims16(), 4.0)) == "sp2 ulysses, sp2 ring, cp2, tp2");
 }

@@ -30,6 +30,7 @@ Workload tiny() {
   m.head_dim = 4;
   m.layers = 1;
   m.tokens = 4;
+  m.attention = {AttentionOp::spatial(m.tokens, m.heads)};
   m.mlp_hidden = 32;
   m.gathered_per_layer = 6 * 8;  // adaLN modulation (B, 6D)
   m.output_per_token = 4 * 8;    // P2 * O
@@ -50,6 +51,7 @@ Workload dit_xl(int64_t image) {
   m.layers = 28;
   const int64_t latent = image / 8;
   m.tokens = (image / 16) * (image / 16);  // patch 2
+  m.attention = {AttentionOp::spatial(m.tokens, m.heads)};
   m.mlp_hidden = 4608;
   m.gathered_per_layer = 6 * m.hidden();
   m.output_per_token = 4 * 8;
@@ -69,7 +71,9 @@ Workload tiny_video() {
   m.layers = 1;
   m.tokens = 4;
   m.frames = 3;
-  m.cross_attention = true;
+  m.attention = {AttentionOp::spatial(m.tokens, m.heads), AttentionOp::cross(0, m.heads),
+                 AttentionOp::temporal(m.frames, m.heads)};
+  m.feed_forwards = 2;
   m.mlp_hidden = 32;
   m.output_per_token = 32;
   return m;

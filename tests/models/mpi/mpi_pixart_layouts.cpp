@@ -22,6 +22,7 @@
 #include "../../parallel/mpi/mpi_test_main.h"
 #include "io/model_dir.h"
 #include "models/pixart.h"
+#include "models/pixart_spec.h"
 #include "parallel/layout.h"
 #include "parallel/plan.h"
 #include "parallel/mpi_runtime.h"

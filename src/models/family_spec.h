@@ -1,0 +1,79 @@
+// What every family's registry entry shares. FamilySpec<Config, Model>
+// answers the TransformerSpec questions that its config's sizes
+// (models/transformer_sizes.h) settle, holds the parsed
+// config, loads the family's model class behind the generic Transformer
+// interface (TransformerOf), and counts weights and builds the Workload from
+// the tensors the model class declares (Model::stem_tensors, and
+// Model::layer_tensors of layer 0, which stands for every layer's). A
+// family's spec derives from it and answers the rest: its latent shapes and
+// its layers' attention operations; make_spec<Spec> is its registry row's
+// factory.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/nn/tensor_decl.h"
+#include "models/transformer.h"
+#include "models/transformer_sizes.h"
+
+namespace ditgen::models {
+
+// The generic Transformer over a model class with forward(const ForwardArgs&).
+template <class Model>
+class TransformerOf final : public Transformer {
+ public:
+  explicit TransformerOf(Model model) : model_(std::move(model)) {}
+  Tensor forward(const ForwardArgs& args) const override { return model_.forward(args); }
+
+ private:
+  Model model_;
+};
+
+// Parameters of a model whose layers each hold tensors like layer 0's.
+template <class Model, class Config>
+int64_t layered_param_count(const Config& cfg) {
+  return static_cast<int64_t>(cfg.num_layers * nn::count_elements(Model::layer_tensors(cfg, 0)).total() +
+                              nn::count_elements(Model::stem_tensors(cfg)).total());
+}
+
+template <class ConfigType, class Model>
+class FamilySpec : public TransformerSpec {
+ public:
+  using Config = ConfigType;
+  FamilySpec(Config cfg, FamilyTraits traits) : TransformerSpec(std::move(traits)), cfg_(std::move(cfg)) {}
+
+  int64_t num_layers() const override { return cfg_.num_layers; }
+  int64_t head_dim() const override { return cfg_.head_dim; }
+  int64_t in_channels() const override { return cfg_.in_channels; }
+  int64_t out_channels() const override { return cfg_.out_channels; }
+
+  std::unique_ptr<Transformer> load(const io::WeightStore& weights, const ShardGroups& shard,
+                                    const Placement& place) const override {
+    return std::make_unique<TransformerOf<Model>>(Model::load(weights, cfg_, shard, place));
+  }
+
+  const Config& config() const { return cfg_; }
+
+ protected:
+  // sized_workload over the model's declared tensors.
+  parallel::Workload sized(const Shape& latent, const std::vector<parallel::AttentionKind>& attention,
+                           int64_t feed_forwards) const {
+    return sized_workload(cfg_, latent, attention, feed_forwards, Model::layer_tensors(cfg_, 0),
+                          Model::stem_tensors(cfg_));
+  }
+
+  Config cfg_;
+};
+
+// A registry row's factory: the Spec of a parsed config.json.
+template <class Spec>
+std::unique_ptr<TransformerSpec> make_spec(const nlohmann::json& cfg, const std::string& path) {
+  return std::make_unique<Spec>(Spec::Config::from_json(cfg, path));
+}
+
+}  // namespace ditgen::models

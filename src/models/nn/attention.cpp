@@ -1,0 +1,141 @@
+// Attention's forward keeps diffusers' order: projections, q/k norms, rotary
+// positions, the core, the output projection. Buffers are this rank's
+// (B, P, Dl) of its heads; the core's output goes to to_out before any
+// gate, so a PAB branch around a call holds what diffusers' hook caches.
+#include "models/nn/attention.h"
+
+#include <stdexcept>
+
+#include "ops/ops.h"
+#include "parallel/tensor_parallel.h"
+#include "util/error.h"
+#include "util/profile.h"
+
+namespace ditgen::models::nn {
+
+namespace {
+
+int64_t norm_width(const AttentionDims& d) { return d.qk_norm_span == QkNormSpan::kPerHead ? d.head_dim : d.inner(); }
+
+}  // namespace
+
+AttentionCore sequence_core(const parallel::PatchPipeline& pipe, int64_t layer, parallel::Range patch, int64_t n,
+                            int64_t head_dim, parallel::StaleKeyValues* stale_kv,
+                            const parallel::SequenceParallelAttention& seq) {
+  return [&pipe, &seq, layer, patch, n, head_dim, stale_kv](const Tensor& q, const Tensor& k, const Tensor& v,
+                                                             Tensor& out) {
+    pipe.attention(layer, patch, n, q, k, v, head_dim, out, stale_kv, seq);
+  };
+}
+
+TensorDecls Attention::tensors(const std::string& prefix, const AttentionDims& d) {
+  const int64_t inner = d.inner();
+  TensorDecls t = ColumnParallelLinear::tensors(prefix + "to_q.", inner, d.query_dim);
+  append(t, ColumnParallelLinear::tensors(prefix + "to_k.", inner, d.context_dim));
+  append(t, ColumnParallelLinear::tensors(prefix + "to_v.", inner, d.context_dim));
+  append(t, RowParallelLinear::tensors(prefix + "to_out.0.", d.query_dim, inner));
+  if (d.qk_norm == QkNorm::kNone) return t;
+  for (const char* norm : {"norm_q.", "norm_k."}) {
+    t.push_back({prefix + norm + "weight", {norm_width(d)}});
+    if (d.qk_norm == QkNorm::kLayerNorm) t.push_back({prefix + norm + "bias", {norm_width(d)}});
+  }
+  return t;
+}
+
+Attention Attention::load(const io::WeightStore& w, const std::string& prefix, const AttentionDims& d,
+                          parallel::Communicator* tp, const Placement& place) {
+  const int size = parallel::group_size(tp);
+  // A norm across heads would need the sum of squares over every rank's heads.
+  if (d.qk_norm != QkNorm::kNone && d.qk_norm_span == QkNormSpan::kAcrossHeads && size > 1)
+    not_supported("q/k norms across heads under tp > 1 (" + prefix + "norm_q: tp = " + std::to_string(size) + ")");
+  Attention a;
+  a.dims_ = d;
+  a.place_ = place;
+  a.local_heads_ = d.heads / size;
+  const int64_t inner = d.inner();
+  a.to_q_ = ColumnParallelLinear::load(w, prefix + "to_q.", inner, tp, place);
+  a.to_k_ = ColumnParallelLinear::load(w, prefix + "to_k.", inner, tp, place);
+  a.to_v_ = ColumnParallelLinear::load(w, prefix + "to_v.", inner, tp, place);
+  a.to_out_ = RowParallelLinear::load(w, prefix + "to_out.0.", inner, tp, place);
+  if (d.qk_norm != QkNorm::kNone) {
+    a.norm_q_w_ = place.put(w.load(prefix + "norm_q.weight"));
+    a.norm_k_w_ = place.put(w.load(prefix + "norm_k.weight"));
+    if (d.qk_norm == QkNorm::kLayerNorm) {
+      a.norm_q_b_ = place.put(w.load(prefix + "norm_q.bias"));
+      a.norm_k_b_ = place.put(w.load(prefix + "norm_k.bias"));
+    }
+  }
+  return a;
+}
+
+Tensor Attention::normalized(const Tensor& x, const Tensor& weight, const Tensor& bias) const {
+  const int64_t width = norm_width(dims_);
+  const Tensor rows = x.reshape({x.numel() / width, width});  // one row per head (or per token)
+  const Tensor y = dims_.qk_norm == QkNorm::kRmsNorm ? ops::rms_norm(rows, weight, dims_.qk_norm_eps)
+                                                     : ops::layer_norm(rows, &weight, &bias, dims_.qk_norm_eps);
+  return y.reshape(x.shape());
+}
+
+void Attention::normalize(Tensor& q, Tensor& k) const {
+  if (dims_.qk_norm == QkNorm::kNone) return;
+  q = normalized(q, norm_q_w_, norm_q_b_);
+  k = normalized(k, norm_k_w_, norm_k_b_);
+}
+
+Tensor Attention::self_attention(const Tensor& x, const AttentionCore& core, const LayoutSwitch* around,
+                                 const Rotary* rotary) const {
+  Tensor input = x;  // (B', P', D) in the attention's layout
+  if (around) {
+    profile::ScopedTimer t("layout_switch");
+    input = around->enter(x);
+  }
+  const int64_t b = input.dim(0), p = input.dim(1), dl = local_heads_ * dims_.head_dim;
+  Tensor q = place_.empty({b, p, dl}), k = place_.empty({b, p, dl}), v = place_.empty({b, p, dl});
+  {
+    profile::ScopedTimer t("qkv_proj");
+    to_q_.into(input, q, 0);
+    to_k_.into(input, k, 0);
+    to_v_.into(input, v, 0);
+  }
+  normalize(q, k);
+  if (rotary) (*rotary)(q, k);
+  Tensor out = place_.empty({b, p, dl});
+  {
+    profile::ScopedTimer t("attention");
+    core(q, k, v, out);
+  }
+  if (around) {
+    profile::ScopedTimer t("layout_switch");
+    out = around->leave(out);
+  }
+  profile::ScopedTimer t("out_proj");
+  return to_out_(out);
+}
+
+Tensor Attention::cross_attention(const Tensor& x, const CrossContext& context) const {
+  if (!context.tokens) throw std::invalid_argument("cross-attention without a context");
+  const int64_t bsz = x.dim(0), p = x.dim(1), dl = local_heads_ * dims_.head_dim;
+  Tensor q, k, v;
+  {
+    profile::ScopedTimer t("cross_qkv_proj");
+    q = to_q_(x);                // (B, P, Dl)
+    k = to_k_(*context.tokens);  // (T, M, Dl), T = B / repeat
+    v = to_v_(*context.tokens);  // (T, M, Dl)
+  }
+  normalize(q, k);
+  const int64_t texts = k.dim(0);
+  if (texts * context.repeat != bsz)
+    throw std::logic_error("cross-attention: " + std::to_string(texts) + " texts x " +
+                           std::to_string(context.repeat) + " samples each for a batch of " + std::to_string(bsz));
+  Tensor out = place_.empty({bsz, p, dl});
+  {
+    profile::ScopedTimer t("cross_attention");
+    Tensor per_text = out.reshape({texts, context.repeat * p, dl});  // a view: each text's queries in a row
+    parallel::SequenceParallelAttention::cross_attention(q.reshape({texts, context.repeat * p, dl}), k, v,
+                                                         dims_.head_dim, per_text, context.kv_lens, place_.dtype);
+  }
+  profile::ScopedTimer t("out_proj");
+  return to_out_(out);
+}
+
+}  // namespace ditgen::models::nn

@@ -1,0 +1,88 @@
+#include "models/nn/embeddings.h"
+
+#include "ops/ops.h"
+#include "util/profile.h"
+
+namespace ditgen::models::nn {
+
+TensorDecls TimestepEmbedding::tensors(const std::string& prefix, int64_t width) {
+  TensorDecls t = linear_tensors(prefix + "linear_1.", width, kChannels);
+  append(t, linear_tensors(prefix + "linear_2.", width, width));
+  return t;
+}
+
+TimestepEmbedding TimestepEmbedding::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
+  return {Linear::load(w, prefix + "linear_1.", place), Linear::load(w, prefix + "linear_2.", place)};
+}
+
+Tensor TimestepEmbedding::sinusoid(const std::vector<float>& values, float shift, const Placement& place) {
+  return place.put(ops::timestep_embedding(values, kChannels, true, shift));  // tiny, made on the host
+}
+
+Tensor TimestepEmbedding::operator()(const Tensor& sinusoid) const {
+  profile::ScopedTimer t("adaln");
+  Tensor h = linear_1(sinusoid);
+  ops::silu_(h);
+  return linear_2(h);
+}
+
+TensorDecls LabelEmbedding::tensors(const std::string& name, int64_t classes, int64_t width) {
+  return {{name, {classes + 1, width}}};
+}
+
+LabelEmbedding LabelEmbedding::load(const io::WeightStore& w, const std::string& name, const Placement& place) {
+  return {place.put(w.load(name))};
+}
+
+Tensor LabelEmbedding::operator()(const std::vector<int64_t>& labels) const {
+  profile::ScopedTimer t("adaln");
+  return ops::gather_rows(table, labels);
+}
+
+TensorDecls PatchEmbed::tensors(const std::string& prefix, int64_t dim, int64_t in_channels, int64_t patch) {
+  return {{prefix + "weight", {dim, in_channels, patch, patch}}, {prefix + "bias", {dim}}};
+}
+
+PatchEmbed PatchEmbed::load(const io::WeightStore& w, const std::string& prefix, int64_t patch,
+                            const Placement& place) {
+  PatchEmbed e;
+  e.patch_ = patch;
+  e.place_ = place;
+  const Tensor conv = load_matrix(w, prefix + "weight", place);  // (D, C, p, p)
+  e.weight_ = conv.reshape({conv.dim(0), conv.numel() / conv.dim(0)});
+  e.bias_ = place.put(w.load(prefix + "bias"));
+  return e;
+}
+
+Tensor PatchEmbed::patches(const Tensor& images) const {
+  profile::ScopedTimer t("patch_embed");
+  return ops::patchify(place_.put(images), patch_);
+}
+
+Tensor PatchEmbed::operator()(const Tensor& patch_rows, const Tensor& positions) const {
+  profile::ScopedTimer t("patch_embed");  // a stride-p conv as patchify + linear, plus positions
+  Tensor tokens = ops::linear(patch_rows, weight_, &bias_);
+  ops::add_broadcast_(tokens, positions);
+  return tokens;
+}
+
+TensorDecls TextProjection::tensors(const std::string& prefix, int64_t in, int64_t dim) {
+  TensorDecls t = linear_tensors(prefix + "linear_1.", dim, in);
+  append(t, linear_tensors(prefix + "linear_2.", dim, dim));
+  return t;
+}
+
+TextProjection TextProjection::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
+  TextProjection p;
+  p.place_ = place;
+  p.linear_1_ = Linear::load(w, prefix + "linear_1.", place);
+  p.linear_2_ = Linear::load(w, prefix + "linear_2.", place);
+  return p;
+}
+
+Tensor TextProjection::operator()(const Tensor& text) const {
+  profile::ScopedTimer t("caption_projection");
+  return linear_2_(linear_1_(place_.put(text), ops::Activation::kGeluTanh));
+}
+
+}  // namespace ditgen::models::nn

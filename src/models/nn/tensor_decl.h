@@ -1,0 +1,62 @@
+// What a module reads from the weight store, declared before anything is
+// loaded (DESIGN.md §6: every weight's name, shape and dtype is validated
+// against the config before any compute). Each module of models/nn/ lists
+// its tensors with a static tensors(prefix, dims), and how tp splits each;
+// a model appends those of its modules and checks them all here, in one
+// place, then loads. A family's spec counts its weights from the same
+// declarations (what each rank holds under tp), so the two cannot drift.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models::nn {
+
+// How tensor parallelism splits a tensor (nn/linear.h).
+enum class TpSplit {
+  kWhole,    // every rank holds all of it
+  kRows,     // each rank its rows: a column-parallel layer's weight and bias
+  kColumns,  // each rank its input columns: a row-parallel layer's weight
+};
+
+struct TensorDecl {
+  std::string name;            // as stored: "transformer_blocks.3.attn1.to_q.weight"
+  Shape shape;                 // as stored, whole (before any tp split)
+  TpSplit split = TpSplit::kWhole;
+  // The stored dtype it must have; none = any floating dtype, converted at
+  // load as the model's Placement says (models/placement.h).
+  std::optional<DType> dtype = std::nullopt;
+};
+using TensorDecls = std::vector<TensorDecl>;
+
+// Appends `more` to `all`.
+void append(TensorDecls& all, TensorDecls more);
+
+// Elements of declared tensors by how tp splits them: a rank holds
+// split / tp + whole (what `plan` and the parameter counts read).
+struct ElementCount {
+  double split = 0, whole = 0;
+  double total() const { return split + whole; }
+};
+ElementCount count_elements(const TensorDecls& decls);
+
+// Checks every declared tensor against the store: present, of its shape,
+// floating and of its dtype when one is declared. ModelError naming the
+// file and the tensor otherwise; nothing is loaded.
+void check_tensors(const io::WeightStore& weights, const TensorDecls& decls);
+
+// A model's tensors checked before anything loads: `stem` and each of its
+// `layers` layers' (layer(i)) as check_tensors does; then ModelError when
+// the store holds layer `layers` of one of `lists` ("transformer_blocks"),
+// more layers than config.json's num_layers, probed by `probe` (a tensor
+// every layer holds: "scale_shift_table").
+void check_model_tensors(const io::WeightStore& weights, TensorDecls stem, int64_t layers,
+                         const std::function<TensorDecls(int64_t)>& layer, const std::vector<std::string>& lists,
+                         const std::string& probe);
+
+}  // namespace ditgen::models::nn

@@ -1,0 +1,70 @@
+// A model's place in a parallel layout, as every family's forward uses it
+// (DESIGN.md §4): its sp group's attention over the tokens of an image or
+// frame (parallel/sequence_attention.h), its PipeFusion stage
+// (parallel/patch_pipeline.h) and where its tensors live; and the one loop
+// that takes a forward through the stage. Per patch of the tokens (the
+// whole image, or PipeFusion's patches one after another) this rank's
+// residual rows arrive (the first stage embeds them, later ones receive
+// them), go through the stage's layers, and leave (to the next stage, or on
+// the last stage as output rows gathered over sp); at the end every rank
+// gets the whole output.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "models/nn/attention.h"
+#include "models/placement.h"
+#include "models/shard_groups.h"
+#include "parallel/patch_pipeline.h"
+#include "parallel/sequence_attention.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+class Stage {
+ public:
+  Stage() = default;
+  // The shard's communicators must outlive the stage; `layers`: the model's.
+  Stage(const ShardGroups& shard, const Placement& place, int64_t layers);
+
+  const ShardGroups& shard() const { return shard_; }
+  const Placement& place() const { return place_; }
+  const parallel::PatchPipeline& pipeline() const { return pipe_; }
+  // This stage's layers, [begin, end) of the model's.
+  parallel::Range layers() const { return pipe_.layers(); }
+
+  // Layer `layer`'s self-attention core over the n tokens of each image or
+  // frame, this call's `patch` of them (nn::sequence_core) through `seq`:
+  // the stage's sp attention unless given another (Latte's spatial
+  // attention under dsp, which holds each frame whole).
+  nn::AttentionCore core(int64_t layer, parallel::Range patch, int64_t n, int64_t head_dim,
+                         parallel::StaleKeyValues* stale_kv,
+                         const parallel::SequenceParallelAttention* seq = nullptr) const;
+
+  // What one forward does to each patch.
+  struct Pass {
+    // The first stage's (B, P, D) residual rows of this rank's tokens `rows`.
+    std::function<Tensor(parallel::Range rows)> embed;
+    // The stage's layers over them, in place (`patch`: the tokens they are this rank's of).
+    std::function<void(Tensor& hidden, parallel::Range patch)> layers;
+    // The last stage's (B, P, R) output rows of them.
+    std::function<Tensor(const Tensor& hidden)> head;
+    // Frames sharded (dsp): each rank holds every token of its frames, the
+    // video runs as one patch, and this gathers the whole (B, n, R) output
+    // from each rank's rows. Empty: tokens sharded over sp, output rows
+    // gathered by token.
+    std::function<Tensor(const Tensor& rows)> gather_frames;
+  };
+  // Runs `pass` over n tokens of `batch` sequences, D = width; returns the
+  // (batch, n, out_width) output on every rank.
+  Tensor run(int64_t n, int64_t batch, int64_t width, int64_t out_width, parallel::StaleKeyValues* stale_kv,
+             const Pass& pass) const;
+
+ private:
+  ShardGroups shard_;
+  Placement place_;
+  parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group
+  parallel::PatchPipeline pipe_;                  // PipeFusion's stages (one: every layer)
+};
+
+}  // namespace ditgen::models

@@ -1,0 +1,91 @@
+#include "models/transformer_sizes.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "io/model_dir.h"
+#include "util/error.h"
+
+namespace ditgen::models {
+
+TransformerSizes TransformerSizes::read(const nlohmann::json& cfg, const std::string& path) {
+  using io::get_int;
+  TransformerSizes c;
+  c.num_layers = get_int(cfg, "num_layers", path);
+  c.num_heads = get_int(cfg, "num_attention_heads", path);
+  c.head_dim = get_int(cfg, "attention_head_dim", path);
+  c.in_channels = get_int(cfg, "in_channels", path);
+  c.out_channels = io::get_int_or(cfg, "out_channels", c.in_channels, path);  // null: in_channels
+  c.sample_size = get_int(cfg, "sample_size", path);
+  c.patch_size = get_int(cfg, "patch_size", path);
+  for (auto [key, v] : {std::pair{"num_layers", c.num_layers}, {"num_attention_heads", c.num_heads},
+                        {"attention_head_dim", c.head_dim}, {"in_channels", c.in_channels},
+                        {"out_channels", c.out_channels}, {"sample_size", c.sample_size},
+                        {"patch_size", c.patch_size}})
+    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
+  require(c.sample_size % c.patch_size == 0, path, "sample_size " + std::to_string(c.sample_size) +
+                                                       " is not divisible by patch_size " +
+                                                       std::to_string(c.patch_size));
+  const int64_t d = c.inner_dim();
+  require(d % 4 == 0, path, "num_attention_heads * attention_head_dim = " + std::to_string(d) +
+                                " must be divisible by 4 (2-D sin-cos position embedding)");
+  c.ff_inner_dim = 4 * d;
+  return c;
+}
+
+void check_block_options(const nlohmann::json& cfg, const std::string& path, const char* family,
+                         const BlockOptionDefaults& defaults) {
+  const std::string uses = std::string(" (") + family + " uses ";
+  const std::string act = io::get_string_or(cfg, "activation_fn", defaults.activation_fn, path);
+  require(act == "gelu-approximate", path,
+          "activation_fn: not supported yet: '" + act + "'" + uses + "gelu-approximate)");
+  require(!io::get_bool_or(cfg, "norm_elementwise_affine", defaults.norm_elementwise_affine, path), path,
+          "norm_elementwise_affine: not supported yet: true" + uses + "false)");
+  require(io::get_bool_or(cfg, "attention_bias", defaults.attention_bias, path), path,
+          "attention_bias: not supported yet: false" + uses + "true)");
+}
+
+namespace {
+
+// The operation of `kind` in a layer of `heads` heads over work's tokens and frames.
+parallel::AttentionOp attention_op(parallel::AttentionKind kind, const parallel::Workload& work, int64_t heads) {
+  using parallel::AttentionOp;
+  const int64_t frames = std::max<int64_t>(work.frames, 1);
+  switch (kind) {
+    case parallel::AttentionKind::kSpatial: return AttentionOp::spatial(work.tokens, heads);
+    case parallel::AttentionKind::kTemporal: return AttentionOp::temporal(frames, heads);
+    case parallel::AttentionKind::kSpatioTemporal: return AttentionOp::spatio_temporal(frames * work.tokens, heads);
+    case parallel::AttentionKind::kCross: return AttentionOp::cross(0, heads);  // the text's length: not the config's
+  }
+  return {};
+}
+
+}  // namespace
+
+parallel::Workload sized_workload(const TransformerSizes& c, const Shape& latent,
+                                  const std::vector<parallel::AttentionKind>& attention, int64_t feed_forwards,
+                                  const nn::TensorDecls& layer, const nn::TensorDecls& once) {
+  const bool video = latent.size() == 4;  // (C, F, h, w)
+  const int64_t frames = video ? latent.at(1) : 1, h = latent.at(latent.size() - 2), w = latent.at(latent.size() - 1);
+  const int64_t per_frame = h * w;
+  parallel::Workload work;
+  work.heads = c.num_heads;
+  work.head_dim = c.head_dim;
+  work.layers = c.num_layers;
+  work.tokens = (h / c.patch_size) * (w / c.patch_size);  // per image or frame
+  work.frames = video ? frames : 0;
+  for (parallel::AttentionKind kind : attention) work.attention.push_back(attention_op(kind, work, c.num_heads));
+  work.feed_forwards = feed_forwards;
+  work.mlp_hidden = c.ff_inner_dim;
+  work.output_per_token = c.patch_size * c.patch_size * c.out_channels;
+  work.input_elements = c.in_channels * frames * per_frame;
+  work.output_elements = c.out_channels * frames * per_frame;
+  work.eps_elements = c.in_channels * frames * per_frame;
+  const nn::ElementCount per_layer = nn::count_elements(layer);
+  work.split_per_layer = per_layer.split;
+  work.whole_per_layer = per_layer.whole;
+  work.whole_once = nn::count_elements(once).total();
+  return work;
+}
+
+}  // namespace ditgen::models
