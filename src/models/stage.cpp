@@ -44,7 +44,7 @@ Tensor Stage::run(int64_t n, int64_t batch, int64_t width, int64_t out_width, pa
     }
     pipe_.collect_output(shard_.sp, shard_.sp_split, out_rows, patch, n, out);
   }
-  pipe_.share_output(out, {batch, n, out_width}, place_.device, place_.dtype);
+  pipe_.share_output(out, {batch, n, out_width}, place_.device, place_.storage());
   return out;
 }
 

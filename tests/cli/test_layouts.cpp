@@ -176,6 +176,16 @@ TEST_CASE("layout sp2 naive_patch: each band attends within itself, sends only t
 TEST_CASE("layout pp2 PipeFusion, warm-up over every step") {
   check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=6", {1, 1, 1, "ulysses", 2, 0, 6});
 }
+// model.dtype bfloat16: the CPU computes in float32 (Placement::storage()), so
+// the last stage shares a float32 prediction; the run once stopped in
+// unpatchify because the shared tensor was made bfloat16.
+TEST_CASE("layout pp2 PipeFusion in bfloat16 equals the single process in bfloat16") {
+  testing::TempDir dir("ditgen_layout");
+  const std::string bf16 = "--set model.dtype=bfloat16 ";
+  const Tensor single = run_fixture(dir, "single", 1, bf16);
+  const Tensor piped = run_fixture(dir, "piped", 2, bf16 + "--set parallel.pp=2 --set parallel.warmup_steps=6");
+  CHECK(differing(piped, single) == 0);
+}
 TEST_CASE("layout pp2 x cp2 x tp2 PipeFusion, 3 patches, warm-up over every step") {
   check_layout(8,
                "--set parallel.pp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.patches=3 "
