@@ -56,7 +56,7 @@ RankLayout setup_layout(const RunConfig& cfg, const std::string& config_path, co
 #endif
   r.run.shard.tp = r.tp.get();
   r.run.shard.sp = r.sp.get();
-  r.run.shard.mode = parallel::sp_mode_of(r.layout.sp_mode);
+  r.run.shard.mode = r.layout.sp_mode;
   r.run.shard.pp = r.pp.get();
   r.run.shard.sp_split = r.layout.sp_split();
   r.run.shard.pipeline = {r.layout.pipeline_patches(), r.layout.warmup_steps, r.layout.stage_split()};

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/enum_names.h"
+#include "parallel/sp_mode.h"
 #include "sched/sampler.h"
 
 namespace ditgen {
@@ -65,8 +66,9 @@ struct ParallelConfig {
   int sp = 1;
   int cp = 1;
   int tp = 1;
-  // auto (dsp for video models, ulysses for image models) | ulysses | ring | dsp | naive_patch
-  std::string sp_mode = "auto";
+  // auto (dsp for video models with a separate temporal attention, else
+  // ulysses) | ulysses | ring | dsp | naive_patch (parallel/sp_mode.h)
+  parallel::SpMode sp_mode = parallel::SpMode::kAuto;
   // PipeFusion (parallel/layout.h, Layout::pp): pipeline stages, the patches
   // the tokens travel them in (0 = pp), and the synchronous steps first.
   int pp = 1;

@@ -99,7 +99,7 @@ ParallelConfig parse_parallel(const ObjectReader& parallel) {
   c.sp = parallel.integer("sp", c.sp, 1);
   c.cp = parallel.integer("cp", c.cp, 1);
   c.tp = parallel.integer("tp", c.tp, 1);
-  c.sp_mode = parallel.choice("sp_mode", c.sp_mode, {"auto", "ulysses", "ring", "dsp", "naive_patch"});
+  c.sp_mode = parallel.enum_choice("sp_mode", c.sp_mode, ditgen::parallel::kSpModeNames);
   c.pp = parallel.integer("pp", c.pp, 1);
   c.patches = parallel.integer("patches", c.patches, 0);
   c.warmup_steps = parallel.integer("warmup_steps", c.warmup_steps, 1);

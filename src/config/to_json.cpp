@@ -52,7 +52,7 @@ json to_json(const RunConfig& c) {
       {"model", {{"path", c.model.path}, {"dtype", c.model.dtype}, {"vae_dtype", c.model.vae_dtype}}},
       {"generate", generate_json(c.generate)},
       {"parallel", {{"sp", c.parallel.sp}, {"cp", c.parallel.cp}, {"tp", c.parallel.tp},
-                    {"sp_mode", c.parallel.sp_mode}}},
+                    {"sp_mode", name_of(c.parallel.sp_mode)}}},
       {"pab", pab},
       {"output", {{"path", c.output.path}, {"format", name_of(c.output.format)}, {"grid", c.output.grid}}},
   };

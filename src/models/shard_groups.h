@@ -17,7 +17,7 @@ namespace ditgen::models {
 struct ShardGroups {
   parallel::Communicator* tp = nullptr;
   parallel::Communicator* sp = nullptr;
-  parallel::SpMode mode = parallel::SpMode::kUlysses;  // sp_mode (resolved: never "auto")
+  parallel::SpMode mode = parallel::SpMode::kUlysses;  // sp_mode (resolved: never kAuto)
   parallel::Sharding sp_split;                          // how the sp ranks share tokens / frames (parallel.sp_weights)
   parallel::Communicator* pp = nullptr;                 // PipeFusion's stages (parallel/patch_pipeline.h)
   parallel::PipelineSettings pipeline;                  // its patches and warm-up steps (pp > 1)

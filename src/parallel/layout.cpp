@@ -51,7 +51,7 @@ std::string pipeline_str(const Layout& l) {
 
 std::string Layout::str() const {
   const std::string factors =
-      "sp" + std::to_string(sp) + " x cp" + std::to_string(cp) + " x tp" + std::to_string(tp) + " (" + sp_mode;
+      "sp" + std::to_string(sp) + " x cp" + std::to_string(cp) + " x tp" + std::to_string(tp) + " (" + name_of(sp_mode);
   const std::string weights = sp_weights.empty() ? "" : "; weights " + weights_str(sp_weights);
   if (pp == 1) return factors + weights + ")";
   return "pp" + std::to_string(pp) + " x " + factors + "; " + pipeline_str(*this) + weights + ")";
@@ -69,7 +69,7 @@ std::string Layout::short_str() const {
   add("cp", cp);
   add("tp", tp);
   if (s.empty()) return "single process";
-  if (sp > 1) s += " " + sp_mode;
+  if (sp > 1) s += std::string(" ") + name_of(sp_mode);
   if (pp > 1) s += " (" + std::to_string(pipeline_patches()) + " patches)";
   if (!sp_weights.empty()) {
     s += ' ';
@@ -126,14 +126,6 @@ GroupSplit sp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coo
 GroupSplit cp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::cp); }
 GroupSplit pp_split(const Layout& l, int rank) { return axis_split(l, rank, &Coords::pp); }
 
-SpMode sp_mode_of(const std::string& mode) {
-  if (mode == "ulysses") return SpMode::kUlysses;
-  if (mode == "ring") return SpMode::kRing;
-  if (mode == "dsp") return SpMode::kDsp;
-  if (mode == "naive_patch") return SpMode::kNaivePatch;
-  throw std::invalid_argument("sp_mode \"" + mode + "\" is not ulysses, ring, dsp or naive_patch");
-}
-
 const char* attention_kind_name(AttentionKind kind) {
   switch (kind) {
     case AttentionKind::kSpatial: return "spatial";
@@ -153,9 +145,9 @@ bool Workload::has(AttentionKind kind) const {
   return std::any_of(ops.begin(), ops.end(), [kind](const AttentionOp& op) { return op.kind == kind; });
 }
 
-std::string resolve_sp_mode(const std::string& mode, const Workload& work) {
-  if (mode != "auto") return mode;
-  return work.frames_shardable() ? "dsp" : "ulysses";
+SpMode resolve_sp_mode(SpMode mode, const Workload& work) {
+  if (mode != SpMode::kAuto) return mode;
+  return work.frames_shardable() ? SpMode::kDsp : SpMode::kUlysses;
 }
 
 std::vector<int64_t> shard_sizes(int64_t n, int parts, const Sharding& split) {
@@ -175,10 +167,9 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
       sizes_ok = false;
     }
   }
-  const bool ulysses = l.sp_mode == "ulysses", dsp = l.sp_mode == "dsp";
-  if (!ulysses && !dsp && l.sp_mode != "ring" && l.sp_mode != "naive_patch")
-    p.push_back("parallel.sp_mode = \"" + l.sp_mode +
-                "\": must be \"ulysses\", \"ring\", \"dsp\" or \"naive_patch\"");
+  const bool ulysses = l.sp_mode == SpMode::kUlysses, dsp = l.sp_mode == SpMode::kDsp;
+  if (l.sp_mode == SpMode::kAuto)  // a caller's slip: a config's "auto" is resolved before any check
+    p.push_back("parallel.sp_mode = \"auto\": not resolved for this model");
   if (dsp && !d.video())
     p.push_back("parallel.sp_mode = \"dsp\" shards the frames of a video; this is an image model (use ulysses or "
                 "ring)");
@@ -220,10 +211,10 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     } else if (static_cast<int>(l.sp_weights.size()) != ranks) {
       p.push_back(what + " has " + std::to_string(l.sp_weights.size()) + " weights for " +
                   (stages ? "pp = " : "sp = ") + std::to_string(ranks) + " ranks (one per rank)");
-    } else if (!stages && l.sp_mode != "ring" && l.sp_mode != "dsp") {
-      p.push_back(what + ": sp_mode \"" + l.sp_mode + "\" splits " +
-                  (l.sp_mode == "ulysses" ? "the attention heads evenly, so weights cannot balance it"
-                                          : "the image into even bands") +
+    } else if (!stages && l.sp_mode != SpMode::kRing && l.sp_mode != SpMode::kDsp) {
+      p.push_back(what + ": sp_mode \"" + name_of(l.sp_mode) + "\" splits " +
+                  (l.sp_mode == SpMode::kUlysses ? "the attention heads evenly, so weights cannot balance it"
+                                                 : "the image into even bands") +
                   " (weights are for ring, dsp and PipeFusion)");
     } else if (weights_ok) {
       // Every rank needs some of the work.
@@ -237,7 +228,7 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
       };
       if (stages) check(d.layers, "layers");
       else check(d.tokens, d.video() ? "tokens per frame" : "tokens per image");
-      if (!stages && l.sp_mode == "dsp" && d.video()) check(d.frames, "frames");
+      if (!stages && dsp && d.video()) check(d.frames, "frames");
     }
   }
   if (l.pp > 1) {
@@ -254,8 +245,8 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     if (l.warmup_steps < 1)
       p.push_back("parallel.warmup_steps = " + std::to_string(l.warmup_steps) +
                   ": must be >= 1 (the first step has no earlier keys and values to reuse)");
-    if (l.sp > 1 && l.sp_mode != "ulysses")
-      p.push_back("parallel.pp = " + std::to_string(l.pp) + " with sp_mode \"" + l.sp_mode +
+    if (l.sp > 1 && !ulysses)
+      p.push_back("parallel.pp = " + std::to_string(l.pp) + " with sp_mode \"" + name_of(l.sp_mode) +
                   "\": PipeFusion shares each patch over the sp ranks with Ulysses only");
     // Ulysses shards each patch's tokens: the smallest patch needs one per sp rank.
     const int64_t smallest_patch = d.tokens / std::max(1, l.pipeline_patches());
@@ -301,8 +292,8 @@ std::vector<Layout> valid_layouts(int world_size, const Workload& d, double guid
     for (int cp = 1; cp <= 2; ++cp) {
       if ((world_size / tp) % cp != 0) continue;
       const int sp = world_size / tp / cp;
-      for (const char* mode : {"dsp", "ulysses", "ring"}) {
-        if (!d.frames_shardable() && std::string(mode) == "dsp") continue;
+      for (SpMode mode : {SpMode::kDsp, SpMode::kUlysses, SpMode::kRing}) {
+        if (!d.frames_shardable() && mode == SpMode::kDsp) continue;
         Layout l{sp, cp, tp, mode};
         if (layout_problems(l, world_size, d, guidance_scale).empty()) out.push_back(l);
         if (sp == 1) break;  // the mode means nothing without sp

@@ -19,15 +19,16 @@
 #include <vector>
 
 #include "parallel/shard.h"
+#include "parallel/sp_mode.h"
 
 namespace ditgen::parallel {
 
 struct Layout {
   int sp = 1, cp = 1, tp = 1;
-  // ulysses | ring | dsp (video models only) | naive_patch (each rank's
-  // tokens attend among themselves only: approximate); irrelevant when sp == 1.
-  // Configs may say "auto": default_sp_mode resolves it per model.
-  std::string sp_mode = "ulysses";
+  // How the sp ranks share a sequence (parallel/sp_mode.h); irrelevant when
+  // sp == 1. Never kAuto here: resolve_sp_mode turns a config's "auto" into
+  // a mode per model.
+  SpMode sp_mode = SpMode::kUlysses;
   // PipeFusion (xDiT's displaced patch pipeline, parallel/patch_pipeline.h):
   // pp stages of consecutive layers; after `warmup_steps` synchronous steps
   // the tokens travel the stages as `patches` patches (0 = pp), each
@@ -56,11 +57,6 @@ struct Layout {
   std::string short_str() const;
   bool operator==(const Layout&) const = default;
 };
-
-// Layout::sp_mode as an enum, for the code that runs it.
-enum class SpMode { kUlysses, kRing, kDsp, kNaivePatch };
-// std::invalid_argument for anything but ulysses, ring, dsp, naive_patch ("auto" must be resolved first).
-SpMode sp_mode_of(const std::string& mode);
 
 // A rank's coordinate along each axis.
 struct Coords {
@@ -186,7 +182,7 @@ struct Workload {
 // The sp_mode a config's "auto" means for this model: dsp for video
 // models with a separate temporal attention, else ulysses. Any other mode
 // is returned as given.
-std::string resolve_sp_mode(const std::string& mode, const Workload& work);
+SpMode resolve_sp_mode(SpMode mode, const Workload& work);
 
 // Throws ConfigError when `layout` cannot run `world_size` ranks of this
 // model. The message starts with `where` (the config file), names every

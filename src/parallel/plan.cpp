@@ -34,8 +34,8 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 
   PlanRow r;
   r.layout = l;
-  const bool video = m.video(), dsp = video && l.sp > 1 && l.sp_mode == "dsp";
-  const bool ulysses = l.sp > 1 && l.sp_mode == "ulysses", ring = l.sp > 1 && l.sp_mode == "ring";
+  const bool video = m.video(), dsp = video && l.sp > 1 && l.sp_mode == SpMode::kDsp;
+  const bool ulysses = l.sp > 1 && l.sp_mode == SpMode::kUlysses, ring = l.sp > 1 && l.sp_mode == SpMode::kRing;
   const Sharding split = l.sp_split();
   const auto tokens = shard_sizes(m.tokens, l.sp, split);
   const int64_t bi = sequences / l.cp, ti = video ? m.frames : 1;

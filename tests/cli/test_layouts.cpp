@@ -79,7 +79,7 @@ double sent_per_step(const nlohmann::json& sent) {
 // latents bit for bit; where a sum is split (ring, tp) within float
 // rounding, relative L2 < 1e-5.
 bool promises_identical(const parallel::Layout& layout) {
-  return layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == "ulysses" || layout.sp_mode == "dsp");
+  return layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == parallel::SpMode::kUlysses || layout.sp_mode == parallel::SpMode::kDsp);
 }
 
 // The number of elements that differ at all.
@@ -120,11 +120,11 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
 
 TEST_CASE("layout cp2") { check_layout(2, "--set parallel.cp=2", {1, 2, 1}); }
 TEST_CASE("layout sp2 ulysses") { check_layout(2, "--set parallel.sp=2", {2, 1, 1}); }
-TEST_CASE("layout sp2 ring") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring", {2, 1, 1, "ring"}); }
+TEST_CASE("layout sp2 ring") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring", {2, 1, 1, parallel::SpMode::kRing}); }
 TEST_CASE("layout sp3 ulysses (25 tokens: shards 9, 8, 8)") { check_layout(3, "--set parallel.sp=3", {3, 1, 1}); }
 TEST_CASE("layout sp4 ulysses (uneven shards)") { check_layout(4, "--set parallel.sp=4", {4, 1, 1}); }
 TEST_CASE("layout sp4 ring (uneven shards)") {
-  check_layout(4, "--set parallel.sp=4 --set parallel.sp_mode=ring", {4, 1, 1, "ring"});
+  check_layout(4, "--set parallel.sp=4 --set parallel.sp_mode=ring", {4, 1, 1, parallel::SpMode::kRing});
 }
 TEST_CASE("layout tp2") { check_layout(2, "--set parallel.tp=2", {1, 1, 2}); }
 TEST_CASE("layout tp3") { check_layout(3, "--set parallel.tp=3", {1, 1, 3}); }
@@ -132,17 +132,17 @@ TEST_CASE("layout sp2 x cp2") { check_layout(4, "--set parallel.sp=2 --set paral
 TEST_CASE("layout tp2 x sp2") { check_layout(4, "--set parallel.tp=2 --set parallel.sp=2", {2, 1, 2}); }
 TEST_CASE("layout sp2 x cp2 x tp2") {
   check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring",
-               {2, 2, 2, "ring"});
+               {2, 2, 2, parallel::SpMode::kRing});
 }
 
 // parallel.sp_weights (a mixed machine): ring shares the 25 tokens 2:1, 17 and 8.
 TEST_CASE("layout sp2 ring with sp_weights 2:1") {
-  parallel::Layout l{2, 1, 1, "ring"};
+  parallel::Layout l{2, 1, 1, parallel::SpMode::kRing};
   l.sp_weights = {2, 1};
   check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring --set parallel.sp_weights=[2,1]", l);
 }
 TEST_CASE("layout sp3 ring x cp2 with sp_weights 1:2:1") {
-  parallel::Layout l{3, 2, 1, "ring"};
+  parallel::Layout l{3, 2, 1, parallel::SpMode::kRing};
   l.sp_weights = {1, 2, 1};
   check_layout(6,
                "--set parallel.sp=3 --set parallel.cp=2 --set parallel.sp_mode=ring "
@@ -165,7 +165,7 @@ TEST_CASE("layout sp2 naive_patch: each band attends within itself, sends only t
   // No attention traffic: rank 0 sends only its share of the final gather, as plan says.
   const auto sent = nlohmann::json::parse(std::ifstream(dir.file("comm.json")));
   const double forwards = sent["forwards"].get<double>();
-  const parallel::PlanRow plan = planned({2, 1, 1, "naive_patch"});
+  const parallel::PlanRow plan = planned({2, 1, 1, parallel::SpMode::kNaivePatch});
   CHECK(plan.comm_sp == 0);
   CHECK(forwards == 6);
   CHECK(sent_per_step(sent) == plan.comm_bytes_per_step_per_rank);
@@ -174,7 +174,7 @@ TEST_CASE("layout sp2 naive_patch: each band attends within itself, sends only t
 // PipeFusion (parallel/patch_pipeline.h): with a warm-up as long as the run
 // every step is synchronous, so the result is the single process's.
 TEST_CASE("layout pp2 PipeFusion, warm-up over every step") {
-  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=6", {1, 1, 1, "ulysses", 2, 0, 6});
+  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=6", {1, 1, 1, parallel::SpMode::kUlysses, 2, 0, 6});
 }
 // model.dtype bfloat16: the CPU computes in float32 (Placement::storage()), so
 // the last stage shares a float32 prediction; the run once stopped in
@@ -190,7 +190,7 @@ TEST_CASE("layout pp2 x cp2 x tp2 PipeFusion, 3 patches, warm-up over every step
   check_layout(8,
                "--set parallel.pp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.patches=3 "
                "--set parallel.warmup_steps=6",
-               {1, 2, 2, "ulysses", 2, 3, 6});
+               {1, 2, 2, parallel::SpMode::kUlysses, 2, 3, 6});
 }
 
 TEST_CASE("layout pp2 PipeFusion after one warm-up step: stale keys and values, bytes as planned") {
@@ -209,7 +209,7 @@ TEST_CASE("layout pp2 PipeFusion after one warm-up step: stale keys and values, 
   CHECK(err > 1e-5);
   CHECK(err < 0.1);
   const auto sent = nlohmann::json::parse(std::ifstream(dir.file("comm.json")));
-  const parallel::PlanRow plan = planned({1, 1, 1, "ulysses", 2, 3, 1});
+  const parallel::PlanRow plan = planned({1, 1, 1, parallel::SpMode::kUlysses, 2, 3, 1});
   CHECK(sent["forwards"].get<double>() == 6);
   CHECK(sent_per_step(sent) == plan.comm_bytes_per_step_per_rank);
   CHECK(plan.comm_pp > 0);
@@ -354,7 +354,7 @@ TEST_CASE("layout pp2 with sp_weights 2:1 on the default image model (4 and 2 la
   const double err = testing::rel_l2(piped, single);
   MESSAGE("pp2 weights 2:1, warm-up over every step: relative L2 vs single process " << err);
   CHECK(err < 1e-5);
-  parallel::Layout l{1, 1, 1, "ulysses", 2, 0, 3};
+  parallel::Layout l{1, 1, 1, parallel::SpMode::kUlysses, 2, 0, 3};
   l.sp_weights = {2, 1};
   CHECK(sent_per_step(shapes.sent("piped")) == ShapesRun::planned(l).comm_bytes_per_step_per_rank);
   const Run plan = run_command(kDitgen + " plan" + shapes.common + layout);
@@ -383,7 +383,7 @@ TEST_CASE("layout pp2 x sp2 ulysses PipeFusion on the default image model: exact
   CHECK(testing::rel_l2(stale, stale_pp) < 1e-5);
   for (const char* name : {"sync", "stale"}) {
     CAPTURE(name);
-    const parallel::PlanRow plan = ShapesRun::planned({2, 1, 1, "ulysses", 2, 4, std::string(name) == "sync" ? 3 : 1});
+    const parallel::PlanRow plan = ShapesRun::planned({2, 1, 1, parallel::SpMode::kUlysses, 2, 4, std::string(name) == "sync" ? 3 : 1});
     const auto sent = shapes.sent(name);
     CHECK(sent_per_step(sent) == plan.comm_bytes_per_step_per_rank);
     CHECK(sent["sp"].get<double>() / sent["forwards"].get<double>() == plan.comm_sp);

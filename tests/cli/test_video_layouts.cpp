@@ -96,7 +96,7 @@ const Tensor& single(int frames, const std::string& pab = "") {
 // latents bit for bit; where a sum is split (ring, tp) within float
 // rounding, relative L2 < 1e-5.
 bool promises_identical(const parallel::Layout& layout) {
-  return layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == "ulysses" || layout.sp_mode == "dsp");
+  return layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == parallel::SpMode::kUlysses || layout.sp_mode == parallel::SpMode::kDsp);
 }
 
 // The number of elements that differ at all.
@@ -139,65 +139,65 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
 
 }  // namespace
 
-TEST_CASE("latte dsp sp2 (frames 2 and 1, tokens 13 and 12)") { check_layout(2, "--set parallel.sp=2", {2, 1, 1, "dsp"}); }
-TEST_CASE("latte dsp sp3 (a frame per rank, tokens 9, 8, 8)") { check_layout(3, "--set parallel.sp=3", {3, 1, 1, "dsp"}); }
+TEST_CASE("latte dsp sp2 (frames 2 and 1, tokens 13 and 12)") { check_layout(2, "--set parallel.sp=2", {2, 1, 1, parallel::SpMode::kDsp}); }
+TEST_CASE("latte dsp sp3 (a frame per rank, tokens 9, 8, 8)") { check_layout(3, "--set parallel.sp=3", {3, 1, 1, parallel::SpMode::kDsp}); }
 TEST_CASE("latte ulysses sp2") {
-  check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ulysses", {2, 1, 1, "ulysses"});
+  check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ulysses", {2, 1, 1, parallel::SpMode::kUlysses});
 }
 TEST_CASE("latte ulysses sp4 (tokens 7, 6, 6, 6)") {
-  check_layout(4, "--set parallel.sp=4 --set parallel.sp_mode=ulysses", {4, 1, 1, "ulysses"});
+  check_layout(4, "--set parallel.sp=4 --set parallel.sp_mode=ulysses", {4, 1, 1, parallel::SpMode::kUlysses});
 }
-TEST_CASE("latte ring sp2") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring", {2, 1, 1, "ring"}); }
-TEST_CASE("latte ring sp3") { check_layout(3, "--set parallel.sp=3 --set parallel.sp_mode=ring", {3, 1, 1, "ring"}); }
+TEST_CASE("latte ring sp2") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring", {2, 1, 1, parallel::SpMode::kRing}); }
+TEST_CASE("latte ring sp3") { check_layout(3, "--set parallel.sp=3 --set parallel.sp_mode=ring", {3, 1, 1, parallel::SpMode::kRing}); }
 TEST_CASE("latte dsp sp2 x cp2") {
-  check_layout(4, "--set parallel.sp=2 --set parallel.cp=2", {2, 2, 1, "dsp"});
+  check_layout(4, "--set parallel.sp=2 --set parallel.cp=2", {2, 2, 1, parallel::SpMode::kDsp});
 }
 TEST_CASE("latte ulysses sp2 x cp2") {
-  check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, "ulysses"});
+  check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, parallel::SpMode::kUlysses});
 }
 TEST_CASE("latte ring sp2 x tp2") {
-  check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ring", {2, 1, 2, "ring"});
+  check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ring", {2, 1, 2, parallel::SpMode::kRing});
 }
-TEST_CASE("latte dsp sp3 x tp2 (6 ranks)") { check_layout(6, "--set parallel.sp=3 --set parallel.tp=2", {3, 1, 2, "dsp"}); }
-TEST_CASE("latte dsp sp2 x tp2") { check_layout(4, "--set parallel.sp=2 --set parallel.tp=2", {2, 1, 2, "dsp"}); }
+TEST_CASE("latte dsp sp3 x tp2 (6 ranks)") { check_layout(6, "--set parallel.sp=3 --set parallel.tp=2", {3, 1, 2, parallel::SpMode::kDsp}); }
+TEST_CASE("latte dsp sp2 x tp2") { check_layout(4, "--set parallel.sp=2 --set parallel.tp=2", {2, 1, 2, parallel::SpMode::kDsp}); }
 TEST_CASE("latte ulysses sp2 x tp2") {
-  check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ulysses", {2, 1, 2, "ulysses"});
+  check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ulysses", {2, 1, 2, parallel::SpMode::kUlysses});
 }
 TEST_CASE("latte dsp sp2 x cp2 x tp2") {
-  check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2", {2, 2, 2, "dsp"});
+  check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2", {2, 2, 2, parallel::SpMode::kDsp});
 }
 TEST_CASE("latte ring sp2 x cp2 x tp2") {
   check_layout(8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 --set parallel.sp_mode=ring",
-               {2, 2, 2, "ring"});
+               {2, 2, 2, parallel::SpMode::kRing});
 }
 // PipeFusion on a video: a patch is a band of tokens of every frame; with a
 // warm-up over all 3 steps the result is the single process's.
 TEST_CASE("latte pp2 PipeFusion, warm-up over every step") {
-  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=3", {1, 1, 1, "dsp", 2, 0, 3});
+  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=3", {1, 1, 1, parallel::SpMode::kDsp, 2, 0, 3});
 }
 TEST_CASE("latte pp2 x sp2 ulysses x cp2 PipeFusion, 3 patches, warm-up over every step") {
   check_layout(8,
                "--set parallel.pp=2 --set parallel.sp=2 --set parallel.sp_mode=ulysses --set parallel.cp=2 "
                "--set parallel.patches=3 --set parallel.warmup_steps=3",
-               {2, 2, 1, "ulysses", 2, 3, 3});
+               {2, 2, 1, parallel::SpMode::kUlysses, 2, 3, 3});
 }
 
 // parallel.sp_weights (a mixed machine): dsp shares frames and tokens 3:1.
 TEST_CASE("latte dsp sp2 with sp_weights 3:1 (5 frames: 4 and 1, tokens 19 and 6)") {
-  parallel::Layout l{2, 1, 1, "dsp"};
+  parallel::Layout l{2, 1, 1, parallel::SpMode::kDsp};
   l.sp_weights = {3, 1};
   check_layout(2, "--set parallel.sp=2 --set parallel.sp_weights=[3,1]", l, 5);
 }
 TEST_CASE("latte ring sp2 with sp_weights 1:2 (tokens 8 and 17)") {
-  parallel::Layout l{2, 1, 1, "ring"};
+  parallel::Layout l{2, 1, 1, parallel::SpMode::kRing};
   l.sp_weights = {1, 2};
   check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring --set parallel.sp_weights=[1,2]", l);
 }
 TEST_CASE("latte 5 frames: dsp sp2 (3 and 2 frames), dsp sp3 (2, 2, 1), dsp sp4 (2, 1, 1, 1), ring sp3") {
-  check_layout(2, "--set parallel.sp=2", {2, 1, 1, "dsp"}, 5);
-  check_layout(3, "--set parallel.sp=3", {3, 1, 1, "dsp"}, 5);
-  check_layout(4, "--set parallel.sp=4", {4, 1, 1, "dsp"}, 5);
-  check_layout(3, "--set parallel.sp=3 --set parallel.sp_mode=ring", {3, 1, 1, "ring"}, 5);
+  check_layout(2, "--set parallel.sp=2", {2, 1, 1, parallel::SpMode::kDsp}, 5);
+  check_layout(3, "--set parallel.sp=3", {3, 1, 1, parallel::SpMode::kDsp}, 5);
+  check_layout(4, "--set parallel.sp=4", {4, 1, 1, parallel::SpMode::kDsp}, 5);
+  check_layout(3, "--set parallel.sp=3 --set parallel.sp_mode=ring", {3, 1, 1, parallel::SpMode::kRing}, 5);
 }
 
 TEST_CASE("latte PAB under dsp, ulysses and ring: single-process PAB, skipped bytes = reuses x plan's per-branch bytes") {
@@ -211,13 +211,13 @@ TEST_CASE("latte PAB under dsp, ulysses and ring: single-process PAB, skipped by
   const Tensor& reference = single(frames, pab);
   testing::TempDir dir("latte_sp_pab");
   for (auto [ranks, sets, layout] :
-       {std::tuple<int, std::string, parallel::Layout>{2, "--set parallel.sp=2", {2, 1, 1, "dsp"}},
-        {2, "--set parallel.sp=2 --set parallel.sp_mode=ulysses", {2, 1, 1, "ulysses"}},
-        {4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ring", {2, 1, 2, "ring"}},
-        {8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2", {2, 2, 2, "dsp"}}}) {
+       {std::tuple<int, std::string, parallel::Layout>{2, "--set parallel.sp=2", {2, 1, 1, parallel::SpMode::kDsp}},
+        {2, "--set parallel.sp=2 --set parallel.sp_mode=ulysses", {2, 1, 1, parallel::SpMode::kUlysses}},
+        {4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ring", {2, 1, 2, parallel::SpMode::kRing}},
+        {8, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2", {2, 2, 2, parallel::SpMode::kDsp}}}) {
     CAPTURE(sets);
     std::string name = "p";  // built by += : GCC 12 warns falsely (-Wrestrict) on "p" + string
-    name += std::to_string(ranks) + layout.sp_mode;
+    name += std::to_string(ranks) + parallel::name_of(layout.sp_mode);
     const Outcome got = run(dir, name, ranks, sets, frames, pab);
     const double err = testing::rel_l2(got.latents, reference);
     MESSAGE(sets << " with PAB: relative L2 vs single process " << err);
@@ -241,7 +241,7 @@ TEST_CASE("latte PAB under dsp, ulysses and ring: single-process PAB, skipped by
     }
     // dsp: the temporal switch is the only sp traffic in a block; ulysses
     // and ring: the spatial attention's.
-    if (layout.sp_mode == "dsp") {
+    if (layout.sp_mode == parallel::SpMode::kDsp) {
       CHECK(plan.branch_temporal > plan.branch_mlp);
       CHECK(plan.branch_spatial == plan.branch_mlp);
     } else {

@@ -92,7 +92,7 @@ TEST_CASE("a full config loads every field") {
   CHECK(c.parallel.sp == 2);
   CHECK(c.parallel.cp == 2);
   CHECK(c.parallel.world_size() == 4);
-  CHECK(c.parallel.sp_mode == "ring");
+  CHECK(c.parallel.sp_mode == parallel::SpMode::kRing);
   REQUIRE(c.pab.spatial);
   CHECK(c.pab.spatial->range == 2);
   CHECK(c.pab.spatial->threshold == std::array<double, 2>{100, 800});

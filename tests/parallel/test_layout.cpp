@@ -66,9 +66,9 @@ std::string names(const std::vector<Layout>& ls) {
 }  // namespace
 
 TEST_CASE("layout strings") {
-  CHECK(Layout{2, 2, 1, "ulysses"}.str() == "sp2 x cp2 x tp1 (ulysses)");
-  CHECK(Layout{4, 2, 1, "ring"}.short_str() == "sp4 x cp2 ring");
-  CHECK(Layout{1, 2, 4, "ulysses"}.short_str() == "cp2 x tp4");
+  CHECK(Layout{2, 2, 1, parallel::SpMode::kUlysses}.str() == "sp2 x cp2 x tp1 (ulysses)");
+  CHECK(Layout{4, 2, 1, parallel::SpMode::kRing}.short_str() == "sp4 x cp2 ring");
+  CHECK(Layout{1, 2, 4, parallel::SpMode::kUlysses}.short_str() == "cp2 x tp4");
   CHECK(Layout{}.short_str() == "single process");
   CHECK(Layout{2, 2, 2}.world_size() == 8);
 }
@@ -101,8 +101,8 @@ TEST_CASE("coords and rank round trip for every rank") {
 }
 
 TEST_CASE("PipeFusion's pp axis: between sp and cp in the rank order") {
-  for (const Layout& l : {Layout{1, 1, 1, "ulysses", 2}, Layout{1, 2, 2, "ulysses", 2}, Layout{2, 2, 1, "ring", 3},
-                          Layout{1, 1, 3, "ulysses", 4}}) {
+  for (const Layout& l : {Layout{1, 1, 1, parallel::SpMode::kUlysses, 2}, Layout{1, 2, 2, parallel::SpMode::kUlysses, 2}, Layout{2, 2, 1, parallel::SpMode::kRing, 3},
+                          Layout{1, 1, 3, parallel::SpMode::kUlysses, 4}}) {
     CAPTURE(l.str());
     std::set<std::tuple<int, int, int, int>> seen;
     for (int r = 0; r < l.world_size(); ++r) {
@@ -124,34 +124,34 @@ TEST_CASE("PipeFusion's pp axis: between sp and cp in the rank order") {
     CHECK(seen.size() == size_t(l.world_size()));
   }
   // pp2 x cp2 x tp2, rank 6 = ((1*2 + 1)*1 + 0)*2 + 0: cp 1, pp 1, tp 0.
-  const Layout l{1, 2, 2, "ulysses", 2};
+  const Layout l{1, 2, 2, parallel::SpMode::kUlysses, 2};
   CHECK(coords_of(l, 6) == Coords{1, 0, 0, 1});
   CHECK(pp_group_ranks(l, 6) == std::vector<int>{4, 6});
   CHECK(cp_group_ranks(l, 6) == std::vector<int>{2, 6});
   CHECK(tp_group_ranks(l, 6) == std::vector<int>{6, 7});
   CHECK(l.str() == "pp2 x sp1 x cp2 x tp2 (ulysses; 2 patches, 1 warm-up step)");
-  CHECK(Layout{1, 1, 1, "ulysses", 2, 4, 3}.short_str() == "pp2 (4 patches)");
+  CHECK(Layout{1, 1, 1, parallel::SpMode::kUlysses, 2, 4, 3}.short_str() == "pp2 (4 patches)");
 }
 
 TEST_CASE("PipeFusion's rules, each named with its numbers") {
   const Workload m = dims16();  // 2 layers, 256 tokens
-  CHECK(error_of(Layout{1, 2, 2, "ulysses", 2}, 8, m, 4.0).empty());
-  std::string e = error_of(Layout{1, 1, 1, "ulysses", 3}, 3, m, 4.0);
+  CHECK(error_of(Layout{1, 2, 2, parallel::SpMode::kUlysses, 2}, 8, m, 4.0).empty());
+  std::string e = error_of(Layout{1, 1, 1, parallel::SpMode::kUlysses, 3}, 3, m, 4.0);
   CHECK(has(e, "parallel.pp = 3 exceeds the 2 layers (every pipeline stage needs at least one)"));
-  e = error_of(Layout{1, 1, 1, "ulysses", 2, 300}, 2, m, 4.0);
+  e = error_of(Layout{1, 1, 1, parallel::SpMode::kUlysses, 2, 300}, 2, m, 4.0);
   CHECK(has(e, "parallel.patches = 300 exceeds the 256 tokens per image"));
-  e = error_of(Layout{1, 1, 1, "ulysses", 2, 2, 0}, 2, m, 4.0);
+  e = error_of(Layout{1, 1, 1, parallel::SpMode::kUlysses, 2, 2, 0}, 2, m, 4.0);
   CHECK(has(e, "parallel.warmup_steps = 0: must be >= 1"));
-  CHECK(error_of(Layout{2, 1, 1, "ulysses", 2}, 4, m, 4.0).empty());  // Ulysses inside each stage
-  e = error_of(Layout{2, 1, 1, "ring", 2}, 4, m, 4.0);
+  CHECK(error_of(Layout{2, 1, 1, parallel::SpMode::kUlysses, 2}, 4, m, 4.0).empty());  // Ulysses inside each stage
+  e = error_of(Layout{2, 1, 1, parallel::SpMode::kRing, 2}, 4, m, 4.0);
   CHECK(has(e, "parallel.pp = 2 with sp_mode \"ring\": PipeFusion shares each patch over the sp ranks with Ulysses only"));
-  e = error_of(Layout{4, 1, 1, "ulysses", 2, 100}, 8, m, 4.0);
+  e = error_of(Layout{4, 1, 1, parallel::SpMode::kUlysses, 2, 100}, 8, m, 4.0);
   CHECK(has(e, "parallel.patches = 100 leaves patches of 2 tokens, fewer than sp = 4"));
-  e = error_of(Layout{1, 1, 1, "ulysses", 2}, 4, m, 4.0);
+  e = error_of(Layout{1, 1, 1, parallel::SpMode::kUlysses, 2}, 4, m, 4.0);
   CHECK(has(e, "world size 4 != pp*sp*cp*tp = 2*1*1*1 = 2"));
   const Workload video = as_video(m, 4);
-  CHECK(error_of(Layout{1, 1, 1, "dsp", 2}, 2, video, 4.0).empty());  // a video: patches of every frame
-  CHECK(has(error_of(Layout{2, 1, 1, "dsp", 2}, 4, video, 4.0), "with Ulysses only"));
+  CHECK(error_of(Layout{1, 1, 1, parallel::SpMode::kDsp, 2}, 2, video, 4.0).empty());  // a video: patches of every frame
+  CHECK(has(error_of(Layout{2, 1, 1, parallel::SpMode::kDsp, 2}, 4, video, 4.0), "with Ulysses only"));
   // Never suggested: the lists keep pp = 1.
   for (const Layout& l : valid_layouts(4, m, 4.0)) CHECK(l.pp == 1);
 }
@@ -252,12 +252,12 @@ TEST_CASE("weighted shares (parallel.sp_weights): proportional, largest remainde
 
 TEST_CASE("sp_weights rules: ring, dsp and PipeFusion only, one per rank, every rank some work") {
   const Workload m = dims16();  // 2 layers, 256 tokens
-  Layout ring{2, 1, 1, "ring"};
+  Layout ring{2, 1, 1, parallel::SpMode::kRing};
   ring.sp_weights = {2, 1};
   CHECK(error_of(ring, 2, m, 4.0).empty());
   CHECK(ring.str() == "sp2 x cp1 x tp1 (ring; weights 2:1)");
   CHECK(ring.short_str() == "sp2 ring 2:1");
-  Layout ulysses{2, 1, 1, "ulysses"};
+  Layout ulysses{2, 1, 1, parallel::SpMode::kUlysses};
   ulysses.sp_weights = {2, 1};
   CHECK(has(error_of(ulysses, 2, m, 4.0),
             "parallel.sp_weights 2:1: sp_mode \"ulysses\" splits the attention heads evenly, so weights cannot "
@@ -272,7 +272,7 @@ TEST_CASE("sp_weights rules: ring, dsp and PipeFusion only, one per rank, every 
   single.sp_weights = {1};
   CHECK(has(error_of(single, 1, m, 4.0), "weights need sp > 1 (ring or dsp) or pp > 1"));
   // PipeFusion: per stage, sharing the layers.
-  Layout stages{1, 1, 1, "ulysses", 2};
+  Layout stages{1, 1, 1, parallel::SpMode::kUlysses, 2};
   stages.sp_weights = {1, 1};
   CHECK(error_of(stages, 2, m, 4.0).empty());
   stages.sp_weights = {3, 1};  // 2 layers: 1.5 and 0.5, the tied remainder to stage 0: 2 and 0
@@ -281,12 +281,12 @@ TEST_CASE("sp_weights rules: ring, dsp and PipeFusion only, one per rank, every 
   one_layer.layers = 3;
   stages.sp_weights = {5, 1};  // 3 layers: 2.5, 0.5 -> 3, 0
   CHECK(has(error_of(stages, 2, one_layer, 4.0), "leave stage 1 none of the 3 layers"));
-  Layout both{2, 1, 1, "ulysses", 2};  // pp and sp: which axis would the weights mean?
+  Layout both{2, 1, 1, parallel::SpMode::kUlysses, 2};  // pp and sp: which axis would the weights mean?
   both.sp_weights = {2, 1};
   CHECK(has(error_of(both, 4, m, 4.0), "weights need pp = 1 or sp = 1"));
   // dsp: frames and tokens.
   const Workload video = as_video(m, 4);
-  Layout dsp{2, 1, 1, "dsp"};
+  Layout dsp{2, 1, 1, parallel::SpMode::kDsp};
   dsp.sp_weights = {3, 1};
   CHECK(error_of(dsp, 2, video, 4.0).empty());
   dsp.sp_weights = {9, 1};  // 4 frames: 3.6, 0.4 -> 4, 0
@@ -296,13 +296,13 @@ TEST_CASE("sp_weights rules: ring, dsp and PipeFusion only, one per rank, every 
 TEST_CASE("validation: each rule named with its numbers") {
   const Workload m = dims16();
   CHECK(error_of(Layout{2, 2, 2}, 8, m, 4.0).empty());
-  CHECK(error_of(Layout{3, 1, 2, "ring"}, 6, m, 4.0).empty());  // ring: heads % tp only
+  CHECK(error_of(Layout{3, 1, 2, parallel::SpMode::kRing}, 6, m, 4.0).empty());  // ring: heads % tp only
 
   std::string e = error_of(Layout{2, 2, 2}, 6, m, 4.0);
   CHECK(e.rfind("run.json: ", 0) == 0);
   CHECK(has(e, "world size 6 != sp*cp*tp = 2*2*2 = 8"));
 
-  e = error_of(Layout{3, 1, 2, "ulysses"}, 6, m, 4.0);
+  e = error_of(Layout{3, 1, 2, parallel::SpMode::kUlysses}, 6, m, 4.0);
   CHECK(has(e, "num_attention_heads 16 is not divisible by sp*tp = 6 (ulysses)"));
   CHECK(!has(e, "world size"));
 
@@ -316,14 +316,15 @@ TEST_CASE("validation: each rule named with its numbers") {
   e = error_of(Layout{1, 2, 1}, 2, m, 1.0);
   CHECK(has(e, "parallel.cp = 2 needs guidance_scale > 1 (got 1)"));
 
-  e = error_of(Layout{512, 1, 1, "ring"}, 512, m, 4.0);
+  e = error_of(Layout{512, 1, 1, parallel::SpMode::kRing}, 512, m, 4.0);
   CHECK(has(e, "parallel.sp = 512 exceeds the 256 tokens per image"));
 
   e = error_of(Layout{0, 1, 1}, 1, m, 4.0);
   CHECK(has(e, "parallel.sp = 0: must be >= 1"));
 
-  e = error_of(Layout{2, 1, 1, "stripes"}, 2, m, 4.0);
-  CHECK(has(e, "parallel.sp_mode = \"stripes\": must be \"ulysses\", \"ring\", \"dsp\" or \"naive_patch\""));
+  // The config's "auto" is resolved per model before a layout is checked.
+  e = error_of(Layout{2, 1, 1, SpMode::kAuto}, 2, m, 4.0);
+  CHECK(has(e, "parallel.sp_mode = \"auto\": not resolved for this model"));
 
   // Several failures are all named.
   e = error_of(Layout{3, 3, 1}, 8, m, 1.0);
@@ -384,11 +385,13 @@ Workload video() {
 TEST_CASE("video layouts: dsp shards frames, ulysses and ring the tokens of each frame, by hand") {
   const Workload v = video();
   CHECK(v.tp_all_reduces_per_layer() == 5);
-  CHECK(resolve_sp_mode("auto", v) == "dsp");
-  CHECK(resolve_sp_mode("auto", dims16()) == "ulysses");
-  CHECK(resolve_sp_mode("ring", v) == "ring");
+  CHECK(resolve_sp_mode(SpMode::kAuto, v) == SpMode::kDsp);
+  CHECK(resolve_sp_mode(SpMode::kAuto, dims16()) == SpMode::kUlysses);
+  CHECK(resolve_sp_mode(SpMode::kRing, v) == SpMode::kRing);
+  // One table of names (parallel/sp_mode.h), read both ways.
+  for (const auto& entry : kSpModeNames) CHECK(sp_mode_of(name_of(entry.value)) == entry.value);
   CHECK(sp_mode_of("dsp") == SpMode::kDsp);
-  CHECK_THROWS_AS(sp_mode_of("auto"), std::invalid_argument);
+  CHECK_THROWS_AS(sp_mode_of("stripes"), std::invalid_argument);
   // 4 ranks: tp1 cp1 sp4: dsp fails (4 ranks, 3 frames), ulysses (4 % 4)
   // and ring work; tp1 cp2 sp2 and tp2 cp1 sp2: all three (4 % (2*2) = 0
   // for ulysses); cp2 x tp2; tp4 (4 heads, MLP 16).
@@ -396,28 +399,28 @@ TEST_CASE("video layouts: dsp shards frames, ulysses and ring the tokens of each
         "sp4 ulysses, sp4 ring, sp2 x cp2 dsp, sp2 x cp2 ulysses, sp2 x cp2 ring, sp2 x tp2 dsp, "
         "sp2 x tp2 ulysses, sp2 x tp2 ring, cp2 x tp2, tp4");
   // Fewer frames than ranks under dsp: named, with the layouts that work.
-  const std::string e = error_of(Layout{4, 1, 1, "dsp"}, 4, v, 4.0);
+  const std::string e = error_of(Layout{4, 1, 1, parallel::SpMode::kDsp}, 4, v, 4.0);
   CHECK(has(e, "parallel.sp = 4 exceeds the 3 frames per video (dsp shards frames"));
   CHECK(has(e, "3 frames of 25 tokens"));
   CHECK(has(e, "Valid layouts for 4 ranks"));
   CHECK(has(e, "sp4 ulysses"));
   // Uneven shards are fine: 3 frames and 25 tokens on 2 or 3 ranks.
-  CHECK(error_of(Layout{2, 1, 1, "dsp"}, 2, v, 4.0).empty());
-  CHECK(error_of(Layout{3, 1, 1, "dsp"}, 3, v, 4.0).empty());
-  CHECK(error_of(Layout{3, 1, 1, "ring"}, 3, v, 4.0).empty());
+  CHECK(error_of(Layout{2, 1, 1, parallel::SpMode::kDsp}, 2, v, 4.0).empty());
+  CHECK(error_of(Layout{3, 1, 1, parallel::SpMode::kDsp}, 3, v, 4.0).empty());
+  CHECK(error_of(Layout{3, 1, 1, parallel::SpMode::kRing}, 3, v, 4.0).empty());
   // ulysses still splits heads: 4 % 3.
-  CHECK(has(error_of(Layout{3, 1, 1, "ulysses"}, 3, v, 4.0), "not divisible by sp*tp = 3 (ulysses)"));
+  CHECK(has(error_of(Layout{3, 1, 1, parallel::SpMode::kUlysses}, 3, v, 4.0), "not divisible by sp*tp = 3 (ulysses)"));
   // The tokens of a frame bound every mode.
   Workload small = v;
   small.tokens = 2;
-  CHECK(has(error_of(Layout{3, 1, 1, "ring"}, 3, small, 4.0), "exceeds the 2 tokens per frame"));
+  CHECK(has(error_of(Layout{3, 1, 1, parallel::SpMode::kRing}, 3, small, 4.0), "exceeds the 2 tokens per frame"));
   // dsp is for videos only, with a separate temporal attention to switch around.
-  CHECK(has(error_of(Layout{2, 1, 1, "dsp"}, 2, dims16(), 4.0), "this is an image model"));
+  CHECK(has(error_of(Layout{2, 1, 1, parallel::SpMode::kDsp}, 2, dims16(), 4.0), "this is an image model"));
   Workload all_frames = v;  // Wan's kind: one self-attention over every frame's tokens
   all_frames.attention = {AttentionOp::spatio_temporal(v.frames * v.tokens, v.heads), AttentionOp::cross(0, v.heads)};
   all_frames.feed_forwards = 1;
-  CHECK(has(error_of(Layout{2, 1, 1, "dsp"}, 2, all_frames, 4.0), "spans every frame's tokens at once"));
-  CHECK(resolve_sp_mode("auto", all_frames) == "ulysses");
+  CHECK(has(error_of(Layout{2, 1, 1, parallel::SpMode::kDsp}, 2, all_frames, 4.0), "spans every frame's tokens at once"));
+  CHECK(resolve_sp_mode(SpMode::kAuto, all_frames) == SpMode::kUlysses);
   CHECK(all_frames.tp_all_reduces_per_layer() == 3);
   CHECK(names(valid_layouts(2, all_frames, 4.0)) == "sp2 ulysses, sp2 ring, cp2, tp2");
   // An attention's own heads: a cross-attention of 3 heads stops tp2.

@@ -83,7 +83,7 @@ Workload tiny_video() {
 
 TEST_CASE("tiny video, dsp, ulysses and ring over 2 ranks, by hand") {
   // b = 2 (one video, CFG). Frames 3 over 2: f = 2; tokens 4 over 2: p = 2.
-  const PlanRow d = plan_layout(Layout{2, 1, 1, "dsp"}, tiny_video(), 1, true, 4);
+  const PlanRow d = plan_layout(Layout{2, 1, 1, parallel::SpMode::kDsp}, tiny_video(), 1, true, 4);
   CHECK(d.frames_per_rank == 2);
   CHECK(d.tokens_per_rank == 4);  // every token of its frames
   // rows = b*f*N = 16. Switch in: b*f*(N-p)*D = 2*2*2*8 = 64; back:
@@ -101,7 +101,7 @@ TEST_CASE("tiny video, dsp, ulysses and ring over 2 ranks, by hand") {
   CHECK(d.activation_bytes_per_rank == (272 + 736) * 4);
 
   // ulysses: S = b*T = 6 frames of p = 2 tokens; 3*6*2*8/2 + 6*2*8/2 = 192.
-  const PlanRow u = plan_layout(Layout{2, 1, 1, "ulysses"}, tiny_video(), 1, true, 4);
+  const PlanRow u = plan_layout(Layout{2, 1, 1, parallel::SpMode::kUlysses}, tiny_video(), 1, true, 4);
   CHECK(u.frames_per_rank == 3);
   CHECK(u.tokens_per_rank == 2);
   CHECK(u.comm_sp == 192 * 4);  // twice dsp's
@@ -109,7 +109,7 @@ TEST_CASE("tiny video, dsp, ulysses and ring over 2 ranks, by hand") {
   CHECK(u.branch_temporal == 0);  // every frame of its tokens is here
   CHECK(u.comm_gather == 12 * 32 * 4);
   // ring: 2*S*(N-p1)*Dt = 2*6*2*8 = 192.
-  const PlanRow r = plan_layout(Layout{2, 1, 1, "ring"}, tiny_video(), 1, true, 4);
+  const PlanRow r = plan_layout(Layout{2, 1, 1, parallel::SpMode::kRing}, tiny_video(), 1, true, 4);
   CHECK(r.comm_sp == 192 * 4);
   CHECK(r.branch_temporal == 0);
 }
@@ -117,7 +117,7 @@ TEST_CASE("tiny video, dsp, ulysses and ring over 2 ranks, by hand") {
 TEST_CASE("tiny video, dsp x tp2: per-branch bytes add up to the totals") {
   // Dt = 4; rows 16; each all-reduce 2*(1/2)*16*8 = 128 elements. Switch:
   // 64 + b*(T-f)*p*Dt = 2*1*2*4 = 16: 80.
-  const PlanRow t = plan_layout(Layout{2, 1, 2, "dsp"}, tiny_video(), 1, true, 4);
+  const PlanRow t = plan_layout(Layout{2, 1, 2, parallel::SpMode::kDsp}, tiny_video(), 1, true, 4);
   CHECK(t.branch_spatial == 128 * 4);
   CHECK(t.branch_cross == 128 * 4);
   CHECK(t.branch_mlp == 128 * 4);
@@ -152,7 +152,7 @@ TEST_CASE("tiny model, single process, by hand") {
 
 TEST_CASE("tiny model, sp2 ulysses and ring, by hand") {
   // b = 2, p = 2, Dt = 8.
-  const PlanRow u = plan_layout(Layout{2, 1, 1, "ulysses"}, tiny(), 1, true, 4);
+  const PlanRow u = plan_layout(Layout{2, 1, 1, parallel::SpMode::kUlysses}, tiny(), 1, true, 4);
   CHECK(u.tokens_per_rank == 2);
   // Throughout: 2*2*2*8 = 64, 16, 96, 384: 560. Attention: 3*32 + 32 + 32 =
   // 160, + head-shard forms 4*2*4*8/2 = 128: 288. MLP: 128 + 32 = 160.
@@ -165,7 +165,7 @@ TEST_CASE("tiny model, sp2 ulysses and ring, by hand") {
   CHECK(u.comm_cp == 0);
   CHECK(u.comm_bytes_per_step_per_rank == 192 * 4);
 
-  const PlanRow g = plan_layout(Layout{2, 1, 1, "ring"}, tiny(), 1, true, 4);
+  const PlanRow g = plan_layout(Layout{2, 1, 1, parallel::SpMode::kRing}, tiny(), 1, true, 4);
   // Attention: 160 + K/V in flight 2*32 = 64 + lse 2*2*2 = 8: 232.
   CHECK(g.activation_bytes_per_rank == (560 + 232) * 4);
   // K and V, once each: 2 * 2*(4-2)*8 = 64.
@@ -176,7 +176,7 @@ TEST_CASE("tiny model, sp2 ulysses and ring, by hand") {
 TEST_CASE("tiny model, uneven ring shards, by hand") {
   // sp 3 over 4 tokens: shards 2, 1, 1; rank 0 sends K, V of every shard but
   // rank 1's: 2 * b*(4-1)*8 = 96. Gather: 2 peers * 2*2*4*8 = 256.
-  const PlanRow r = plan_layout(Layout{3, 1, 1, "ring"}, tiny(), 1, true, 4);
+  const PlanRow r = plan_layout(Layout{3, 1, 1, parallel::SpMode::kRing}, tiny(), 1, true, 4);
   CHECK(r.tokens_per_rank == 2);
   CHECK(r.comm_sp == 96 * 4);
   CHECK(r.comm_gather == 256 * 4);
@@ -216,14 +216,14 @@ TEST_CASE("per-step communication against the issue's formulas") {
     const double b = 2, bytes = 4, n = 8;
     const double phs_l = b * m.tokens * m.hidden() * m.layers * bytes;
     const double keep = (n - 1) / n;
-    CHECK(plan_layout(Layout{8, 1, 1, "ulysses"}, m, 1, true).comm_sp == doctest::Approx(4 / n * phs_l * keep));
-    CHECK(plan_layout(Layout{8, 1, 1, "ring"}, m, 1, true).comm_sp == doctest::Approx(2 * phs_l * keep));
+    CHECK(plan_layout(Layout{8, 1, 1, parallel::SpMode::kUlysses}, m, 1, true).comm_sp == doctest::Approx(4 / n * phs_l * keep));
+    CHECK(plan_layout(Layout{8, 1, 1, parallel::SpMode::kRing}, m, 1, true).comm_sp == doctest::Approx(2 * phs_l * keep));
     CHECK(plan_layout(Layout{1, 1, 8}, m, 1, true).comm_tp == doctest::Approx(4 * phs_l * keep));
   }
   // DiT-XL/2-256 on 8 ranks, in bytes: b*N*D*L*4 = 66,060,288.
   const Workload m = dit_xl(256);
-  CHECK(plan_layout(Layout{8, 1, 1, "ulysses"}, m, 1, true).comm_sp == 28901376);
-  CHECK(plan_layout(Layout{8, 1, 1, "ring"}, m, 1, true).comm_sp == 115605504);
+  CHECK(plan_layout(Layout{8, 1, 1, parallel::SpMode::kUlysses}, m, 1, true).comm_sp == 28901376);
+  CHECK(plan_layout(Layout{8, 1, 1, parallel::SpMode::kRing}, m, 1, true).comm_sp == 115605504);
   CHECK(plan_layout(Layout{1, 1, 8}, m, 1, true).comm_tp == 231211008);
 }
 
@@ -251,7 +251,7 @@ TEST_CASE("tiny model, PipeFusion pp2 x tp2, by hand") {
   Workload m = tiny();
   m.layers = 3;  // stage 0 (rank 0) holds layers 0 and 1, stage 1 layer 2
   // pp2: b = 2, N = 4 rows every step (the warm-up runs the whole image).
-  const PlanRow r = plan_layout(Layout{1, 1, 1, "ulysses", 2}, m, 1, true, 4);
+  const PlanRow r = plan_layout(Layout{1, 1, 1, parallel::SpMode::kUlysses, 2}, m, 1, true, 4);
   CHECK(r.weight_bytes_per_rank == (2 * (1256 + 2232) + 600) * 4);
   // The single-process peak 944, + kept keys and values 2 layers * 2 * (2*4*8)
   // = 256, + the output every stage receives 2*4*32 = 256.
@@ -266,7 +266,7 @@ TEST_CASE("tiny model, PipeFusion pp2 x tp2, by hand") {
 
   // With tp2 the per-layer terms count rank 0's 2 layers: 2 all-reduces of
   // 64 floats sending 64 each, and the adaLN gather of 48, per layer.
-  const PlanRow t = plan_layout(Layout{1, 1, 2, "ulysses", 2, 6}, m, 1, true, 4);
+  const PlanRow t = plan_layout(Layout{1, 1, 2, parallel::SpMode::kUlysses, 2, 6}, m, 1, true, 4);
   CHECK(t.weight_bytes_per_rank == (2 * (628 + 2232) + 600) * 4);
   CHECK(t.comm_tp == 2 * 128 * 4);
   CHECK(t.comm_gather == 2 * 48 * 4);
@@ -280,7 +280,7 @@ TEST_CASE("tiny model, PipeFusion pp2 x tp2, by hand") {
 TEST_CASE("tiny model, ring sp2 with sp_weights 2:1, by hand") {
   // N = 4 tokens shared 2:1: 8/3 = 2 r 2, 4/3 = 1 r 1 -> rank 0 gets the
   // leftover: p = 3, p1 = 1. b = 2, Dt = 8.
-  Layout l{2, 1, 1, "ring"};
+  Layout l{2, 1, 1, parallel::SpMode::kRing};
   l.sp_weights = {2, 1};
   const PlanRow r = plan_layout(l, tiny(), 1, true, 4);
   CHECK(r.tokens_per_rank == 3);
@@ -289,7 +289,7 @@ TEST_CASE("tiny model, ring sp2 with sp_weights 2:1, by hand") {
   // The output gather: rank 0's 3 tokens to the other rank, 2*3*32.
   CHECK(r.comm_gather == 192 * 4);
   // Even shares for comparison: p = p1 = 2: 2*2*2*8 = 64 and 2*2*32 = 128.
-  const PlanRow even = plan_layout(Layout{2, 1, 1, "ring"}, tiny(), 1, true, 4);
+  const PlanRow even = plan_layout(Layout{2, 1, 1, parallel::SpMode::kRing}, tiny(), 1, true, 4);
   CHECK(even.comm_sp == 64 * 4);
   CHECK(even.comm_gather == 128 * 4);
 }
@@ -297,7 +297,7 @@ TEST_CASE("tiny model, ring sp2 with sp_weights 2:1, by hand") {
 TEST_CASE("PipeFusion pp2 with sp_weights 2:1 gives stage 0 two thirds of the layers") {
   Workload m = tiny();
   m.layers = 6;
-  Layout l{1, 1, 1, "ulysses", 2};
+  Layout l{1, 1, 1, parallel::SpMode::kUlysses, 2};
   l.sp_weights = {2, 1};
   CHECK(plan_layout(l, m, 1, true, 4).weight_bytes_per_rank == (4 * (1256 + 2232) + 600) * 4);
   l.sp_weights = {1, 2};

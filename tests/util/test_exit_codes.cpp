@@ -58,7 +58,7 @@ TEST_CASE("a parallel layout the model cannot split is a bad config: exit 2") {
   dims.layers = 2;
   dims.tokens = 256;
   dims.mlp_hidden = 64;
-  const parallel::Layout layout{3, 1, 1, "ulysses"};  // 16 heads are not divisible by sp 3
+  const parallel::Layout layout{3, 1, 1, parallel::SpMode::kUlysses};  // 16 heads are not divisible by sp 3
   CHECK_THROWS_AS(parallel::validate_layout(layout, 3, dims, 4.0, "run.json"), ConfigError);
   CHECK(exit_code_of([&] { parallel::validate_layout(layout, 3, dims, 4.0, "run.json"); }) == kExitBadConfig);
   CHECK(exit_code_of([&] { parallel::validate_layout(layout, 4, dims, 4.0, "run.json"); }) == kExitBadConfig);

@@ -77,9 +77,9 @@ std::vector<parallel::Layout> layouts(int world_size, int64_t heads) {
   for (int tp = 1; tp <= world_size; ++tp) {
     if (world_size % tp || heads % tp) continue;
     const int sp = world_size / tp;
-    for (const char* mode : {"ulysses", "ring"}) {
-      if (sp == 1 && std::string(mode) == "ring") continue;
-      if (std::string(mode) == "ulysses" && (heads / tp) % sp) continue;
+    for (parallel::SpMode mode : {parallel::SpMode::kUlysses, parallel::SpMode::kRing}) {
+      if (sp == 1 && mode == parallel::SpMode::kRing) continue;
+      if (mode == parallel::SpMode::kUlysses && (heads / tp) % sp) continue;
       out.push_back({sp, 1, tp, mode});
     }
   }
@@ -96,7 +96,7 @@ void check_layouts(const std::string& fixture) {
     ShardGroups groups;
     groups.tp = tp.get();
     groups.sp = sp.get();
-    groups.mode = parallel::sp_mode_of(layout.sp_mode);
+    groups.mode = layout.sp_mode;
     const PixArtTransformer sharded = load(fixture, groups);
     for (const std::string suffix : {"", "_8x12"}) {
       INFO("rank ", rank, " of ", world().size(), ", ", fixture, " sample", suffix, ", ", layout.str());

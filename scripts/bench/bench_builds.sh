@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Two ditgen builds' transformer forward on the same models, in one run on
+# one machine: for a change that must not slow a family down (a refactor,
+# a new module). Each build's bench_forward (needs -DDITGEN_BENCHMARKS=ON)
+# times MODEL; the two builds alternate within each round so both see the
+# same load, and the figure is the median of every timed forward over all
+# rounds, with NEW / OLD beside it (below 1.0: NEW is faster).
+#
+#   scripts/bench/bench_builds.sh OLD_BUILD NEW_BUILD [--rounds 3] [--threads 2] \
+#       [--dtype float32] [--repeat 3] MODEL_DIR [MODEL_DIR ...]
+#
+# MODEL_DIR: a transformer directory or model root bench_forward accepts,
+# e.g. DiT-XL/2 from build/scripts/bench/make_random_dit --preset dit-xl-2-256
+# (no Python needed), Latte-1-sized from scripts/models/make_random_latte.py.
+# A benchmark, not a test: it prints figures and asserts nothing.
+set -euo pipefail
+old=$1 new=$2
+shift 2
+rounds=3 threads=2 dtype=float32 repeat=3 models=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --dtype) dtype=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    *) models+=("$1"); shift ;;
+  esac
+done
+[ ${#models[@]} -gt 0 ] || { echo "usage: $0 OLD_BUILD NEW_BUILD [options] MODEL_DIR..." >&2; exit 2; }
+for b in "$old" "$new"; do
+  [ -x "$b/scripts/bench/bench_forward" ] || { echo "$b/scripts/bench/bench_forward: not built" >&2; exit 2; }
+done
+
+# forward_times BUILD MODEL: one bench_forward process; prints its timed forwards, one per line.
+forward_times() {
+  "$1/scripts/bench/bench_forward" --model "$2" --threads "$threads" --dtype "$dtype" --repeat "$repeat" \
+    --warmup 1 | sed -n 's/^forward_all //p' | tr ',' '\n'
+}
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+printf '%-40s %-9s %10s %10s %9s\n' model dtype "old s" "new s" "new/old"
+for model in "${models[@]}"; do
+  : >/tmp/bench_builds.old.$$ && : >/tmp/bench_builds.new.$$
+  for ((r = 0; r < rounds; r++)); do
+    if ((r % 2 == 0)); then order=(old new); else order=(new old); fi
+    for which in "${order[@]}"; do
+      build=$old && [ "$which" = new ] && build=$new
+      forward_times "$build" "$model" >>/tmp/bench_builds.$which.$$
+    done
+  done
+  o=$(median </tmp/bench_builds.old.$$) n=$(median </tmp/bench_builds.new.$$)
+  printf '%-40s %-9s %10.3f %10.3f %9.3f\n' "$(basename "$model")" "$dtype" "$o" "$n" "$(awk -v a="$n" -v b="$o" 'BEGIN {print a / b}')"
+  rm -f /tmp/bench_builds.old.$$ /tmp/bench_builds.new.$$
+done
