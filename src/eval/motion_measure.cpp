@@ -1,6 +1,7 @@
-// Port of scripts/video_quality.py; see motion_measure.h. The border median
-// averages the two middle values like numpy.median; frames without
-// foreground are left out of the centroid means as numpy.nanmean does.
+// Port of scripts/video_quality.py; see motion_measure.h. Each frame's
+// foreground is the shape classifier's (Foreground, shape_classifier.h);
+// frames without foreground are left out of the centroid means as
+// numpy.nanmean does.
 #include "eval/motion_measure.h"
 
 #include <algorithm>
@@ -11,16 +12,9 @@
 namespace ditgen::eval {
 namespace {
 
-constexpr double kForegroundDistance = 0.3;
 constexpr int64_t kEdgeFrames = 4;
 constexpr double kMinShiftPixels = 4.0;
 constexpr double kAreaRatio = 1.5;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct FrameForeground {
   int64_t pixels = 0;
@@ -28,20 +22,11 @@ struct FrameForeground {
 };
 
 FrameForeground foreground_of(const uint8_t* rgb, int64_t height, int64_t width) {
-  auto px = [&](int64_t y, int64_t x, int c) { return rgb[(y * width + x) * 3 + c] / 255.0; };
-  double bg[3];
-  for (int c = 0; c < 3; ++c) {
-    std::vector<double> border;
-    for (int64_t x = 0; x < width; ++x) border.push_back(px(0, x, c)), border.push_back(px(height - 1, x, c));
-    for (int64_t y = 0; y < height; ++y) border.push_back(px(y, 0, c)), border.push_back(px(y, width - 1, c));
-    bg[c] = median(std::move(border));
-  }
+  const Foreground fg(rgb, height, width);
   FrameForeground f;
   for (int64_t y = 0; y < height; ++y)
     for (int64_t x = 0; x < width; ++x) {
-      double d2 = 0;
-      for (int c = 0; c < 3; ++c) d2 += (px(y, x, c) - bg[c]) * (px(y, x, c) - bg[c]);
-      if (std::sqrt(d2) <= kForegroundDistance) continue;
+      if (!fg.contains(y, x)) continue;
       ++f.pixels;
       f.cx += static_cast<double>(x), f.cy += static_cast<double>(y);
     }

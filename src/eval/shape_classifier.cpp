@@ -1,6 +1,7 @@
 // Port of classify() from scripts/train_default.py; see shape_classifier.h.
 // Ties resolve as in the Python (first colour / first shape wins), and the
-// border median averages the two middle values like numpy.median.
+// border median (Foreground, shared with motion_measure.cpp) averages the
+// two middle values like numpy.median.
 #include "eval/shape_classifier.h"
 
 #include <algorithm>
@@ -11,7 +12,6 @@
 namespace ditgen::eval {
 namespace {
 
-constexpr double kForegroundDistance = 0.3;
 constexpr double kStarInner = 0.5;  // STAR_INNER in shapes_dataset.py
 constexpr double kCrossArm = 0.36;  // CROSS_ARM
 constexpr std::array<double, 6> kColourHues = {0, 60, 120, 180, 240, 300};
@@ -43,12 +43,6 @@ bool in_polygon(double x, double y, const std::array<Point, N>& poly) {  // even
     if ((a.y > y) != (b.y > y) && x < a.x + (y - a.y) * (b.x - a.x) / (b.y - a.y)) inside = !inside;
   }
   return inside;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 double hue_degrees(double r, double g, double b) {
@@ -87,32 +81,31 @@ bool shape_template_covers(int shape, double u, double v) {
   }
 }
 
+Foreground::Foreground(const uint8_t* rgb, int64_t height, int64_t width) : rgb_(rgb), width_(width) {
+  for (int c = 0; c < 3; ++c) {
+    std::vector<double> border;
+    for (int64_t x = 0; x < width; ++x) border.push_back(value(0, x, c)), border.push_back(value(height - 1, x, c));
+    for (int64_t y = 0; y < height; ++y) border.push_back(value(y, 0, c)), border.push_back(value(y, width - 1, c));
+    std::sort(border.begin(), border.end());
+    const size_t n = border.size();
+    bg_[c] = n % 2 ? border[n / 2] : 0.5 * (border[n / 2 - 1] + border[n / 2]);
+  }
+}
+
 ShapeGuess classify_shape_image(const uint8_t* rgb, int64_t height, int64_t width) {
   ShapeGuess guess;
   if (height < 2 || width < 2) return guess;
-  auto px = [&](int64_t y, int64_t x, int c) { return rgb[(y * width + x) * 3 + c] / 255.0; };
-
-  // Background: median of the border (rows 0 and H-1, columns 0 and W-1;
-  // corners twice, as the Python concatenation does).
-  double bg[3];
-  for (int c = 0; c < 3; ++c) {
-    std::vector<double> border;
-    for (int64_t x = 0; x < width; ++x) border.push_back(px(0, x, c)), border.push_back(px(height - 1, x, c));
-    for (int64_t y = 0; y < height; ++y) border.push_back(px(y, 0, c)), border.push_back(px(y, width - 1, c));
-    bg[c] = median(std::move(border));
-  }
+  const Foreground fg(rgb, height, width);
 
   std::vector<uint8_t> mask(static_cast<size_t>(height * width));
   double sum[3] = {0, 0, 0};
   int64_t y0 = height, y1 = -1, x0 = width, x1 = -1;
   for (int64_t y = 0; y < height; ++y)
     for (int64_t x = 0; x < width; ++x) {
-      double d2 = 0;
-      for (int c = 0; c < 3; ++c) d2 += (px(y, x, c) - bg[c]) * (px(y, x, c) - bg[c]);
-      if (std::sqrt(d2) <= kForegroundDistance) continue;
+      if (!fg.contains(y, x)) continue;
       mask[y * width + x] = 1;
       ++guess.foreground_pixels;
-      for (int c = 0; c < 3; ++c) sum[c] += px(y, x, c);
+      for (int c = 0; c < 3; ++c) sum[c] += fg.value(y, x, c);
       y0 = std::min(y0, y), y1 = std::max(y1, y), x0 = std::min(x0, x), x1 = std::max(x1, x);
     }
   if (guess.foreground_pixels < 4) return guess;

@@ -8,6 +8,7 @@
 // template drawn in that box; the best match wins. This is a C++ port of
 // classify() in scripts/train_default.py, checked against it by a fixture.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,31 @@ struct ShapeGuess {
   int shape = -1;   // index into shape_names(), -1: no foreground found
   int64_t foreground_pixels = 0;
   double shape_iou = 0;  // IoU of the best template
+};
+
+// The foreground rule above, shared with the clip measure (motion_measure.h)
+// that applies it frame by frame. rgb: row-major [height, width, 3] uint8,
+// height and width >= 1.
+class Foreground {
+ public:
+  // The background: per channel the median of the border (rows 0 and H-1,
+  // columns 0 and W-1; corners twice, as the Python concatenation does),
+  // the two middle values averaged like numpy.median.
+  Foreground(const uint8_t* rgb, int64_t height, int64_t width);
+  // Channel c of pixel (y, x) in [0, 1].
+  double value(int64_t y, int64_t x, int c) const { return rgb_[(y * width_ + x) * 3 + c] / 255.0; }
+  // Whether pixel (y, x) lies further than 0.3 from the background.
+  bool contains(int64_t y, int64_t x) const {
+    double d2 = 0;
+    for (int c = 0; c < 3; ++c) d2 += (value(y, x, c) - bg_[c]) * (value(y, x, c) - bg_[c]);
+    return std::sqrt(d2) > kDistance;
+  }
+
+ private:
+  static constexpr double kDistance = 0.3;
+  const uint8_t* rgb_;
+  int64_t width_;
+  double bg_[3];
 };
 
 // rgb: row-major [height, width, 3] uint8.

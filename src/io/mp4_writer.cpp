@@ -317,15 +317,10 @@ class Mp4Encoder {
   std::unique_ptr<AVPacket, PacketFree> packet_;
 };
 
-class Mp4Writer final : public OutputWriter {
+class Mp4Writer final : public PerOutputWriter {
  public:
-  Mp4Writer(OutputPlan plan, Mp4Settings settings) : plan_(std::move(plan)), settings_(std::move(settings)) {}
+  Mp4Writer(OutputPlan plan, Mp4Settings settings) : PerOutputWriter(std::move(plan)), settings_(std::move(settings)) {}
 
-  std::vector<std::string> planned_paths() const override {
-    std::vector<std::string> p;
-    for (int i = 0; i < plan_.outputs; ++i) p.push_back(paths_of(i).front());
-    return p;
-  }
   std::vector<std::string> paths_of(int index) const override {
     return {video_path_for(plan_.pattern, index, plan_.outputs, plan_.name_of(index))};
   }
@@ -350,7 +345,6 @@ class Mp4Writer final : public OutputWriter {
   }
 
  private:
-  OutputPlan plan_;
   Mp4Settings settings_;
 };
 

@@ -24,16 +24,18 @@ void check_output_item(const OutputItem& item, const OutputPlan& plan, const cha
                                 std::to_string(plan.outputs));
 }
 
+std::vector<std::string> PerOutputWriter::planned_paths() const {
+  std::vector<std::string> p;
+  for (int i = 0; i < plan_.outputs; ++i)
+    for (std::string& path : paths_of(i)) p.push_back(std::move(path));
+  return p;
+}
+
 namespace {
 
-class PngWriter final : public OutputWriter {
+class PngWriter final : public PerOutputWriter {
  public:
-  explicit PngWriter(OutputPlan plan) : plan_(std::move(plan)) {}
-  std::vector<std::string> planned_paths() const override {
-    std::vector<std::string> p;
-    for (int i = 0; i < plan_.outputs; ++i) p.push_back(paths_of(i).front());
-    return p;
-  }
+  using PerOutputWriter::PerOutputWriter;
   std::vector<std::string> paths_of(int index) const override {
     return {output_path_for(plan_.pattern, index, plan_.outputs, plan_.name_of(index))};
   }
@@ -46,20 +48,11 @@ class PngWriter final : public OutputWriter {
     write_png(path, output_frame_rgb(item.frames, 0), item.text);
     return {path};
   }
-
- private:
-  OutputPlan plan_;
 };
 
-class PngFramesWriter final : public OutputWriter {
+class PngFramesWriter final : public PerOutputWriter {
  public:
-  explicit PngFramesWriter(OutputPlan plan) : plan_(std::move(plan)) {}
-  std::vector<std::string> planned_paths() const override {
-    std::vector<std::string> p;
-    for (int i = 0; i < plan_.outputs; ++i)
-      for (std::string& path : paths_of(i)) p.push_back(std::move(path));
-    return p;
-  }
+  using PerOutputWriter::PerOutputWriter;
   std::vector<std::string> paths_of(int index) const override {
     std::vector<std::string> p;
     for (int f = 0; f < plan_.frames; ++f)
@@ -76,9 +69,6 @@ class PngFramesWriter final : public OutputWriter {
     }
     return written;
   }
-
- private:
-  OutputPlan plan_;
 };
 
 class ContactSheetWriter final : public OutputWriter {

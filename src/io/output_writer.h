@@ -9,6 +9,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/contact_sheet.h"
@@ -50,6 +51,17 @@ struct OutputPlan {
     static const std::string none;
     return names.empty() ? none : names.at(static_cast<size_t>(index));
   }
+};
+
+// The base of the writers whose files each belong to one output (PNG,
+// PNG frames, mp4): planned_paths() is every output's paths_of, in order.
+class PerOutputWriter : public OutputWriter {
+ public:
+  explicit PerOutputWriter(OutputPlan plan) : plan_(std::move(plan)) {}
+  std::vector<std::string> planned_paths() const override;
+
+ protected:
+  OutputPlan plan_;
 };
 
 // For writers in other files: std::invalid_argument unless `item` holds

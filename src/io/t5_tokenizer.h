@@ -29,17 +29,9 @@
 #include <string>
 #include <vector>
 
-namespace ditgen::io {
+#include "io/t5_tokens.h"
 
-// The pipeline's view of a batch of prompts: ids [N][L] and mask [N][L].
-struct T5Tokens {
-  int64_t max_length = 0;
-  std::vector<std::vector<int64_t>> ids;   // per prompt: L ids, <pad> (0) after the real ones
-  std::vector<std::vector<int64_t>> mask;  // per prompt: 1 for real tokens (pieces and </s>), 0 for padding
-  // Per prompt: the real tokens (pieces + </s>, after truncation), the count
-  // LattePipeline's mask_feature cuts the embeddings to.
-  std::vector<int64_t> num_tokens;
-};
+namespace ditgen::io {
 
 class T5Tokenizer {
  public:

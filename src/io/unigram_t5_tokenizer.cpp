@@ -691,36 +691,15 @@ UnigramT5Tokenizer UnigramT5Tokenizer::open(const std::string& dir) {
 }
 
 std::vector<int64_t> UnigramT5Tokenizer::tokenize(const std::string& text) const {
-  const size_t bad = first_invalid_utf8(text);
-  if (bad != std::string::npos) throw ConfigError("text: invalid UTF-8 at byte " + std::to_string(bad));
+  check_text_utf8(text);
   return impl_->tokenize(text);
 }
 
+// Truncation leaves room for the template's one special token, then
+// TemplateProcessing "$A </s>" appends it (whatever the ids end with).
 T5Tokens UnigramT5Tokenizer::encode(const std::vector<std::string>& prompts, int64_t max_length) const {
-  if (max_length < 1)
-    throw ConfigError("max_sequence_length: must be at least 1 (room for </s>), got " + std::to_string(max_length));
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const size_t bad = first_invalid_utf8(prompts[i]);
-    if (bad != std::string::npos)
-      throw ConfigError("prompt " + std::to_string(i) + ": invalid UTF-8 at byte " + std::to_string(bad));
-  }
-  T5Tokens out;
-  out.max_length = max_length;
-  for (const auto& prompt : prompts) {
-    std::vector<int64_t> ids = impl_->tokenize(prompt);
-    // Truncation leaves room for the template's one special token, then
-    // TemplateProcessing "$A </s>" appends it (whatever the ids end with).
-    if (static_cast<int64_t>(ids.size()) > max_length - 1) ids.resize(static_cast<size_t>(max_length - 1));
-    ids.push_back(impl_->eos_id);
-    const auto n = static_cast<int64_t>(ids.size());
-    std::vector<int64_t> mask(static_cast<size_t>(max_length), 0);
-    std::fill(mask.begin(), mask.begin() + n, 1);
-    ids.resize(static_cast<size_t>(max_length), impl_->pad_id);
-    out.ids.push_back(std::move(ids));
-    out.mask.push_back(std::move(mask));
-    out.num_tokens.push_back(n);
-  }
-  return out;
+  return encode_t5_tokens(prompts, max_length, impl_->eos_id, impl_->pad_id, EosRule::kAlways,
+                          [&](const std::string& prompt) { return impl_->tokenize(prompt); });
 }
 
 const std::string& UnigramT5Tokenizer::folder() const { return impl_->folder; }

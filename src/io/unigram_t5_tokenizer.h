@@ -50,7 +50,7 @@
 #include <string>
 #include <vector>
 
-#include "io/t5_tokenizer.h"
+#include "io/t5_tokens.h"
 
 namespace ditgen::io {
 

@@ -397,23 +397,14 @@ class AutoencoderKLStream final : public VaeDecoder::Stream {
   const AutoencoderKL& vae_;
 };
 
-class AutoencoderKLDecoder final : public VaeDecoder {
- public:
-  explicit AutoencoderKLDecoder(AutoencoderKL vae) : vae_(std::move(vae)) {}
-  std::unique_ptr<Stream> begin() const override { return std::make_unique<AutoencoderKLStream>(vae_); }
-
- private:
-  AutoencoderKL vae_;
-};
-
 }  // namespace
 
 std::unique_ptr<VaeDecoder> AutoencoderKLSpec::load(const io::WeightStore& weights, const Placement& place) const {
-  return std::make_unique<AutoencoderKLDecoder>(AutoencoderKL::load(weights, cfg_, place));
+  return std::make_unique<VaeDecoderOf<AutoencoderKL, AutoencoderKLStream>>(AutoencoderKL::load(weights, cfg_, place));
 }
 
 std::unique_ptr<VaeSpec> make_autoencoder_kl_spec(const nlohmann::json& cfg, const std::string& path) {
-  return std::make_unique<AutoencoderKLSpec>(AutoencoderKLConfig::from_json(cfg, path));
+  return make_config_spec<AutoencoderKLSpec>(cfg, path);
 }
 
 }  // namespace ditgen::models

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "models/config_spec.h"
 #include "models/placement.h"
 #include "models/vae_spec.h"
 #include "tensor/tensor.h"
@@ -110,9 +111,9 @@ class AutoencoderKL {
 };
 
 // The seam's view of an AutoencoderKL directory (vae/config.json).
-class AutoencoderKLSpec final : public VaeSpec {
+class AutoencoderKLSpec final : public ConfigSpec<VaeSpec, AutoencoderKLConfig> {
  public:
-  explicit AutoencoderKLSpec(AutoencoderKLConfig cfg) : cfg_(std::move(cfg)) {}
+  using ConfigSpec::ConfigSpec;
   const char* family() const override { return "autoencoder_kl"; }
   int64_t latent_channels() const override { return cfg_.latent_channels; }
   int64_t out_channels() const override { return cfg_.out_channels; }
@@ -122,10 +123,6 @@ class AutoencoderKLSpec final : public VaeSpec {
   // LattePipeline's decode_chunk_size default.
   int64_t chunk_latent_frames() const override { return 14; }
   std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
-  const AutoencoderKLConfig& config() const { return cfg_; }
-
- private:
-  AutoencoderKLConfig cfg_;
 };
 
 // The registry's factory: parses vae/config.json (AutoencoderKLConfig::from_json).

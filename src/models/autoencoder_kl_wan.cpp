@@ -597,23 +597,14 @@ class WanStream final : public VaeDecoder::Stream {
   AutoencoderKLWan::Cache cache_;
 };
 
-class WanDecoder final : public VaeDecoder {
- public:
-  explicit WanDecoder(AutoencoderKLWan vae) : vae_(std::move(vae)) {}
-  std::unique_ptr<Stream> begin() const override { return std::make_unique<WanStream>(vae_); }
-
- private:
-  AutoencoderKLWan vae_;
-};
-
 }  // namespace
 
 std::unique_ptr<VaeDecoder> AutoencoderKLWanSpec::load(const io::WeightStore& weights, const Placement& place) const {
-  return std::make_unique<WanDecoder>(AutoencoderKLWan::load(weights, cfg_, place));
+  return std::make_unique<VaeDecoderOf<AutoencoderKLWan, WanStream>>(AutoencoderKLWan::load(weights, cfg_, place));
 }
 
 std::unique_ptr<VaeSpec> make_autoencoder_kl_wan_spec(const nlohmann::json& cfg, const std::string& path) {
-  return std::make_unique<AutoencoderKLWanSpec>(AutoencoderKLWanConfig::from_json(cfg, path));
+  return make_config_spec<AutoencoderKLWanSpec>(cfg, path);
 }
 
 }  // namespace ditgen::models

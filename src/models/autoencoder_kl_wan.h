@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
+#include "models/config_spec.h"
 #include "models/placement.h"
 #include "models/vae_spec.h"
 #include "tensor/tensor.h"
@@ -163,9 +164,9 @@ class AutoencoderKLWan {
 };
 
 // The seam's view of an AutoencoderKLWan directory (vae/config.json).
-class AutoencoderKLWanSpec final : public VaeSpec {
+class AutoencoderKLWanSpec final : public ConfigSpec<VaeSpec, AutoencoderKLWanConfig> {
  public:
-  explicit AutoencoderKLWanSpec(AutoencoderKLWanConfig cfg) : cfg_(std::move(cfg)) {}
+  using ConfigSpec::ConfigSpec;
   const char* family() const override { return "autoencoder_kl_wan"; }
   int64_t latent_channels() const override { return cfg_.z_dim; }
   int64_t out_channels() const override { return cfg_.out_channels; }
@@ -177,10 +178,6 @@ class AutoencoderKLWanSpec final : public VaeSpec {
   // diffusers' _decode: one latent frame per decoder call.
   int64_t chunk_latent_frames() const override { return 1; }
   std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
-  const AutoencoderKLWanConfig& config() const { return cfg_; }
-
- private:
-  AutoencoderKLWanConfig cfg_;
 };
 
 // The registry's factory: parses vae/config.json (AutoencoderKLWanConfig::from_json).

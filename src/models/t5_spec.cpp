@@ -140,7 +140,7 @@ std::unique_ptr<TextEncoder> T5Spec::load(const io::WeightStore& weights, const 
 }
 
 std::unique_ptr<TextEncoderSpec> make_t5_spec(const nlohmann::json& cfg, const std::string& path) {
-  return std::make_unique<T5Spec>(T5Config::from_json(cfg, path));
+  return make_config_spec<T5Spec>(cfg, path);
 }
 
 }  // namespace ditgen::models

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/config_spec.h"
 #include "models/text_encoder.h"
 
 namespace ditgen::models {
@@ -53,19 +54,15 @@ std::vector<std::pair<std::string, Shape>> t5_expected_tensors(const T5Config& c
 // (ModelError naming the weights directory when neither).
 std::string t5_embedding_name(const io::WeightStore& weights);
 
-class T5Spec final : public TextEncoderSpec {
+class T5Spec final : public ConfigSpec<TextEncoderSpec, T5Config> {
  public:
-  explicit T5Spec(T5Config cfg) : cfg_(std::move(cfg)) {}
+  using ConfigSpec::ConfigSpec;
   const char* family() const override { return "t5"; }
   const char* variant() const override;
   int64_t hidden_size() const override { return cfg_.d_model; }
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t param_count() const override;
   std::unique_ptr<TextEncoder> load(const io::WeightStore& weights, const Placement& place) const override;
-  const T5Config& config() const { return cfg_; }
-
- private:
-  T5Config cfg_;
 };
 
 std::unique_ptr<TextEncoderSpec> make_t5_spec(const nlohmann::json& cfg, const std::string& path);

@@ -4,8 +4,10 @@
 // factors, which frame counts it can make, how latents are normalised) and
 // the decoder a pipeline runs (VaeDecoder: a video's latent frames decoded
 // chunk by chunk, so memory is bounded by a chunk, not by the video's
-// length). A family is a model file implementing both plus one row in the
-// registry (models/registry.cpp); pipelines speak only to these interfaces.
+// length). A family is a model file implementing both (a Stream class
+// wrapped by VaeDecoderOf, a ConfigSpec of models/config_spec.h) plus one
+// row in the registry (models/registry.cpp); pipelines speak only to these
+// interfaces.
 //
 // AutoencoderKL (models/autoencoder_kl.h) is the first: spatial factor
 // 2^(levels - 1), no time axis (a video is decoded frame by frame), one
@@ -16,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "io/safetensors.h"
@@ -50,6 +53,18 @@ class VaeDecoder {
     virtual Tensor next(const Tensor& latents) = 0;
   };
   virtual std::unique_ptr<Stream> begin() const = 0;
+};
+
+// The VaeDecoder of a loaded model: each begin() is a StreamType reading the
+// model (constructed from a const Model&).
+template <class Model, class StreamType>
+class VaeDecoderOf final : public VaeDecoder {
+ public:
+  explicit VaeDecoderOf(Model model) : model_(std::move(model)) {}
+  std::unique_ptr<Stream> begin() const override { return std::make_unique<StreamType>(model_); }
+
+ private:
+  Model model_;
 };
 
 class VaeSpec {

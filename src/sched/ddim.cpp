@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 #include "sched/numpy_compat.h"
 #include "util/error.h"
@@ -75,14 +74,7 @@ void DdimScheduler::set_timesteps(int n) {
 }
 
 void DdimScheduler::step(const Tensor& model_output, int step_index, Tensor& sample) {
-  if (step_index < 0 || step_index >= static_cast<int>(coef_.size())) {
-    throw std::logic_error("ddim step " + std::to_string(step_index) + " of " +
-                           std::to_string(coef_.size()) + " (set_timesteps first)");
-  }
-  if (model_output.shape() != sample.shape()) {
-    throw std::logic_error("ddim step: model_output " + shape_str(model_output.shape()) +
-                           " vs sample " + shape_str(sample.shape()));
-  }
+  check_step(model_output, sample, step_index, coef_.size());
   const Coef c = coef_[step_index];
   const float* m = model_output.data();
   float* s = sample.data();

@@ -3,6 +3,7 @@
 #include "sched/scheduler.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include "sched/ddim.h"
 #include "sched/dpmpp_2m.h"
@@ -13,6 +14,28 @@
 #include "util/error.h"
 
 namespace ditgen::sched {
+
+void Scheduler::check_step(const Tensor& model_output, const Tensor& sample, int step_index, size_t steps,
+                           std::optional<int> next_step) const {
+  if (step_index < 0 || step_index >= static_cast<int>(steps)) {
+    throw std::logic_error(name() + " step " + std::to_string(step_index) + " of " + std::to_string(steps) +
+                           " (set_timesteps first)");
+  }
+  if (next_step && step_index != 0 && step_index != *next_step) {
+    throw std::logic_error(name() + " steps must run in order: got " + std::to_string(step_index) +
+                           ", expected " + std::to_string(*next_step));
+  }
+  if (model_output.shape() != sample.shape()) {
+    throw std::logic_error(name() + " step: model_output " + shape_str(model_output.shape()) + " vs sample " +
+                           shape_str(sample.shape()));
+  }
+}
+
+bool Scheduler::needs_history(int step_index, const Tensor& history, const Tensor& sample) const {
+  if (step_index == 0) return !history.defined() || history.numel() != sample.numel();
+  if (history.numel() != sample.numel()) throw std::logic_error(name() + " step: sample shape changed within a run");
+  return false;
+}
 
 const std::vector<std::string>& scheduler_names() {
   static const std::vector<std::string> names = [] {

@@ -60,6 +60,18 @@ class Scheduler {
   virtual SchedulerKind kind() const = 0;
 
  protected:
+  // What step() checks first, std::logic_error headed by name() where it
+  // fails: 0 <= step_index < steps (else "set_timesteps first"); for a
+  // multistep scheduler (next_step given), step_index is 0 (a new run) or
+  // next_step; model_output has sample's shape.
+  void check_step(const Tensor& model_output, const Tensor& sample, int step_index, size_t steps,
+                  std::optional<int> next_step = std::nullopt) const;
+  // A multistep scheduler's history is sized like the sample: whether step
+  // `step_index` must (re)allocate it (step 0, a new run, with no history of
+  // the sample's size yet); std::logic_error headed by name() when a later
+  // step's sample differs in size from the history's.
+  bool needs_history(int step_index, const Tensor& history, const Tensor& sample) const;
+
   std::vector<double> timesteps_;
 };
 

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 #include "sched/flow_config.h"
 #include "sched/numpy_compat.h"
@@ -197,26 +196,11 @@ void UniPcFlowScheduler::set_timesteps(int n) {
 }
 
 void UniPcFlowScheduler::step(const Tensor& model_output, int step_index, Tensor& sample) {
-  if (step_index < 0 || step_index >= static_cast<int>(coef_.size())) {
-    throw std::logic_error("unipc step " + std::to_string(step_index) + " of " +
-                           std::to_string(coef_.size()) + " (set_timesteps first)");
-  }
-  if (step_index != 0 && step_index != next_step_) {
-    throw std::logic_error("unipc steps must run in order: got " + std::to_string(step_index) +
-                           ", expected " + std::to_string(next_step_));
-  }
-  if (model_output.shape() != sample.shape()) {
-    throw std::logic_error("unipc step: model_output " + shape_str(model_output.shape()) +
-                           " vs sample " + shape_str(sample.shape()));
-  }
-  if (step_index == 0) {
-    if (!prev_x0_.defined() || prev_x0_.numel() != sample.numel()) {
-      prev_x0_ = Tensor::zeros(sample.shape());
-      prev_prev_x0_ = Tensor::zeros(sample.shape());
-      last_sample_ = Tensor::zeros(sample.shape());
-    }
-  } else if (prev_x0_.numel() != sample.numel()) {
-    throw std::logic_error("unipc step: sample shape changed within a run");
+  check_step(model_output, sample, step_index, coef_.size(), next_step_);
+  if (needs_history(step_index, prev_x0_, sample)) {
+    prev_x0_ = Tensor::zeros(sample.shape());
+    prev_prev_x0_ = Tensor::zeros(sample.shape());
+    last_sample_ = Tensor::zeros(sample.shape());
   }
 
   const Coef c = coef_[step_index];

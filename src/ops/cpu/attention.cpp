@@ -79,69 +79,90 @@ static_assert(kQueryTile % (kQueryVecs * kVec) == 0 && kQueryTile % kOutRows == 
 
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// st[j][i] = sum_e k_j[e] * qt[e][i] for kKeyRows keys and kQueryVecs vectors
-// of queries; key row j starts at key[j] (rows of the strided K projection).
-inline void score_tile(const float* const* key, int64_t d, const float* qt, int64_t ld_qt, float* st,
-                       int64_t ld_st) {
-  vfloat acc[kKeyRows][kQueryVecs] = {};
-  for (int64_t e = 0; e < d; ++e) {
-    vfloat q[kQueryVecs];
-#pragma GCC unroll 2
-    for (int c = 0; c < kQueryVecs; ++c) q[c] = load(qt + e * ld_qt + c * kVec);
+// The micro-kernels' arithmetic on one operand format, so that each kernel
+// below is written once: F32Tile, float32 vectors (products summed one at a
+// time), and with AVX512-BF16 Bf16PairTile, bfloat16 pairs along the summed
+// index (two products per lane per vdpbf16ps). Elem is an operand row's
+// element, Operand a vector of them, Acc the float32 sums.
+struct F32Tile {
+  using Elem = float;
+  using Operand = vfloat;
+  using Acc = vfloat;
+  static Acc zero() { return Acc{}; }
+  static Acc load_acc(const float* p) { return load(p); }
+  static void store_acc(float* p, Acc v) { store(p, v); }
+  static Operand load_op(const float* p) { return load(p); }
+  static Operand splat_op(float x) { return splat(x); }
+  static Acc madd(Acc acc, Operand a, Operand b) { return acc + a * b; }
+};
+
+// Both products as one register-blocked outer-product kernel: for R rows and
+// C vectors of columns, o[r][c] (+)= sum_k a(r, k) * b[k][c], a(r, k) one
+// element broadcast to a vector, b[k] the row at b + k ld_b. kAccumulate:
+// the sums start from o, else from zero.
+template <class T, int R, int C, bool kAccumulate, class ElementOfA>
+inline void outer_product_tile(int64_t n, ElementOfA a, const typename T::Elem* b, int64_t ld_b, float* o,
+                               int64_t ld_o) {
+  typename T::Acc acc[R][C];
 #pragma GCC unroll 8
-    for (int r = 0; r < kKeyRows; ++r) {
-      const vfloat kv = splat(key[r][e]);
-#pragma GCC unroll 2
-      for (int c = 0; c < kQueryVecs; ++c) acc[r][c] += kv * q[c];
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = kAccumulate ? T::load_acc(o + r * ld_o + c * kVec) : T::zero();
+  for (int64_t k = 0; k < n; ++k) {
+    typename T::Operand bv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) bv[c] = T::load_op(b + k * ld_b + c * kVec);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const typename T::Operand av = T::splat_op(a(r, k));
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = T::madd(acc[r][c], av, bv[c]);
     }
   }
 #pragma GCC unroll 8
-  for (int r = 0; r < kKeyRows; ++r)
-#pragma GCC unroll 2
-    for (int c = 0; c < kQueryVecs; ++c) store(st + r * ld_st + c * kVec, acc[r][c]);
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) T::store_acc(o + r * ld_o + c * kVec, acc[r][c]);
+}
+
+// st[j][i] = sum_e k_j[e] * qt[e][i] for kKeyRows keys and kQueryVecs vectors
+// of queries; key row j starts at key[j] (rows of the strided K projection).
+// Bf16PairTile: key row j as d pairs (e, e+1), qt[e][i] the pair of query i.
+template <class T>
+inline void score_tile(const typename T::Elem* const* key, int64_t d, const typename T::Elem* qt, int64_t ld_qt,
+                       float* st, int64_t ld_st) {
+  outer_product_tile<T, kKeyRows, kQueryVecs, false>(
+      d, [key](int r, int64_t e) { return key[r][e]; }, qt, ld_qt, st, ld_st);
 }
 
 // o[r][c] += sum_j pt[j][r] * v[j][c] for kOutRows queries and NV vectors of
 // output columns (pt = probabilities, transposed like the scores).
-template <int NV>
-inline void pv_tile(const float* pt, int64_t ld_pt, int64_t keys, const float* v, int64_t ld_v, float* o,
-                    int64_t ld_o) {
-  vfloat acc[kOutRows][NV];
-#pragma GCC unroll 4
-  for (int r = 0; r < kOutRows; ++r)
-#pragma GCC unroll 6
-    for (int c = 0; c < NV; ++c) acc[r][c] = load(o + r * ld_o + c * kVec);
-  for (int64_t j = 0; j < keys; ++j) {
-    vfloat vv[NV];
-#pragma GCC unroll 6
-    for (int c = 0; c < NV; ++c) vv[c] = load(v + j * ld_v + c * kVec);
-#pragma GCC unroll 4
-    for (int r = 0; r < kOutRows; ++r) {
-      const vfloat p = splat(pt[j * ld_pt + r]);
-#pragma GCC unroll 6
-      for (int c = 0; c < NV; ++c) acc[r][c] += p * vv[c];
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < kOutRows; ++r)
-#pragma GCC unroll 6
-    for (int c = 0; c < NV; ++c) store(o + r * ld_o + c * kVec, acc[r][c]);
+// Bf16PairTile: j runs over pairs of keys, pt[j][r] the probabilities of
+// keys 2 j, 2 j + 1 for query r, v[j][c] their values in column c.
+template <class T, int NV>
+inline void pv_tile(const typename T::Elem* pt, int64_t ld_pt, int64_t keys, const typename T::Elem* v, int64_t ld_v,
+                    float* o, int64_t ld_o) {
+  outer_product_tile<T, kOutRows, NV, true>(
+      keys, [pt, ld_pt](int r, int64_t j) { return pt[j * ld_pt + r]; }, v, ld_v, o, ld_o);
 }
 
-void pv_rows(const float* pt, int64_t ld_pt, int64_t keys, const float* v, int64_t ld_v, float* o, int64_t ld_o,
-             int64_t vecs) {
+// pv_tile over `vecs` vectors of output columns: 4-wide chunks, then the
+// remainder in one tile.
+template <class T>
+void pv_rows(const typename T::Elem* pt, int64_t ld_pt, int64_t keys, const typename T::Elem* v, int64_t ld_v,
+             float* o, int64_t ld_o, int64_t vecs) {
   for (int64_t c = 0; c < vecs;) {
     const int64_t left = vecs - c;
-    const int64_t n = left <= kMaxOutVecs ? left : 4;  // 4-wide chunks, then the remainder
-    const float* vc = v + c * kVec;
+    const int64_t n = left <= kMaxOutVecs ? left : 4;
+    const typename T::Elem* vc = v + c * kVec;
     float* oc = o + c * kVec;
     switch (n) {
-      case 1: pv_tile<1>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
-      case 2: pv_tile<2>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
-      case 3: pv_tile<3>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
-      case 4: pv_tile<4>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
-      case 5: pv_tile<5>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
-      default: pv_tile<6>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
+      case 1: pv_tile<T, 1>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
+      case 2: pv_tile<T, 2>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
+      case 3: pv_tile<T, 3>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
+      case 4: pv_tile<T, 4>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
+      case 5: pv_tile<T, 5>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
+      default: pv_tile<T, 6>(pt, ld_pt, keys, vc, ld_v, oc, ld_o); break;
     }
     c += n;
   }
@@ -168,79 +189,17 @@ inline void pack_pairs(const float* lo, const float* hi, int64_t valid, int64_t 
   }
 }
 
-// st[j][i] = sum_e k_j[e] * q[e][i] on bf16 pairs: key row j is `key[j]`
-// as d2 pairs (e, e+1), qp[e2][i] the pair of query i; kKeyRows keys by
-// kQueryVecs vectors of queries, as score_tile.
-inline void score_tile_bf16(const uint32_t* const* key, int64_t d2, const uint32_t* qp, int64_t ld_qp, float* st,
-                            int64_t ld_st) {
-  __m512 acc[kKeyRows][kQueryVecs];
-#pragma GCC unroll 8
-  for (int r = 0; r < kKeyRows; ++r)
-#pragma GCC unroll 2
-    for (int c = 0; c < kQueryVecs; ++c) acc[r][c] = _mm512_setzero_ps();
-  for (int64_t e2 = 0; e2 < d2; ++e2) {
-    __m512i q[kQueryVecs];
-#pragma GCC unroll 2
-    for (int c = 0; c < kQueryVecs; ++c) q[c] = _mm512_loadu_si512(qp + e2 * ld_qp + c * kVec);
-#pragma GCC unroll 8
-    for (int r = 0; r < kKeyRows; ++r) {
-      const __m512i kv = _mm512_set1_epi32(static_cast<int>(key[r][e2]));
-#pragma GCC unroll 2
-      for (int c = 0; c < kQueryVecs; ++c) acc[r][c] = dot_bf16_pairs(acc[r][c], kv, q[c]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < kKeyRows; ++r)
-#pragma GCC unroll 2
-    for (int c = 0; c < kQueryVecs; ++c) _mm512_storeu_ps(st + r * ld_st + c * kVec, acc[r][c]);
-}
-
-// o[r][c] += sum_j p[j][r] * v[j][c] on bf16 pairs of keys: pp[j2][r] the
-// probabilities of keys 2 j2, 2 j2 + 1 for query r, vp[j2][c] their values
-// in column c; kOutRows queries by NV vectors of columns, as pv_tile.
-template <int NV>
-inline void pv_tile_bf16(const uint32_t* pp, int64_t ld_pp, int64_t pairs, const uint32_t* vp, int64_t ld_vp, float* o,
-                         int64_t ld_o) {
-  __m512 acc[kOutRows][NV];
-#pragma GCC unroll 4
-  for (int r = 0; r < kOutRows; ++r)
-#pragma GCC unroll 6
-    for (int c = 0; c < NV; ++c) acc[r][c] = _mm512_loadu_ps(o + r * ld_o + c * kVec);
-  for (int64_t j2 = 0; j2 < pairs; ++j2) {
-    __m512i vv[NV];
-#pragma GCC unroll 6
-    for (int c = 0; c < NV; ++c) vv[c] = _mm512_loadu_si512(vp + j2 * ld_vp + c * kVec);
-#pragma GCC unroll 4
-    for (int r = 0; r < kOutRows; ++r) {
-      const __m512i p = _mm512_set1_epi32(static_cast<int>(pp[j2 * ld_pp + r]));
-#pragma GCC unroll 6
-      for (int c = 0; c < NV; ++c) acc[r][c] = dot_bf16_pairs(acc[r][c], p, vv[c]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < kOutRows; ++r)
-#pragma GCC unroll 6
-    for (int c = 0; c < NV; ++c) _mm512_storeu_ps(o + r * ld_o + c * kVec, acc[r][c]);
-}
-
-void pv_rows_bf16(const uint32_t* pp, int64_t ld_pp, int64_t pairs, const uint32_t* vp, int64_t ld_vp, float* o,
-                  int64_t ld_o, int64_t vecs) {
-  for (int64_t c = 0; c < vecs;) {
-    const int64_t left = vecs - c;
-    const int64_t n = left <= kMaxOutVecs ? left : 4;
-    const uint32_t* vc = vp + c * kVec;
-    float* oc = o + c * kVec;
-    switch (n) {
-      case 1: pv_tile_bf16<1>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
-      case 2: pv_tile_bf16<2>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
-      case 3: pv_tile_bf16<3>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
-      case 4: pv_tile_bf16<4>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
-      case 5: pv_tile_bf16<5>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
-      default: pv_tile_bf16<6>(pp, ld_pp, pairs, vc, ld_vp, oc, ld_o); break;
-    }
-    c += n;
-  }
-}
+struct Bf16PairTile {
+  using Elem = uint32_t;
+  using Operand = __m512i;
+  using Acc = __m512;
+  static Acc zero() { return _mm512_setzero_ps(); }
+  static Acc load_acc(const float* p) { return _mm512_loadu_ps(p); }
+  static void store_acc(float* p, Acc v) { _mm512_storeu_ps(p, v); }
+  static Operand load_op(const uint32_t* p) { return _mm512_loadu_si512(p); }
+  static Operand splat_op(uint32_t x) { return _mm512_set1_epi32(static_cast<int>(x)); }
+  static Acc madd(Acc acc, Operand a, Operand b) { return dot_bf16_pairs(acc, a, b); }
+};
 #else
 constexpr bool kNativeBf16 = false;
 #endif
@@ -339,7 +298,7 @@ void attention(const AttentionArgs& a) {
             const uint32_t* rows[kKeyRows];
             for (int r = 0; r < kKeyRows; ++r) rows[r] = kp.data() + std::min(j + r, bk - 1) * d2;
             for (int64_t i = 0; i < kQ; i += kQueryVecs * kVec)
-              score_tile_bf16(rows, d2, qp.data() + i, kQ, st.data() + j * kQ + i, kQ);
+              score_tile<Bf16PairTile>(rows, d2, qp.data() + i, kQ, st.data() + j * kQ + i, kQ);
           }
 #endif
         } else {
@@ -353,7 +312,7 @@ void attention(const AttentionArgs& a) {
               rows[r] = bf16 ? kr.data() + row * d : kb + (k0 + row) * a.k_row_stride;
             }
             for (int64_t i = 0; i < kQ; i += kQueryVecs * kVec)
-              score_tile(rows, d, qt.data() + i, kQ, st.data() + j * kQ + i, kQ);
+              score_tile<F32Tile>(rows, d, qt.data() + i, kQ, st.data() + j * kQ + i, kQ);
           }
         }
         // S^T[j][i] += bias(h, q0 + i, k0 + j): a transposed add, done in
@@ -412,7 +371,7 @@ void attention(const AttentionArgs& a) {
                        pp.data() + j2 * kQ);
           }
           for (int64_t r = 0; r < round_up(bq, kOutRows); r += kOutRows)
-            pv_rows_bf16(pp.data() + r, kQ, pairs, vp2.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
+            pv_rows<Bf16PairTile>(pp.data() + r, kQ, pairs, vp2.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
 #endif
         } else {
           for (int64_t j = 0; j < bk; ++j) {
@@ -428,7 +387,7 @@ void attention(const AttentionArgs& a) {
             for (int64_t j = 0; j < bk; ++j)
               for (int64_t i = 0; i < kQ; ++i) st[j * kQ + i] = round_bf16(st[j * kQ + i]);
           for (int64_t r = 0; r < round_up(bq, kOutRows); r += kOutRows)
-            pv_rows(st.data() + r, kQ, bk, vp.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
+            pv_rows<F32Tile>(st.data() + r, kQ, bk, vp.data(), d_pad, acc.data() + r * d_pad, d_pad, vecs);
         }
       }
 

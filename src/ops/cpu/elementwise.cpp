@@ -3,6 +3,7 @@
 // with the CUDA kernels).
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/math/activations.h"
 #include "kernels/math/norm.h"
@@ -12,13 +13,32 @@ namespace ditgen::ops::cpu {
 
 namespace {
 constexpr int64_t kParallelMin = 1 << 14;  // below this a parallel region costs more than it saves
-}
 
-void silu_(Tensor& x) {
+// x[i] = f(x[i]).
+template <class F>
+void map_(Tensor& x, F f) {
   float* p = x.data();
   const int64_t n = x.numel();
 #pragma omp parallel for simd if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) p[i] = math::silu(p[i]);
+  for (int64_t i = 0; i < n; ++i) p[i] = f(p[i]);
+}
+
+// x[i] = f(x[i], y[i]) for x and y of one shape; `name` heads the error.
+template <class F>
+void zip_(Tensor& x, const Tensor& y, const char* name, F f) {
+  if (x.shape() != y.shape())
+    throw std::invalid_argument(std::string(name) + ": shapes " + shape_str(x.shape()) + " and " +
+                                shape_str(y.shape()));
+  float* p = x.data();
+  const float* q = y.data();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd if (n > kParallelMin)
+  for (int64_t i = 0; i < n; ++i) p[i] = f(p[i], q[i]);
+}
+}  // namespace
+
+void silu_(Tensor& x) {
+  map_(x, [](float v) { return math::silu(v); });
 }
 
 Tensor silu(const Tensor& x) {
@@ -32,37 +52,19 @@ Tensor silu(const Tensor& x) {
 }
 
 void gelu_tanh_(Tensor& x) {
-  float* p = x.data();
-  const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) p[i] = math::gelu_tanh(p[i]);
+  map_(x, [](float v) { return math::gelu_tanh(v); });
 }
 
 void relu_(Tensor& x) {
-  float* p = x.data();
-  const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) p[i] = math::relu(p[i]);
+  map_(x, [](float v) { return math::relu(v); });
 }
 
 void add_(Tensor& x, const Tensor& y) {
-  if (x.shape() != y.shape())
-    throw std::invalid_argument("add_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
-  float* p = x.data();
-  const float* q = y.data();
-  const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) p[i] += q[i];
+  zip_(x, y, "add_", [](float a, float b) { return a + b; });
 }
 
 void mul_(Tensor& x, const Tensor& y) {
-  if (x.shape() != y.shape())
-    throw std::invalid_argument("mul_: shapes " + shape_str(x.shape()) + " and " + shape_str(y.shape()));
-  float* p = x.data();
-  const float* q = y.data();
-  const int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelMin)
-  for (int64_t i = 0; i < n; ++i) p[i] *= q[i];
+  zip_(x, y, "mul_", [](float a, float b) { return a * b; });
 }
 
 void add_broadcast_(Tensor& x, const Tensor& y) {
