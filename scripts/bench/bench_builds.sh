@@ -10,7 +10,7 @@
 #       [--dtype float32] [--repeat 3] MODEL_DIR [MODEL_DIR ...]
 #
 # MODEL_DIR: a transformer directory or model root bench_forward accepts,
-# e.g. DiT-XL/2 from build/scripts/bench/make_random_dit --preset dit-xl-2-256
+# e.g. DiT-XL/2 from build/scripts/bench/cpp/make_random_dit --preset dit-xl-2-256
 # (no Python needed), Latte-1-sized from scripts/models/make_random_latte.py.
 # A benchmark, not a test: it prints figures and asserts nothing.
 set -euo pipefail
@@ -27,13 +27,22 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#models[@]} -gt 0 ] || { echo "usage: $0 OLD_BUILD NEW_BUILD [options] MODEL_DIR..." >&2; exit 2; }
-for b in "$old" "$new"; do
-  [ -x "$b/scripts/bench/bench_forward" ] || { echo "$b/scripts/bench/bench_forward: not built" >&2; exit 2; }
-done
+# bench_forward's place in a build tree (scripts/bench/cpp/ since the
+# scripts were grouped; scripts/bench/ in older trees).
+bench_of() {
+  local b
+  for b in "$1/scripts/bench/cpp/bench_forward" "$1/scripts/bench/bench_forward"; do
+    [ -x "$b" ] && echo "$b" && return
+  done
+  echo "$1: no bench_forward (configure with -DDITGEN_BENCHMARKS=ON, build target bench_forward)" >&2
+  exit 2
+}
+old_bench=$(bench_of "$old")
+new_bench=$(bench_of "$new")
 
-# forward_times BUILD MODEL: one bench_forward process; prints its timed forwards, one per line.
+# forward_times BENCH MODEL: one bench_forward process; prints its timed forwards, one per line.
 forward_times() {
-  "$1/scripts/bench/bench_forward" --model "$2" --threads "$threads" --dtype "$dtype" --repeat "$repeat" \
+  "$1" --model "$2" --threads "$threads" --dtype "$dtype" --repeat "$repeat" \
     --warmup 1 | sed -n 's/^forward_all //p' | tr ',' '\n'
 }
 
@@ -45,8 +54,8 @@ for model in "${models[@]}"; do
   for ((r = 0; r < rounds; r++)); do
     if ((r % 2 == 0)); then order=(old new); else order=(new old); fi
     for which in "${order[@]}"; do
-      build=$old && [ "$which" = new ] && build=$new
-      forward_times "$build" "$model" >>/tmp/bench_builds.$which.$$
+      bench=$old_bench && [ "$which" = new ] && bench=$new_bench
+      forward_times "$bench" "$model" >>/tmp/bench_builds.$which.$$
     done
   done
   o=$(median </tmp/bench_builds.old.$$) n=$(median </tmp/bench_builds.new.$$)
