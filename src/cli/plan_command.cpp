@@ -24,7 +24,7 @@ void run_plan(const CliOptions& opts) {
   const auto pipe = pipeline::Pipeline::open(cfg.model.path);
   const models::TransformerSpec& model = pipe->transformer();
   const Shape latent = model.latent_shape(cfg.generate.height, cfg.generate.width, cfg.generate.frames,
-                                          pipe->vae().spatial_factor(), opts.config_path + ": generate");
+                                          pipe->vae().factors(), opts.config_path + ": generate");
   const parallel::Workload work = model.workload(latent);
   const DeviceChoice device = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
                                             ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);

@@ -44,7 +44,7 @@ Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where
     throw ConfigError(where + ": generate.max_sequence_length: a " + family +
                       " model is class-conditional and reads no text (remove it)");
   Request r;
-  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->spatial_factor(),
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->factors(),
                                              where + ": generate");
   for (size_t i = 0; i < g.class_labels.size(); ++i) {
     const auto& l = g.class_labels[i];
@@ -102,7 +102,7 @@ std::string ClassPipeline::label_name(int64_t id) const {
 }
 
 Shape ClassPipeline::latent_shape() const {
-  return parts_.spec->latent_shape(0, 0, 0, parts_.vae->spatial_factor(), "generate");
+  return parts_.spec->latent_shape(0, 0, 0, parts_.vae->factors(), "generate");
 }
 
 Conditions ClassPipeline::condition(const Request& req) const {

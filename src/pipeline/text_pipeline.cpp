@@ -26,7 +26,7 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.prompts: a " + std::string(parts_.spec->family()) +
                       " model is text-conditional: give prompts (not class_labels)");
   Request r;
-  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->spatial_factor(),
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->factors(),
                                              where + ": generate");
   for (size_t i = 0; i < g.prompts.size(); ++i)
     config::check_prompt_text(g.prompts[i], where + ": generate.prompts[" + std::to_string(i) + "]");

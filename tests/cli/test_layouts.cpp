@@ -63,7 +63,7 @@ parallel::PlanRow planned(const parallel::Layout& layout) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("dit_odd"));
   const auto& model = pipe->transformer();
   return parallel::plan_layout(layout,
-                               model.workload(model.latent_shape(0, 0, 0, pipe->vae().spatial_factor(), "")),
+                               model.workload(model.latent_shape(0, 0, 0, pipe->vae().factors(), "")),
                                2, true, 4);
 }
 
@@ -339,7 +339,7 @@ struct ShapesRun {
     const auto pipe = pipeline::Pipeline::open(std::string(DITGEN_SOURCE_DIR) + "/samples/dit-shapes");
     const auto& model = pipe->transformer();
     return parallel::plan_layout(
-        layout, model.workload(model.latent_shape(0, 0, 0, pipe->vae().spatial_factor(), "")), 3, true, 4);
+        layout, model.workload(model.latent_shape(0, 0, 0, pipe->vae().factors(), "")), 3, true, 4);
   }
 };
 

@@ -76,7 +76,7 @@ Outcome run(const testing::TempDir& dir, const std::string& name, int ranks, con
 parallel::PlanRow planned(const parallel::Layout& layout, int frames) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
   const auto& model = pipe->transformer();
-  return parallel::plan_layout(layout, model.workload(model.latent_shape(80, 80, frames, 8, "")), 2, true, 4);
+  return parallel::plan_layout(layout, model.workload(model.latent_shape(80, 80, frames, {8}, "")), 2, true, 4);
 }
 
 // The single-process latents at `frames`, run once per frame count (PAB on or off).

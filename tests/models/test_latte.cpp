@@ -288,14 +288,14 @@ TEST_CASE("LatteSpec: family, kinds, text rules, latent shapes (C, F, h, w)") {
   CHECK(rules.negative_cut_to_prompt);
   CHECK(rules.fixed_max_length == 120);
   CHECK_FALSE(rules.divide_by_scaling_factor);
-  CHECK(spec->latent_shape(0, 0, 0, 8, "run.json: generate") == Shape{4, 3, 10, 10});  // video_length frames
-  CHECK(spec->latent_shape(64, 96, 1, 8, "run.json: generate") == Shape{4, 1, 8, 12});
-  CHECK(spec->latent_shape(0, 0, 16, 8, "run.json: generate") == Shape{4, 16, 10, 10});
-  CHECK_THROWS_WITH_AS(spec->latent_shape(72, 80, 0, 8, "run.json: generate"),
+  CHECK(spec->latent_shape(0, 0, 0, {8}, "run.json: generate") == Shape{4, 3, 10, 10});  // video_length frames
+  CHECK(spec->latent_shape(64, 96, 1, {8}, "run.json: generate") == Shape{4, 1, 8, 12});
+  CHECK(spec->latent_shape(0, 0, 16, {8}, "run.json: generate") == Shape{4, 16, 10, 10});
+  CHECK_THROWS_WITH_AS(spec->latent_shape(72, 80, 0, {8}, "run.json: generate"),
                        doctest::Contains("run.json: generate.height/width: 72x80: height and width must be positive "
                                          "multiples of 16"),
                        ConfigError);
-  CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, -2, 8, "run.json: generate"),
+  CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, -2, {8}, "run.json: generate"),
                        doctest::Contains("run.json: generate.frames: -2: expected at least 1 frame"), ConfigError);
 
 }
@@ -306,7 +306,7 @@ TEST_CASE("LatteSpec workload: weights match the files' tensors, a sequence is a
   int64_t stored = 0;
   for (const std::string& name : weights.names()) stored += shape_numel(weights.info(name).shape);
   CHECK(latte_param_count(spec.config()) == stored);
-  const parallel::Workload w = spec.workload(spec.latent_shape(64, 96, 5, 8, ""));
+  const parallel::Workload w = spec.workload(spec.latent_shape(64, 96, 5, {8}, ""));
   const int64_t d = 32;
   CHECK(w.tokens == 24);  // per frame
   CHECK(w.frames == 5);
