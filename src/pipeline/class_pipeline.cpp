@@ -54,7 +54,7 @@ Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where
     r.labels.push_back(label_id(label, where + ": generate.class_labels[" + std::to_string(i) + "]"));
     r.captions.push_back(label_name(r.labels.back()));
   }
-  set_sampling(r, g);
+  set_sampling(r, g, where);
   return r;
 }
 
@@ -127,7 +127,8 @@ Tensor ClassPipeline::denoise(const Request& req, const Conditions& cond, const 
       for (int64_t i = first; i < first + count; ++i)
         args.class_labels.push_back(uncond ? null_class : cond.class_labels[static_cast<size_t>(i)]);
   };
-  return denoise_loop(*transformer_, req, one, static_cast<int64_t>(cond.class_labels.size()), condition_batch,
+  const DenoiserForStep denoiser = [&](double) { return StepDenoiser{transformer_.get(), req.guidance_scale}; };
+  return denoise_loop(denoiser, req, one, static_cast<int64_t>(cond.class_labels.size()), condition_batch,
                       on_step, pab_summary);
 }
 

@@ -10,7 +10,8 @@
 
 namespace ditgen::pipeline {
 
-TextPipeline::TextPipeline(ModelParts parts) : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root())) {
+TextPipeline::TextPipeline(ModelParts parts)
+    : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root())), experts_(parts_) {
   if (parts_.spec->conditioning() != models::Conditioning::kText)
     throw std::logic_error("TextPipeline for a model that is not text-conditional");
   const int64_t want = parts_.spec->caption_channels(), have = text_.encoder_spec().hidden_size();
@@ -45,7 +46,7 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.max_sequence_length: at most " +
                       std::to_string(TextStage::kMaxSequenceLength) + ", got " +
                       std::to_string(r.max_sequence_length));
-  set_sampling(r, g);
+  set_sampling(r, g, where);
   return r;
 }
 
@@ -53,7 +54,7 @@ void TextPipeline::load_weights(const ParallelRun& par, const models::Placement&
   StageScope stage("loading weights");
   par_ = par;
   device_ = place.device;
-  transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);
+  experts_.load(par.shard, place);
   load_vae(par, place.device, vae_dtype);
 }
 
@@ -107,7 +108,11 @@ Conditions TextPipeline::condition(const Request& req) const {
 
 Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const StepCallback& on_step,
                              PabSummary* pab_summary) const {
-  if (!transformer_) throw std::logic_error("TextPipeline::denoise before load_weights");
+  if (!experts_.loaded()) throw std::logic_error("TextPipeline::denoise before load_weights");
+  // A PAB cache keeps one model's branches; the experts' differ.
+  if (experts_.two() && (req.pab.enabled() || req.pab_analysis))
+    not_supported("PAB or --pab-analyze with a two-expert model (" + parts_.dir.root() +
+                  "/model_index.json: boundary_ratio)");
   const Shape one = req.latent_shape;
   const int64_t L = cond.prompt_embeds.dim(1), D = cond.prompt_embeds.dim(2);
   const int64_t vae_factor = parts_.vae->spatial_factor();
@@ -137,7 +142,13 @@ Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const S
       }
     args.text = &keep;
   };
-  return denoise_loop(*transformer_, req, one, cond.outputs(), condition_batch, on_step, pab_summary);
+  // Each step's expert (the high-noise one above the boundary) and its guidance.
+  const DenoiserForStep denoiser = [&](double timestep) {
+    const int expert = experts_.expert_for(timestep);
+    return StepDenoiser{&experts_.get(expert),
+                        expert == Experts::kLowNoise ? req.guidance_scale_2 : req.guidance_scale};
+  };
+  return denoise_loop(denoiser, req, one, cond.outputs(), condition_batch, on_step, pab_summary);
 }
 
 }  // namespace ditgen::pipeline
