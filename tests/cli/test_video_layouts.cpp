@@ -23,10 +23,13 @@
 #include "io/safetensors.h"
 #include "parallel/plan.h"
 #include "pipeline/pipeline.h"
+#include "layout_checks.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
 using namespace ditgen;
+using testing::differing;
+using testing::promises_identical;
 namespace fs = std::filesystem;
 
 namespace {
@@ -88,23 +91,6 @@ const Tensor& single(int frames, const std::string& pab = "") {
   if (it == cache.end())
     it = cache.emplace(key, run(dir, "single_" + std::to_string(cache.size()), 1, "", frames, pab).latents).first;
   return it->second;
-}
-
-// What docs/parallel.md promises a layout (issue 36 item 8): where every
-// rank computes whole rows of every sum (cp, Ulysses and dsp sp, their
-// combinations, PipeFusion with a full warm-up) the single process's
-// latents bit for bit; where a sum is split (ring, tp) within float
-// rounding, relative L2 < 1e-5.
-bool promises_identical(const parallel::Layout& layout) {
-  return layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == "ulysses" || layout.sp_mode == "dsp");
-}
-
-// The number of elements that differ at all.
-int64_t differing(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.numel() == b.numel());
-  int64_t n = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) n += a[i] != b[i];
-  return n;
 }
 
 void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout, int frames = 3) {

@@ -23,6 +23,7 @@
 #include "mp4_decode.h"
 #include "parallel/plan.h"
 #include "pipeline/pipeline.h"
+#include "layout_checks.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -143,13 +144,6 @@ const Tensor& single_process() {
   return latents;
 }
 
-int64_t differing(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.numel() == b.numel());
-  int64_t n = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) n += a[i] != b[i];
-  return n;
-}
-
 void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout) {
   REQUIRE(layout.world_size() == ranks);
   testing::TempDir dir("wan_layout");
@@ -158,8 +152,8 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
   MESSAGE(sets << ": relative L2 vs single process " << err << ", vs diffusers "
                << error_to(got.latents, "wan_tiny", "latents_unipc"));
   CHECK(err < 1e-5);
-  if (layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == "ulysses"))
-    CHECK_MESSAGE(differing(got.latents, single_process()) == 0, sets << ": not bit-identical");
+  if (testing::promises_identical(layout))
+    CHECK_MESSAGE(testing::differing(got.latents, single_process()) == 0, sets << ": not bit-identical");
   CHECK(error_to(got.latents, "wan_tiny", "latents_unipc") < 1e-4);
   // Rank 0's bytes per step (one forward per step) against plan, exactly.
   const double forwards = got.comm["forwards"].get<double>();
@@ -169,9 +163,7 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
   const parallel::PlanRow plan =
       parallel::plan_layout(layout, model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), "")), 2,
                             true, 4);
-  const double sent = (got.comm["sp"].get<double>() + got.comm["tp"].get<double>() + got.comm["cp"].get<double>() +
-                       got.comm["pp"].get<double>()) /
-                      forwards;
+  const double sent = testing::sent_per_step(got.comm);
   MESSAGE("  bytes per step sent by rank 0: " << sent << "; plan " << plan.comm_bytes_per_step_per_rank);
   CHECK(sent == plan.comm_bytes_per_step_per_rank);
 }

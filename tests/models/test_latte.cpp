@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fixture.h"
+#include "forward_checks.h"
 #include "io/model_dir.h"
 #include "models/latte.h"
 #include "models/latte_spec.h"
@@ -89,13 +90,7 @@ TEST_CASE("latte forward matches diffusers: 3 frames (video_length) and one fram
   for (const std::string suffix : {"", "_f1"}) {
     CAPTURE(suffix);
     const ForwardCase c(suffix);
-    const Tensor y = model->forward(c.args);
-    REQUIRE(y.shape() == c.sample.shape());
-    const double err = testing::rel_l2(y, c.sample);
-    MESSAGE("latte_tiny sample" << suffix << ": forward relative L2 error " << err << ", max|d|/max|ref| "
-                                << testing::max_rel(y, c.sample));
-    CHECK(err <= 1e-5);
-    CHECK(testing::max_rel(y, c.sample) < 1e-4);
+    testing::check_forward_float32(*model, c.args, c.sample, "latte_tiny sample" + suffix);
   }
 }
 
@@ -104,26 +99,14 @@ TEST_CASE("latte forward in bfloat16 stays near diffusers' float32") {
   for (const std::string suffix : {"", "_f1"}) {
     CAPTURE(suffix);
     const ForwardCase c(suffix);
-    const double err = testing::rel_l2(model->forward(c.args), c.sample);
-    MESSAGE("latte_tiny sample" << suffix << " bfloat16: forward relative L2 error " << err);
-    CHECK(err < 2e-2);
-    CHECK(err > 1e-5);  // bfloat16 arithmetic really ran
+    testing::check_forward_bfloat16(*model, c.args, c.sample, "latte_tiny sample" + suffix);
   }
 }
 
 TEST_CASE("latte forward: each video as its own batch of one, text lengths are the first rows seen") {
   const auto model = load_via_registry();
   ForwardCase c;
-  const Tensor batch = model->forward(c.args);
-  for (int64_t b = 0; b < 2; ++b) {
-    CAPTURE(b);
-    const Tensor latents = sample_of(c.latents, b), text = sample_of(c.text, b);
-    ForwardArgs one;
-    one.latents = &latents;
-    one.text = &text;
-    one.timesteps = {c.args.timesteps[static_cast<size_t>(b)]};
-    CHECK(testing::rel_l2(model->forward(one), sample_of(batch, b)) < 1e-6);
-  }
+  const Tensor batch = testing::check_batch_of_one(*model, c.args);
   // All 12 rows as lengths: the same as no lengths.
   c.args.text_lengths = {12, 12};
   CHECK(testing::max_rel(model->forward(c.args), batch) == 0.0);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fixture.h"
+#include "forward_checks.h"
 #include "io/model_dir.h"
 #include "models/registry.h"
 #include "models/wan.h"
@@ -59,8 +60,6 @@ struct ForwardCase {
   }
 };
 
-Tensor sample_of(const Tensor& t, int64_t b) { return t.slice0(b, b + 1).clone(); }
-
 }  // namespace
 
 TEST_CASE("wan forward matches diffusers: 3 latent frames (two timesteps, zero text rows) and one frame") {
@@ -68,38 +67,20 @@ TEST_CASE("wan forward matches diffusers: 3 latent frames (two timesteps, zero t
   for (const std::string suffix : {"", "_f1"}) {
     CAPTURE(suffix);
     const ForwardCase c(suffix);
-    const Tensor y = model->forward(c.args);
-    REQUIRE(y.shape() == c.sample.shape());
-    const double err = testing::rel_l2(y, c.sample);
-    MESSAGE("wan_tiny sample" << suffix << ": forward relative L2 error " << err << ", max|d|/max|ref| "
-                              << testing::max_rel(y, c.sample));
-    CHECK(err <= 1e-5);
-    CHECK(testing::max_rel(y, c.sample) < 1e-4);
+    testing::check_forward_float32(*model, c.args, c.sample, "wan_tiny sample" + suffix);
   }
 }
 
 TEST_CASE("wan forward in bfloat16 stays near diffusers' float32") {
   const auto model = load_via_registry(DType::kBF16);
   const ForwardCase c;
-  const double err = testing::rel_l2(model->forward(c.args), c.sample);
-  MESSAGE("wan_tiny bfloat16: forward relative L2 error " << err);
-  CHECK(err < 2e-2);
-  CHECK(err > 1e-5);  // bfloat16 arithmetic really ran
+  testing::check_forward_bfloat16(*model, c.args, c.sample, "wan_tiny");
 }
 
 TEST_CASE("wan forward: each sample alone equals its row of the batch; all text rows as lengths change nothing") {
   const auto model = load_via_registry();
   ForwardCase c;
-  const Tensor batch = model->forward(c.args);
-  for (int64_t b = 0; b < 2; ++b) {
-    CAPTURE(b);
-    const Tensor latents = sample_of(c.latents, b), text = sample_of(c.text, b);
-    ForwardArgs one;
-    one.latents = &latents;
-    one.text = &text;
-    one.timesteps = {c.args.timesteps[static_cast<size_t>(b)]};
-    CHECK(testing::rel_l2(model->forward(one), sample_of(batch, b)) < 1e-6);
-  }
+  const Tensor batch = testing::check_batch_of_one(*model, c.args);
   c.args.text_lengths = {16, 16};  // WanPipeline: every row seen
   CHECK(testing::max_rel(model->forward(c.args), batch) == 0.0);
   c.args.text_lengths = {16, 7};  // the zero rows are keys too: cutting them changes the result
