@@ -36,8 +36,11 @@ parallel::Workload WanSpec::workload(const Shape& latent) const {
   using parallel::AttentionKind;
   // Per layer: self-attention over every frame's tokens, cross-attention to
   // the text, one MLP; the condition embedder is held whole: nothing
-  // gathered over tp.
-  return sized(latent, {AttentionKind::kSpatioTemporal, AttentionKind::kCross}, 1);
+  // gathered over tp. The cross-attention's text length is the run's
+  // (max_sequence_length), not the config's: `plan` sets it.
+  parallel::Workload w = sized(latent, {AttentionKind::kSpatioTemporal, AttentionKind::kCross}, 1);
+  w.qk_norms_across_heads = true;  // under tp, a squared sum per row of q and k all-reduced
+  return w;
 }
 
 }  // namespace ditgen::models

@@ -157,6 +157,10 @@ struct Workload {
   int64_t feed_forwards = 1;       // each layer's MLPs
   int64_t mlp_hidden = 0;          // the MLP's inner width F (tp splits it)
   int64_t gathered_per_layer = 0;  // elements per sequence all-gathered over tp per block (0: none)
+  // Each attention's q and k are RMS-normalised over all heads (Wan): under
+  // tp every rank all-reduces one float per row of q and one per row of k
+  // (a cross-attention's keys: the text's rows, AttentionOp::tokens).
+  bool qk_norms_across_heads = false;
   int64_t output_per_token = 0;    // model output elements per token (gathered over sp)
   int64_t input_elements = 0;      // per sequence: the model's input (latents)
   int64_t output_elements = 0;     // per sequence: the model's output

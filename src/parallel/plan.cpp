@@ -129,6 +129,17 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 
   r.comm_sp = L * sp_per_layer;
   r.comm_tp = L * static_cast<double>(m.tp_all_reduces_per_layer()) * static_cast<double>(ar);
+  if (l.tp > 1 && m.qk_norms_across_heads) {
+    // Per attention: q's rows and k's (the sequence's rows, or b texts of
+    // op.tokens rows), each one all-reduce of a float per row.
+    const auto reduced = [&](double count) {
+      return static_cast<double>(2 * int64_t{l.tp - 1} * static_cast<int64_t>(count) * em / l.tp);
+    };
+    double norms = 0;
+    for (const AttentionOp& op : m.attention_ops())
+      norms += reduced(rows) + reduced(op.keys == KeySource::kSameSequence ? rows : b * static_cast<double>(op.tokens));
+    r.comm_tp += L * norms;
+  }
   // The output is gathered over sp by the last stage only (rank 0 is the first).
   if (l.sp > 1 && l.pp == 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * em;
   if (l.tp > 1) r.comm_gather += L * b * g * (tp - 1) / tp * em;

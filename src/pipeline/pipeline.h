@@ -202,6 +202,10 @@ class Pipeline {
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
   Result generate(const Request& req, const StepCallback& on_step = {}, const StageCallback& on_stage = {}) const;
+  // The text rows a run of `generate` feeds each cross-attention
+  // (max_sequence_length, or the pipeline's default); 0 for class labels.
+  // What `plan` counts where a text's length matters (Wan's k norms under tp).
+  virtual int64_t text_tokens(const GenerateConfig&) const { return 0; }
   // The condition stage's name in progress reports when it takes time (the
   // text encoder); null when it is instant (class labels).
   virtual const char* condition_stage() const { return nullptr; }

@@ -40,14 +40,18 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.max_sequence_length: " + std::to_string(g.max_sequence_length) + ": a " +
                       parts_.spec->family() + " model's pipeline always tokenizes to " + std::to_string(fixed) +
                       " tokens (it has no max_sequence_length); leave it unset or " + std::to_string(fixed));
-  r.max_sequence_length = fixed > 0 ? fixed
-                          : g.max_sequence_length > 0 ? g.max_sequence_length : text_.default_max_length();
+  r.max_sequence_length = text_tokens(g);
   if (r.max_sequence_length > TextStage::kMaxSequenceLength)
     throw ConfigError(where + ": generate.max_sequence_length: at most " +
                       std::to_string(TextStage::kMaxSequenceLength) + ", got " +
                       std::to_string(r.max_sequence_length));
   set_sampling(r, g, where);
   return r;
+}
+
+int64_t TextPipeline::text_tokens(const GenerateConfig& g) const {
+  const int64_t fixed = parts_.spec->text_pipeline_rules().fixed_max_length;
+  return fixed > 0 ? fixed : g.max_sequence_length > 0 ? g.max_sequence_length : text_.default_max_length();
 }
 
 void TextPipeline::load_weights(const ParallelRun& par, const models::Placement& place, DType vae_dtype) {

@@ -55,6 +55,7 @@ class TextPipeline final : public Pipeline {
 
   const TextStage& text_stage() const { return text_; }
   const char* condition_stage() const override { return "text encoder"; }
+  int64_t text_tokens(const GenerateConfig& generate) const override;
 
  private:
   TextStage text_;

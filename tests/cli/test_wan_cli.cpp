@@ -4,9 +4,10 @@
 // video's 9 frames as PNGs or one MP4; bad inputs exit 2 naming the field
 // (frame counts, sizes, dsp, temporal PAB, guidance_scale_2 on a
 // one-expert model); under mpirun ulysses and ring shard the whole video's
-// 45 tokens (uneven: 23 + 22, 15 x 3), alone and with cp, and give the
-// single process's latents (bit for bit for Ulysses and cp, within float
-// rounding for ring, as docs/parallel.md promises), rank 0 sending exactly
+// 45 tokens (uneven: 23 + 22, 15 x 3), and tp splits heads (each rank's q/k
+// norm squared sums all-reduced), alone and with cp, and give the single
+// process's latents (bit for bit for Ulysses and cp, within float rounding
+// for ring and tp, as docs/parallel.md promises), rank 0 sending exactly
 // the bytes per step `plan` computes.
 #include <doctest/doctest.h>
 
@@ -160,9 +161,9 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
   REQUIRE(forwards == 4);
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
   const auto& model = pipe->transformer();
-  const parallel::PlanRow plan =
-      parallel::plan_layout(layout, model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), "")), 2,
-                            true, 4);
+  parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
+  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
+  const parallel::PlanRow plan = parallel::plan_layout(layout, work, 2, true, 4);
   const double sent = testing::sent_per_step(got.comm);
   MESSAGE("  bytes per step sent by rank 0: " << sent << "; plan " << plan.comm_bytes_per_step_per_rank);
   CHECK(sent == plan.comm_bytes_per_step_per_rank);
@@ -178,6 +179,13 @@ TEST_CASE("wan ulysses sp3 (15 tokens each, 6 heads)") {
 }
 TEST_CASE("wan ring sp2") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring", {2, 1, 1, "ring"}); }
 TEST_CASE("wan cp2") { check_layout(2, "--set parallel.cp=2", {1, 2, 1, "ulysses"}); }
+TEST_CASE("wan tp2 (heads and the q/k norms' squared sums split)") {
+  check_layout(2, "--set parallel.tp=2", {1, 1, 2, "ulysses"});
+}
+TEST_CASE("wan ring sp2 x tp2") {
+  check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ring", {2, 1, 2, "ring"});
+}
+TEST_CASE("wan tp2 x cp2") { check_layout(4, "--set parallel.tp=2 --set parallel.cp=2", {1, 2, 2, "ulysses"}); }
 TEST_CASE("wan ulysses sp2 x cp2") {
   check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, "ulysses"});
 }
