@@ -4,7 +4,7 @@
  * scheduler/scheduler_config.json (a missing piece reuses the first one).
  * They are written into a scratch directory made once per process, then:
  * io::ModelDir::open, id2label(), part_config("transformer") ->
- * models::transformer_spec -> latent_shape(0, 0, 0, 8) (the model's default
+ * models::transformer_spec -> latent_shape(0, 0, 0, {8}) (the model's default
  * size) -> workload -> parallel::weight_elements_per_rank;
  * part_config("vae") -> models::vae_spec (the registry's VAE seam)
  * -> scale_factor(); part_config("text_encoder") -> models::T5Config::from_json
@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ditgen::fuzz::allow_reader_errors([&] {
       const std::string path = model.part_config_path("transformer");
       const auto spec = ditgen::models::transformer_spec(model.part_config("transformer"), path);
-      const ditgen::Shape latent = spec->latent_shape(0, 0, 0, 8, "");
+      const ditgen::Shape latent = spec->latent_shape(0, 0, 0, {8}, "");
       const ditgen::parallel::Workload work = spec->workload(latent);
       g_sink = ditgen::parallel::weight_elements_per_rank(work, 1) + static_cast<double>(work.hidden());
     });

@@ -50,6 +50,8 @@ struct GenerateConfig {
   double guidance_scale = 4.0;   // CFG is on when > 1 (as diffusers)
   sched::Sampler scheduler = sched::Sampler::kModelDefault;  // kModelDefault: the model's scheduler config
   std::optional<double> shift;   // flow samplers: overrides flow_shift / shift
+  // Two-expert models (Wan 2.2 A14B): the low-noise expert's guidance; empty = guidance_scale.
+  std::optional<double> guidance_scale_2;
   int batch_size = 4;            // outputs per forward pass
   int frames = 0;                // 0 = the model's default
   int height = 0;                // 0 = sample_size x VAE factor

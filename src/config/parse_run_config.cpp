@@ -67,6 +67,9 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   c.seed = generate.unsigned64("seed", c.seed);
   c.steps = generate.integer("steps", c.steps, 1);
   c.guidance_scale = generate.number("guidance_scale", c.guidance_scale, 0, /*min_exclusive=*/false);
+  // That the model has a second expert is checked with the model.
+  if (generate.find("guidance_scale_2"))
+    c.guidance_scale_2 = generate.number("guidance_scale_2", 0, 0, /*min_exclusive=*/false);
   // "" keeps the model's own scheduler config, and lets --set undo a choice.
   c.scheduler = generate.enum_choice("scheduler", c.scheduler, sched::kSamplerNames);
   // A flow sampler's shift (flow_shift / shift in the scheduler config);

@@ -16,7 +16,8 @@ const std::vector<std::string>& schema_paths() {
         "model", "model.path", "model.dtype", "model.vae_dtype",
         "generate", "generate.class_labels", "generate.prompts", "generate.negative_prompt",
         "generate.prompt_file", "generate.max_sequence_length",
-        "generate.seed", "generate.steps", "generate.guidance_scale", "generate.scheduler", "generate.shift",
+        "generate.seed", "generate.steps", "generate.guidance_scale", "generate.guidance_scale_2",
+        "generate.scheduler", "generate.shift",
         "generate.batch_size", "generate.frames", "generate.height", "generate.width",
         "parallel", "parallel.sp", "parallel.cp", "parallel.tp", "parallel.sp_mode", "parallel.pp", "parallel.patches",
         "parallel.warmup_steps", "parallel.sp_weights",
@@ -56,7 +57,6 @@ void reject_unknown_in(const nlohmann::json& object, const std::string& path,
 const char* not_built_yet(const std::string& dotted_path) {
   if (dotted_path == "cache" || dotted_path.rfind("cache.", 0) == 0)
     return "step caches (the cache section: first_block, teacache)";
-  if (dotted_path == "generate.guidance_scale_2") return "generate.guidance_scale_2 (two-expert models, Wan 2.2)";
   return nullptr;
 }
 

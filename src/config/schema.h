@@ -26,7 +26,7 @@ std::string suggest_schema_path(const std::string& dotted_path);
 void reject_unknown_keys(const nlohmann::json& document, const ConfigContext& context);
 
 // For a key DESIGN.md defines that this version does not build yet (the
-// cache section, generate.guidance_scale_2): what it is,
+// cache section): what it is,
 // for "not supported yet: ..." (exit 2); else null. Such keys are never
 // "unknown" and never ignored.
 const char* not_built_yet(const std::string& dotted_path);

@@ -31,6 +31,7 @@ json generate_json(const GenerateConfig& g) {
   j["seed"] = g.seed;
   j["steps"] = g.steps;
   j["guidance_scale"] = g.guidance_scale;
+  if (g.guidance_scale_2) j["guidance_scale_2"] = *g.guidance_scale_2;
   if (g.scheduler != sched::Sampler::kModelDefault) j["scheduler"] = sched::name_of(g.scheduler);
   if (g.shift) j["shift"] = *g.shift;
   j["batch_size"] = g.batch_size;

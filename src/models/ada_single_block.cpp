@@ -25,17 +25,29 @@ nn::TransformerBlockDims block_dims(const AdaSingleConfig& c, bool cross) {
 }  // namespace
 
 nn::TensorDecls AdaSingleBlock::tensors(const std::string& prefix, const AdaSingleConfig& c, bool cross) {
-  nn::TensorDecls t = nn::ScaleShiftTable::tensors(prefix + "scale_shift_table", nn::kModulationChunks, c.inner_dim());
-  nn::append(t, nn::TransformerBlock::tensors(prefix, block_dims(c, cross)));
-  return t;
+  return tensors(prefix, block_dims(c, cross), false);
 }
 
 AdaSingleBlock AdaSingleBlock::load(const io::WeightStore& w, const std::string& prefix, const AdaSingleConfig& c,
                                     bool cross, const ShardGroups& shard, const Placement& place) {
+  return load(w, prefix, block_dims(c, cross), shard, place);
+}
+
+nn::TensorDecls AdaSingleBlock::tensors(const std::string& prefix, const nn::TransformerBlockDims& dims,
+                                        bool table_leading_one) {
+  nn::TensorDecls t = nn::ScaleShiftTable::tensors(prefix + "scale_shift_table", nn::kModulationChunks,
+                                                   dims.self.query_dim, table_leading_one);
+  nn::append(t, nn::TransformerBlock::tensors(prefix, dims));
+  return t;
+}
+
+AdaSingleBlock AdaSingleBlock::load(const io::WeightStore& w, const std::string& prefix,
+                                    const nn::TransformerBlockDims& dims, const ShardGroups& shard,
+                                    const Placement& place) {
   AdaSingleBlock blk;
-  blk.dim_ = c.inner_dim();
+  blk.dim_ = dims.self.query_dim;
   blk.table_ = nn::ScaleShiftTable::load(w, prefix + "scale_shift_table", place);
-  blk.body_ = nn::TransformerBlock::load(w, prefix, block_dims(c, cross), shard, place);
+  blk.body_ = nn::TransformerBlock::load(w, prefix, dims, shard, place);
   return blk;
 }
 

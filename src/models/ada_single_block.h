@@ -1,7 +1,8 @@
 // What PixArt and Latte share (DESIGN.md §6), as compositions of the
 // modules of models/nn/:
 //   AdaSingleBlock  diffusers' BasicTransformerBlock with norm_type
-//                   ada_norm_single: an nn::TransformerBlock (modulated
+//                   ada_norm_single (and, with its own dims, Wan's
+//                   WanTransformerBlock): an nn::TransformerBlock (modulated
 //                   self-attention, optional cross-attention without
 //                   modulation, modulated gelu-tanh MLP; LayerNorms without
 //                   affine at norm_eps) whose (B, 6D) modulation is the
@@ -45,6 +46,12 @@ class AdaSingleBlock {
   // communicators outlive the block).
   static AdaSingleBlock load(const io::WeightStore& weights, const std::string& prefix, const AdaSingleConfig& cfg,
                              bool cross, const ShardGroups& shard, const Placement& place);
+  // The same block of other dims (Wan's: q/k norms, norm2, "ffn."), its
+  // table stored (1, 6, D) when `table_leading_one`.
+  static nn::TensorDecls tensors(const std::string& prefix, const nn::TransformerBlockDims& dims,
+                                 bool table_leading_one);
+  static AdaSingleBlock load(const io::WeightStore& weights, const std::string& prefix,
+                             const nn::TransformerBlockDims& dims, const ShardGroups& shard, const Placement& place);
 
   // hidden (B, P, D) += the block's branches, in place; shared_mod (B, 6D)
   // the model's adaLN-single modulation, before this block's table.

@@ -7,14 +7,14 @@
 
 namespace ditgen::models {
 
-Shape DitSpec::latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+Shape DitSpec::latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                             const std::string& where) const {
   reject_frames(frames, family(), where);
-  const int64_t s = cfg_.sample_size, size = s * vae_factor;
+  const int64_t s = cfg_.sample_size, size = s * vae.spatial;
   if ((height && height != size) || (width && width != size))
     throw ConfigError(where + ".height/width: this DiT model generates " + std::to_string(size) + "x" +
                       std::to_string(size) +
-                      " only (sample_size " + std::to_string(s) + " x VAE factor " + std::to_string(vae_factor) + ")");
+                      " only (sample_size " + std::to_string(s) + " x VAE factor " + std::to_string(vae.spatial) + ")");
   return {cfg_.in_channels, s, s};
 }
 

@@ -22,7 +22,7 @@ class DitSpec final : public FamilySpec<DitConfig, DitTransformer> {
 
   int64_t num_classes() const override { return cfg_.num_classes; }
   // DiT makes its sample_size only (square, fixed: positions are a fixed table).
-  Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+  Shape latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                      const std::string& where) const override;
   parallel::Workload workload(const Shape& latent) const override;
 };

@@ -38,14 +38,15 @@ LatteConfig LatteConfig::from_json(const nlohmann::json& cfg, const std::string&
   return c;
 }
 
-Shape LatteSpec::latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+Shape LatteSpec::latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                               const std::string& where) const {
-  const auto [h, w] = cfg_.latent_size(height, width, vae_factor, where);
+  const auto [h, w] = cfg_.latent_size(height, width, vae.spatial, where);
   const int64_t f = frames ? frames : cfg_.video_length;
   if (f < 1)
     throw ConfigError(where + ".frames: " + std::to_string(f) + ": expected at least 1 frame (default " +
                       std::to_string(cfg_.video_length) + ", the model's video_length)");
-  return {cfg_.in_channels, f, h, w};
+  vae.check_frames(f, where + ".frames");  // any count for an image VAE
+  return {cfg_.in_channels, vae.latent_frames_of(f), h, w};
 }
 
 parallel::Workload LatteSpec::workload(const Shape& latent) const {

@@ -33,7 +33,7 @@ class LatteSpec final : public FamilySpec<LatteConfig, LatteTransformer> {
   // video_length. Frame counts other than 1 and video_length, which
   // diffusers rejects (its temp_pos_embed is a fixed video_length-row
   // table), get the same 1-D sin-cos rows computed for 0..F-1.
-  Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+  Shape latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                      const std::string& where) const override;
   // A video of F frames of N tokens (Workload::frames, tokens); per layer
   // the spatial, cross and temporal attentions and two MLPs (five tp

@@ -49,10 +49,10 @@ PixArtConfig PixArtConfig::from_json(const nlohmann::json& cfg, const std::strin
   return c;
 }
 
-Shape PixArtSpec::latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+Shape PixArtSpec::latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                                const std::string& where) const {
   reject_frames(frames, family(), where);
-  const auto [h, w] = cfg_.latent_size(height, width, vae_factor, where);
+  const auto [h, w] = cfg_.latent_size(height, width, vae.spatial, where);
   return {cfg_.in_channels, h, w};
 }
 

@@ -27,7 +27,7 @@ class PixArtSpec final : public FamilySpec<PixArtConfig, PixArtTransformer> {
   bool micro_conditions() const override { return cfg_.use_additional_conditions; }
   // Any height and width that are multiples of vae_factor * patch_size
   // (positions are computed for the actual grid); 0 = sample_size * vae_factor.
-  Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+  Shape latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                      const std::string& where) const override;
   parallel::Workload workload(const Shape& latent) const override;
 };

@@ -13,6 +13,7 @@
 #include "models/latte_spec.h"
 #include "models/pixart_spec.h"
 #include "models/t5_spec.h"
+#include "models/wan_spec.h"
 #include "util/error.h"
 
 namespace ditgen::models {
@@ -38,7 +39,7 @@ const Family kFamilies[] = {
     {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_spec<DitSpec>},
     {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_spec<PixArtSpec>},
     {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_spec<LatteSpec>},
-    {Part::kTransformer, "WanTransformer3DModel",    "wan",    nullptr},  // DESIGN.md §6: not built yet
+    {Part::kTransformer, "WanTransformer3DModel",    "wan",    &make_spec<WanSpec>},
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, nullptr, &make_autoencoder_kl_spec},
     {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, &make_autoencoder_kl_wan_spec},
     {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, &make_t5_spec},

@@ -17,6 +17,7 @@
 #include "io/safetensors.h"
 #include "models/placement.h"
 #include "models/shard_groups.h"
+#include "models/vae_spec.h"
 #include "pab/broadcast.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
@@ -142,11 +143,14 @@ class TransformerSpec {
 
   // The latent shape of one output for a requested image of height x width
   // pixels and `frames` frames (each 0 = the model's default) and a VAE of
-  // `vae_factor` pixels per latent: (C, h, w) for image families, which
-  // take no frame count, (C, F, h, w) for video families. ConfigError for
-  // a size the model cannot make, naming `where` (the config file and
-  // section, "run.json: generate") and the field (".height/width", ".frames").
-  virtual Shape latent_shape(int64_t height, int64_t width, int64_t frames, int64_t vae_factor,
+  // these factors (models/vae_spec.h: pixels per latent, frames per latent
+  // frame): (C, h, w) for image families, which take no frame count, (C, F',
+  // h, w) for video families (F' latent frames: F with an image VAE, which
+  // decodes frame by frame; (F - 1) / 4 + 1 with Wan's causal one).
+  // ConfigError for a size the model cannot make, naming `where` (the config
+  // file and section, "run.json: generate") and the field (".height/width",
+  // ".frames").
+  virtual Shape latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                              const std::string& where) const = 0;
   // What one forward asks of the parallel layer for outputs of that shape:
   // attention sizes for the layout checks, element counts for `plan`.

@@ -38,6 +38,25 @@ struct LatentNormalization {
   bool per_channel() const { return !mean.empty(); }
 };
 
+// The geometry a VAE gives the latents of a requested size: pixels per
+// latent on each side, and output frames per latent frame after the first
+// (1 for image VAEs, which decode a video frame by frame; 4 for Wan's
+// causal VAE: frames 1 + 4k). What a transformer's latent_shape needs of
+// the VAE (models/transformer.h), as a value so a spec answers without one.
+struct VaeFactors {
+  int64_t spatial = 8;
+  int64_t temporal = 1;
+  const char* family = "vae";  // names the VAE in messages ("autoencoder_kl_wan")
+
+  // Output frames of `latent_frames` latent frames, and back.
+  int64_t frames_of(int64_t latent_frames) const { return 1 + temporal * (latent_frames - 1); }
+  int64_t latent_frames_of(int64_t frames) const { return 1 + (frames - 1) / temporal; }
+  // ConfigError naming `where` (the config file and field, "run.json:
+  // generate.frames") unless this VAE can make `frames` frames (1 + t*k),
+  // with the nearest counts it can make.
+  void check_frames(int64_t frames, const std::string& where) const;
+};
+
 class VaeDecoder {
  public:
   virtual ~VaeDecoder() = default;
@@ -78,13 +97,11 @@ class VaeSpec {
   // Frames per latent frame after the first: 1 for image VAEs (a video is
   // decoded frame by frame), 4 for Wan's causal VAE (frames 1 + 4k).
   virtual int64_t temporal_factor() const { return 1; }
-  // Output frames of `latent_frames` latent frames, and back.
-  int64_t frames_of(int64_t latent_frames) const { return 1 + temporal_factor() * (latent_frames - 1); }
-  int64_t latent_frames_of(int64_t frames) const { return 1 + (frames - 1) / temporal_factor(); }
-  // ConfigError naming `where` (the config file and field, "run.json:
-  // generate.frames") unless this VAE can make `frames` frames (1 + t*k),
-  // with the nearest counts it can make.
-  void check_frames(int64_t frames, const std::string& where) const;
+  VaeFactors factors() const { return {spatial_factor(), temporal_factor(), family()}; }
+  // VaeFactors' answers for this VAE.
+  int64_t frames_of(int64_t latent_frames) const { return factors().frames_of(latent_frames); }
+  int64_t latent_frames_of(int64_t frames) const { return factors().latent_frames_of(frames); }
+  void check_frames(int64_t frames, const std::string& where) const { factors().check_frames(frames, where); }
 
   virtual LatentNormalization normalization() const = 0;
   // diffusers' force_upcast: a float16 pipeline decodes this VAE in float32.

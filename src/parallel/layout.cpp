@@ -227,7 +227,7 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
                         std::to_string(n) + " " + unit);
       };
       if (stages) check(d.layers, "layers");
-      else check(d.tokens, d.video() ? "tokens per frame" : "tokens per image");
+      else check(d.sequence_tokens(), d.sequence_unit());
       if (!stages && dsp && d.video()) check(d.frames, "frames");
     }
   }
@@ -238,9 +238,9 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
       p.push_back("parallel.pp = " + std::to_string(l.pp) + " exceeds the " + std::to_string(d.layers) +
                   " layers (every pipeline stage needs at least one)");
     if (l.patches < 0) p.push_back("parallel.patches = " + std::to_string(l.patches) + ": must be >= 1 (0 = pp)");
-    else if (l.pipeline_patches() > d.tokens)
+    else if (l.pipeline_patches() > d.sequence_tokens())
       p.push_back("parallel.patches = " + std::to_string(l.pipeline_patches()) + " exceeds the " +
-                  std::to_string(d.tokens) + (d.video() ? " tokens per frame" : " tokens per image") +
+                  std::to_string(d.sequence_tokens()) + " " + d.sequence_unit() +
                   " (every patch needs at least one)");
     if (l.warmup_steps < 1)
       p.push_back("parallel.warmup_steps = " + std::to_string(l.warmup_steps) +
@@ -249,8 +249,8 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
       p.push_back("parallel.pp = " + std::to_string(l.pp) + " with sp_mode \"" + name_of(l.sp_mode) +
                   "\": PipeFusion shares each patch over the sp ranks with Ulysses only");
     // Ulysses shards each patch's tokens: the smallest patch needs one per sp rank.
-    const int64_t smallest_patch = d.tokens / std::max(1, l.pipeline_patches());
-    if (l.sp > 1 && l.patches >= 0 && l.pipeline_patches() <= d.tokens && smallest_patch < l.sp)
+    const int64_t smallest_patch = d.sequence_tokens() / std::max(1, l.pipeline_patches());
+    if (l.sp > 1 && l.patches >= 0 && l.pipeline_patches() <= d.sequence_tokens() && smallest_patch < l.sp)
       p.push_back("parallel.patches = " + std::to_string(l.pipeline_patches()) + " leaves patches of " +
                   std::to_string(smallest_patch) + " tokens, fewer than sp = " + std::to_string(l.sp) +
                   " (every sp rank needs a token of each patch)");
@@ -273,11 +273,11 @@ std::vector<std::string> layout_problems(const Layout& l, int world_size, const 
     p.push_back("MLP inner size (ff_inner_dim) " + std::to_string(d.mlp_hidden) + " is not divisible by tp = " +
                 std::to_string(l.tp));
   // Uneven shards are fine; an empty one is not. ulysses and ring shard the
-  // tokens of each image or frame; dsp shards frames, and around the
-  // temporal attention the tokens of each frame.
-  if (l.sp > d.tokens)
-    p.push_back("parallel.sp = " + std::to_string(l.sp) + " exceeds the " + std::to_string(d.tokens) +
-                " tokens per " + (d.video() ? "frame" : "image") + " (every sp rank needs at least one)");
+  // tokens of each image or frame (or a whole video's); dsp shards frames,
+  // and around the temporal attention the tokens of each frame.
+  if (l.sp > d.sequence_tokens())
+    p.push_back("parallel.sp = " + std::to_string(l.sp) + " exceeds the " + std::to_string(d.sequence_tokens()) +
+                " " + d.sequence_unit() + " (every sp rank needs at least one)");
   if (dsp && d.video() && l.sp > d.frames)
     p.push_back("parallel.sp = " + std::to_string(l.sp) + " exceeds the " + std::to_string(d.frames) +
                 " frames per video (dsp shards frames: every sp rank needs at least one)");

@@ -133,7 +133,9 @@ struct AttentionOp {
 // (`attention`, in order: what each attends over, how many heads, whether
 // its keys are the sequence's own or another's) and `feed_forwards` MLPs
 // over the `tokens` of each image or frame of the input (`frames` of them
-// per video; sp shards the tokens of each frame, or under dsp the frames).
+// per video; sp shards the tokens of each frame, or under dsp the frames,
+// or, when a layer attends over every frame's tokens at once
+// (kSpatioTemporal), the whole video's tokens as one sequence).
 // tp splits every attention's heads and every MLP's inner width; each of
 // them ends in a row-split output projection all-reduced over tp. Per
 // layer a conditioning vector of `gathered_per_layer` elements per
@@ -151,6 +153,10 @@ struct Workload {
   int64_t feed_forwards = 1;       // each layer's MLPs
   int64_t mlp_hidden = 0;          // the MLP's inner width F (tp splits it)
   int64_t gathered_per_layer = 0;  // elements per sequence all-gathered over tp per block (0: none)
+  // Each attention's q and k are RMS-normalised over all heads (Wan): under
+  // tp every rank all-reduces one float per row of q and one per row of k
+  // (a cross-attention's keys: the text's rows, AttentionOp::tokens).
+  bool qk_norms_across_heads = false;
   int64_t output_per_token = 0;    // model output elements per token (gathered over sp)
   int64_t input_elements = 0;      // per sequence: the model's input (latents)
   int64_t output_elements = 0;     // per sequence: the model's output
@@ -162,6 +168,18 @@ struct Workload {
 
   int64_t hidden() const { return heads * head_dim; }
   bool video() const { return frames > 0; }
+  // A video whose self-attention spans every frame's tokens at once (Wan):
+  // sp (ulysses, ring) and PipeFusion shard the whole video's tokens as one
+  // sequence, not each frame's.
+  bool whole_video_sequence() const { return video() && has(AttentionKind::kSpatioTemporal); }
+  // The tokens of one sequence sp shards (an image's, a frame's, or a
+  // whole video's), how many such sequences a sample has, and their name
+  // in messages ("tokens per frame").
+  int64_t sequence_tokens() const { return whole_video_sequence() ? frames * tokens : tokens; }
+  int64_t sequences_per_sample() const { return video() && !whole_video_sequence() ? frames : 1; }
+  const char* sequence_unit() const {
+    return whole_video_sequence() ? "tokens per video" : video() ? "tokens per frame" : "tokens per image";
+  }
   // Each layer's attention operations: the list, or when it is empty an
   // image model's one self-attention of `heads` heads over its tokens.
   std::vector<AttentionOp> attention_ops() const;

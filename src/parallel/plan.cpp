@@ -37,13 +37,18 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   const bool video = m.video(), dsp = video && l.sp > 1 && l.sp_mode == SpMode::kDsp;
   const bool ulysses = l.sp > 1 && l.sp_mode == SpMode::kUlysses, ring = l.sp > 1 && l.sp_mode == SpMode::kRing;
   const Sharding split = l.sp_split();
-  const auto tokens = shard_sizes(m.tokens, l.sp, split);
+  // The token sequences sp shards: an image's, each frame's, or (an
+  // attention over every frame at once) the whole video's.
+  const int64_t seq_tokens = m.sequence_tokens();
+  const auto tokens = shard_sizes(seq_tokens, l.sp, split);
   const int64_t bi = sequences / l.cp, ti = video ? m.frames : 1;
   const int64_t fi = dsp ? shard_sizes(m.frames, l.sp, split)[0] : ti;
-  const double b = static_cast<double>(bi), n = m.tokens, p = tokens[0], p1 = l.sp > 1 ? tokens[1] : p;
+  const double b = static_cast<double>(bi), n = static_cast<double>(seq_tokens), p = tokens[0],
+               p1 = l.sp > 1 ? tokens[1] : p;
   const double frames = static_cast<double>(ti), f = static_cast<double>(fi);
   // Outside the temporal attention: S sequences of P tokens, rows = S*P.
-  const double seqs = dsp ? b * f : b * frames, per_seq = dsp ? n : p, rows = seqs * per_seq;
+  const double seqs = dsp ? b * f : b * static_cast<double>(m.sequences_per_sample()), per_seq = dsp ? n : p,
+               rows = seqs * per_seq;
   r.batch_per_rank = bi;
   r.frames_per_rank = video ? fi : 0;
   r.tokens_per_rank = static_cast<int64_t>(per_seq);
@@ -62,7 +67,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
     const int patches = l.pipeline_patches();
     patch_rows = 0;
     for (int i = 0; i < patches; ++i) {
-      const double whole = static_cast<double>(even_shard(m.tokens, patches, i).size());
+      const double whole = static_cast<double>(even_shard(seq_tokens, patches, i).size());
       const double pm = static_cast<double>(split.size(static_cast<int64_t>(whole), l.sp, 0));
       patch_rows += pm;
       if (ulysses) patch_ulysses += (3 * seqs * pm * dt * (sp - 1) / sp + seqs * (whole - pm) * dt / sp) * em;
@@ -75,7 +80,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   double attention = 3 * rows * dt + rows * dt + rows * d;
   if (ulysses) attention += 4 * seqs * n * dt / sp;
   // Ring's K/V buffers hold the largest shard (rank 0's, unless weighted).
-  if (ring) attention += 2 * seqs * static_cast<double>(split.largest(m.tokens, l.sp)) * dt + rows * m.heads / tp;
+  if (ring) attention += 2 * seqs * static_cast<double>(split.largest(seq_tokens, l.sp)) * dt + rows * m.heads / tp;
   const double temporal =
       dsp && m.has(AttentionKind::kTemporal) ? b * frames * p * d + 4 * b * frames * p * dt + rows * dt + rows * d : 0;
   const double mlp = rows * ff / tp + rows * d;
@@ -124,6 +129,17 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
 
   r.comm_sp = L * sp_per_layer;
   r.comm_tp = L * static_cast<double>(m.tp_all_reduces_per_layer()) * static_cast<double>(ar);
+  if (l.tp > 1 && m.qk_norms_across_heads) {
+    // Per attention: q's rows and k's (the sequence's rows, or b texts of
+    // op.tokens rows), each one all-reduce of a float per row.
+    const auto reduced = [&](double count) {
+      return static_cast<double>(2 * int64_t{l.tp - 1} * static_cast<int64_t>(count) * em / l.tp);
+    };
+    double norms = 0;
+    for (const AttentionOp& op : m.attention_ops())
+      norms += reduced(rows) + reduced(op.keys == KeySource::kSameSequence ? rows : b * static_cast<double>(op.tokens));
+    r.comm_tp += L * norms;
+  }
   // The output is gathered over sp by the last stage only (rank 0 is the first).
   if (l.sp > 1 && l.pp == 1) r.comm_gather += (sp - 1) * rows * m.output_per_token * em;
   if (l.tp > 1) r.comm_gather += L * b * g * (tp - 1) / tp * em;

@@ -75,7 +75,9 @@
 //     cross = ar (keys from another sequence, whole on every rank: no sp
 //       bytes), mlp = ar (each MLP)
 //   comm_sp = L * the sum of the layer's attention operations' sp bytes
-//   comm_tp = L * A * ar
+//   comm_tp = L * A * ar, + with q/k norms across heads (Wan, tp > 1) per
+//     attention two all-reduces of a float per row: q's rows and k's
+//     (rows, or b*T for a cross-attention over T text rows)
 //   comm_gather: the per-block conditioning all-gather, L * b*G*(tp-1)/tp
 //     (tp > 1), and the model output gathered over sp once per forward,
 //     (sp-1)*rows*R (sp > 1).

@@ -44,7 +44,7 @@ Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where
     throw ConfigError(where + ": generate.max_sequence_length: a " + family +
                       " model is class-conditional and reads no text (remove it)");
   Request r;
-  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->spatial_factor(),
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->factors(),
                                              where + ": generate");
   for (size_t i = 0; i < g.class_labels.size(); ++i) {
     const auto& l = g.class_labels[i];
@@ -54,7 +54,7 @@ Request ClassPipeline::prepare(const GenerateConfig& g, const std::string& where
     r.labels.push_back(label_id(label, where + ": generate.class_labels[" + std::to_string(i) + "]"));
     r.captions.push_back(label_name(r.labels.back()));
   }
-  set_sampling(r, g);
+  set_sampling(r, g, where);
   return r;
 }
 
@@ -102,7 +102,7 @@ std::string ClassPipeline::label_name(int64_t id) const {
 }
 
 Shape ClassPipeline::latent_shape() const {
-  return parts_.spec->latent_shape(0, 0, 0, parts_.vae->spatial_factor(), "generate");
+  return parts_.spec->latent_shape(0, 0, 0, parts_.vae->factors(), "generate");
 }
 
 Conditions ClassPipeline::condition(const Request& req) const {
@@ -127,7 +127,8 @@ Tensor ClassPipeline::denoise(const Request& req, const Conditions& cond, const 
       for (int64_t i = first; i < first + count; ++i)
         args.class_labels.push_back(uncond ? null_class : cond.class_labels[static_cast<size_t>(i)]);
   };
-  return denoise_loop(*transformer_, req, one, static_cast<int64_t>(cond.class_labels.size()), condition_batch,
+  const DenoiserForStep denoiser = [&](double) { return StepDenoiser{transformer_.get(), req.guidance_scale}; };
+  return denoise_loop(denoiser, req, one, static_cast<int64_t>(cond.class_labels.size()), condition_batch,
                       on_step, pab_summary);
 }
 

@@ -36,6 +36,36 @@ std::vector<T> sub(const std::vector<T>& v, int64_t first, int64_t count) {
   return std::vector<T>(v.begin() + first, v.begin() + first + count);
 }
 
+// Wan 2.2 A14B (WanPipeline): model_index.json's boundary_ratio, when not
+// null, names transformer_2 as the low-noise expert.
+void read_second_expert(ModelParts& p) {
+  const nlohmann::json& index = p.dir.model_index();
+  const std::string index_path = p.dir.root() + "/model_index.json";
+  if (!index.contains("boundary_ratio") || index["boundary_ratio"].is_null()) return;
+  const double ratio = io::get_number_or(index, "boundary_ratio", 0, index_path);
+  require(ratio > 0 && ratio < 1, index_path,
+          "boundary_ratio: expected a number in (0, 1), got " + index["boundary_ratio"].dump());
+  const nlohmann::json& second = index.contains("transformer_2") ? index["transformer_2"] : nlohmann::json();
+  require(second.is_array() && second.size() == 2 && second[1].is_string(), index_path,
+          "boundary_ratio " + index["boundary_ratio"].dump() +
+              " needs a second expert, but transformer_2 is not registered (expected [\"diffusers\", class])");
+  const std::string path = p.dir.part_config_path("transformer_2");
+  p.spec_2 = models::transformer_spec(p.dir.part_config("transformer_2"), path);
+  const models::TransformerSpec& a = *p.spec;
+  const models::TransformerSpec& b = *p.spec_2;
+  require(std::string(a.family()) == b.family() && a.in_channels() == b.in_channels() &&
+              a.out_channels() == b.out_channels() && a.caption_channels() == b.caption_channels(),
+          path,
+          std::string("the second expert (") + b.family() + ", in/out channels " + std::to_string(b.in_channels()) +
+              "/" + std::to_string(b.out_channels()) + ", text width " + std::to_string(b.caption_channels()) +
+              ") does not match transformer/config.json (" + a.family() + ", " + std::to_string(a.in_channels()) +
+              "/" + std::to_string(a.out_channels()) + ", " + std::to_string(a.caption_channels()) + ")");
+  // diffusers: boundary_ratio * scheduler.config.num_train_timesteps.
+  const double train = static_cast<double>(
+      io::get_int_or(p.scheduler_config, "num_train_timesteps", 1000, p.dir.part_config_path("scheduler")));
+  p.boundary_timestep = ratio * train;
+}
+
 }  // namespace
 
 Request Request::slice(int64_t first, int64_t count) const {
@@ -93,7 +123,7 @@ models::Placement vae_placement(Device device, DType vae_dtype, const models::Va
 }
 
 ModelParts ModelParts::read(const std::string& model_dir) {
-  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}};
+  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}, nullptr, 0};
   const std::string t_path = p.dir.part_config_path("transformer");
   p.spec = models::transformer_spec(p.dir.part_config("transformer"), t_path);
   const std::string v_path = p.dir.part_config_path("vae");
@@ -106,6 +136,7 @@ ModelParts ModelParts::read(const std::string& model_dir) {
   p.scheduler_config = sched::load_scheduler_config(s_path);
   // Check the scheduler config now rather than after the weights are loaded.
   p.default_scheduler = sched::make_scheduler("", p.scheduler_config, s_path)->name();
+  read_second_expert(p);
   return p;
 }
 
@@ -119,7 +150,7 @@ std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir) {
   throw std::logic_error("Pipeline::open: unknown conditioning");
 }
 
-Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& req, const Shape& one,
+Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& req, const Shape& one,
                               int64_t outputs, const ConditionBatch& condition_batch, const StepCallback& on_step,
                               PabSummary* pab_summary) const {
   const models::TransformerSpec& spec = *parts_.spec;
@@ -197,7 +228,8 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
       args.pab = pab ? &*pab : nullptr;
       if (stale_kv) stale_kv->begin_step(static_cast<int64_t>(s));
       args.stale_kv = stale_kv ? &*stale_kv : nullptr;
-      Tensor out = model.forward(args);  // (model_batch, out_C, ...)
+      const StepDenoiser step = denoiser(static_cast<double>(timesteps[s]));
+      Tensor out = step.model->forward(args);  // (model_batch, out_C, ...)
       profile::ScopedTimer timer("guidance+scheduler");
       // eps = the first in_channels channels (learned sigma dropped).
       const float* cond_eps = out.data();
@@ -212,7 +244,7 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
         uncond_eps = halves_eps.data() + count * n;
         stride = n;
       }
-      const float g = req.guidance_scale;
+      const float g = step.guidance_scale;
       for (int64_t i = 0; i < count; ++i) {
         const float* cond = cond_eps + i * stride;
         float* e = eps.data() + i * per_image;
@@ -236,10 +268,15 @@ Tensor Pipeline::denoise_loop(const models::Transformer& model, const Request& r
   return result;
 }
 
-void Pipeline::set_sampling(Request& r, const GenerateConfig& g) const {
+void Pipeline::set_sampling(Request& r, const GenerateConfig& g, const std::string& where) const {
+  if (g.guidance_scale_2 && !parts_.spec_2)
+    throw ConfigError(where + ": generate.guidance_scale_2: this model has one transformer (" + parts_.dir.root() +
+                      "/model_index.json: no boundary_ratio); only a two-expert model (Wan 2.2 A14B) takes a "
+                      "second guidance scale");
   r.seed = g.seed;
   r.steps = g.steps;
   r.guidance_scale = static_cast<float>(g.guidance_scale);
+  r.guidance_scale_2 = static_cast<float>(g.guidance_scale_2.value_or(g.guidance_scale));
   r.scheduler = sched::name_of(g.scheduler);
   r.shift = g.shift;
   r.batch_size = g.batch_size;

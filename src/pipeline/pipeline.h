@@ -51,6 +51,10 @@ struct Request {
   std::vector<uint64_t> seeds;
   int steps = 50;
   float guidance_scale = 4.0f;
+  // Two-expert models (Wan 2.2 A14B): the guidance of the low-noise expert's
+  // steps (generate.guidance_scale_2, default guidance_scale). CFG runs when
+  // guidance_scale > 1, as diffusers decides it.
+  float guidance_scale_2 = 4.0f;
   std::string scheduler;              // a sampler's name (sched/sampler.h); "" = the model's scheduler_config.json
   std::optional<double> shift;        // generate.shift: a flow sampler's flow_shift / shift
   int batch_size = 4;
@@ -114,6 +118,15 @@ struct Conditions {
   Conditions slice(int64_t first, int64_t count) const;
 };
 
+// The denoiser of one step: the model and the guidance scale of its CFG.
+struct StepDenoiser {
+  const models::Transformer* model = nullptr;
+  float guidance_scale = 1.0f;
+};
+// Which denoiser the step at `timestep` takes (two-expert models switch
+// experts at a boundary; a model may be loaded by the call).
+using DenoiserForStep = std::function<StepDenoiser(double timestep)>;
+
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).
 using StepCallback = std::function<void(int, int, int, int)>;
 // The stages around the denoising loop, for progress reports: (stage,
@@ -129,9 +142,16 @@ struct ModelParts {
   std::unique_ptr<models::VaeSpec> vae;           // vae/config.json, through the registry
   nlohmann::json scheduler_config;
   std::string default_scheduler;  // the scheduler scheduler_config.json makes ("ddim", "dpmpp_2m", "unipc", "euler")
+  // Two-expert models (Wan 2.2 A14B: model_index.json's boundary_ratio):
+  // transformer_2/config.json, the low-noise expert for timesteps below
+  // boundary_timestep = boundary_ratio x num_train_timesteps; null = one
+  // transformer for every step.
+  std::unique_ptr<models::TransformerSpec> spec_2;
+  double boundary_timestep = 0;
 
   // Reads and cross-checks them (the VAE's latent channels against the
-  // transformer's, the scheduler config by building it once).
+  // transformer's, the scheduler config by building it once, a second
+  // expert's sizes against the first's).
   static ModelParts read(const std::string& model_dir);
 };
 
@@ -182,6 +202,10 @@ class Pipeline {
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
   Result generate(const Request& req, const StepCallback& on_step = {}, const StageCallback& on_stage = {}) const;
+  // The text rows a run of `generate` feeds each cross-attention
+  // (max_sequence_length, or the pipeline's default); 0 for class labels.
+  // What `plan` counts where a text's length matters (Wan's k norms under tp).
+  virtual int64_t text_tokens(const GenerateConfig&) const { return 0; }
   // The condition stage's name in progress reports when it takes time (the
   // text encoder); null when it is instant (class labels).
   virtual const char* condition_stage() const { return nullptr; }
@@ -193,8 +217,10 @@ class Pipeline {
   void load_vae(const ParallelRun& par, Device device, DType vae_dtype);
   // The sampling settings every request takes from the generate section
   // (seed, steps, guidance, scheduler, batch size), with the step count
-  // checked against the scheduler (e.g. more steps than training timesteps).
-  void set_sampling(Request& r, const GenerateConfig& g) const;
+  // checked against the scheduler (e.g. more steps than training timesteps)
+  // and guidance_scale_2 against the model (two experts only), naming
+  // `where` (the config file).
+  void set_sampling(Request& r, const GenerateConfig& g, const std::string& where) const;
 
   // Conditions one model batch of the denoising loop: outputs [first,
   // first + count), once per entry of `halves` in that order (false: the
@@ -205,11 +231,12 @@ class Pipeline {
   // The denoising loop every pipeline shares: per batch of outputs, the
   // starting noise (Philox per output with seed + i, or --init-noise), the
   // scheduler's timesteps, the model batch of CFG halves [cond; uncond] (or
-  // this rank's half under cp = 2, the halves' eps exchanged), guidance on
-  // the eps channels (learned sigma dropped), the scheduler step on the
-  // un-doubled latents, PAB's cache per generation. Returns the final
-  // latents (outputs, ...latent shape).
-  Tensor denoise_loop(const models::Transformer& model, const Request& req, const Shape& one, int64_t outputs,
+  // this rank's half under cp = 2, the halves' eps exchanged) through each
+  // step's denoiser, guidance on the eps channels (learned sigma dropped)
+  // with that denoiser's scale, the scheduler step on the un-doubled
+  // latents, PAB's cache per generation. Returns the final latents
+  // (outputs, ...latent shape).
+  Tensor denoise_loop(const DenoiserForStep& denoiser, const Request& req, const Shape& one, int64_t outputs,
                       const ConditionBatch& condition_batch, const StepCallback& on_step,
                       PabSummary* pab_summary) const;
 

@@ -10,7 +10,8 @@
 
 namespace ditgen::pipeline {
 
-TextPipeline::TextPipeline(ModelParts parts) : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root())) {
+TextPipeline::TextPipeline(ModelParts parts)
+    : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root())), experts_(parts_) {
   if (parts_.spec->conditioning() != models::Conditioning::kText)
     throw std::logic_error("TextPipeline for a model that is not text-conditional");
   const int64_t want = parts_.spec->caption_channels(), have = text_.encoder_spec().hidden_size();
@@ -26,7 +27,7 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.prompts: a " + std::string(parts_.spec->family()) +
                       " model is text-conditional: give prompts (not class_labels)");
   Request r;
-  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->spatial_factor(),
+  r.latent_shape = parts_.spec->latent_shape(g.height, g.width, g.frames, parts_.vae->factors(),
                                              where + ": generate");
   for (size_t i = 0; i < g.prompts.size(); ++i)
     config::check_prompt_text(g.prompts[i], where + ": generate.prompts[" + std::to_string(i) + "]");
@@ -39,21 +40,25 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
     throw ConfigError(where + ": generate.max_sequence_length: " + std::to_string(g.max_sequence_length) + ": a " +
                       parts_.spec->family() + " model's pipeline always tokenizes to " + std::to_string(fixed) +
                       " tokens (it has no max_sequence_length); leave it unset or " + std::to_string(fixed));
-  r.max_sequence_length = fixed > 0 ? fixed
-                          : g.max_sequence_length > 0 ? g.max_sequence_length : text_.default_max_length();
+  r.max_sequence_length = text_tokens(g);
   if (r.max_sequence_length > TextStage::kMaxSequenceLength)
     throw ConfigError(where + ": generate.max_sequence_length: at most " +
                       std::to_string(TextStage::kMaxSequenceLength) + ", got " +
                       std::to_string(r.max_sequence_length));
-  set_sampling(r, g);
+  set_sampling(r, g, where);
   return r;
+}
+
+int64_t TextPipeline::text_tokens(const GenerateConfig& g) const {
+  const int64_t fixed = parts_.spec->text_pipeline_rules().fixed_max_length;
+  return fixed > 0 ? fixed : g.max_sequence_length > 0 ? g.max_sequence_length : text_.default_max_length();
 }
 
 void TextPipeline::load_weights(const ParallelRun& par, const models::Placement& place, DType vae_dtype) {
   StageScope stage("loading weights");
   par_ = par;
   device_ = place.device;
-  transformer_ = parts_.spec->load(io::WeightStore::open_dir(parts_.dir.part_dir("transformer")), par.shard, place);
+  experts_.load(par.shard, place);
   load_vae(par, place.device, vae_dtype);
 }
 
@@ -107,7 +112,11 @@ Conditions TextPipeline::condition(const Request& req) const {
 
 Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const StepCallback& on_step,
                              PabSummary* pab_summary) const {
-  if (!transformer_) throw std::logic_error("TextPipeline::denoise before load_weights");
+  if (!experts_.loaded()) throw std::logic_error("TextPipeline::denoise before load_weights");
+  // A PAB cache keeps one model's branches; the experts' differ.
+  if (experts_.two() && (req.pab.enabled() || req.pab_analysis))
+    not_supported("PAB or --pab-analyze with a two-expert model (" + parts_.dir.root() +
+                  "/model_index.json: boundary_ratio)");
   const Shape one = req.latent_shape;
   const int64_t L = cond.prompt_embeds.dim(1), D = cond.prompt_embeds.dim(2);
   const int64_t vae_factor = parts_.vae->spatial_factor();
@@ -137,7 +146,13 @@ Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const S
       }
     args.text = &keep;
   };
-  return denoise_loop(*transformer_, req, one, cond.outputs(), condition_batch, on_step, pab_summary);
+  // Each step's expert (the high-noise one above the boundary) and its guidance.
+  const DenoiserForStep denoiser = [&](double timestep) {
+    const int expert = experts_.expert_for(timestep);
+    return StepDenoiser{&experts_.get(expert),
+                        expert == Experts::kLowNoise ? req.guidance_scale_2 : req.guidance_scale};
+  };
+  return denoise_loop(denoiser, req, one, cond.outputs(), condition_batch, on_step, pab_summary);
 }
 
 }  // namespace ditgen::pipeline

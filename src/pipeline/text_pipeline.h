@@ -20,12 +20,19 @@
 //     and resizes back, is not done: the requested size is rendered, as
 //     use_resolution_binning=False).
 //   decode: latents divided by the VAE's scaling_factor (PixArt) or
-//     multiplied by its reciprocal (Latte); videos frame by frame in chunks
-//     (Pipeline::decode).
+//     multiplied by its reciprocal (Latte), or un-normalised per channel
+//     (Wan); videos in chunks (Pipeline::decode).
+//
+// Wan (WanPipeline) runs here too: its text rules are the pipeline class's
+// (text_encoding.h: cleaning, 512 tokens, zero rows seen unmasked), its
+// latents 1 + 4k frames through the causal VAE, flow samplers; Wan 2.2
+// A14B's two experts switch by timestep (pipeline/experts.h), each with its
+// guidance scale.
 #pragma once
 #include <memory>
 #include <string>
 
+#include "pipeline/experts.h"
 #include "pipeline/pipeline.h"
 #include "pipeline/text_encoding.h"
 
@@ -36,6 +43,7 @@ class TextPipeline final : public Pipeline {
   // Opens the text stage too (configs and tokenizer, no weights) and checks
   // that the encoder's hidden size is the transformer's caption_channels.
   explicit TextPipeline(ModelParts parts);
+  TextPipeline(TextPipeline&&) = delete;  // experts_ points into parts_
 
   Request prepare(const GenerateConfig& generate, const std::string& where) const override;
   // The transformer and the VAE; the text encoder is loaded by condition()
@@ -47,11 +55,12 @@ class TextPipeline final : public Pipeline {
 
   const TextStage& text_stage() const { return text_; }
   const char* condition_stage() const override { return "text encoder"; }
+  int64_t text_tokens(const GenerateConfig& generate) const override;
 
  private:
   TextStage text_;
   Device device_ = Device::kCPU;
-  std::shared_ptr<models::Transformer> transformer_;
+  Experts experts_;  // the transformer, or Wan 2.2 A14B's two experts (one held at a time)
 };
 
 }  // namespace ditgen::pipeline

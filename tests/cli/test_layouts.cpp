@@ -22,10 +22,14 @@
 #include "io/safetensors.h"
 #include "parallel/plan.h"
 #include "pipeline/pipeline.h"
+#include "layout_checks.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
 using namespace ditgen;
+using testing::differing;
+using testing::promises_identical;
+using testing::sent_per_step;
 
 namespace {
 
@@ -63,31 +67,8 @@ parallel::PlanRow planned(const parallel::Layout& layout) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("dit_odd"));
   const auto& model = pipe->transformer();
   return parallel::plan_layout(layout,
-                               model.workload(model.latent_shape(0, 0, 0, pipe->vae().spatial_factor(), "")),
+                               model.workload(model.latent_shape(0, 0, 0, pipe->vae().factors(), "")),
                                2, true, 4);
-}
-
-// Rank 0's bytes per forward over every group (DITGEN_TEST_COMM_STATS).
-double sent_per_step(const nlohmann::json& sent) {
-  return (sent["tp"].get<double>() + sent["sp"].get<double>() + sent["cp"].get<double>() + sent["pp"].get<double>()) /
-         sent["forwards"].get<double>();
-}
-
-// What docs/parallel.md promises a layout (issue 36 item 8): where every
-// rank computes whole rows of every sum (cp, Ulysses and dsp sp, their
-// combinations, PipeFusion with a full warm-up) the single process's
-// latents bit for bit; where a sum is split (ring, tp) within float
-// rounding, relative L2 < 1e-5.
-bool promises_identical(const parallel::Layout& layout) {
-  return layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == parallel::SpMode::kUlysses || layout.sp_mode == parallel::SpMode::kDsp);
-}
-
-// The number of elements that differ at all.
-int64_t differing(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.numel() == b.numel());
-  int64_t n = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) n += a[i] != b[i];
-  return n;
 }
 
 void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout) {
@@ -339,7 +320,7 @@ struct ShapesRun {
     const auto pipe = pipeline::Pipeline::open(std::string(DITGEN_SOURCE_DIR) + "/samples/dit-shapes");
     const auto& model = pipe->transformer();
     return parallel::plan_layout(
-        layout, model.workload(model.latent_shape(0, 0, 0, pipe->vae().spatial_factor(), "")), 3, true, 4);
+        layout, model.workload(model.latent_shape(0, 0, 0, pipe->vae().factors(), "")), 3, true, 4);
   }
 };
 

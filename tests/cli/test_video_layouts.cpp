@@ -23,10 +23,13 @@
 #include "io/safetensors.h"
 #include "parallel/plan.h"
 #include "pipeline/pipeline.h"
+#include "layout_checks.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
 using namespace ditgen;
+using testing::differing;
+using testing::promises_identical;
 namespace fs = std::filesystem;
 
 namespace {
@@ -76,7 +79,7 @@ Outcome run(const testing::TempDir& dir, const std::string& name, int ranks, con
 parallel::PlanRow planned(const parallel::Layout& layout, int frames) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("latte_tiny"));
   const auto& model = pipe->transformer();
-  return parallel::plan_layout(layout, model.workload(model.latent_shape(80, 80, frames, 8, "")), 2, true, 4);
+  return parallel::plan_layout(layout, model.workload(model.latent_shape(80, 80, frames, {8}, "")), 2, true, 4);
 }
 
 // The single-process latents at `frames`, run once per frame count (PAB on or off).
@@ -88,23 +91,6 @@ const Tensor& single(int frames, const std::string& pab = "") {
   if (it == cache.end())
     it = cache.emplace(key, run(dir, "single_" + std::to_string(cache.size()), 1, "", frames, pab).latents).first;
   return it->second;
-}
-
-// What docs/parallel.md promises a layout (issue 36 item 8): where every
-// rank computes whole rows of every sum (cp, Ulysses and dsp sp, their
-// combinations, PipeFusion with a full warm-up) the single process's
-// latents bit for bit; where a sum is split (ring, tp) within float
-// rounding, relative L2 < 1e-5.
-bool promises_identical(const parallel::Layout& layout) {
-  return layout.tp == 1 && (layout.sp == 1 || layout.sp_mode == parallel::SpMode::kUlysses || layout.sp_mode == parallel::SpMode::kDsp);
-}
-
-// The number of elements that differ at all.
-int64_t differing(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.numel() == b.numel());
-  int64_t n = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) n += a[i] != b[i];
-  return n;
 }
 
 void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout, int frames = 3) {

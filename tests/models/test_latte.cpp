@@ -9,6 +9,7 @@
 #include <string>
 
 #include "fixture.h"
+#include "forward_checks.h"
 #include "io/model_dir.h"
 #include "models/latte.h"
 #include "models/latte_spec.h"
@@ -89,13 +90,7 @@ TEST_CASE("latte forward matches diffusers: 3 frames (video_length) and one fram
   for (const std::string suffix : {"", "_f1"}) {
     CAPTURE(suffix);
     const ForwardCase c(suffix);
-    const Tensor y = model->forward(c.args);
-    REQUIRE(y.shape() == c.sample.shape());
-    const double err = testing::rel_l2(y, c.sample);
-    MESSAGE("latte_tiny sample" << suffix << ": forward relative L2 error " << err << ", max|d|/max|ref| "
-                                << testing::max_rel(y, c.sample));
-    CHECK(err <= 1e-5);
-    CHECK(testing::max_rel(y, c.sample) < 1e-4);
+    testing::check_forward_float32(*model, c.args, c.sample, "latte_tiny sample" + suffix);
   }
 }
 
@@ -104,26 +99,14 @@ TEST_CASE("latte forward in bfloat16 stays near diffusers' float32") {
   for (const std::string suffix : {"", "_f1"}) {
     CAPTURE(suffix);
     const ForwardCase c(suffix);
-    const double err = testing::rel_l2(model->forward(c.args), c.sample);
-    MESSAGE("latte_tiny sample" << suffix << " bfloat16: forward relative L2 error " << err);
-    CHECK(err < 2e-2);
-    CHECK(err > 1e-5);  // bfloat16 arithmetic really ran
+    testing::check_forward_bfloat16(*model, c.args, c.sample, "latte_tiny sample" + suffix);
   }
 }
 
 TEST_CASE("latte forward: each video as its own batch of one, text lengths are the first rows seen") {
   const auto model = load_via_registry();
   ForwardCase c;
-  const Tensor batch = model->forward(c.args);
-  for (int64_t b = 0; b < 2; ++b) {
-    CAPTURE(b);
-    const Tensor latents = sample_of(c.latents, b), text = sample_of(c.text, b);
-    ForwardArgs one;
-    one.latents = &latents;
-    one.text = &text;
-    one.timesteps = {c.args.timesteps[static_cast<size_t>(b)]};
-    CHECK(testing::rel_l2(model->forward(one), sample_of(batch, b)) < 1e-6);
-  }
+  const Tensor batch = testing::check_batch_of_one(*model, c.args);
   // All 12 rows as lengths: the same as no lengths.
   c.args.text_lengths = {12, 12};
   CHECK(testing::max_rel(model->forward(c.args), batch) == 0.0);
@@ -288,14 +271,14 @@ TEST_CASE("LatteSpec: family, kinds, text rules, latent shapes (C, F, h, w)") {
   CHECK(rules.negative_cut_to_prompt);
   CHECK(rules.fixed_max_length == 120);
   CHECK_FALSE(rules.divide_by_scaling_factor);
-  CHECK(spec->latent_shape(0, 0, 0, 8, "run.json: generate") == Shape{4, 3, 10, 10});  // video_length frames
-  CHECK(spec->latent_shape(64, 96, 1, 8, "run.json: generate") == Shape{4, 1, 8, 12});
-  CHECK(spec->latent_shape(0, 0, 16, 8, "run.json: generate") == Shape{4, 16, 10, 10});
-  CHECK_THROWS_WITH_AS(spec->latent_shape(72, 80, 0, 8, "run.json: generate"),
+  CHECK(spec->latent_shape(0, 0, 0, {8}, "run.json: generate") == Shape{4, 3, 10, 10});  // video_length frames
+  CHECK(spec->latent_shape(64, 96, 1, {8}, "run.json: generate") == Shape{4, 1, 8, 12});
+  CHECK(spec->latent_shape(0, 0, 16, {8}, "run.json: generate") == Shape{4, 16, 10, 10});
+  CHECK_THROWS_WITH_AS(spec->latent_shape(72, 80, 0, {8}, "run.json: generate"),
                        doctest::Contains("run.json: generate.height/width: 72x80: height and width must be positive "
                                          "multiples of 16"),
                        ConfigError);
-  CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, -2, 8, "run.json: generate"),
+  CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, -2, {8}, "run.json: generate"),
                        doctest::Contains("run.json: generate.frames: -2: expected at least 1 frame"), ConfigError);
 
 }
@@ -306,7 +289,7 @@ TEST_CASE("LatteSpec workload: weights match the files' tensors, a sequence is a
   int64_t stored = 0;
   for (const std::string& name : weights.names()) stored += shape_numel(weights.info(name).shape);
   CHECK(latte_param_count(spec.config()) == stored);
-  const parallel::Workload w = spec.workload(spec.latent_shape(64, 96, 5, 8, ""));
+  const parallel::Workload w = spec.workload(spec.latent_shape(64, 96, 5, {8}, ""));
   const int64_t d = 32;
   CHECK(w.tokens == 24);  // per frame
   CHECK(w.frames == 5);

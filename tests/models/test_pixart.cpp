@@ -284,11 +284,11 @@ TEST_CASE("PixArtSpec: sizes, PAB kinds, latent shapes for any multiple of the p
   CHECK(spec->has_pab_kind(pab::Kind::kCross));
   CHECK(spec->has_pab_kind(pab::Kind::kMlp));
   CHECK_FALSE(spec->has_pab_kind(pab::Kind::kTemporal));
-  CHECK(spec->latent_shape(0, 0, 0, 8, "run.json: generate") == Shape{4, 10, 10});
-  CHECK(spec->latent_shape(64, 96, 0, 8, "run.json: generate") == Shape{4, 8, 12});
-  CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, 3, 8, "run.json: generate"),
+  CHECK(spec->latent_shape(0, 0, 0, {8}, "run.json: generate") == Shape{4, 10, 10});
+  CHECK(spec->latent_shape(64, 96, 0, {8}, "run.json: generate") == Shape{4, 8, 12});
+  CHECK_THROWS_WITH_AS(spec->latent_shape(0, 0, 3, {8}, "run.json: generate"),
                        doctest::Contains("run.json: generate.frames: 3: a pixart model makes images"), ConfigError);
-  CHECK_THROWS_WITH_AS(spec->latent_shape(72, 96, 0, 8, "run.json: generate"),
+  CHECK_THROWS_WITH_AS(spec->latent_shape(72, 96, 0, {8}, "run.json: generate"),
                        "run.json: generate.height/width: 72x96: height and width must be positive multiples of 16 (VAE "
                        "factor 8 x patch_size 2)",
                        ConfigError);
@@ -303,7 +303,7 @@ TEST_CASE("PixArtSpec workload: weights match the files' tensors, sizes follow t
     int64_t stored = 0;
     for (const std::string& name : weights.names()) stored += shape_numel(weights.info(name).shape);
     CHECK(pixart_param_count(spec.config()) == stored);
-    const parallel::Workload w = spec.workload(spec.latent_shape(64, 96, 0, 8, ""));
+    const parallel::Workload w = spec.workload(spec.latent_shape(64, 96, 0, {8}, ""));
     const int64_t d = spec.config().inner_dim();
     CHECK(w.tokens == 24);
     CHECK(w.heads == 4);

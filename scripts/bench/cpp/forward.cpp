@@ -225,7 +225,7 @@ int run_forward(const Args& a) {
   const auto spec = models::transformer_spec(cfg_json, cfg_path);
   // The latent of one output: the model's sample size with a VAE factor of 1
   // (so pixels = latent positions), or --latent-size.
-  const Shape one = spec->latent_shape(a.latent_size, a.latent_size, a.frames, 1, "bench_forward");
+  const Shape one = spec->latent_shape(a.latent_size, a.latent_size, a.frames, {1}, "bench_forward");
   const double t_load = now();
   // The same rules as the ditgen command line (config/device_choice.h).
   const DeviceChoice where =

@@ -4,7 +4,9 @@
 // gate, so a PAB branch around a call holds what diffusers' hook caches.
 #include "models/nn/attention.h"
 
+#include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "ops/ops.h"
 #include "parallel/tensor_parallel.h"
@@ -16,6 +18,10 @@ namespace ditgen::models::nn {
 namespace {
 
 int64_t norm_width(const AttentionDims& d) { return d.qk_norm_span == QkNormSpan::kPerHead ? d.head_dim : d.inner(); }
+
+bool across_heads(const AttentionDims& d) {
+  return d.qk_norm != QkNorm::kNone && d.qk_norm_span == QkNormSpan::kAcrossHeads;
+}
 
 }  // namespace
 
@@ -35,8 +41,10 @@ TensorDecls Attention::tensors(const std::string& prefix, const AttentionDims& d
   append(t, ColumnParallelLinear::tensors(prefix + "to_v.", inner, d.context_dim));
   append(t, RowParallelLinear::tensors(prefix + "to_out.0.", d.query_dim, inner));
   if (d.qk_norm == QkNorm::kNone) return t;
+  // Across heads, tp splits the weight with the heads (column_split rows).
+  const TpSplit split = across_heads(d) ? TpSplit::kRows : TpSplit::kWhole;
   for (const char* norm : {"norm_q.", "norm_k."}) {
-    t.push_back({prefix + norm + "weight", {norm_width(d)}});
+    t.push_back({prefix + norm + "weight", {norm_width(d)}, split});
     if (d.qk_norm == QkNorm::kLayerNorm) t.push_back({prefix + norm + "bias", {norm_width(d)}});
   }
   return t;
@@ -45,19 +53,24 @@ TensorDecls Attention::tensors(const std::string& prefix, const AttentionDims& d
 Attention Attention::load(const io::WeightStore& w, const std::string& prefix, const AttentionDims& d,
                           parallel::Communicator* tp, const Placement& place) {
   const int size = parallel::group_size(tp);
-  // A norm across heads would need the sum of squares over every rank's heads.
-  if (d.qk_norm != QkNorm::kNone && d.qk_norm_span == QkNormSpan::kAcrossHeads && size > 1)
-    not_supported("q/k norms across heads under tp > 1 (" + prefix + "norm_q: tp = " + std::to_string(size) + ")");
+  // A LayerNorm across heads would need the mean and variance over every rank's heads.
+  if (d.qk_norm == QkNorm::kLayerNorm && d.qk_norm_span == QkNormSpan::kAcrossHeads && size > 1)
+    not_supported("q/k LayerNorms across heads under tp > 1 (" + prefix + "norm_q: tp = " + std::to_string(size) + ")");
   Attention a;
   a.dims_ = d;
   a.place_ = place;
+  a.tp_ = tp;
   a.local_heads_ = d.heads / size;
   const int64_t inner = d.inner();
   a.to_q_ = ColumnParallelLinear::load(w, prefix + "to_q.", inner, tp, place);
   a.to_k_ = ColumnParallelLinear::load(w, prefix + "to_k.", inner, tp, place);
   a.to_v_ = ColumnParallelLinear::load(w, prefix + "to_v.", inner, tp, place);
   a.to_out_ = RowParallelLinear::load(w, prefix + "to_out.0.", inner, tp, place);
-  if (d.qk_norm != QkNorm::kNone) {
+  if (across_heads(d) && size > 1) {  // this rank's heads' columns
+    const parallel::Range mine = parallel::column_split(inner, tp);
+    a.norm_q_w_ = place.put(w.load_rows(prefix + "norm_q.weight", mine.begin, mine.end));
+    a.norm_k_w_ = place.put(w.load_rows(prefix + "norm_k.weight", mine.begin, mine.end));
+  } else if (d.qk_norm != QkNorm::kNone) {
     a.norm_q_w_ = place.put(w.load(prefix + "norm_q.weight"));
     a.norm_k_w_ = place.put(w.load(prefix + "norm_k.weight"));
     if (d.qk_norm == QkNorm::kLayerNorm) {
@@ -68,7 +81,28 @@ Attention Attention::load(const io::WeightStore& w, const std::string& prefix, c
   return a;
 }
 
+Tensor Attention::rms_norm_across_tp(const Tensor& x, const Tensor& weight) const {
+  const Tensor h = x.to(Device::kCPU, DType::kF32);
+  const Tensor w = weight.to(Device::kCPU, DType::kF32);
+  const int64_t width = h.dim(h.ndim() - 1), rows = h.numel() / width;
+  std::vector<float> sums(static_cast<size_t>(rows));  // each row's squared sum over this rank's columns
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t c = 0; c < width; ++c) s += static_cast<double>(h[r * width + c]) * h[r * width + c];
+    sums[static_cast<size_t>(r)] = static_cast<float>(s);
+  }
+  tp_->all_reduce_sum(sums.data(), rows);
+  Tensor y = Tensor::empty(h.shape());
+  const float full = static_cast<float>(dims_.inner());
+  for (int64_t r = 0; r < rows; ++r) {
+    const float rstd = 1.0f / std::sqrt(sums[static_cast<size_t>(r)] / full + dims_.qk_norm_eps);
+    for (int64_t c = 0; c < width; ++c) y[r * width + c] = h[r * width + c] * rstd * w[c];
+  }
+  return place_.put(y);
+}
+
 Tensor Attention::normalized(const Tensor& x, const Tensor& weight, const Tensor& bias) const {
+  if (across_heads(dims_) && parallel::group_size(tp_) > 1) return rms_norm_across_tp(x, weight);
   const int64_t width = norm_width(dims_);
   const Tensor rows = x.reshape({x.numel() / width, width});  // one row per head (or per token)
   const Tensor y = dims_.qk_norm == QkNorm::kRmsNorm ? ops::rms_norm(rows, weight, dims_.qk_norm_eps)

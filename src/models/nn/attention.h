@@ -17,7 +17,10 @@
 //                    one text may serve several consecutive samples.
 // q/k norms (optional): LayerNorm or RMSNorm with a weight, over each head
 // or across all heads, applied after the projections and before the
-// rotary hook, as diffusers does.
+// rotary hook, as diffusers does. An RMSNorm across heads under tp (Wan):
+// each rank holds its heads' columns of the weight, and the squared sums of
+// each row's columns are all-reduced over tp (one float per row of q and
+// of k), computed on the host.
 // Profiling scopes (util/profile.h): qkv_proj / cross_qkv_proj, attention /
 // cross_attention (the core), layout_switch, out_proj.
 #pragma once
@@ -89,7 +92,7 @@ class Attention {
   // Its tensors under `prefix` ("transformer_blocks.0.attn1."), whole.
   static TensorDecls tensors(const std::string& prefix, const AttentionDims& dims);
   // This rank's heads (tp, null = size 1, must divide heads; it must
-  // outlive the module). q/k norms across heads need tp = 1.
+  // outlive the module). A LayerNorm across heads needs tp = 1.
   static Attention load(const io::WeightStore& weights, const std::string& prefix, const AttentionDims& dims,
                         parallel::Communicator* tp, const Placement& place);
 
@@ -109,15 +112,18 @@ class Attention {
   // q and k after the q/k norms (themselves without norms).
   void normalize(Tensor& q, Tensor& k) const;
   Tensor normalized(const Tensor& x, const Tensor& weight, const Tensor& bias) const;
+  // The RMSNorm across heads of x (B, P, Dl), this rank's columns, under tp > 1.
+  Tensor rms_norm_across_tp(const Tensor& x, const Tensor& weight) const;
 
   AttentionDims dims_;
   Placement place_;
+  parallel::Communicator* tp_ = nullptr;
   int64_t local_heads_ = 0;        // heads / tp
   ColumnParallelLinear to_q_;      // (Dl, query_dim)
   ColumnParallelLinear to_k_;      // (Dl, context_dim)
   ColumnParallelLinear to_v_;      // (Dl, context_dim)
   RowParallelLinear to_out_;       // (query_dim, Dl)
-  Tensor norm_q_w_, norm_q_b_;     // (head_dim) per head or (D) across heads; the bias LayerNorm only
+  Tensor norm_q_w_, norm_q_b_;     // (head_dim) per head or (Dl) across heads; the bias LayerNorm only
   Tensor norm_k_w_, norm_k_b_;     // the same for k
 };
 

@@ -5,18 +5,23 @@
 
 namespace ditgen::models::nn {
 
-TensorDecls TimestepEmbedding::tensors(const std::string& prefix, int64_t width) {
-  TensorDecls t = linear_tensors(prefix + "linear_1.", width, kChannels);
+TensorDecls TimestepEmbedding::tensors(const std::string& prefix, int64_t width, int64_t channels) {
+  TensorDecls t = linear_tensors(prefix + "linear_1.", width, channels);
   append(t, linear_tensors(prefix + "linear_2.", width, width));
   return t;
 }
 
 TimestepEmbedding TimestepEmbedding::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
-  return {Linear::load(w, prefix + "linear_1.", place), Linear::load(w, prefix + "linear_2.", place)};
+  TimestepEmbedding e;
+  e.linear_1 = Linear::load(w, prefix + "linear_1.", place);
+  e.linear_2 = Linear::load(w, prefix + "linear_2.", place);
+  e.channels_ = w.info(prefix + "linear_1.weight").shape.at(1);
+  return e;
 }
 
-Tensor TimestepEmbedding::sinusoid(const std::vector<float>& values, float shift, const Placement& place) {
-  return place.put(ops::timestep_embedding(values, kChannels, true, shift));  // tiny, made on the host
+Tensor TimestepEmbedding::sinusoid(const std::vector<float>& values, float shift, const Placement& place,
+                                   int64_t channels) {
+  return place.put(ops::timestep_embedding(values, channels, true, shift));  // tiny, made on the host
 }
 
 Tensor TimestepEmbedding::operator()(const Tensor& sinusoid) const {
@@ -43,12 +48,25 @@ TensorDecls PatchEmbed::tensors(const std::string& prefix, int64_t dim, int64_t 
   return {{prefix + "weight", {dim, in_channels, patch, patch}}, {prefix + "bias", {dim}}};
 }
 
+TensorDecls PatchEmbed::tensors3d(const std::string& prefix, int64_t dim, int64_t in_channels,
+                                  std::array<int64_t, 3> patch) {
+  return {{prefix + "weight", {dim, in_channels, patch[0], patch[1], patch[2]}}, {prefix + "bias", {dim}}};
+}
+
 PatchEmbed PatchEmbed::load(const io::WeightStore& w, const std::string& prefix, int64_t patch,
                             const Placement& place) {
+  PatchEmbed e = load3d(w, prefix, {1, patch, patch}, place);
+  e.video_ = false;
+  return e;
+}
+
+PatchEmbed PatchEmbed::load3d(const io::WeightStore& w, const std::string& prefix, std::array<int64_t, 3> patch,
+                              const Placement& place) {
   PatchEmbed e;
   e.patch_ = patch;
+  e.video_ = true;
   e.place_ = place;
-  const Tensor conv = load_matrix(w, prefix + "weight", place);  // (D, C, p, p)
+  const Tensor conv = load_matrix(w, prefix + "weight", place);  // (D, C, p, p) or (D, C, pt, ph, pw)
   e.weight_ = conv.reshape({conv.dim(0), conv.numel() / conv.dim(0)});
   e.bias_ = place.put(w.load(prefix + "bias"));
   return e;
@@ -56,7 +74,7 @@ PatchEmbed PatchEmbed::load(const io::WeightStore& w, const std::string& prefix,
 
 Tensor PatchEmbed::patches(const Tensor& images) const {
   profile::ScopedTimer t("patch_embed");
-  return ops::patchify(place_.put(images), patch_);
+  return video_ ? ops::patchify3d(place_.put(images), patch_) : ops::patchify(place_.put(images), patch_[1]);
 }
 
 Tensor PatchEmbed::operator()(const Tensor& patch_rows, const Tensor& positions) const {
@@ -64,6 +82,11 @@ Tensor PatchEmbed::operator()(const Tensor& patch_rows, const Tensor& positions)
   Tensor tokens = ops::linear(patch_rows, weight_, &bias_);
   ops::add_broadcast_(tokens, positions);
   return tokens;
+}
+
+Tensor PatchEmbed::operator()(const Tensor& patch_rows) const {
+  profile::ScopedTimer t("patch_embed");  // a stride-patch conv as patchify + linear
+  return ops::linear(patch_rows, weight_, &bias_);
 }
 
 TensorDecls TextProjection::tensors(const std::string& prefix, int64_t in, int64_t dim) {

@@ -1,5 +1,5 @@
 // The output head of a DiT-style transformer: norm_out (LayerNorm without
-// affine, eps 1e-6) scaled and shifted per sample, then proj_out to the
+// affine, eps 1e-6; Wan: its config's eps) scaled and shifted per sample, then proj_out to the
 // patch outputs. The shift and scale come from the conditioning in one of
 // two ways:
 //   a linear of its SiLU        DiT: proj_out_1 (2D, D) on the
@@ -26,13 +26,16 @@ struct FinalLayerNames {
   enum class Modulation { kLinearOfSilu, kTable } by = Modulation::kTable;
   std::string modulation;  // the linear's prefix ("proj_out_1."), or the table's name ("scale_shift_table")
   std::string out;         // proj_out's prefix ("proj_out_2.", "proj_out.")
+  bool table_leading_one = false;  // the table stored (1, 2, D) (Wan's)
 };
 
 class FinalLayer {
  public:
   // Its tensors: the modulation's (2D, D) linear or (2, D) table, proj_out (out, D).
   static TensorDecls tensors(const FinalLayerNames& names, int64_t dim, int64_t out);
-  static FinalLayer load(const io::WeightStore& weights, const FinalLayerNames& names, const Placement& place);
+  // `eps`: norm_out's (Wan: config eps).
+  static FinalLayer load(const io::WeightStore& weights, const FinalLayerNames& names, const Placement& place,
+                         float eps = 1e-6f);
 
   // (R, 2D) shift then scale from the conditioning (R, D).
   Tensor shift_scale(const Tensor& conditioning) const;
@@ -40,7 +43,7 @@ class FinalLayer {
   Tensor operator()(const Tensor& hidden, const Tensor& shift_scale) const;
 
  private:
-  static constexpr float kNormEps = 1e-6f;  // norm_out
+  float eps_ = 1e-6f;  // norm_out
   Placement place_;
   FinalLayerNames::Modulation by_ = FinalLayerNames::Modulation::kTable;
   Linear modulation_;      // (2D, D): DiT's proj_out_1

@@ -48,9 +48,9 @@ Tensor AdaLnZero::operator()(const Tensor& conditioning) const {
   return parallel::gather_chunk_columns(tp_, mine, chunks);
 }
 
-TensorDecls AdaLnSingle::tensors(const AdaLnSingleNames& names, int64_t dim, int64_t chunks) {
+TensorDecls AdaLnSingle::tensors(const AdaLnSingleNames& names, int64_t dim, int64_t chunks, int64_t channels) {
   TensorDecls t = linear_tensors(names.projection, chunks * dim, dim);
-  append(t, TimestepEmbedding::tensors(names.embedder, dim));
+  append(t, TimestepEmbedding::tensors(names.embedder, dim, channels));
   return t;
 }
 
@@ -62,7 +62,7 @@ AdaLnSingle AdaLnSingle::load(const io::WeightStore& w, const AdaLnSingleNames& 
 }
 
 Tensor AdaLnSingle::embed(const std::vector<float>& timesteps, const Placement& place) const {
-  return timestep_(TimestepEmbedding::sinusoid(timesteps, 0.0f, place));
+  return timestep_(TimestepEmbedding::sinusoid(timesteps, 0.0f, place, timestep_.channels()));
 }
 
 Tensor AdaLnSingle::operator()(const Tensor& embedded) const {
@@ -70,14 +70,15 @@ Tensor AdaLnSingle::operator()(const Tensor& embedded) const {
   return linear_(ops::silu(embedded));
 }
 
-TensorDecls ScaleShiftTable::tensors(const std::string& name, int64_t rows, int64_t dim) {
-  return {{name, {rows, dim}}};
+TensorDecls ScaleShiftTable::tensors(const std::string& name, int64_t rows, int64_t dim, bool leading_one) {
+  return {{name, leading_one ? Shape{1, rows, dim} : Shape{rows, dim}}};
 }
 
 ScaleShiftTable ScaleShiftTable::load(const io::WeightStore& w, const std::string& name, const Placement& place) {
   ScaleShiftTable s;
   s.place_ = place;
-  s.table_ = place.put(w.load(name));
+  const Tensor t = w.load(name);  // (rows, D) or (1, rows, D)
+  s.table_ = place.put(t.reshape({t.dim(t.ndim() - 2), t.dim(t.ndim() - 1)}));
   return s;
 }
 

@@ -82,8 +82,10 @@ struct AdaLnSingleNames {
 
 class AdaLnSingle {
  public:
-  // Its tensors: the timestep embedder (W = D) and the linear (K*D, D).
-  static TensorDecls tensors(const AdaLnSingleNames& names, int64_t dim, int64_t chunks = kModulationChunks);
+  // Its tensors: the timestep embedder (W = D, on sinusoids of `channels`)
+  // and the linear (K*D, D).
+  static TensorDecls tensors(const AdaLnSingleNames& names, int64_t dim, int64_t chunks = kModulationChunks,
+                             int64_t channels = TimestepEmbedding::kChannels);
   static AdaLnSingle load(const io::WeightStore& weights, const AdaLnSingleNames& names, const Placement& place);
   // (B, D): the embedded timesteps (TimestepEmbedding, sinusoids with shift 0).
   Tensor embed(const std::vector<float>& timesteps, const Placement& place) const;
@@ -97,8 +99,9 @@ class AdaLnSingle {
 
 class ScaleShiftTable {
  public:
-  // `name` ("transformer_blocks.0.scale_shift_table"): (rows, D).
-  static TensorDecls tensors(const std::string& name, int64_t rows, int64_t dim);
+  // `name` ("transformer_blocks.0.scale_shift_table"): (rows, D); stored
+  // (1, rows, D) when `leading_one` (Wan's).
+  static TensorDecls tensors(const std::string& name, int64_t rows, int64_t dim, bool leading_one = false);
   static ScaleShiftTable load(const io::WeightStore& weights, const std::string& name, const Placement& place);
   // shared (B, rows*D) + the table: a block's modulation.
   Tensor add_to(const Tensor& shared) const;

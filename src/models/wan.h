@@ -1,0 +1,109 @@
+// Wan: diffusers' WanTransformer3DModel (Wan 2.1 and 2.2 text-to-video), on
+// the placement's device and dtype like PixArt and Latte. Every size comes
+// from config.json (WanConfig); every tensor is checked by name and shape
+// before any is loaded.
+//
+// A composition of the modules of models/nn/:
+//   patch_embedding      a Conv3d with kernel = stride = (1, 2, 2) as
+//                        patchify3d + a linear (nn::PatchEmbed::load3d);
+//                        tokens in (frame, row, column) order, F*h*w of them
+//   condition_embedder   the timestep sinusoid (freq_dim, flip_sin_to_cos)
+//                        -> time_embedder (linear, SiLU, linear) = temb,
+//                        time_proj of SiLU(temb) = the (B, 6D) modulation
+//                        every block shares (nn::AdaLnSingle), and the text
+//                        embedder (linear, GELU tanh, linear: nn::TextProjection)
+//   blocks               per layer an adaLN-single block (models/
+//                        ada_single_block.h: its (1, 6, D) scale_shift_table
+//                        + the shared modulation): self-attention over every
+//                        token of every frame with q/k RMSNorm across heads
+//                        and the 3-D rotary positions (nn::Attention's
+//                        rotary hook), cross-attention to the text after
+//                        norm2 (LayerNorm with affine, cross_attn_norm), the
+//                        same q/k norms, no gate; gelu-tanh "ffn"
+//   norm_out + proj_out  its (1, 2, D) table + temb (no SiLU), LayerNorm at
+//                        eps, proj_out, unpatchify3d
+// Under sp (ulysses, ring) each rank holds a contiguous shard of the whole
+// video's F*h*w tokens (the attention spans every frame: no dsp) and rotates
+// its q and k with the table rows of its own tokens; PipeFusion's patches
+// are bands of the same sequence. Under tp each rank holds its heads and
+// feed-forward features; the q/k norms span all heads, so tp > 1 is refused
+// by the attention module (not supported yet). Every rank returns the full
+// output.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+#include "models/ada_single_block.h"
+#include "models/nn/embeddings.h"
+#include "models/nn/final_layer.h"
+#include "models/nn/modulation.h"
+#include "models/nn/tensor_decl.h"
+#include "models/placement.h"
+#include "models/stage.h"
+#include "models/transformer.h"
+#include "models/transformer_sizes.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+// transformer/config.json. TransformerSizes' patch_size is the spatial
+// patch (ph = pw), sample_size 0 (Wan has no native size in its config),
+// ff_inner_dim ffn_dim.
+struct WanConfig : TransformerSizes {
+  std::array<int64_t, 3> patch = {1, 2, 2};  // (pt, ph, pw)
+  int64_t text_dim = 4096;                   // the UMT5 hidden size
+  int64_t freq_dim = 256;                    // timestep sinusoid channels
+  bool cross_attn_norm = true;
+  float eps = 1e-6f;                         // norm1/2/3, norm_out, q/k norms
+  int64_t rope_max_seq_len = 1024;           // positions per axis the rotary tables cover
+
+  // The rotary channels of the t, h, w axes (44, 42, 42 for head_dim 128).
+  std::array<int64_t, 3> rotary_dims() const;
+  // Values per token of proj_out: pt * ph * pw * out_channels.
+  int64_t out_per_token() const { return patch[0] * patch[1] * patch[2] * out_channels; }
+
+  // Reads transformer/config.json as WanTransformer3DModel.__init__ does
+  // (absent keys take diffusers' defaults). ModelError naming `path` and the
+  // key for anything mistyped or out of range; ConfigError "not supported
+  // yet" (exit 2) for image-to-video models (image_dim, added_kv_proj_dim,
+  // pos_embed_seq_len), a patch other than (1, p, p), another qk_norm.
+  static WanConfig from_json(const nlohmann::json& cfg, const std::string& path);
+};
+
+class WanTransformer {
+ public:
+  // Its tensors (whole, as stored): what it holds once, and layer i's block.
+  static nn::TensorDecls stem_tensors(const WanConfig& cfg);
+  static nn::TensorDecls layer_tensors(const WanConfig& cfg, int64_t layer);
+
+  // Validates names and shapes of every tensor, then loads this rank's part
+  // onto `place`. The shard's communicators must outlive the model.
+  static WanTransformer load(const io::WeightStore& weights, const WanConfig& cfg, const ShardGroups& shard = {},
+                             const Placement& place = {});
+
+  // args: latents (B, in_channels, F, h, w) with F, h, w multiples of the
+  // patch; B timesteps; text (B, L, text_dim) with optional text_lengths
+  // (each sample's first rows the cross-attention sees; WanPipeline: all).
+  // Returns (B, out_channels, F, h, w) host float32 on every rank.
+  Tensor forward(const ForwardArgs& args) const;
+
+  const WanConfig& config() const { return cfg_; }
+
+ private:
+  void check_args(const ForwardArgs& args) const;
+
+  WanConfig cfg_;
+  Stage stage_;                        // sp attention, PipeFusion stage, placement
+  nn::PatchEmbed patch_;               // patch_embedding: (D, C*pt*ph*pw)
+  nn::AdaLnSingle time_;               // condition_embedder.time_embedder (D, freq_dim), (D, D); time_proj (6D, D)
+  nn::TextProjection text_;            // condition_embedder.text_embedder: (D, text_dim), (D, D)
+  nn::FinalLayer final_;               // scale_shift_table (1, 2, D), proj_out (pt*ph*pw*out, D)
+  std::vector<AdaSingleBlock> blocks_;  // this stage's layers, in order
+};
+
+}  // namespace ditgen::models

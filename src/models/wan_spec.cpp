@@ -1,0 +1,46 @@
+// WanSpec: Wan's sizes as the generic seams want them. The latent shape
+// follows WanPipeline (height and width multiples of 16 for Wan 2.1's VAE
+// and patch; frames through the VAE's temporal factor), the Workload the
+// tensors WanTransformer declares.
+#include "models/wan_spec.h"
+
+#include "util/error.h"
+
+namespace ditgen::models {
+
+Shape WanSpec::latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
+                            const std::string& where) const {
+  const int64_t unit = vae.spatial * cfg_.patch_size;
+  const int64_t h = height ? height : kDefaultHeight, w = width ? width : kDefaultWidth;
+  for (const int64_t side : {h, w})
+    if (side <= 0 || side % unit) {
+      const int64_t below = side / unit * unit, above = below + unit;
+      throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
+                        ": height and width must be positive multiples of " + std::to_string(unit) + " (VAE factor " +
+                        std::to_string(vae.spatial) + " x patch_size " + std::to_string(cfg_.patch_size) +
+                        "); the nearest to " + std::to_string(side) + ": " +
+                        (below > 0 ? std::to_string(below) + " or " : std::string()) + std::to_string(above));
+    }
+  const int64_t f = frames ? frames : kDefaultFrames;
+  vae.check_frames(f, where + ".frames");
+  const int64_t latent_frames = vae.latent_frames_of(f);
+  const int64_t max_side = cfg_.rope_max_seq_len;
+  if (latent_frames > max_side || h / unit > max_side || w / unit > max_side)
+    throw ConfigError(where + ": " + std::to_string(f) + " frames of " + std::to_string(h) + "x" + std::to_string(w) +
+                      ": more than rope_max_seq_len " + std::to_string(max_side) +
+                      " positions along an axis (the model's rotary tables end there)");
+  return {cfg_.in_channels, latent_frames, h / vae.spatial, w / vae.spatial};
+}
+
+parallel::Workload WanSpec::workload(const Shape& latent) const {
+  using parallel::AttentionKind;
+  // Per layer: self-attention over every frame's tokens, cross-attention to
+  // the text, one MLP; the condition embedder is held whole: nothing
+  // gathered over tp. The cross-attention's text length is the run's
+  // (max_sequence_length), not the config's: `plan` sets it.
+  parallel::Workload w = sized(latent, {AttentionKind::kSpatioTemporal, AttentionKind::kCross}, 1);
+  w.qk_norms_across_heads = true;  // under tp, a squared sum per row of q and k all-reduced
+  return w;
+}
+
+}  // namespace ditgen::models

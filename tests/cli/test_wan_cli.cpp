@@ -1,0 +1,191 @@
+// Wan text-to-video from the command line (tests/fixtures/wan_tiny and
+// wan22_tiny): the fixtures' run configs with --init-noise give diffusers'
+// latents (UniPC, Euler, the A14B pair with guidance_scale_2) and write each
+// video's 9 frames as PNGs or one MP4; bad inputs exit 2 naming the field
+// (frame counts, sizes, dsp, temporal PAB, guidance_scale_2 on a
+// one-expert model); under mpirun ulysses and ring shard the whole video's
+// 45 tokens (uneven: 23 + 22, 15 x 3), and tp splits heads (each rank's q/k
+// norm squared sums all-reduced), alone and with cp, and give the single
+// process's latents (bit for bit for Ulysses and cp, within float rounding
+// for ring and tp, as docs/parallel.md promises), rank 0 sending exactly
+// the bytes per step `plan` computes.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../models/fixture.h"
+#include "../ops/test_helpers.h"
+#include "io/safetensors.h"
+#include "mp4_decode.h"
+#include "parallel/plan.h"
+#include "pipeline/pipeline.h"
+#include "layout_checks.h"
+#include "run_command.h"
+#include "temp_dir.h"
+
+using namespace ditgen;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string ref_dir(const std::string& fixture) { return testing::fixture_dir(fixture) + "/reference/"; }
+
+// ditgen (under mpirun -np ranks when ranks > 1) on a fixture's run config,
+// pinned to the CPU; `env` ("NAME=value" or "") set on every rank.
+testing::Run run_wan(const testing::TempDir& dir, const std::string& fixture, const std::string& config,
+                     const std::string& args, int ranks = 1, const std::string& env = "",
+                     const std::string& output = "video.png") {
+  std::string launcher = env.empty() ? "" : env + " ";
+  if (ranks > 1)
+    launcher += std::string(DITGEN_MPIEXEC) + " --oversubscribe -np " + std::to_string(ranks) +
+                " -x OMP_NUM_THREADS=1 " + (env.empty() ? "" : "-x " + env.substr(0, env.find('=')) + " ");
+  const std::string cmd = launcher + DITGEN_EXE + " --device cpu --threads " + (ranks > 1 ? "1" : "2") +
+                          " --config " + ref_dir(fixture) + config + " --set model.path=" +
+                          testing::fixture_dir(fixture) + " --output " + dir.file(output) + " --quiet " + args;
+  return testing::run_command(cmd);
+}
+
+Tensor saved_latents(const std::string& file) {
+  return io::SafetensorsFile::open(file)->load("latents").to(DType::kF32).clone();
+}
+
+double error_to(const Tensor& got, const std::string& fixture, const std::string& name) {
+  const Tensor ref = testing::fixture_tensor(fixture, "expected.safetensors", name);
+  REQUIRE(got.shape() == ref.shape());
+  return testing::rel_l2(got, ref);
+}
+
+}  // namespace
+
+TEST_CASE("wan CLI: the fixture's UniPC and Euler run configs give diffusers' latents, frames as PNGs or an MP4") {
+  testing::TempDir tmp("wan_cli");
+  for (const std::string sampler : {"unipc", "euler"}) {
+    CAPTURE(sampler);
+    const std::string latents = tmp.file(sampler + ".safetensors");
+    const testing::Run r = run_wan(tmp, "wan_tiny", "run_" + sampler + ".json",
+                                   "--init-noise " + ref_dir("wan_tiny") + "noise.safetensors --save-latents " + latents);
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    const double err = error_to(saved_latents(latents), "wan_tiny", "latents_" + sampler);
+    MESSAGE("wan_tiny CLI latents_" << sampler << ": relative L2 to diffusers " << err);
+    CHECK(err < 1e-4);
+  }
+  // Two videos of 9 frames (1 + 4 x 2 latent frames): video_0000_f000.png ... video_0001_f008.png.
+  for (const char* name : {"video_0000_f000.png", "video_0000_f008.png", "video_0001_f004.png"}) {
+    CAPTURE(name);
+    CHECK(fs::exists(tmp.file(name)));
+  }
+  CHECK_FALSE(fs::exists(tmp.file("video_0000_f009.png")));
+  const testing::Run mp4 = run_wan(tmp, "wan_tiny", "run_unipc.json",
+                                   "--init-noise " + ref_dir("wan_tiny") + "noise.safetensors --set output.format=mp4", 1,
+                                   "", "clip.mp4");
+  REQUIRE_MESSAGE(mp4.code == 0, mp4.output);
+  const testing::DecodedVideo v = testing::decode_mp4(tmp.file("clip_0000.mp4"));
+  CHECK(v.rgb.size() == 9);
+}
+
+TEST_CASE("wan CLI: Wan 2.2 A14B's run config (guidance_scale 4, guidance_scale_2 3) gives diffusers' latents") {
+  testing::TempDir tmp("wan22_cli");
+  const std::string latents = tmp.file("latents.safetensors");
+  const testing::Run r = run_wan(tmp, "wan22_tiny", "run_unipc.json",
+                                 "--init-noise " + ref_dir("wan22_tiny") + "noise.safetensors --save-latents " + latents);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const double err = error_to(saved_latents(latents), "wan22_tiny", "latents_unipc");
+  MESSAGE("wan22_tiny CLI latents_unipc: relative L2 to diffusers " << err);
+  CHECK(err < 1e-4);
+}
+
+TEST_CASE("wan CLI: bad inputs exit 2 naming the field, before any weight is read") {
+  testing::TempDir tmp("wan_bad");
+  struct Case {
+    std::string args, fixture, expect;
+  };
+  const Case cases[] = {
+      {"--frames 10", "wan_tiny", "generate.frames: 10 frames: this autoencoder_kl_wan VAE makes 1 + 4k frames (the nearest: 9 or 13)"},
+      {"--set generate.height=40", "wan_tiny", "generate.height/width: 40x80: height and width must be positive multiples of 16"},
+      {"--set generate.scheduler=ddim", "wan_tiny", "use unipc or euler"},
+      {"--set generate.guidance_scale_2=3", "wan_tiny", "generate.guidance_scale_2: this model has one transformer"},
+      {"--set 'pab.temporal={\"range\":2,\"threshold\":[100,800]}'", "wan_tiny", "pab.temporal"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.args);
+    const testing::Run r = run_wan(tmp, c.fixture, "run_unipc.json", c.args);
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.output.find(c.expect) != std::string::npos, r.output);
+  }
+  const testing::Run dsp = run_wan(tmp, "wan_tiny", "run_unipc.json", "--set parallel.sp=2 --set parallel.sp_mode=dsp", 2);
+  CHECK(dsp.code == 2);
+  CHECK_MESSAGE(dsp.output.find("spans every frame's tokens at once") != std::string::npos, dsp.output);
+}
+
+namespace {
+
+struct Outcome {
+  Tensor latents;
+  nlohmann::json comm;  // rank 0's bytes sent (DITGEN_TEST_COMM_STATS)
+};
+
+Outcome run_layout(const testing::TempDir& dir, const std::string& name, int ranks, const std::string& sets) {
+  const std::string latents = dir.file(name + ".safetensors"), comm = dir.file(name + "_comm.json");
+  const testing::Run r =
+      run_wan(dir, "wan_tiny", "run_unipc.json",
+              "--init-noise " + ref_dir("wan_tiny") + "noise.safetensors --save-latents " + latents + " " + sets, ranks,
+              "DITGEN_TEST_COMM_STATS=" + comm);
+  REQUIRE_MESSAGE(r.code == 0, sets << "\n" << r.output);
+  return {saved_latents(latents), nlohmann::json::parse(std::ifstream(comm))};
+}
+
+const Tensor& single_process() {
+  static testing::TempDir dir("wan_single");
+  static const Tensor latents = run_layout(dir, "single", 1, "").latents;
+  return latents;
+}
+
+void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout) {
+  REQUIRE(layout.world_size() == ranks);
+  testing::TempDir dir("wan_layout");
+  const Outcome got = run_layout(dir, "parallel", ranks, sets);
+  const double err = testing::rel_l2(got.latents, single_process());
+  MESSAGE(sets << ": relative L2 vs single process " << err << ", vs diffusers "
+               << error_to(got.latents, "wan_tiny", "latents_unipc"));
+  CHECK(err < 1e-5);
+  if (testing::promises_identical(layout))
+    CHECK_MESSAGE(testing::differing(got.latents, single_process()) == 0, sets << ": not bit-identical");
+  CHECK(error_to(got.latents, "wan_tiny", "latents_unipc") < 1e-4);
+  // Rank 0's bytes per step (one forward per step) against plan, exactly.
+  const double forwards = got.comm["forwards"].get<double>();
+  REQUIRE(forwards == 4);
+  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
+  const auto& model = pipe->transformer();
+  parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
+  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
+  const parallel::PlanRow plan = parallel::plan_layout(layout, work, 2, true, 4);
+  const double sent = testing::sent_per_step(got.comm);
+  MESSAGE("  bytes per step sent by rank 0: " << sent << "; plan " << plan.comm_bytes_per_step_per_rank);
+  CHECK(sent == plan.comm_bytes_per_step_per_rank);
+}
+
+}  // namespace
+
+TEST_CASE("wan ulysses sp2 (the video's 45 tokens as 23 + 22)") {
+  check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ulysses", {2, 1, 1, parallel::SpMode::kUlysses});
+}
+TEST_CASE("wan ulysses sp3 (15 tokens each, 6 heads)") {
+  check_layout(3, "--set parallel.sp=3 --set parallel.sp_mode=ulysses", {3, 1, 1, parallel::SpMode::kUlysses});
+}
+TEST_CASE("wan ring sp2") { check_layout(2, "--set parallel.sp=2 --set parallel.sp_mode=ring", {2, 1, 1, parallel::SpMode::kRing}); }
+TEST_CASE("wan cp2") { check_layout(2, "--set parallel.cp=2", {1, 2, 1, parallel::SpMode::kUlysses}); }
+TEST_CASE("wan tp2 (heads and the q/k norms' squared sums split)") {
+  check_layout(2, "--set parallel.tp=2", {1, 1, 2, parallel::SpMode::kUlysses});
+}
+TEST_CASE("wan ring sp2 x tp2") {
+  check_layout(4, "--set parallel.sp=2 --set parallel.tp=2 --set parallel.sp_mode=ring", {2, 1, 2, parallel::SpMode::kRing});
+}
+TEST_CASE("wan tp2 x cp2") { check_layout(4, "--set parallel.tp=2 --set parallel.cp=2", {1, 2, 2, parallel::SpMode::kUlysses}); }
+TEST_CASE("wan ulysses sp2 x cp2") {
+  check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, parallel::SpMode::kUlysses});
+}

@@ -1,0 +1,147 @@
+// End-to-end parity with diffusers' WanPipeline on the committed tiny
+// fixtures (tests/fixtures/wan_tiny and wan22_tiny, made by
+// scripts/fixtures/make_wan_fixtures.py): from the fixture's noise, two
+// prompts (the second truncated to 16 tokens), a cleaned negative prompt,
+// 9 frames of 48 x 80, 4 steps, guidance 5: the final latents and decoded
+// frames with UniPC and with Euler, each output as diffusers makes it alone
+// whatever ditgen's batch; prompt 0 at the call's default 512 tokens; Wan
+// 2.2 A14B's two experts (the high-noise one for t >= 875, guidance 4, the
+// low-noise one below, guidance_scale_2 3); and the request checks against
+// the model (guidance_scale_2 on a one-expert model, frame counts, sizes,
+// samplers of the other kind).
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "../models/fixture.h"
+#include "../ops/test_helpers.h"
+#include "pipeline/pipeline_checks.h"
+#include "pipeline/text_fixture_requests.h"
+#include "pipeline/text_pipeline.h"
+#include "util/error.h"
+
+using namespace ditgen;
+using testing::check_close;
+using testing::fixture_tensor;
+
+namespace {
+
+// As the fixture's run configs (reference/run_unipc.json, run_euler.json).
+GenerateConfig wan_config(sched::Sampler scheduler, int batch_size) {
+  GenerateConfig g;
+  g.prompts = {"a red cat moving left", "A Cat &amp; the  GRASS, walking on the moon at night"};
+  g.negative_prompt = "low quality,   blurry &amp;amp; static";
+  g.negative_prompt_given = true;
+  g.frames = 9;
+  g.height = 48;
+  g.width = 80;
+  g.steps = 4;
+  g.guidance_scale = 5.0;
+  g.scheduler = scheduler;
+  g.max_sequence_length = 16;
+  g.batch_size = batch_size;
+  return g;
+}
+
+pipeline::Request wan_request(const pipeline::Pipeline& pipe, const GenerateConfig& g, const std::string& fixture) {
+  pipeline::Request req = pipe.prepare(g, "run.json");
+  req.text_encoder_dtype = "float32";
+  req.init_noise = fixture_tensor(fixture, "noise.safetensors", "noise");
+  return req;
+}
+
+Tensor first(const Tensor& t) { return t.slice0(0, 1).clone(); }
+
+std::string prepare_error(const pipeline::Pipeline& pipe, const GenerateConfig& g) {
+  try {
+    pipe.prepare(g, "run.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no ConfigError)";
+}
+
+}  // namespace
+
+TEST_CASE("Wan pipeline latents and frames match diffusers: UniPC, batch sizes 2 and 1") {
+  const auto pipe = testing::open_fixture_pipeline("wan_tiny");
+  const Tensor latents_ref = fixture_tensor("wan_tiny", "expected.safetensors", "latents_unipc");
+  const Tensor frames_ref = fixture_tensor("wan_tiny", "expected.safetensors", "frames_unipc");  // (B, F, 3, H, W)
+  for (const int batch : {2, 1}) {
+    CAPTURE(batch);
+    const pipeline::Result r = pipe->generate(wan_request(*pipe, wan_config(sched::Sampler::kUnipc, batch), "wan_tiny"));
+    CHECK(r.scheduler == "unipc");
+    REQUIRE(r.latents.shape() == Shape{2, 6, 3, 6, 10});
+    check_close(r.latents, latents_ref, "latents_unipc (batch " + std::to_string(batch) + ")", 1e-4);
+    REQUIRE(r.frames.shape() == Shape{2, 9, 3, 48, 80});
+    check_close(r.frames, frames_ref, "frames_unipc (batch " + std::to_string(batch) + ")", 1e-4);
+  }
+}
+
+TEST_CASE("Wan pipeline with Euler (flow_shift carried over as shift) matches diffusers") {
+  const auto pipe = testing::open_fixture_pipeline("wan_tiny");
+  const pipeline::Result r = pipe->generate(wan_request(*pipe, wan_config(sched::Sampler::kEuler, 2), "wan_tiny"));
+  check_close(r.latents, fixture_tensor("wan_tiny", "expected.safetensors", "latents_euler"), "latents_euler", 1e-4);
+  check_close(first(r.frames), fixture_tensor("wan_tiny", "expected.safetensors", "frames_euler"), "frames_euler",
+              1e-4);
+}
+
+TEST_CASE("Wan pipeline at the call's default 512 tokens: the zero rows are keys, as in diffusers") {
+  const auto pipe = testing::open_fixture_pipeline("wan_tiny");
+  GenerateConfig g = wan_config(sched::Sampler::kUnipc, 1);
+  g.prompts.resize(1);
+  g.max_sequence_length = 0;
+  pipeline::Request req = wan_request(*pipe, g, "wan_tiny");
+  CHECK(req.max_sequence_length == 512);
+  req.init_noise = first(*req.init_noise);
+  const Tensor latents = pipe->sample(req);
+  check_close(latents, fixture_tensor("wan_tiny", "expected.safetensors", "latents_unipc_512_0"),
+              "latents_unipc_512_0", 1e-4);
+}
+
+TEST_CASE("Wan 2.2 A14B: the high-noise expert above the boundary, transformer_2 with guidance_scale_2 below") {
+  const auto pipe = testing::open_fixture_pipeline("wan22_tiny");
+  for (const auto scheduler : {sched::Sampler::kUnipc, sched::Sampler::kEuler}) {
+    const std::string name = sched::name_of(scheduler);
+    CAPTURE(name);
+    GenerateConfig g = wan_config(scheduler, 2);
+    g.guidance_scale = 4.0;
+    g.guidance_scale_2 = 3.0;
+    const pipeline::Request req = wan_request(*pipe, g, "wan22_tiny");
+    CHECK(req.guidance_scale_2 == 3.0f);
+    const pipeline::Result r = pipe->generate(req);
+    check_close(r.latents, fixture_tensor("wan22_tiny", "expected.safetensors", "latents_" + name),
+                "A14B latents_" + name, 1e-4);
+    if (scheduler == sched::Sampler::kUnipc)
+      check_close(first(r.frames), fixture_tensor("wan22_tiny", "expected.safetensors", "frames_unipc"),
+                  "A14B frames_unipc", 1e-4);
+  }
+  // guidance_scale_2 defaults to guidance_scale (diffusers: 4.0 instead of 3.0 moves the latents).
+  GenerateConfig g = wan_config(sched::Sampler::kUnipc, 2);
+  g.guidance_scale = 4.0;
+  const pipeline::Request req = wan_request(*pipe, g, "wan22_tiny");
+  CHECK(req.guidance_scale_2 == 4.0f);
+  CHECK(testing::rel_l2(pipe->sample(req), fixture_tensor("wan22_tiny", "expected.safetensors", "latents_unipc")) >
+        1e-2);
+}
+
+TEST_CASE("Wan pipeline: a request the model cannot make is a ConfigError naming the field") {
+  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
+  GenerateConfig g = wan_config(sched::Sampler::kUnipc, 2);
+  g.guidance_scale_2 = 3.0;  // one transformer (boundary_ratio null): diffusers raises
+  CHECK(prepare_error(*pipe, g).find("run.json: generate.guidance_scale_2: this model has one transformer") !=
+        std::string::npos);
+  g = wan_config(sched::Sampler::kUnipc, 2);
+  g.frames = 10;
+  CHECK(prepare_error(*pipe, g).find("run.json: generate.frames: 10 frames") != std::string::npos);
+  CHECK(prepare_error(*pipe, g).find("9 or 13") != std::string::npos);
+  g = wan_config(sched::Sampler::kUnipc, 2);
+  g.height = 40;
+  CHECK(prepare_error(*pipe, g).find("run.json: generate.height/width: 40x80") != std::string::npos);
+  g = wan_config(sched::Sampler::kDdim, 2);
+  CHECK(prepare_error(*pipe, g).find("use unipc or euler") != std::string::npos);
+  // Defaults: WanPipeline's 81 frames of 480 x 832.
+  g = wan_config(sched::Sampler::kUnipc, 2);
+  g.frames = g.height = g.width = 0;
+  CHECK(pipe->prepare(g, "run.json").latent_shape == Shape{6, 21, 60, 104});
+}
