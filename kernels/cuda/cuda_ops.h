@@ -19,6 +19,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "kernels/cuda/attention_path.h"
 #include "kernels/cuda/dtype.h"
@@ -128,7 +129,9 @@ void rotary_embed(const void* x, int64_t x_stride, void* y, int64_t y_stride, in
 using ditgen::AttentionArgs;
 
 // Runs the path choose_attention_path picks for the current device (kAuto)
-// or the forced one; forcing flash where flash_supported() is false throws.
+// or the forced one; forcing flash where neither cuDNN nor the own flash
+// kernel can run throws. A kCudnn call cuDNN has no plan for runs the own
+// flash kernel (or math, where that cannot run).
 void attention(const AttentionArgs& args, AttentionMode mode = AttentionMode::kAuto);
 // The path attention() takes for these arguments on the current device.
 AttentionPath attention_path(const AttentionArgs& args, AttentionMode mode = AttentionMode::kAuto);
@@ -138,6 +141,19 @@ void attention_flash(const AttentionArgs& args);
 // image, or PTX of compute_80+); attention() falls back to math otherwise.
 bool flash_image_available();
 void attention_math(const AttentionArgs& args);
+// cuDNN's fused flash attention (attention_cudnn.cpp): whether this build
+// has it and this process loaded libcudnn 9 (tried once; off with
+// DITGEN_CUDNN_ATTENTION=0), a line saying which cuDNN or why not, and the
+// call itself: true when it ran, false when cuDNN has no plan for the
+// shape (or is unavailable, or the operands are not 16-byte aligned), in
+// which case nothing was done. Graphs are built once per shape (SdpaKey).
+bool cudnn_attention_available();
+std::string cudnn_attention_status();
+bool attention_cudnn(const AttentionArgs& args);
+struct CudnnAttentionStats {
+  size_t graphs = 0, builds = 0, hits = 0;  // cached keys (with no-plan ones), builds, cache hits
+};
+CudnnAttentionStats cudnn_attention_stats();
 
 // Merges a partial result (out2, lse2) over another key block into (out, lse)
 // in place (ops::attention_merge_): out rows as AttentionArgs, lse float32
