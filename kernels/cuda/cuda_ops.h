@@ -42,9 +42,19 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
                           int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, float beta,
                           void* c, int64_t ldc, int64_t stride_c, int64_t batch, DType dtype);
 
-// y[M, N] (row stride ldy) = x[M, K] · w[N, K]^T + bias[N] (bias may be null).
+// y[M, N] (row stride ldy) = act(x[M, K] · w[N, K]^T + bias[N]) (bias may
+// be null; act = gelu_tanh when asked, which needs ldy == N): cuBLASLt with
+// its bias / GELU-bias epilogue, the algorithm chosen once per shape
+// (gemm_lt_key.h); where cuBLASLt has none (or DITGEN_CUBLASLT=0),
+// linear_unfused: cublasGemmEx, then the bias and GELU kernels.
 void linear(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n, int64_t k, int64_t ldy,
-            DType dtype);
+            DType dtype, bool gelu_tanh = false);
+void linear_unfused(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n, int64_t k,
+                    int64_t ldy, DType dtype, bool gelu_tanh = false);
+struct LinearPlanStats {
+  size_t plans = 0, builds = 0, hits = 0;  // cached cuBLASLt keys (with no-algorithm ones), builds, cache hits
+};
+LinearPlanStats linear_plan_stats();
 
 // ---- Elementwise (elementwise.cu) --------------------------------------------------
 // y[n] = silu(x[n]) / gelu_tanh(x[n]) / relu(x[n]); y == x is allowed (in place).
