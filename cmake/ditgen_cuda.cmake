@@ -134,3 +134,39 @@ if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
 else()
   message(STATUS "NCCL not found (nccl.h, libnccl): building without the NCCL communicator")
 endif()
+
+# cuDNN's fused flash attention (kernels/cuda/attention_cudnn.cpp) through
+# NVIDIA's header-only cudnn-frontend (scripts/install_cudnn_frontend.sh
+# fetches the pinned headers into build-deps/, outside git).
+# DITGEN_CUDNN_FRONTEND=AUTO (default): built when the headers and cudnn.h
+# are found; ON: required; OFF: never. The frontend loads libcudnn.so.9 at
+# run time (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING): nothing links cuDNN, a
+# machine without it runs the own flash kernel. Sets DITGEN_WITH_CUDNN_SDPA
+# and, when on, the compile definition DITGEN_WITH_CUDNN_SDPA=1.
+set(DITGEN_CUDNN_FRONTEND "AUTO" CACHE STRING "cuDNN attention via cudnn-frontend: AUTO | ON | OFF")
+set_property(CACHE DITGEN_CUDNN_FRONTEND PROPERTY STRINGS AUTO ON OFF)
+set(DITGEN_CUDNN_FRONTEND_DIR "${CMAKE_SOURCE_DIR}/build-deps/cudnn-frontend-1.32.0" CACHE PATH
+    "Where scripts/install_cudnn_frontend.sh put the cudnn-frontend headers (DIR/include/cudnn_frontend.h)")
+string(TOUPPER "${DITGEN_CUDNN_FRONTEND}" ditgen_cudnn_mode)
+set(DITGEN_WITH_CUDNN_SDPA FALSE)
+if(NOT ditgen_cudnn_mode STREQUAL "OFF")
+  find_path(DITGEN_CUDNN_FRONTEND_INCLUDE cudnn_frontend.h
+            HINTS ${DITGEN_CUDNN_FRONTEND_DIR}/include /opt/cudnn-frontend/include NO_DEFAULT_PATH)
+  find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  if(DITGEN_CUDNN_FRONTEND_INCLUDE AND CUDNN_INCLUDE_DIR)
+    file(STRINGS ${CUDNN_INCLUDE_DIR}/cudnn_version.h ditgen_cudnn_major REGEX "define CUDNN_MAJOR [0-9]+")
+    string(REGEX REPLACE ".* ([0-9]+)$" "\\1" ditgen_cudnn_major "${ditgen_cudnn_major}")
+    if(ditgen_cudnn_major GREATER_EQUAL 9)
+      set(DITGEN_WITH_CUDNN_SDPA TRUE)
+      add_compile_definitions(DITGEN_WITH_CUDNN_SDPA=1)
+      message(STATUS "cuDNN attention on: cudnn-frontend ${DITGEN_CUDNN_FRONTEND_INCLUDE}, cudnn.h ${CUDNN_INCLUDE_DIR}")
+    endif()
+  endif()
+  if(NOT DITGEN_WITH_CUDNN_SDPA)
+    set(ditgen_cudnn_why "needs the cudnn-frontend headers (scripts/install_cudnn_frontend.sh) and cuDNN 9's cudnn.h")
+    if(ditgen_cudnn_mode STREQUAL "ON")
+      message(FATAL_ERROR "DITGEN_CUDNN_FRONTEND=ON: cuDNN attention ${ditgen_cudnn_why}")
+    endif()
+    message(STATUS "cuDNN attention off: it ${ditgen_cudnn_why}; the own flash kernel runs instead")
+  endif()
+endif()

@@ -7,6 +7,11 @@
 # it with OpenMP too.
 # valgrind checks the MP4 writer's calls into libswscale and libx264, which
 # ASan cannot see into (tests/CMakeLists.txt).
+# Where the CUDA toolkit is (nvcc on PATH or in /usr/local/cuda/bin), it also
+# fetches the cudnn-frontend headers for the cuDNN attention into
+# build-deps/ (scripts/install_cudnn_frontend.sh; not a Debian package, and
+# ignored by git). Without network that step only warns: CMake then builds
+# the CUDA backend without cuDNN attention (DITGEN_CUDNN_FRONTEND=AUTO).
 set -euo pipefail
 
 pkgs=(cmake g++ make pkg-config
@@ -17,4 +22,10 @@ pkgs=(cmake g++ make pkg-config
       libsentencepiece-dev
       valgrind)
 
-exec "$(dirname "$0")/apt_install_missing.sh" install_deps "${pkgs[@]}"
+"$(dirname "$0")/apt_install_missing.sh" install_deps "${pkgs[@]}"
+
+if command -v nvcc > /dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  "$(dirname "$0")/install_cudnn_frontend.sh" ||
+    echo "install_deps: WARNING: could not fetch the cudnn-frontend headers; the CUDA build goes without" \
+         "cuDNN attention (rerun scripts/install_cudnn_frontend.sh)" >&2
+fi

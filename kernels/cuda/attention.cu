@@ -1,8 +1,9 @@
 // Attention entry point on the GPU and the log-sum-exp merge.
-// attention() picks flash or math with the pure rule of attention_path.h
-// for the bound device and the call's score bias (or the path forced by
-// --attention; forced flash with a bias is refused), so the choice is the
-// same function the CPU tests check. attention_merge_ is one warp per
+// attention() picks cuDNN, flash or math with the pure rule of
+// attention_path.h for the bound device, the call's score bias and whether
+// cuDNN's attention is usable (or the path forced by --attention; forced
+// flash with a bias is refused), so the choice is the same function the CPU
+// tests check; a shape cuDNN has no plan for runs the own flash kernel. attention_merge_ is one warp per
 // query row: the lane-0 read of both lse values is broadcast, every lane
 // merges a strided share of the row's head_dim outputs with
 // math::lse_merge (kernels/math/softmax.h, as the CPU op), then lane 0
@@ -56,12 +57,14 @@ AttentionPath attention_path(const AttentionArgs& a, AttentionMode mode) {
                                 "position bias): use --attention math or auto");
   const DeviceInfo& info = current_device_info();
   const int head_dim = static_cast<int>(std::min<int64_t>(a.head_dim, 1 << 20));
-  if (mode == AttentionMode::kFlash && !flash_supported(info.major, info.minor, head_dim, a.dtype))
+  const bool cudnn = !score_bias && cudnn_sdpa_supported(info.major, info.minor, head_dim, a.dtype) &&
+                     cudnn_attention_available() && cudnn_sdpa_operands_aligned(a);
+  if (mode == AttentionMode::kFlash && !cudnn && !flash_supported(info.major, info.minor, head_dim, a.dtype))
     throw std::invalid_argument("attention: flash attention needs compute capability >= 8.0 and head_dim 64, 72 or "
                                 "128; this is " + info.name + " (" + std::to_string(info.major) + "." +
                                 std::to_string(info.minor) + ") with head_dim " + std::to_string(a.head_dim) +
                                 ": use --attention math or auto");
-  const AttentionPath path = choose_attention_path(info.major, info.minor, head_dim, a.dtype, score_bias);
+  const AttentionPath path = choose_attention_path(info.major, info.minor, head_dim, a.dtype, score_bias, cudnn);
   if (path == AttentionPath::kFlash && !flash_image_available()) {
     if (mode == AttentionMode::kFlash)
       throw std::invalid_argument("attention: this build has no sm_80+ image for flash attention on " + info.name +
@@ -73,10 +76,23 @@ AttentionPath attention_path(const AttentionArgs& a, AttentionMode mode) {
 
 void attention(const AttentionArgs& a, AttentionMode mode) {
   check_attention_args(a, "attention");
-  if (attention_path(a, mode) == AttentionPath::kFlash)
-    attention_flash(a);
-  else
-    attention_math(a);
+  switch (attention_path(a, mode)) {
+    case AttentionPath::kCudnn:
+      if (attention_cudnn(a)) return;
+      // No cuDNN plan for this shape: the own kernels.
+      {
+        const DeviceInfo& info = current_device_info();
+        if (flash_supported(info.major, info.minor, static_cast<int>(std::min<int64_t>(a.head_dim, 1 << 20)),
+                            a.dtype) &&
+            flash_image_available())
+          attention_flash(a);
+        else
+          attention_math(a);
+      }
+      return;
+    case AttentionPath::kFlash: attention_flash(a); return;
+    case AttentionPath::kMath: attention_math(a); return;
+  }
 }
 
 void attention_merge_(void* out, float* lse, const void* out2, const float* lse2, int64_t batch, int64_t heads,

@@ -19,6 +19,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "kernels/cuda/attention_path.h"
 #include "kernels/cuda/dtype.h"
@@ -41,9 +42,19 @@ void gemm_strided_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
                           int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b, float beta,
                           void* c, int64_t ldc, int64_t stride_c, int64_t batch, DType dtype);
 
-// y[M, N] (row stride ldy) = x[M, K] · w[N, K]^T + bias[N] (bias may be null).
+// y[M, N] (row stride ldy) = act(x[M, K] · w[N, K]^T + bias[N]) (bias may
+// be null; act = gelu_tanh when asked, which needs ldy == N): cuBLASLt with
+// its bias / GELU-bias epilogue, the algorithm chosen once per shape
+// (gemm_lt_key.h); where cuBLASLt has none (or DITGEN_CUBLASLT=0),
+// linear_unfused: cublasGemmEx, then the bias and GELU kernels.
 void linear(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n, int64_t k, int64_t ldy,
-            DType dtype);
+            DType dtype, bool gelu_tanh = false);
+void linear_unfused(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n, int64_t k,
+                    int64_t ldy, DType dtype, bool gelu_tanh = false);
+struct LinearPlanStats {
+  size_t plans = 0, builds = 0, hits = 0;  // cached cuBLASLt keys (with no-algorithm ones), builds, cache hits
+};
+LinearPlanStats linear_plan_stats();
 
 // ---- Elementwise (elementwise.cu) --------------------------------------------------
 // y[n] = silu(x[n]) / gelu_tanh(x[n]) / relu(x[n]); y == x is allowed (in place).
@@ -128,7 +139,9 @@ void rotary_embed(const void* x, int64_t x_stride, void* y, int64_t y_stride, in
 using ditgen::AttentionArgs;
 
 // Runs the path choose_attention_path picks for the current device (kAuto)
-// or the forced one; forcing flash where flash_supported() is false throws.
+// or the forced one; forcing flash where neither cuDNN nor the own flash
+// kernel can run throws. A kCudnn call cuDNN has no plan for runs the own
+// flash kernel (or math, where that cannot run).
 void attention(const AttentionArgs& args, AttentionMode mode = AttentionMode::kAuto);
 // The path attention() takes for these arguments on the current device.
 AttentionPath attention_path(const AttentionArgs& args, AttentionMode mode = AttentionMode::kAuto);
@@ -138,6 +151,19 @@ void attention_flash(const AttentionArgs& args);
 // image, or PTX of compute_80+); attention() falls back to math otherwise.
 bool flash_image_available();
 void attention_math(const AttentionArgs& args);
+// cuDNN's fused flash attention (attention_cudnn.cpp): whether this build
+// has it and this process loaded libcudnn 9 (tried once; off with
+// DITGEN_CUDNN_ATTENTION=0), a line saying which cuDNN or why not, and the
+// call itself: true when it ran, false when cuDNN has no plan for the
+// shape (or is unavailable, or the operands are not 16-byte aligned), in
+// which case nothing was done. Graphs are built once per shape (SdpaKey).
+bool cudnn_attention_available();
+std::string cudnn_attention_status();
+bool attention_cudnn(const AttentionArgs& args);
+struct CudnnAttentionStats {
+  size_t graphs = 0, builds = 0, hits = 0;  // cached keys (with no-plan ones), builds, cache hits
+};
+CudnnAttentionStats cudnn_attention_stats();
 
 // Merges a partial result (out2, lse2) over another key block into (out, lse)
 // in place (ops::attention_merge_): out rows as AttentionArgs, lse float32

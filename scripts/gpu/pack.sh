@@ -2,7 +2,8 @@
 # Pack a CUDA build for a bare GPU machine (one with the driver, the CUDA
 # toolkit and PyTorch, but none of ditgen's Debian libraries):
 #
-#   cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DDITGEN_CUDA=ON \
+#   scripts/install_cudnn_frontend.sh   # the cuDNN attention's headers
+#   cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DDITGEN_CUDA=ON -DDITGEN_CUDNN_FRONTEND=ON \
 #         -DDITGEN_CUDA_ARCHITECTURES=90 -DDITGEN_FFMPEG=OFF -DDITGEN_BENCHMARKS=ON
 #   cmake --build build-cuda -j2 --target ditgen test_gpu bench_forward make_random_dit
 #   scripts/gpu/pack.sh build-cuda OUT.tar.xz
@@ -10,7 +11,8 @@
 # The tarball holds the four programs (stripped), ctest's files for the gpu
 # label, and lib/: every shared library they load except glibc, libstdc++
 # and the CUDA runtime, cuBLAS and NCCL, which the GPU machine has in a
-# matching major version (CUDA 13). DITGEN_FFMPEG=OFF keeps FFmpeg's ~100
+# matching major version (CUDA 13). cuDNN is not linked (the cuDNN attention
+# dlopens libcudnn.so.9): check.sh finds the GPU machine's. DITGEN_FFMPEG=OFF keeps FFmpeg's ~100
 # libraries out (about 60 MB compressed with them, 16 MB without).
 # scripts/gpu/check.sh unpacks it and runs the checks.
 set -euo pipefail

@@ -139,11 +139,7 @@ void check_linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act) {
   check_linear(x, w, bias);
 #ifdef DITGEN_WITH_CUDA
-  if (on_cuda(x)) {  // CUDA: the linear, then the activation kernel
-    Tensor y = gpu::linear(x, w, bias);
-    if (act == Activation::kGeluTanh) gpu::gelu_tanh_(y);
-    return y;
-  }
+  if (on_cuda(x)) return gpu::linear(x, w, bias, act);  // CUDA: bias and activation in cuBLASLt's epilogue
 #endif
   DITGEN_DISPATCH_ON(x, "linear", linear(x, w, bias), linear(x, w, bias, act));
 }

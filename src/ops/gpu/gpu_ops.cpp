@@ -24,11 +24,13 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
   cuda::linear(x.raw(), w.raw(), bias ? bias->raw() : nullptr, y.raw_at(col), m, n, k, y.dim(-1), x.dtype());
 }
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias) {
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act) {
   Shape shape = x.shape();
   shape.back() = w.dim(0);
   Tensor y = like(x, shape);
-  linear_into(x, w, bias, y, 0);
+  const int64_t k = w.dim(1), n = w.dim(0), m = x.numel() / k;
+  cuda::linear(x.raw(), w.raw(), bias ? bias->raw() : nullptr, y.raw(), m, n, k, n, x.dtype(),
+               act == Activation::kGeluTanh);
   return y;
 }
 

@@ -13,7 +13,8 @@ namespace ditgen::ops::gpu {
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Tensor& a, const Tensor& b,
           float beta, Tensor& c);
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias);
+// act: cuBLASLt's GELU-bias epilogue (kernels/cuda/gemm.cu), bias likewise.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act = Activation::kNone);
 void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t col);
 
 void silu_(Tensor& x);
