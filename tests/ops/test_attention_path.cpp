@@ -117,7 +117,7 @@ TEST_CASE("choose_attention_path: every family's head size takes cuDNN on Ampere
 }
 
 TEST_CASE("cudnn_sdpa_operands_aligned: 16-byte pointers and strides") {
-  alignas(256) static unsigned char buf[4096];
+  alignas(256) static unsigned char buf[8192];  // q, k, v 2304 bytes apart: inside the buffer
   ditgen::AttentionArgs a;
   a.dtype = DType::kBF16;
   a.head_dim = 72;
