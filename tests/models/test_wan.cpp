@@ -77,7 +77,7 @@ TEST_CASE("wan forward in bfloat16 stays near diffusers' float32") {
   testing::check_forward_bfloat16(*model, c.args, c.sample, "wan_tiny");
 }
 
-TEST_CASE("wan forward: each sample alone equals its row of the batch; all text rows as lengths change nothing") {
+TEST_CASE("wan forward: each sample alone equals its row of the batch - all text rows as lengths change nothing") {
   const auto model = load_via_registry();
   ForwardCase c;
   const Tensor batch = testing::check_batch_of_one(*model, c.args);
@@ -122,7 +122,7 @@ TEST_CASE("wan spec: latent shapes through the VAE's factors, defaults and error
                        ConfigError);
 }
 
-TEST_CASE("wan spec: one spatio-temporal self-attention and a cross-attention per layer; dsp refused, ulysses over the video's tokens") {
+TEST_CASE("wan spec: one spatio-temporal self-attention and a cross-attention per layer - dsp refused, ulysses over the video's tokens") {
   const auto spec = spec_of(config_json());
   const parallel::Workload w = spec->workload(spec->latent_shape(48, 80, 9, kWanVae, ""));
   CHECK(w.frames == 3);
@@ -162,7 +162,7 @@ TEST_CASE("wan spec: one spatio-temporal self-attention and a cross-attention pe
   }
 }
 
-TEST_CASE("wan spec: the published Wan 2.1 / 2.2 T2V configs parse; sizes as published") {
+TEST_CASE("wan spec: the published Wan 2.1 / 2.2 T2V configs parse - sizes as published") {
   const std::string root = std::string(DITGEN_SOURCE_DIR) + "/configs/models/";
   const auto small = spec_of(io::read_json_file(root + "Wan2.1-T2V-1.3B-Diffusers/transformer/config.json"));
   CHECK(small->num_layers() == 30);
