@@ -63,7 +63,7 @@ struct DitBlock {
 
 class DitTransformer {
  public:
-  // Its tensors (whole, as stored): what it holds once, and layer i's
+  // The model class contract of models/family_spec.h; layer i holds its
   // conditioning embedders and block (one embedder per block in diffusers'
   // layout; the original DiT repository shares one).
   static nn::TensorDecls stem_tensors(const DitConfig& cfg);
@@ -71,9 +71,6 @@ class DitTransformer {
   static nn::TensorDecls block_tensors(const DitConfig& cfg, int64_t layer);
   static nn::TensorDecls layer_tensors(const DitConfig& cfg, int64_t layer);  // its embedders and block
 
-  // Validates names and shapes of every tensor, then loads this rank's part
-  // onto `place` (its device and compute dtype). The shard's communicators
-  // must outlive the model.
   static DitTransformer load(const io::WeightStore& weights, const DitConfig& cfg, const ShardGroups& shard = {},
                              const Placement& place = {});
 

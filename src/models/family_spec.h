@@ -8,6 +8,17 @@
 // family's spec derives from it and answers the rest: its latent shapes and
 // its layers' attention operations; make_spec<Spec> is its registry row's
 // factory.
+//
+// A family's model class (DitTransformer, PixArtTransformer, ...) has:
+//   static nn::TensorDecls stem_tensors(const Config&)   what it holds once,
+//   static nn::TensorDecls layer_tensors(const Config&, int64_t layer)
+//                                                      and layer i's, whole as stored;
+//   static Model load(weights, cfg, shard = {}, place = {})
+//     validates every tensor's name and shape against those lists before any
+//     is read, then loads this rank's part onto `place`; the shard's
+//     communicators must outlive the model;
+//   Tensor forward(const ForwardArgs&) const
+//     the prediction, host float32, on every rank of the shard.
 #pragma once
 #include <cstdint>
 #include <memory>

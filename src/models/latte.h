@@ -63,13 +63,11 @@ class LatteTransformer : public AdaSingleModel<LatteConfig> {
   // PAB cache parts (pab/broadcast.h) of a layer's two blocks.
   static constexpr int kSpatialPart = 0, kTemporalPart = 1;
 
-  // Its tensors (whole, as stored): what it holds once, and layer i's two
+  // The model class contract of models/family_spec.h; layer i holds two
   // blocks (spatial, then temporal).
   static nn::TensorDecls stem_tensors(const LatteConfig& cfg);
   static nn::TensorDecls layer_tensors(const LatteConfig& cfg, int64_t layer);
 
-  // Validates names and shapes of every tensor, then loads this rank's part
-  // onto `place`. The shard's communicators must outlive the model.
   static LatteTransformer load(const io::WeightStore& weights, const LatteConfig& cfg, const ShardGroups& shard = {},
                                const Placement& place = {});
 

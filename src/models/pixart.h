@@ -39,12 +39,10 @@ struct PixArtConfig : AdaSingleConfig {
 
 class PixArtTransformer : public AdaSingleModel<PixArtConfig> {
  public:
-  // Its tensors (whole, as stored): what it holds once, and layer i's block.
+  // The model class contract of models/family_spec.h.
   static nn::TensorDecls stem_tensors(const PixArtConfig& cfg);
   static nn::TensorDecls layer_tensors(const PixArtConfig& cfg, int64_t layer);
 
-  // Validates names and shapes of every tensor, then loads this rank's part
-  // onto `place`. The shard's communicators must outlive the model.
   static PixArtTransformer load(const io::WeightStore& weights, const PixArtConfig& cfg, const ShardGroups& shard = {},
                                 const Placement& place = {});
 

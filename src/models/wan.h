@@ -77,12 +77,10 @@ struct WanConfig : TransformerSizes {
 
 class WanTransformer {
  public:
-  // Its tensors (whole, as stored): what it holds once, and layer i's block.
+  // The model class contract of models/family_spec.h.
   static nn::TensorDecls stem_tensors(const WanConfig& cfg);
   static nn::TensorDecls layer_tensors(const WanConfig& cfg, int64_t layer);
 
-  // Validates names and shapes of every tensor, then loads this rank's part
-  // onto `place`. The shard's communicators must outlive the model.
   static WanTransformer load(const io::WeightStore& weights, const WanConfig& cfg, const ShardGroups& shard = {},
                              const Placement& place = {});
 

@@ -19,7 +19,7 @@ Prediction read_prediction_type(const SchedulerConfig& config) {
 }
 
 DdimScheduler::DdimScheduler(const SchedulerConfig& config)
-    : path_(config.path()), train_(make_train_schedule(config)) {
+    : DiffusionScheduler(config) {
   final_alpha_cumprod_ =
       config.get_bool("set_alpha_to_one", true) ? 1.0f : train_.alphas_cumprod[0];
   steps_offset_ = config.get_int("steps_offset", 0);
@@ -37,10 +37,7 @@ DdimScheduler::DdimScheduler(const SchedulerConfig& config)
 
 void DdimScheduler::set_timesteps(int n) {
   const int64_t T = train_.num_train_timesteps;
-  if (n < 1 || n > T) {
-    throw ConfigError(path_ + ": " + std::to_string(n) + " inference steps: must be 1.." +
-                      std::to_string(T) + " (num_train_timesteps)");
-  }
+  check_step_count(path_, n, T);
   std::vector<int64_t> ts;
   if (spacing_ == "linspace") {
     ts = np::round_to_int(np::linspace(0.0, static_cast<double>(T - 1), n));

@@ -12,26 +12,17 @@
 #pragma once
 #include <vector>
 
-#include "sched/noise_schedule.h"
-#include "sched/scheduler.h"
-#include "sched/scheduler_config.h"
+#include "sched/diffusion_scheduler.h"
 
 namespace ditgen::sched {
 
-enum class Prediction { kEpsilon, kSample, kV };
-// prediction_type -> Prediction (ConfigError / not supported for others).
-Prediction read_prediction_type(const SchedulerConfig& config);
-
-class DdimScheduler final : public Scheduler {
+class DdimScheduler final : public DiffusionScheduler {
  public:
   explicit DdimScheduler(const SchedulerConfig& config);
 
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
   std::string name() const override { return "ddim"; }
-  SchedulerKind kind() const override { return SchedulerKind::kDiffusion; }
-
-  const std::vector<float>& alphas_cumprod() const { return train_.alphas_cumprod; }
 
  private:
   struct Coef {  // float32, as torch computes them
@@ -41,12 +32,9 @@ class DdimScheduler final : public Scheduler {
     float direction;        // (1 - alpha_prod_t_prev) ** 0.5
   };
 
-  std::string path_;
-  TrainSchedule train_;
   float final_alpha_cumprod_;
   int64_t steps_offset_;
   std::string spacing_;
-  Prediction prediction_;
   bool clip_sample_;
   float clip_range_;
   std::vector<Coef> coef_;  // one per step

@@ -26,7 +26,7 @@ AlphaSigma alpha_sigma(float s) {
 }  // namespace
 
 DpmSolverPP2MScheduler::DpmSolverPP2MScheduler(const SchedulerConfig& config)
-    : path_(config.path()), train_(make_train_schedule(config)) {
+    : DiffusionScheduler(config) {
   if (const int64_t order = config.get_int("solver_order", 2); order != 2) {
     config.unsupported("solver_order", "DPM-Solver solver_order " + std::to_string(order) +
                                            " (dpmpp_2m is order 2)");
@@ -82,10 +82,7 @@ void DpmSolverPP2MScheduler::set_timesteps(int n) {
   const int64_t T = train_.num_train_timesteps;
   const auto& ac = train_.alphas_cumprod;
   const int64_t table = static_cast<int64_t>(ac.size());
-  if (n < 1 || n > T) {
-    throw ConfigError(path_ + ": " + std::to_string(n) + " inference steps: must be 1.." +
-                      std::to_string(T) + " (num_train_timesteps)");
-  }
+  check_step_count(path_, n, T);
 
   // clipped_idx = searchsorted(flip(lambda_t), lambda_min_clipped): the number
   // of train timesteps, from the noisy end, whose float32 lambda is below the

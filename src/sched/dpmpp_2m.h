@@ -16,23 +16,17 @@
 #pragma once
 #include <vector>
 
-#include "sched/ddim.h"  // Prediction, read_prediction_type
-#include "sched/noise_schedule.h"
-#include "sched/scheduler.h"
-#include "sched/scheduler_config.h"
+#include "sched/diffusion_scheduler.h"
 
 namespace ditgen::sched {
 
-class DpmSolverPP2MScheduler final : public Scheduler {
+class DpmSolverPP2MScheduler final : public DiffusionScheduler {
  public:
   explicit DpmSolverPP2MScheduler(const SchedulerConfig& config);
 
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
   std::string name() const override { return "dpmpp_2m"; }
-  SchedulerKind kind() const override { return SchedulerKind::kDiffusion; }
-
-  const std::vector<float>& alphas_cumprod() const { return train_.alphas_cumprod; }
   // sigmas[i] for step i, plus the final sigma (0 or sigma_min): n + 1 values.
   const std::vector<float>& sigmas() const { return sigmas_; }
 
@@ -48,9 +42,6 @@ class DpmSolverPP2MScheduler final : public Scheduler {
     float inv_r0;      // 1 / r0, r0 = h_0 / h
   };
 
-  std::string path_;
-  TrainSchedule train_;
-  Prediction prediction_;
   bool heun_;
   bool lower_order_final_;
   bool euler_at_final_;

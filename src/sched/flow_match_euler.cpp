@@ -14,9 +14,7 @@ namespace ditgen::sched {
 
 FlowMatchEulerScheduler::FlowMatchEulerScheduler(const SchedulerConfig& config,
                                                  std::optional<double> shift_override)
-    : path_(config.path()) {
-  num_train_timesteps_ = config.get_int("num_train_timesteps", 1000);
-  if (num_train_timesteps_ < 1) config.bad_value("num_train_timesteps", "must be at least 1");
+    : FlowScheduler(config) {
   shift_ = resolve_flow_shift(config, shift_override);
   refuse_flow_sigma_options(config, "FlowMatchEuler");
   if (config.get_bool("invert_sigmas", false)) {
@@ -42,11 +40,8 @@ FlowMatchEulerScheduler::FlowMatchEulerScheduler(const SchedulerConfig& config,
 }
 
 void FlowMatchEulerScheduler::set_timesteps(int n) {
+  check_step_count(path_, n, num_train_timesteps_);
   const int64_t T = num_train_timesteps_;
-  if (n < 1 || n > T) {
-    throw ConfigError(path_ + ": " + std::to_string(n) + " inference steps: must be 1.." +
-                      std::to_string(T) + " (num_train_timesteps)");
-  }
   const double t = static_cast<double>(T);
   const std::vector<double> spaced = np::linspace(sigma_max_ * t, sigma_min_ * t, n);
   sigmas_.clear();

@@ -17,12 +17,11 @@
 #include <optional>
 #include <vector>
 
-#include "sched/scheduler.h"
-#include "sched/scheduler_config.h"
+#include "sched/flow_scheduler.h"
 
 namespace ditgen::sched {
 
-class FlowMatchEulerScheduler final : public Scheduler {
+class FlowMatchEulerScheduler final : public FlowScheduler {
  public:
   // shift_override: generate.shift, replacing the config's shift.
   FlowMatchEulerScheduler(const SchedulerConfig& config, std::optional<double> shift_override);
@@ -30,18 +29,9 @@ class FlowMatchEulerScheduler final : public Scheduler {
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
   std::string name() const override { return "euler"; }
-  SchedulerKind kind() const override { return SchedulerKind::kFlow; }
-
-  double shift() const { return shift_; }
-  // sigmas[i] for step i, plus the final 0: n + 1 float32 values.
-  const std::vector<float>& sigmas() const { return sigmas_; }
 
  private:
-  std::string path_;
-  int64_t num_train_timesteps_;
-  double shift_;
   double sigma_max_, sigma_min_;  // float32 values, from the constructor's schedule
-  std::vector<float> sigmas_;
 };
 
 }  // namespace ditgen::sched

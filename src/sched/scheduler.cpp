@@ -15,6 +15,13 @@
 
 namespace ditgen::sched {
 
+void Scheduler::check_step_count(const std::string& path, int n, int64_t num_train_timesteps) {
+  if (n < 1 || n > num_train_timesteps) {
+    throw ConfigError(path + ": " + std::to_string(n) + " inference steps: must be 1.." +
+                      std::to_string(num_train_timesteps) + " (num_train_timesteps)");
+  }
+}
+
 void Scheduler::check_step(const Tensor& model_output, const Tensor& sample, int step_index, size_t steps,
                            std::optional<int> next_step) const {
   if (step_index < 0 || step_index >= static_cast<int>(steps)) {

@@ -71,6 +71,9 @@ class Scheduler {
   // the sample's size yet); std::logic_error headed by name() when a later
   // step's sample differs in size from the history's.
   bool needs_history(int step_index, const Tensor& history, const Tensor& sample) const;
+  // What set_timesteps checks first: ConfigError naming the scheduler config
+  // `path` for a step count n outside 1..T (num_train_timesteps).
+  static void check_step_count(const std::string& path, int n, int64_t num_train_timesteps);
 
   std::vector<double> timesteps_;
 };

@@ -75,9 +75,7 @@ Rhos solve_unic2(float rk, float b1, float b2) {
 
 UniPcFlowScheduler::UniPcFlowScheduler(const SchedulerConfig& config,
                                        std::optional<double> shift_override)
-    : path_(config.path()) {
-  num_train_timesteps_ = config.get_int("num_train_timesteps", 1000);
-  if (num_train_timesteps_ < 1) config.bad_value("num_train_timesteps", "must be at least 1");
+    : FlowScheduler(config) {
   // Built from a FlowMatch config, unipc runs on flow sigmas by construction
   // (flow_config.h); from its own (or DPM-Solver's) config, the config says so.
   if (!is_flow_match_config(config)) {
@@ -129,11 +127,8 @@ UniPcFlowScheduler::UniPcFlowScheduler(const SchedulerConfig& config,
 }
 
 void UniPcFlowScheduler::set_timesteps(int n) {
+  check_step_count(path_, n, num_train_timesteps_);
   const int64_t T = num_train_timesteps_;
-  if (n < 1 || n > T) {
-    throw ConfigError(path_ + ": " + std::to_string(n) + " inference steps: must be 1.." +
-                      std::to_string(T) + " (num_train_timesteps)");
-  }
   // The schedule in float64, as numpy computes it.
   std::vector<double> sigmas = np::linspace(1.0, 1.0 / static_cast<double>(T), n + 1);
   sigmas.pop_back();

@@ -24,12 +24,11 @@
 #include <optional>
 #include <vector>
 
-#include "sched/scheduler.h"
-#include "sched/scheduler_config.h"
+#include "sched/flow_scheduler.h"
 
 namespace ditgen::sched {
 
-class UniPcFlowScheduler final : public Scheduler {
+class UniPcFlowScheduler final : public FlowScheduler {
  public:
   // shift_override: generate.shift, replacing the config's flow_shift.
   UniPcFlowScheduler(const SchedulerConfig& config, std::optional<double> shift_override);
@@ -37,11 +36,6 @@ class UniPcFlowScheduler final : public Scheduler {
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
   std::string name() const override { return "unipc"; }
-  SchedulerKind kind() const override { return SchedulerKind::kFlow; }
-
-  double flow_shift() const { return shift_; }
-  // sigmas[i] for step i, plus the final 0: n + 1 float32 values.
-  const std::vector<float>& sigmas() const { return sigmas_; }
 
  private:
   // Coefficients of one step, float32 as torch computes them. A predictor or
@@ -58,12 +52,7 @@ class UniPcFlowScheduler final : public Scheduler {
     float rk_p;  // order 2: (lambda_{i-1} - lambda_i) / h
   };
 
-  std::string path_;
-  int64_t num_train_timesteps_;
-  double shift_;
   std::vector<double> disable_corrector_;
-
-  std::vector<float> sigmas_;
   std::vector<Coef> coef_;
   Tensor prev_x0_;       // x0 of step i-1
   Tensor prev_prev_x0_;  // x0 of step i-2

@@ -70,7 +70,7 @@ TEST_CASE("DiT on the CPU in bfloat16 keeps bf16 GEMM weights as stored (mmapped
     const models::nn::Attention& attn = b.body.self_attention();
     const models::nn::FeedForward& ff = b.body.feed_forward();
     for (const Tensor* w : {&attn.to_q().weight, &b.modulation.chunk(3).weight, &ff.proj_in().weight,
-                            &ff.proj_out().weight, &attn.to_out().weight, &b.timestep.linear_2.weight}) {
+                            &ff.proj_out().weight, &attn.to_out().weight, &b.timestep.mlp.linear_2.weight}) {
       CHECK(w->dtype() == DType::kBF16);  // never widened on load
       CHECK(w->device() == Device::kCPU);
       CHECK(w->layout() == Layout::kRowMajor);

@@ -163,15 +163,15 @@ TEST_CASE("a sampler of the other kind is a ConfigError naming the samplers that
 
 TEST_CASE("the shift override: flow samplers only, a positive number") {
   auto unipc = build("unipc", wan_config(), 7.0);
-  CHECK(dynamic_cast<UniPcFlowScheduler&>(*unipc).flow_shift() == 7.0);
+  CHECK(dynamic_cast<UniPcFlowScheduler&>(*unipc).shift() == 7.0);
   auto euler = build("euler", flow_match_config(), 0.5);
   CHECK(dynamic_cast<FlowMatchEulerScheduler&>(*euler).shift() == 0.5);
   // Without one, each sampler takes the model's shift under its class's key.
-  CHECK(dynamic_cast<UniPcFlowScheduler&>(*build("unipc", flow_match_config())).flow_shift() == 3.0);
+  CHECK(dynamic_cast<UniPcFlowScheduler&>(*build("unipc", flow_match_config())).shift() == 3.0);
   CHECK(dynamic_cast<FlowMatchEulerScheduler&>(*build("euler", wan_config())).shift() == 3.0);
   json no_shift = wan_config();
   no_shift.erase("flow_shift");  // UniPC's default
-  CHECK(dynamic_cast<UniPcFlowScheduler&>(*build("unipc", no_shift)).flow_shift() == 1.0);
+  CHECK(dynamic_cast<UniPcFlowScheduler&>(*build("unipc", no_shift)).shift() == 1.0);
 
   for (const char* name : {"ddim", "dpmpp_2m"}) {
     expect_error([&] { make_scheduler(name, dit_config(), kPath, 3.0); }, kExitBadConfig,

@@ -174,7 +174,7 @@ TEST_CASE("the shift override (generate.shift) matches diffusers' from_config(sh
     }
   }
   auto unipc = make_scheduler("unipc", wan, path, 5.0);
-  CHECK(dynamic_cast<UniPcFlowScheduler&>(*unipc).flow_shift() == 5.0);
+  CHECK(dynamic_cast<UniPcFlowScheduler&>(*unipc).shift() == 5.0);
   auto euler = make_scheduler("euler", wan, path);  // the model's flow_shift carries over
   CHECK(dynamic_cast<FlowMatchEulerScheduler&>(*euler).shift() == 3.0);
 }

@@ -5,16 +5,30 @@
 
 namespace ditgen::models::nn {
 
-TensorDecls TimestepEmbedding::tensors(const std::string& prefix, int64_t width, int64_t channels) {
-  TensorDecls t = linear_tensors(prefix + "linear_1.", width, channels);
+TensorDecls TwoLinears::tensors(const std::string& prefix, int64_t in, int64_t width) {
+  TensorDecls t = linear_tensors(prefix + "linear_1.", width, in);
   append(t, linear_tensors(prefix + "linear_2.", width, width));
   return t;
 }
 
+TwoLinears TwoLinears::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
+  return {Linear::load(w, prefix + "linear_1.", place), Linear::load(w, prefix + "linear_2.", place)};
+}
+
+Tensor TwoLinears::operator()(const Tensor& x, Act act) const {
+  if (act == Act::kGeluTanh) return linear_2(linear_1(x, ops::Activation::kGeluTanh));
+  Tensor h = linear_1(x);
+  ops::silu_(h);
+  return linear_2(h);
+}
+
+TensorDecls TimestepEmbedding::tensors(const std::string& prefix, int64_t width, int64_t channels) {
+  return TwoLinears::tensors(prefix, channels, width);
+}
+
 TimestepEmbedding TimestepEmbedding::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
   TimestepEmbedding e;
-  e.linear_1 = Linear::load(w, prefix + "linear_1.", place);
-  e.linear_2 = Linear::load(w, prefix + "linear_2.", place);
+  e.mlp = TwoLinears::load(w, prefix, place);
   e.channels_ = w.info(prefix + "linear_1.weight").shape.at(1);
   return e;
 }
@@ -26,9 +40,7 @@ Tensor TimestepEmbedding::sinusoid(const std::vector<float>& values, float shift
 
 Tensor TimestepEmbedding::operator()(const Tensor& sinusoid) const {
   profile::ScopedTimer t("adaln");
-  Tensor h = linear_1(sinusoid);
-  ops::silu_(h);
-  return linear_2(h);
+  return mlp(sinusoid, TwoLinears::Act::kSilu);
 }
 
 TensorDecls LabelEmbedding::tensors(const std::string& name, int64_t classes, int64_t width) {
@@ -90,22 +102,19 @@ Tensor PatchEmbed::operator()(const Tensor& patch_rows) const {
 }
 
 TensorDecls TextProjection::tensors(const std::string& prefix, int64_t in, int64_t dim) {
-  TensorDecls t = linear_tensors(prefix + "linear_1.", dim, in);
-  append(t, linear_tensors(prefix + "linear_2.", dim, dim));
-  return t;
+  return TwoLinears::tensors(prefix, in, dim);
 }
 
 TextProjection TextProjection::load(const io::WeightStore& w, const std::string& prefix, const Placement& place) {
   TextProjection p;
   p.place_ = place;
-  p.linear_1_ = Linear::load(w, prefix + "linear_1.", place);
-  p.linear_2_ = Linear::load(w, prefix + "linear_2.", place);
+  p.mlp_ = TwoLinears::load(w, prefix, place);
   return p;
 }
 
 Tensor TextProjection::operator()(const Tensor& text) const {
   profile::ScopedTimer t("caption_projection");
-  return linear_2_(linear_1_(place_.put(text), ops::Activation::kGeluTanh));
+  return mlp_(place_.put(text), TwoLinears::Act::kGeluTanh);
 }
 
 }  // namespace ditgen::models::nn

@@ -30,6 +30,19 @@
 
 namespace ditgen::models::nn {
 
+// diffusers' two-linear MLPs (TimestepEmbedding, PixArtAlphaTextProjection):
+// linear_1 (W, in), an activation, linear_2 (W, W), held whole.
+struct TwoLinears {
+  static TensorDecls tensors(const std::string& prefix, int64_t in, int64_t width);
+  static TwoLinears load(const io::WeightStore& weights, const std::string& prefix, const Placement& place);
+  enum class Act { kSilu, kGeluTanh };  // GELU (tanh) fused into linear_1's GEMM
+  // (R, in) -> (R, W): linear_2(act(linear_1(x))).
+  Tensor operator()(const Tensor& x, Act act) const;
+
+  Linear linear_1;  // (W, in)
+  Linear linear_2;  // (W, W)
+};
+
 class TimestepEmbedding {
  public:
   static constexpr int64_t kChannels = 256;  // Timesteps(num_channels=256)
@@ -47,8 +60,7 @@ class TimestepEmbedding {
   // The sinusoid width linear_1 reads.
   int64_t channels() const { return channels_; }
 
-  Linear linear_1;  // (W, channels)
-  Linear linear_2;  // (W, W)
+  TwoLinears mlp;  // linear_1 (W, channels), SiLU, linear_2 (W, W)
 
  private:
   int64_t channels_ = kChannels;
@@ -104,8 +116,7 @@ class TextProjection {
 
  private:
   Placement place_;
-  Linear linear_1_;  // (D, in)
-  Linear linear_2_;  // (D, D)
+  TwoLinears mlp_;  // linear_1 (D, in), GELU (tanh), linear_2 (D, D)
 };
 
 }  // namespace ditgen::models::nn
