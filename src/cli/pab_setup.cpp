@@ -71,6 +71,30 @@ nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedu
   return j;
 }
 
+std::string cache_summary_line(const pab::StepCacheStats& s) {
+  return "cache: first_block " + std::to_string(s.steps_computed) + " steps computed / " +
+         std::to_string(s.steps_skipped) + " skipped, communication skipped " +
+         format_bytes(static_cast<double>(s.comm_bytes_skipped));
+}
+
+nlohmann::json cache_summary_json(const pab::StepCacheStats& s, double threshold) {
+  nlohmann::json j;
+  j["per"] = "rank 0; forwards (steps of a batch) over every generation of the run; decisions per output";
+  j["kind"] = "first_block";
+  j["threshold"] = threshold;
+  j["steps_computed"] = s.steps_computed;
+  j["steps_skipped"] = s.steps_skipped;
+  j["comm_bytes_skipped"] = s.comm_bytes_skipped;
+  nlohmann::json decisions = nlohmann::json::array();
+  for (const pab::StepDecision& d : s.decisions) {
+    nlohmann::json e = {{"step", d.step}, {"timestep", d.timestep}, {"output", d.output}, {"computed", d.computed}};
+    e["metric"] = d.metric < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.metric);
+    decisions.push_back(e);
+  }
+  j["decisions"] = decisions;
+  return j;
+}
+
 void write_pab_analysis(const std::string& dir, const pab::ChangeRecorder& recorder) {
   const std::string csv = recorder.csv();
   write_file_atomic(dir + "/pab.csv", csv.data(), csv.size());

@@ -19,6 +19,9 @@ pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path,
 
 std::string pab_summary_line(const pipeline::PabSummary& s);
 nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule);
+// First-Block Cache (pab/step_cache.h): the stderr line and --cache-stats' JSON.
+std::string cache_summary_line(const pab::StepCacheStats& s);
+nlohmann::json cache_summary_json(const pab::StepCacheStats& s, double threshold);
 
 // --pab-analyze DIR: DIR/pab.csv (every row) and DIR/pab.png (mean relative
 // change over blocks per step, one line per kind: spatial blue, temporal

@@ -128,7 +128,7 @@ Tensor DitTransformer::conditioning(size_t i, const Tensor& t_emb, const std::ve
 
 Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
                                const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
-                               parallel::StaleKeyValues* stale_kv) const {
+                               parallel::StaleKeyValues* stale_kv, pab::FirstBlockCache* step_cache) const {
   const DitConfig& c = cfg_;
   const int64_t bsz = x.dim(0), n = c.grid() * c.grid(), d = c.inner_dim();
   if (x.ndim() != 4 || x.dim(1) != c.in_channels || x.dim(2) != c.sample_size || x.dim(3) != c.sample_size)
@@ -160,8 +160,8 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   pass.embed = [&](parallel::Range rows) {
     return patch_embed_(parallel::token_rows(patched, rows), pos_embed_.slice0(rows.begin, rows.end));
   };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
-    for (int64_t bi = layers.begin; bi < layers.end; ++bi) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span) {
+    for (int64_t bi = span.begin; bi < span.end; ++bi) {
       const nn::AttentionCore core = stage_.core(bi, patch, n, c.head_dim, stale_kv);
       blocks_[static_cast<size_t>(bi)].body.forward(hidden, mods[static_cast<size_t>(bi - layers.begin)],
                                                     {&core, nullptr, nullptr, nullptr, {pab, static_cast<int>(bi)}});
@@ -171,7 +171,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
     if (!final_shift.defined()) final_shift = final_layer_.shift_scale(conditioning(0, t_emb, labels));
     return final_layer_(hidden, final_shift);
   };
-  const Tensor out = stage_.run(n, bsz, d, c.patch_size * c.patch_size * c.out_channels, stale_kv, pass);
+  const Tensor out = stage_.run(n, bsz, d, c.patch_size * c.patch_size * c.out_channels, stale_kv, pass, step_cache);
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

@@ -211,11 +211,10 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   pass.embed = [&](parallel::Range rows) {  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
     return stem_.patch(parallel::token_rows(patched, rows), pos.slice0(rows.begin, rows.end));
   };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
-    const parallel::Range layers = stage_.layers();
-    for (int64_t i = layers.begin; i < layers.end; ++i) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span) {
+    for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore spatial = stage_.core(i, patch, n, c.head_dim, a.stale_kv, dsp ? &whole_frames : nullptr);
-      const size_t local = static_cast<size_t>(i - layers.begin);
+      const size_t local = static_cast<size_t>(i - stage_.layers().begin);
       const int layer = static_cast<int>(i);
       spatial_[local].forward(hidden, modulation, {&spatial, nullptr, nullptr, &text, {a.pab, layer, kSpatialPart}});
       if (i == 0 && frames > 1) {  // the temporal positions, before the first temporal block
@@ -241,7 +240,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
       return parallel::gather_tokens(shard.sp, rows.reshape({bsz, local_frames, width}), frames, shard.sp_split)
           .reshape({bsz * frames, n, rows.dim(2)});
     };
-  const Tensor out = stage_.run(n, clips, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass);
+  const Tensor out = stage_.run(n, clips, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass, a.step_cache);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   return images_as_video(ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32),
                          frames);

@@ -116,16 +116,15 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   pass.embed = [&](parallel::Range rows) {
     return stem_.patch(parallel::token_rows(patched, rows), pos.slice0(rows.begin, rows.end));
   };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
-    const parallel::Range layers = stage_.layers();
-    for (int64_t i = layers.begin; i < layers.end; ++i) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span) {
+    for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
-      blocks_[static_cast<size_t>(i - layers.begin)].forward(
+      blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(
           hidden, shared_mod, {&core, nullptr, nullptr, &text, {a.pab, static_cast<int>(i)}});
     }
   };
   pass.head = [&](const Tensor& hidden) { return stem_.final_layer(hidden, stem_.final_layer.shift_scale(embedded)); };
-  const Tensor out = stage_.run(n, bsz, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass);
+  const Tensor out = stage_.run(n, bsz, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass, a.step_cache);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

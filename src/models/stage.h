@@ -7,7 +7,9 @@
 // residual rows arrive (the first stage embeds them, later ones receive
 // them), go through the stage's layers, and leave (to the next stage, or on
 // the last stage as output rows gathered over sp); at the end every rank
-// gets the whole output.
+// gets the whole output. With a step cache (pab/step_cache.h) the loop
+// runs the first layer, decides, and runs the rest or adds the residual the
+// rest added at the last computed step: one mechanism for every family.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,6 +17,7 @@
 #include "models/nn/attention.h"
 #include "models/placement.h"
 #include "models/shard_groups.h"
+#include "pab/step_cache.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
@@ -45,8 +48,9 @@ class Stage {
   struct Pass {
     // The first stage's (B, P, D) residual rows of this rank's tokens `rows`.
     std::function<Tensor(parallel::Range rows)> embed;
-    // The stage's layers over them, in place (`patch`: the tokens they are this rank's of).
-    std::function<void(Tensor& hidden, parallel::Range patch)> layers;
+    // The stage's layers `layers` (a sub-range of layers()) over them, in
+    // place (`patch`: the tokens they are this rank's of).
+    std::function<void(Tensor& hidden, parallel::Range patch, parallel::Range layers)> layers;
     // The last stage's (B, P, R) output rows of them.
     std::function<Tensor(const Tensor& hidden)> head;
     // Frames sharded (dsp): each rank holds every token of its frames, the
@@ -56,11 +60,15 @@ class Stage {
     std::function<Tensor(const Tensor& rows)> gather_frames;
   };
   // Runs `pass` over n tokens of `batch` sequences, D = width; returns the
-  // (batch, n, out_width) output on every rank.
+  // (batch, n, out_width) output on every rank. `cache`: First-Block
+  // Cache, or null (one stage only: PipeFusion takes no cache).
   Tensor run(int64_t n, int64_t batch, int64_t width, int64_t out_width, parallel::StaleKeyValues* stale_kv,
-             const Pass& pass) const;
+             const Pass& pass, pab::FirstBlockCache* cache = nullptr) const;
 
  private:
+  // The layers with First-Block Cache's decision after the first.
+  void run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::FirstBlockCache& cache) const;
+
   ShardGroups shard_;
   Placement place_;
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group

@@ -19,6 +19,7 @@
 #include "models/shard_groups.h"
 #include "models/vae_spec.h"
 #include "pab/broadcast.h"
+#include "pab/step_cache.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
 #include "parallel/patch_pipeline.h"
@@ -51,6 +52,9 @@ struct ForwardArgs {
   std::vector<std::array<float, 2>> resolution;  // B
   std::vector<float> aspect_ratio;               // B
   pab::BroadcastCache* pab = nullptr;   // Pyramid Attention Broadcast, or null
+  // First-Block Cache (DESIGN.md §8), or null; the pipeline began its batch
+  // and step. Stage::run applies it whatever the family.
+  pab::FirstBlockCache* step_cache = nullptr;
   // PipeFusion (pp > 1): this generation's step and the keys and values
   // kept from earlier steps; null = every step synchronous.
   parallel::StaleKeyValues* stale_kv = nullptr;

@@ -212,6 +212,16 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       if (pab) throw ConfigError("not supported yet: PAB or --pab-analyze together with PipeFusion (parallel.pp > 1)");
       stale_kv.emplace(par_.shard.pipeline.warmup_steps);
     }
+    // First-Block Cache: one per batch, its decisions per output, the CFG
+    // halves of an output deciding together (over the cp pair too).
+    std::optional<pab::FirstBlockCache> step_cache;
+    if (req.first_block_cache) {
+      if (stale_kv) throw ConfigError("not supported yet: a step cache together with PipeFusion (parallel.pp > 1)");
+      step_cache.emplace(*req.first_block_cache);
+      step_cache->begin_batch(count, model_batch);
+      if (cfg_split)
+        step_cache->set_combine_halves([this](float* sums, int64_t n) { par_.cp->all_reduce_sum(sums, n); });
+    }
     models::ForwardArgs args;
     Tensor keep;
     condition_batch(args, keep, first, count, halves);
@@ -226,6 +236,8 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       args.latents = &model_in;
       args.timesteps.assign(model_batch, static_cast<float>(timesteps[s]));
       args.pab = pab ? &*pab : nullptr;
+      if (step_cache) step_cache->begin_step(static_cast<int>(s), static_cast<double>(timesteps[s]));
+      args.step_cache = step_cache ? &*step_cache : nullptr;
       if (stale_kv) stale_kv->begin_step(static_cast<int64_t>(s));
       args.stale_kv = stale_kv ? &*stale_kv : nullptr;
       const StepDenoiser step = denoiser(static_cast<double>(timesteps[s]));
@@ -263,6 +275,17 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       pab_summary->cache_peak_bytes = std::max(pab_summary->cache_peak_bytes, pab->cache_peak_bytes());
     }
     if (pab) pab->release();
+    if (step_cache && pab_summary) {
+      pab::StepCacheStats& total = pab_summary->step_cache;
+      const pab::StepCacheStats& mine = step_cache->stats();
+      total.steps_computed += mine.steps_computed;
+      total.steps_skipped += mine.steps_skipped;
+      total.comm_bytes_skipped += mine.comm_bytes_skipped;
+      for (pab::StepDecision d : mine.decisions) {
+        d.output += first;
+        total.decisions.push_back(d);
+      }
+    }
     std::memcpy(result.data() + first * per_image, latents.data(), latents.nbytes());
   }
   return result;
