@@ -20,8 +20,9 @@
 namespace ditgen::cli {
 
 void run_plan(const CliOptions& opts) {
-  const RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
-  const auto pipe = pipeline::Pipeline::open(cfg.model.path);
+  const RunConfig loaded = load_config(opts.config_path, opts.set_overrides);
+  const auto pipe = pipeline::Pipeline::open(loaded.model.path);
+  const RunConfig cfg = pipeline::with_model_defaults(loaded, pipe->transformer());
   const models::TransformerSpec& model = pipe->transformer();
   const Shape latent = model.latent_shape(cfg.generate.height, cfg.generate.width, cfg.generate.frames,
                                           pipe->vae().factors(), opts.config_path + ": generate");

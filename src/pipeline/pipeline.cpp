@@ -284,6 +284,15 @@ void Pipeline::set_sampling(Request& r, const GenerateConfig& g, const std::stri
       ->set_timesteps(r.steps);
 }
 
+RunConfig with_model_defaults(RunConfig config, const models::TransformerSpec& model) {
+  const models::RunDefaults d = model.run_defaults();
+  if (d.steps && !given_key(config, "generate", "steps")) config.generate.steps = *d.steps;
+  if (d.guidance_scale && !given_key(config, "generate", "guidance_scale"))
+    config.generate.guidance_scale = *d.guidance_scale;
+  if (d.fps && !given_key(config, "output", "fps")) config.output.fps = *d.fps;
+  return config;
+}
+
 void Pipeline::load_vae(const ParallelRun& par, Device device, DType vae_dtype) {
   if (!par.output_rank) return;
   vae_decoder_ = parts_.vae->load(io::WeightStore::open_dir(parts_.dir.part_dir("vae")),

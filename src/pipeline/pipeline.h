@@ -255,4 +255,10 @@ class Pipeline {
 // default true) decodes in float32.
 models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeSpec& vae);
 
+// The run with the model's own defaults (TransformerSpec::run_defaults:
+// steps, guidance_scale, output.fps) in the settings it did not set itself
+// (config/config.h given_key); what it set, and ditgen's defaults where the
+// model has none, stay.
+RunConfig with_model_defaults(RunConfig config, const models::TransformerSpec& model);
+
 }  // namespace ditgen::pipeline

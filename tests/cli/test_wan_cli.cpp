@@ -1,7 +1,9 @@
 // Wan text-to-video from the command line (tests/fixtures/wan_tiny and
 // wan22_tiny): the fixtures' run configs with --init-noise give diffusers'
 // latents (UniPC, Euler, the A14B pair with guidance_scale_2) and write each
-// video's 9 frames as PNGs or one MP4; bad inputs exit 2 naming the field
+// video's 9 frames as PNGs or one MP4; what the run leaves unset takes
+// WanPipeline's defaults (guidance 5.0, 50 steps, 81 frames of 480 x 832)
+// and MP4s are 16 fps; bad inputs exit 2 naming the field
 // (frame counts, sizes, dsp, temporal PAB, guidance_scale_2 on a
 // one-expert model); under mpirun ulysses and ring shard the whole video's
 // 45 tokens (uneven: 23 + 22, 15 x 3), and tp splits heads (each rank's q/k
@@ -88,6 +90,46 @@ TEST_CASE("wan CLI: the fixture's UniPC and Euler run configs give diffusers' la
   CHECK(v.rgb.size() == 9);
 }
 
+TEST_CASE("wan CLI: WanPipeline's defaults where the run sets nothing: guidance 5.0, 50 steps, MP4 at 16 fps") {
+  testing::TempDir tmp("wan_defaults");
+  // No guidance_scale: WanPipeline's 5.0, which the fixture's diffusers references used.
+  const std::string latents = tmp.file("latents.safetensors");
+  const testing::Run r = run_wan(tmp, "wan_tiny", "run_unipc.json",
+                                 "--set generate.guidance_scale=null --init-noise " + ref_dir("wan_tiny") +
+                                     "noise.safetensors --save-latents " + latents);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const double err = error_to(saved_latents(latents), "wan_tiny", "latents_unipc");
+  MESSAGE("wan_tiny without guidance_scale: relative L2 to diffusers (guidance 5.0) " << err);
+  CHECK(err < 1e-4);
+  // No steps and no fps: 50 steps, 16 fps (one frame, one prompt, to keep 50 steps cheap);
+  // output.fps and generate.steps, when set, win.
+  const std::string one = "--frames 1 --set 'generate.prompts=[\"a red cat\"]' --set output.format=mp4 ";
+  struct Case {
+    std::string args, steps;
+    int fps;
+  };
+  for (const Case& c : {Case{"--set generate.steps=null", "Steps: 50,", 16}, Case{"--set output.fps=12", "Steps: 4,", 12}}) {
+    CAPTURE(c.args);
+    const testing::Run mp4 = run_wan(tmp, "wan_tiny", "run_unipc.json", one + c.args, 1, "", "clip.mp4");
+    REQUIRE_MESSAGE(mp4.code == 0, mp4.output);
+    testing::DecodedVideo v = testing::decode_mp4(tmp.file("clip.mp4"));
+    CHECK(v.avg_frame_rate.num == c.fps * v.avg_frame_rate.den);
+    const std::string& comment = v.metadata["comment"];
+    CHECK_MESSAGE(comment.find(c.steps) != std::string::npos, comment);
+    CHECK_MESSAGE(comment.find("CFG scale: 5,") != std::string::npos, comment);
+  }
+}
+
+TEST_CASE("wan CLI: plan without frames, height or width gives WanPipeline's 81 frames of 480 x 832") {
+  const std::string cmd = std::string(DITGEN_EXE) + " --device cpu plan --config " + ref_dir("wan_tiny") +
+                          "run_unipc.json --set model.path=" + testing::fixture_dir("wan_tiny") +
+                          " --set generate.frames=null --set generate.height=null --set generate.width=null";
+  const testing::Run r = testing::run_command(cmd);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  // (81 - 1) / 4 + 1 = 21 latent frames of (480 / 16) x (832 / 16) = 30 x 52 tokens each.
+  CHECK_MESSAGE(r.output.find("21 frames x 1560 tokens") != std::string::npos, r.output);
+}
+
 TEST_CASE("wan CLI: Wan 2.2 A14B's run config (guidance_scale 4, guidance_scale_2 3) gives diffusers' latents") {
   testing::TempDir tmp("wan22_cli");
   const std::string latents = tmp.file("latents.safetensors");
@@ -106,7 +148,7 @@ TEST_CASE("wan CLI: bad inputs exit 2 naming the field, before any weight is rea
   };
   const Case cases[] = {
       {"--frames 10", "wan_tiny", "generate.frames: 10 frames: this autoencoder_kl_wan VAE makes 1 + 4k frames (the nearest: 9 or 13)"},
-      {"--set generate.height=40", "wan_tiny", "generate.height/width: 40x80: height and width must be positive multiples of 16"},
+      {"--set generate.height=40", "wan_tiny", "generate.height/width: 40x80: height and width must be positive multiples of 16 (VAE factor 8 x patch_size 2); the nearest to 40: 32 or 48"},
       {"--set generate.scheduler=ddim", "wan_tiny", "use unipc or euler"},
       {"--set generate.guidance_scale_2=3", "wan_tiny", "generate.guidance_scale_2: this model has one transformer"},
       {"--set 'pab.temporal={\"range\":2,\"threshold\":[100,800]}'", "wan_tiny", "pab.temporal"},
