@@ -10,7 +10,10 @@
 // norm squared sums all-reduced), alone and with cp, and give the single
 // process's latents (bit for bit for Ulysses and cp, within float rounding
 // for ring and tp, as docs/parallel.md promises), rank 0 sending exactly
-// the bytes per step `plan` computes.
+// the bytes per step `plan` computes; PAB
+// (spatial = the self-attention over all tokens, cross, mlp) stays near
+// the PAB-off run, gives one process's PAB latents under ulysses sp2, and
+// skips reuses x plan's per-branch bytes.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -187,6 +190,15 @@ const Tensor& single_process() {
   return latents;
 }
 
+// `plan`'s row for the fixture's run (2 videos of 9 frames of 48 x 80, CFG, float32).
+parallel::PlanRow planned(const parallel::Layout& layout) {
+  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
+  const auto& model = pipe->transformer();
+  parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
+  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
+  return parallel::plan_layout(layout, work, 2, true, 4);
+}
+
 void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout) {
   REQUIRE(layout.world_size() == ranks);
   testing::TempDir dir("wan_layout");
@@ -201,11 +213,7 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
   // Rank 0's bytes per step (one forward per step) against plan, exactly.
   const double forwards = got.comm["forwards"].get<double>();
   REQUIRE(forwards == 4);
-  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
-  const auto& model = pipe->transformer();
-  parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
-  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
-  const parallel::PlanRow plan = parallel::plan_layout(layout, work, 2, true, 4);
+  const parallel::PlanRow plan = planned(layout);
   const double sent = testing::sent_per_step(got.comm);
   MESSAGE("  bytes per step sent by rank 0: " << sent << "; plan " << plan.comm_bytes_per_step_per_rank);
   CHECK(sent == plan.comm_bytes_per_step_per_rank);
@@ -230,4 +238,49 @@ TEST_CASE("wan ring sp2 x tp2") {
 TEST_CASE("wan tp2 x cp2") { check_layout(4, "--set parallel.tp=2 --set parallel.cp=2", {1, 2, 2, parallel::SpMode::kUlysses}); }
 TEST_CASE("wan ulysses sp2 x cp2") {
   check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, parallel::SpMode::kUlysses});
+}
+
+// PAB on Wan: spatial is the self-attention over every frame's tokens,
+// cross the cross-attention, mlp the feed-forward. 6 UniPC steps, all inside
+// (0, 1000): range 2 reuses at counts 1, 3, 5, range 3 at 1, 2, 4, 5.
+TEST_CASE("wan PAB: near the PAB-off run, ulysses sp2 equal to one process, skipped bytes = reuses x plan's per-branch bytes") {
+  const std::string steps = "--steps 6 ";
+  const std::string pab = steps +
+                          "--set 'pab={\"spatial\":{\"range\":2,\"threshold\":[0,1000]},"
+                          "\"cross\":{\"range\":3,\"threshold\":[0,1000]},"
+                          "\"mlp\":{\"range\":2,\"threshold\":[0,1000],\"blocks\":[1]}}' --pab-stats ";
+  testing::TempDir dir("wan_pab");
+  const Tensor off = run_layout(dir, "off", 1, steps).latents;
+  const Tensor single = run_layout(dir, "single", 1, pab + dir.file("single_pab.json")).latents;
+  const double to_off = testing::rel_l2(single, off);
+  MESSAGE("wan_tiny PAB 2/3/mlp 2 over 6 steps: relative L2 to PAB off " << to_off);
+  // A tiny random model's attention changes a lot between 6 steps: 0.145
+  // here (the same schedule over 20 steps, window (100, 950): 0.038).
+  CHECK(to_off > 0);  // it reused
+  CHECK(to_off < 0.2);
+  const parallel::Layout layout{2, 1, 1, parallel::SpMode::kUlysses};
+  const Outcome got = run_layout(dir, "sp2", 2, "--set parallel.sp=2 --set parallel.sp_mode=ulysses " + pab +
+                                                    dir.file("sp2_pab.json"));
+  CHECK_MESSAGE(testing::differing(got.latents, single) == 0, "ulysses sp2 with PAB: not bit-identical to one process");
+  const parallel::PlanRow plan = planned(layout);
+  for (const std::string file : {"single_pab.json", "sp2_pab.json"}) {
+    CAPTURE(file);
+    const auto kinds = nlohmann::json::parse(std::ifstream(dir.file(file)))["kinds"];
+    CHECK(kinds["spatial"]["reused"] == 6);  // 3 per block, 2 blocks
+    CHECK(kinds["cross"]["reused"] == 8);
+    CHECK(kinds["mlp"]["reused"] == 3);  // block 1 only
+    if (file == "single_pab.json") continue;
+    for (auto [kind, per_branch] : {std::pair<std::string, double>{"spatial", plan.branch_spatial},
+                                    {"cross", plan.branch_cross},
+                                    {"mlp", plan.branch_mlp}}) {
+      CAPTURE(kind);
+      const double reused = kinds[kind]["reused"].get<double>();
+      const double skipped = kinds[kind]["comm_bytes_skipped"].get<double>();
+      MESSAGE("  sp2 " << kind << ": reused " << reused << ", skipped " << skipped << " bytes, plan per branch "
+                       << per_branch);
+      CHECK(skipped == reused * per_branch);
+    }
+  }
+  // Ulysses: the self-attention's all-to-alls are the only sp traffic of a block.
+  CHECK(plan.branch_spatial > 0);
 }
