@@ -10,7 +10,8 @@
 // norm squared sums all-reduced), alone and with cp, and give the single
 // process's latents (bit for bit for Ulysses and cp, within float rounding
 // for ring and tp, as docs/parallel.md promises), rank 0 sending exactly
-// the bytes per step `plan` computes; PAB
+// the bytes per step `plan` computes; PipeFusion pp2 (alone and with
+// ulysses sp2) with a warm-up over every step gives them bit for bit; PAB
 // (spatial = the self-attention over all tokens, cross, mlp) stays near
 // the PAB-off run, gives one process's PAB latents under ulysses sp2, and
 // skips reuses x plan's per-branch bytes.
@@ -238,6 +239,20 @@ TEST_CASE("wan ring sp2 x tp2") {
 TEST_CASE("wan tp2 x cp2") { check_layout(4, "--set parallel.tp=2 --set parallel.cp=2", {1, 2, 2, parallel::SpMode::kUlysses}); }
 TEST_CASE("wan ulysses sp2 x cp2") {
   check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, parallel::SpMode::kUlysses});
+}
+// PipeFusion on a video: a patch is a band of the whole video's tokens
+// (with its rows of the rotary tables); with a warm-up over all 4 steps the
+// result is the single process's.
+TEST_CASE("wan pp2 PipeFusion, warm-up over every step") {
+  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=4", {1, 1, 1, parallel::SpMode::kUlysses, 2, 0, 4});
+}
+// 2 patches: plan's bytes are a patched step's (rank 0's sp share of each
+// patch), a warm-up step sends the whole sequence's shard; with 2 patches
+// of 23 and 22 tokens rank 0 holds 12 + 11 = 23 either way (3 patches:
+// 8 + 8 + 8 = 24 against 23, docs/wan.md).
+TEST_CASE("wan pp2 x sp2 ulysses PipeFusion, warm-up over every step") {
+  check_layout(4, "--set parallel.pp=2 --set parallel.sp=2 --set parallel.sp_mode=ulysses --set parallel.warmup_steps=4",
+               {2, 1, 1, parallel::SpMode::kUlysses, 2, 0, 4});
 }
 
 // PAB on Wan: spatial is the self-attention over every frame's tokens,
