@@ -141,11 +141,12 @@ ModelParts ModelParts::read(const std::string& model_dir) {
 }
 
 // One pipeline per conditioning kind.
-std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir) {
+std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir, OpenFor purpose) {
   ModelParts parts = ModelParts::read(model_dir);
   switch (parts.spec->conditioning()) {
     case models::Conditioning::kClassLabels: return std::make_unique<ClassPipeline>(std::move(parts));
-    case models::Conditioning::kText: return std::make_unique<TextPipeline>(std::move(parts));
+    case models::Conditioning::kText:
+      return std::make_unique<TextPipeline>(std::move(parts), /*with_tokenizer=*/purpose == OpenFor::kRun);
   }
   throw std::logic_error("Pipeline::open: unknown conditioning");
 }

@@ -3,7 +3,8 @@
 // latents (UniPC, Euler, the A14B pair with guidance_scale_2) and write each
 // video's 9 frames as PNGs or one MP4; what the run leaves unset takes
 // WanPipeline's defaults (guidance 5.0, 50 steps, 81 frames of 480 x 832)
-// and MP4s are 16 fps; bad inputs exit 2 naming the field
+// and MP4s are 16 fps; `plan` runs on the published real-model configs
+// (no tokenizer) for 1 to 8 ranks; bad inputs exit 2 naming the field
 // (frame counts, sizes, dsp, temporal PAB, guidance_scale_2 on a
 // one-expert model); under mpirun ulysses and ring shard the whole video's
 // 45 tokens (uneven: 23 + 22, 15 x 3), and tp splits heads (each rank's q/k
@@ -132,6 +133,27 @@ TEST_CASE("wan CLI: plan without frames, height or width gives WanPipeline's 81 
   REQUIRE_MESSAGE(r.code == 0, r.output);
   // (81 - 1) / 4 + 1 = 21 latent frames of (480 / 16) x (832 / 16) = 30 x 52 tokens each.
   CHECK_MESSAGE(r.output.find("21 frames x 1560 tokens") != std::string::npos, r.output);
+}
+
+// The real models' published config files (configs/models/, no weights, no
+// tokenizer/) through the shipped Wan config: plan needs neither, and
+// lists layouts for 1, 2, 4 and 8 ranks at WanPipeline's 81 x 480 x 832.
+TEST_CASE("wan plan on the published Wan 2.1 1.3B and 14B and Wan 2.2 A14B configs for 1, 2, 4 and 8 ranks") {
+  const std::string src = DITGEN_SOURCE_DIR;
+  for (const std::string model : {"Wan2.1-T2V-1.3B-Diffusers", "Wan2.1-T2V-14B-Diffusers", "Wan2.2-T2V-A14B-Diffusers"}) {
+    REQUIRE_FALSE(fs::exists(src + "/configs/models/" + model + "/tokenizer"));
+    for (const int ranks : {1, 2, 4, 8}) {
+      CAPTURE(model);
+      CAPTURE(ranks);
+      const testing::Run r = testing::run_command(
+          std::string(DITGEN_EXE) + " --device cpu plan --world-size " + std::to_string(ranks) + " --config " + src +
+          "/configs/wan2.1-t2v-1.3b.json --set model.path=" + src + "/configs/models/" + model +
+          " --set model.dtype=bfloat16");
+      REQUIRE_MESSAGE(r.code == 0, r.output);
+      CHECK_MESSAGE(r.output.find("valid layouts for " + std::to_string(ranks) + " ranks") != std::string::npos, r.output);
+      CHECK_MESSAGE(r.output.find("1 video of 21 frames x 1560 tokens, CFG, bfloat16") != std::string::npos, r.output);
+    }
+  }
 }
 
 TEST_CASE("wan CLI: Wan 2.2 A14B's run config (guidance_scale 4, guidance_scale_2 3) gives diffusers' latents") {
