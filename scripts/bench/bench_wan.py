@@ -5,7 +5,10 @@ of 256 x 256, and the Wan VAE decode of those 17 frames; ditgen against
 diffusers in float32 and bfloat16: median seconds and peak RSS (issue 34's
 benchmark).  A benchmark, not a test.
 
-Usage (from the repository root, after building the bench programs):
+Usage (from the repository root, after building the bench programs; the
+Wan-era Python environment, scripts/fixtures/requirements-wan.txt:
+python3 -m venv /root/venv-wan && /root/venv-wan/bin/pip install -r
+scripts/fixtures/requirements-wan.txt):
 
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDITGEN_BENCHMARKS=ON
     cmake --build build --target bench_forward bench_vae_decode -j

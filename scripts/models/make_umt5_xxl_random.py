@@ -7,9 +7,10 @@ Reads the published config (configs/models/Wan2.1-T2V-1.3B-Diffusers/
 text_encoder/config.json), builds transformers' UMT5EncoderModel with its
 default initialisation in bfloat16 (torch.set_default_dtype, so the float32
 model never exists) and saves it with save_pretrained (5 GB shards) to
-OUT/text_encoder/ (~11.4 GB). Usage (the Wan environment of
-docs/wan-fixtures.md):
+OUT/text_encoder/ (~11.4 GB). Usage (the Wan-era Python environment,
+scripts/fixtures/requirements-wan.txt):
 
+    python3 -m venv /root/venv-wan && /root/venv-wan/bin/pip install -r scripts/fixtures/requirements-wan.txt
     /root/venv-wan/bin/python scripts/models/make_umt5_xxl_random.py OUT
 """
 import json
