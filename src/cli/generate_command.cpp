@@ -95,10 +95,12 @@ RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& 
 
 void run_generate(const CliOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
-  const RunConfig given = load_config(opts.config_path, opts.set_overrides);
-  reject_unsupported(given, opts.config_path);
-  // The model's config files only: its family (registry) picks the pipeline.
-  const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(given.model.path);
+  const RunConfig loaded = load_config(opts.config_path, opts.set_overrides);
+  reject_unsupported(loaded, opts.config_path);
+  // The model's config files only: its family (registry) picks the pipeline,
+  // and the settings the run left unset take the model's defaults.
+  const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(loaded.model.path);
+  const RunConfig given = pipeline::with_model_defaults(loaded, pipe->transformer());
   // A prompt file is read and every line checked now, before anything else.
   const std::vector<config::PromptEntry> entries = read_batch_prompts(given, opts.config_path, *pipe);
   const RunConfig cfg = with_prompt_file_prompts(given, entries);

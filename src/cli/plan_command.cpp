@@ -1,5 +1,7 @@
 // `ditgen plan`: the model's Workload from its config files (through the
-// registry: no weights), the dtype the run would compute in on this machine
+// registry: no weights, no tokenizer, so the published configs of
+// configs/models/ plan), the settings the run left unset at the model's
+// defaults, the dtype the run would compute in on this machine
 // (--device / model.dtype resolved as a run resolves them), then the
 // parallel layer's table.
 #include "cli/plan_command.h"
@@ -20,8 +22,9 @@
 namespace ditgen::cli {
 
 void run_plan(const CliOptions& opts) {
-  const RunConfig cfg = load_config(opts.config_path, opts.set_overrides);
-  const auto pipe = pipeline::Pipeline::open(cfg.model.path);
+  const RunConfig loaded = load_config(opts.config_path, opts.set_overrides);
+  const auto pipe = pipeline::Pipeline::open(loaded.model.path, pipeline::Pipeline::OpenFor::kPlan);
+  const RunConfig cfg = pipeline::with_model_defaults(loaded, pipe->transformer());
   const models::TransformerSpec& model = pipe->transformer();
   const Shape latent = model.latent_shape(cfg.generate.height, cfg.generate.width, cfg.generate.frames,
                                           pipe->vae().factors(), opts.config_path + ": generate");

@@ -57,7 +57,13 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& s
   run.source_file = path;
   run.source_json = file_document;
   run.overrides = set_overrides;
+  run.document = std::move(document);
   return run;
+}
+
+bool given_key(const RunConfig& config, const std::string& section, const std::string& key) {
+  const auto s = config.document.find(section);
+  return s != config.document.end() && s->is_object() && s->contains(key);
 }
 
 }  // namespace ditgen

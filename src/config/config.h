@@ -147,7 +147,14 @@ struct RunConfig {
   std::string source_file;              // the config path as given
   nlohmann::json source_json;           // the file as read, before overrides
   std::vector<std::string> overrides;   // the --set entries applied, in order
+  // The file with the overrides applied, before any default: which keys the
+  // run set itself (the model's own defaults fill the others, given_key).
+  nlohmann::json document;
 };
+
+// Whether the run set section.key itself (in its file or by --set), so a
+// model's default (pipeline::with_model_defaults) must not replace it.
+bool given_key(const RunConfig& config, const std::string& section, const std::string& key);
 
 // Reads, overrides, validates. set_overrides are "key.path=value" strings,
 // applied in order (later wins); a value is parsed as JSON when it parses

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,6 +106,16 @@ struct TextPipelineRules {
   bool zero_padded_unmasked = false;
 };
 
+// What a family's diffusers pipeline call takes when the run does not say
+// (WanPipeline: 50 steps, guidance 5.0, and the 16 fps its examples export
+// MP4s at); an empty field keeps ditgen's own default (config/config.h).
+// The image size and frame count are latent_shape's (0 = the model's).
+struct RunDefaults {
+  std::optional<int> steps;
+  std::optional<double> guidance_scale;
+  std::optional<double> fps;
+};
+
 class Transformer {
  public:
   virtual ~Transformer() = default;
@@ -144,6 +155,8 @@ class TransformerSpec {
   virtual bool micro_conditions() const { return false; }
   // Text-conditional families: their pipeline's rules (PixArt's by default).
   virtual TextPipelineRules text_pipeline_rules() const { return {}; }
+  // The sampling and output settings a run leaves unset take these.
+  virtual RunDefaults run_defaults() const { return {}; }
 
   // The latent shape of one output for a requested image of height x width
   // pixels and `frames` frames (each 0 = the model's default) and a VAE of

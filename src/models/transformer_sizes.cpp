@@ -1,6 +1,8 @@
 #include "models/transformer_sizes.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <string>
 #include <utility>
 
 #include "io/model_dir.h"
@@ -47,6 +49,15 @@ void check_block_options(const nlohmann::json& cfg, const std::string& path, con
 
 namespace {
 
+// The product of sizes, or a ModelError naming `what` where it would not
+// fit int64 (a hostile config's sizes, e.g. a video_length of 1e17).
+int64_t size_product(std::initializer_list<int64_t> factors, const std::string& what) {
+  int64_t p = 1;
+  for (int64_t f : factors)
+    if (__builtin_mul_overflow(p, f, &p)) throw ModelError(what + ": too large (the product overflows int64)");
+  return p;
+}
+
 // The operation of `kind` in a layer of `heads` heads over work's tokens and frames.
 parallel::AttentionOp attention_op(parallel::AttentionKind kind, const parallel::Workload& work, int64_t heads) {
   using parallel::AttentionOp;
@@ -54,7 +65,8 @@ parallel::AttentionOp attention_op(parallel::AttentionKind kind, const parallel:
   switch (kind) {
     case parallel::AttentionKind::kSpatial: return AttentionOp::spatial(work.tokens, heads);
     case parallel::AttentionKind::kTemporal: return AttentionOp::temporal(frames, heads);
-    case parallel::AttentionKind::kSpatioTemporal: return AttentionOp::spatio_temporal(frames * work.tokens, heads);
+    case parallel::AttentionKind::kSpatioTemporal:
+      return AttentionOp::spatio_temporal(size_product({frames, work.tokens}, "a video's tokens"), heads);
     case parallel::AttentionKind::kCross: return AttentionOp::cross(0, heads);  // the text's length: not the config's
   }
   return {};
@@ -67,7 +79,8 @@ parallel::Workload sized_workload(const TransformerSizes& c, const Shape& latent
                                   const nn::TensorDecls& layer, const nn::TensorDecls& once) {
   const bool video = latent.size() == 4;  // (C, F, h, w)
   const int64_t frames = video ? latent.at(1) : 1, h = latent.at(latent.size() - 2), w = latent.at(latent.size() - 1);
-  const int64_t per_frame = h * w;
+  // Sizes come from config files: every product is checked before use.
+  const int64_t per_frame = size_product({h, w}, "the latent's height x width");
   parallel::Workload work;
   work.heads = c.num_heads;
   work.head_dim = c.head_dim;
@@ -77,10 +90,10 @@ parallel::Workload sized_workload(const TransformerSizes& c, const Shape& latent
   for (parallel::AttentionKind kind : attention) work.attention.push_back(attention_op(kind, work, c.num_heads));
   work.feed_forwards = feed_forwards;
   work.mlp_hidden = c.ff_inner_dim;
-  work.output_per_token = c.patch_size * c.patch_size * c.out_channels;
-  work.input_elements = c.in_channels * frames * per_frame;
-  work.output_elements = c.out_channels * frames * per_frame;
-  work.eps_elements = c.in_channels * frames * per_frame;
+  work.output_per_token = size_product({c.patch_size, c.patch_size, c.out_channels}, "patch_size^2 x out_channels");
+  work.input_elements = size_product({c.in_channels, frames, per_frame}, "the latent's elements");
+  work.output_elements = size_product({c.out_channels, frames, per_frame}, "the prediction's elements");
+  work.eps_elements = work.input_elements;
   const nn::ElementCount per_layer = nn::count_elements(layer);
   work.split_per_layer = per_layer.split;
   work.whole_per_layer = per_layer.whole;

@@ -27,6 +27,9 @@ class WanSpec final : public FamilySpec<WanConfig, WanTransformer> {
   // tokens) to the cross-attention; latents are un-normalised per channel
   // by the VAE's mean and std (the scaling-factor rule does not apply).
   TextPipelineRules text_pipeline_rules() const override { return {}; }
+  // WanPipeline's call: 50 steps, guidance 5.0; MP4s at 16 fps, as its
+  // examples export them (export_to_video(..., fps=16)).
+  RunDefaults run_defaults() const override { return {50, 5.0, 16.0}; }
   // (C, F', h, w): height and width multiples of the VAE's factor x patch
   // (default 480 x 832, WanPipeline's), frames 1 + 4k for Wan's VAE
   // (default 81) -> F' = (F - 1) / 4 + 1 latent frames.

@@ -141,11 +141,12 @@ ModelParts ModelParts::read(const std::string& model_dir) {
 }
 
 // One pipeline per conditioning kind.
-std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir) {
+std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir, OpenFor purpose) {
   ModelParts parts = ModelParts::read(model_dir);
   switch (parts.spec->conditioning()) {
     case models::Conditioning::kClassLabels: return std::make_unique<ClassPipeline>(std::move(parts));
-    case models::Conditioning::kText: return std::make_unique<TextPipeline>(std::move(parts));
+    case models::Conditioning::kText:
+      return std::make_unique<TextPipeline>(std::move(parts), /*with_tokenizer=*/purpose == OpenFor::kRun);
   }
   throw std::logic_error("Pipeline::open: unknown conditioning");
 }
@@ -305,6 +306,15 @@ void Pipeline::set_sampling(Request& r, const GenerateConfig& g, const std::stri
   r.batch_size = g.batch_size;
   sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"), r.shift)
       ->set_timesteps(r.steps);
+}
+
+RunConfig with_model_defaults(RunConfig config, const models::TransformerSpec& model) {
+  const models::RunDefaults d = model.run_defaults();
+  if (d.steps && !given_key(config, "generate", "steps")) config.generate.steps = *d.steps;
+  if (d.guidance_scale && !given_key(config, "generate", "guidance_scale"))
+    config.generate.guidance_scale = *d.guidance_scale;
+  if (d.fps && !given_key(config, "output", "fps")) config.output.fps = *d.fps;
+  return config;
 }
 
 void Pipeline::load_vae(const ParallelRun& par, Device device, DType vae_dtype) {

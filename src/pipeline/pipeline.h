@@ -168,8 +168,12 @@ class Pipeline {
   // The pipeline for a model directory, chosen by its transformer's family;
   // reads config files only (model_index.json, each part's config.json, the
   // scheduler config). ModelError / ConfigError ("not supported yet") naming
-  // the file otherwise.
-  static std::unique_ptr<Pipeline> open(const std::string& model_dir);
+  // the file otherwise. OpenFor::kPlan reads no tokenizer (`plan` counts
+  // the text's rows from max_sequence_length and tokenizes nothing, so it
+  // runs on published config files shipped without tokenizer/); such a
+  // pipeline only answers questions, it cannot generate.
+  enum class OpenFor { kRun, kPlan };
+  static std::unique_ptr<Pipeline> open(const std::string& model_dir, OpenFor purpose = OpenFor::kRun);
 
   const io::ModelDir& model_dir() const { return parts_.dir; }
   const models::TransformerSpec& transformer() const { return *parts_.spec; }
@@ -260,5 +264,11 @@ class Pipeline {
 // resolved), except that float16 with force_upcast (vae/config.json,
 // default true) decodes in float32.
 models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeSpec& vae);
+
+// The run with the model's own defaults (TransformerSpec::run_defaults:
+// steps, guidance_scale, output.fps) in the settings it did not set itself
+// (config/config.h given_key); what it set, and ditgen's defaults where the
+// model has none, stay.
+RunConfig with_model_defaults(RunConfig config, const models::TransformerSpec& model);
 
 }  // namespace ditgen::pipeline

@@ -48,7 +48,7 @@ int64_t TextStage::default_max_length() const {
   return rules_.default_max_length > 0 ? rules_.default_max_length : 120;
 }
 
-TextStage TextStage::open(const std::string& model_dir) {
+TextStage TextStage::open(const std::string& model_dir, bool with_tokenizer) {
   const fs::path root(model_dir);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw ModelError(model_dir + ": not a directory (expected a model directory)");
@@ -73,14 +73,20 @@ TextStage TextStage::open(const std::string& model_dir) {
     }
   }
   stage.rules_ = pipeline_text_rules(stage.pipeline_class_);
-  stage.tokenizer_ = io::open_t5_tokenizer(model_dir, tokenizer_class);
   stage.encoder_dir_ = encoder_dir.string();
   stage.spec_ = models::text_encoder_spec(io::read_json_file(config_path.string()), config_path.string());
+  if (!with_tokenizer) return stage;
+  stage.tokenizer_ = io::open_t5_tokenizer(model_dir, tokenizer_class);
   if (stage.tokenizer_->vocab_size() > stage.spec_->vocab_size())
     throw ModelError(config_path.string() + ": vocab_size: " + std::to_string(stage.spec_->vocab_size()) +
                      " rows of embeddings, but the tokenizer (" + stage.tokenizer_->source() + ") has " +
                      std::to_string(stage.tokenizer_->vocab_size()) + " ids");
   return stage;
+}
+
+const io::PromptTokenizer& TextStage::tokenizer() const {
+  if (!tokenizer_) throw std::logic_error("TextStage: opened without its tokenizer (for plan)");
+  return *tokenizer_;
 }
 
 PromptEmbeddings TextStage::tokenize(const std::vector<std::string>& prompts, int64_t max_length) const {
@@ -90,7 +96,7 @@ PromptEmbeddings TextStage::tokenize(const std::vector<std::string>& prompts, in
   PromptEmbeddings out;
   out.texts.reserve(prompts.size());
   for (const std::string& p : prompts) out.texts.push_back(prompt_text(p, rules_.prompt_cleaning));
-  out.tokens = tokenizer_->encode(out.texts, max_length);
+  out.tokens = tokenizer().encode(out.texts, max_length);
   return out;
 }
 

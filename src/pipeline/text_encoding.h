@@ -57,7 +57,9 @@ class TextStage {
   // optional: a bare pair works). Reads configs and the tokenizer, no
   // weights. ModelError naming the file for a missing part, an unknown
   // encoder class, or a tokenizer whose ids do not fit the encoder's table.
-  static TextStage open(const std::string& model_dir);
+  // with_tokenizer false (`plan`, which counts max_sequence_length rows and
+  // tokenizes nothing): tokenizer/ is not read, and may be absent.
+  static TextStage open(const std::string& model_dir, bool with_tokenizer = true);
 
   // The pipeline's max_sequence_length default, from model_index.json's
   // pipeline class: Latte and PixArt-α 120, PixArt-Σ 300, Wan 512; 120
@@ -67,7 +69,7 @@ class TextStage {
   const models::TextPipelineRules& rules() const { return rules_; }
   const std::string& pipeline_class() const { return pipeline_class_; }
   const models::TextEncoderSpec& encoder_spec() const { return *spec_; }
-  const io::PromptTokenizer& tokenizer() const { return *tokenizer_; }
+  const io::PromptTokenizer& tokenizer() const;
   const std::string& encoder_dir() const { return encoder_dir_; }
 
   // Cleans and tokenizes (ConfigError for max_length outside [1,

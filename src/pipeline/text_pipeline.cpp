@@ -10,8 +10,8 @@
 
 namespace ditgen::pipeline {
 
-TextPipeline::TextPipeline(ModelParts parts)
-    : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root())), experts_(parts_) {
+TextPipeline::TextPipeline(ModelParts parts, bool with_tokenizer)
+    : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root(), with_tokenizer)), experts_(parts_) {
   if (parts_.spec->conditioning() != models::Conditioning::kText)
     throw std::logic_error("TextPipeline for a model that is not text-conditional");
   const int64_t want = parts_.spec->caption_channels(), have = text_.encoder_spec().hidden_size();

@@ -41,8 +41,10 @@ namespace ditgen::pipeline {
 class TextPipeline final : public Pipeline {
  public:
   // Opens the text stage too (configs and tokenizer, no weights) and checks
-  // that the encoder's hidden size is the transformer's caption_channels.
-  explicit TextPipeline(ModelParts parts);
+  // that the encoder's hidden size is the transformer's caption_channels;
+  // without the tokenizer (Pipeline::OpenFor::kPlan) it answers questions
+  // but cannot condition.
+  TextPipeline(ModelParts parts, bool with_tokenizer);
   TextPipeline(TextPipeline&&) = delete;  // experts_ points into parts_
 
   Request prepare(const GenerateConfig& generate, const std::string& where) const override;

@@ -2,15 +2,19 @@
 // test_wan_cli.cpp) check of a run under mpirun against the single
 // process: docs/parallel.md's promise per layout, how many elements differ,
 // and rank 0's bytes per step (DITGEN_TEST_COMM_STATS) to compare with
-// `plan`'s.
+// `plan`'s, and the bytes PAB's reuses skipped (--pab-stats) against
+// `plan`'s per-branch figures.
 #pragma once
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "parallel/layout.h"
+#include "parallel/plan.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::testing {
@@ -37,6 +41,25 @@ inline int64_t differing(const Tensor& a, const Tensor& b) {
 inline double sent_per_step(const nlohmann::json& sent) {
   return (sent["tp"].get<double>() + sent["sp"].get<double>() + sent["cp"].get<double>() + sent["pp"].get<double>()) /
          sent["forwards"].get<double>();
+}
+
+// --pab-stats' "kinds": each named kind ("spatial", "temporal", "cross",
+// "mlp") reused, and skipped exactly its reuses x plan's bytes per branch.
+inline void check_pab_skipped_bytes(const nlohmann::json& kinds, const parallel::PlanRow& plan,
+                                    std::initializer_list<const char*> names) {
+  for (const std::string kind : names) {
+    CAPTURE(kind);
+    const double per_branch = kind == "spatial"    ? plan.branch_spatial
+                              : kind == "temporal" ? plan.branch_temporal
+                              : kind == "cross"    ? plan.branch_cross
+                                                   : plan.branch_mlp;
+    const double reused = kinds[kind]["reused"].get<double>();
+    const double skipped = kinds[kind]["comm_bytes_skipped"].get<double>();
+    MESSAGE("  " << kind << ": reused " << reused << ", skipped " << skipped << " bytes, plan per branch "
+                 << per_branch);
+    CHECK(reused > 0);
+    CHECK(skipped == reused * per_branch);
+  }
 }
 
 }  // namespace ditgen::testing

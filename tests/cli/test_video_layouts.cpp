@@ -213,18 +213,7 @@ TEST_CASE("latte PAB under dsp, ulysses and ring: single-process PAB, skipped by
     // 2 layers; in the window (5 steps, counts 0 to 4) range 2 reuses at counts 1 and 3.
     CHECK(kinds["spatial"]["reused"] == 4);
     CHECK(kinds["temporal"]["reused"] == 4);
-    for (auto [kind, per_branch] : {std::pair<std::string, double>{"spatial", plan.branch_spatial},
-                                    {"temporal", plan.branch_temporal},
-                                    {"cross", plan.branch_cross},
-                                    {"mlp", plan.branch_mlp}}) {
-      CAPTURE(kind);
-      const double reused = kinds[kind]["reused"].get<double>();
-      const double skipped = kinds[kind]["comm_bytes_skipped"].get<double>();
-      MESSAGE("  " << kind << ": reused " << reused << ", skipped " << skipped << " bytes, plan per branch "
-                   << per_branch);
-      CHECK(reused > 0);
-      CHECK(skipped == reused * per_branch);
-    }
+    testing::check_pab_skipped_bytes(kinds, plan, {"spatial", "temporal", "cross", "mlp"});
     // dsp: the temporal switch is the only sp traffic in a block; ulysses
     // and ring: the spatial attention's.
     if (layout.sp_mode == parallel::SpMode::kDsp) {

@@ -1,14 +1,21 @@
 // Wan text-to-video from the command line (tests/fixtures/wan_tiny and
 // wan22_tiny): the fixtures' run configs with --init-noise give diffusers'
 // latents (UniPC, Euler, the A14B pair with guidance_scale_2) and write each
-// video's 9 frames as PNGs or one MP4; bad inputs exit 2 naming the field
+// video's 9 frames as PNGs or one MP4; what the run leaves unset takes
+// WanPipeline's defaults (guidance 5.0, 50 steps, 81 frames of 480 x 832)
+// and MP4s are 16 fps; `plan` runs on the published real-model configs
+// (no tokenizer) for 1 to 8 ranks; bad inputs exit 2 naming the field
 // (frame counts, sizes, dsp, temporal PAB, guidance_scale_2 on a
 // one-expert model); under mpirun ulysses and ring shard the whole video's
 // 45 tokens (uneven: 23 + 22, 15 x 3), and tp splits heads (each rank's q/k
 // norm squared sums all-reduced), alone and with cp, and give the single
 // process's latents (bit for bit for Ulysses and cp, within float rounding
 // for ring and tp, as docs/parallel.md promises), rank 0 sending exactly
-// the bytes per step `plan` computes.
+// the bytes per step `plan` computes; PipeFusion pp2 (alone and with
+// ulysses sp2) with a warm-up over every step gives them bit for bit; PAB
+// (spatial = the self-attention over all tokens, cross, mlp) stays near
+// the PAB-off run, gives one process's PAB latents under ulysses sp2, and
+// skips reuses x plan's per-branch bytes.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -88,6 +95,67 @@ TEST_CASE("wan CLI: the fixture's UniPC and Euler run configs give diffusers' la
   CHECK(v.rgb.size() == 9);
 }
 
+TEST_CASE("wan CLI: WanPipeline's defaults where the run sets nothing: guidance 5.0, 50 steps, MP4 at 16 fps") {
+  testing::TempDir tmp("wan_defaults");
+  // No guidance_scale: WanPipeline's 5.0, which the fixture's diffusers references used.
+  const std::string latents = tmp.file("latents.safetensors");
+  const testing::Run r = run_wan(tmp, "wan_tiny", "run_unipc.json",
+                                 "--set generate.guidance_scale=null --init-noise " + ref_dir("wan_tiny") +
+                                     "noise.safetensors --save-latents " + latents);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const double err = error_to(saved_latents(latents), "wan_tiny", "latents_unipc");
+  MESSAGE("wan_tiny without guidance_scale: relative L2 to diffusers (guidance 5.0) " << err);
+  CHECK(err < 1e-4);
+  // No steps and no fps: 50 steps, 16 fps (one frame, one prompt, to keep 50 steps cheap);
+  // output.fps and generate.steps, when set, win.
+  const std::string one = "--frames 1 --set 'generate.prompts=[\"a red cat\"]' --set output.format=mp4 ";
+  struct Case {
+    std::string args, steps;
+    int fps;
+  };
+  for (const Case& c : {Case{"--set generate.steps=null", "Steps: 50,", 16}, Case{"--set output.fps=12", "Steps: 4,", 12}}) {
+    CAPTURE(c.args);
+    const testing::Run mp4 = run_wan(tmp, "wan_tiny", "run_unipc.json", one + c.args, 1, "", "clip.mp4");
+    REQUIRE_MESSAGE(mp4.code == 0, mp4.output);
+    testing::DecodedVideo v = testing::decode_mp4(tmp.file("clip.mp4"));
+    CHECK(v.avg_frame_rate.num == c.fps * v.avg_frame_rate.den);
+    const std::string& comment = v.metadata["comment"];
+    CHECK_MESSAGE(comment.find(c.steps) != std::string::npos, comment);
+    CHECK_MESSAGE(comment.find("CFG scale: 5,") != std::string::npos, comment);
+  }
+}
+
+TEST_CASE("wan CLI: plan without frames, height or width gives WanPipeline's 81 frames of 480 x 832") {
+  const std::string cmd = std::string(DITGEN_EXE) + " --device cpu plan --config " + ref_dir("wan_tiny") +
+                          "run_unipc.json --set model.path=" + testing::fixture_dir("wan_tiny") +
+                          " --set generate.frames=null --set generate.height=null --set generate.width=null";
+  const testing::Run r = testing::run_command(cmd);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  // (81 - 1) / 4 + 1 = 21 latent frames of (480 / 16) x (832 / 16) = 30 x 52 tokens each.
+  CHECK_MESSAGE(r.output.find("21 frames x 1560 tokens") != std::string::npos, r.output);
+}
+
+// The real models' published config files (configs/models/, no weights, no
+// tokenizer/) through the shipped Wan config: plan needs neither, and
+// lists layouts for 1, 2, 4 and 8 ranks at WanPipeline's 81 x 480 x 832.
+TEST_CASE("wan plan on the published Wan 2.1 1.3B and 14B and Wan 2.2 A14B configs for 1, 2, 4 and 8 ranks") {
+  const std::string src = DITGEN_SOURCE_DIR;
+  for (const std::string model : {"Wan2.1-T2V-1.3B-Diffusers", "Wan2.1-T2V-14B-Diffusers", "Wan2.2-T2V-A14B-Diffusers"}) {
+    REQUIRE_FALSE(fs::exists(src + "/configs/models/" + model + "/tokenizer"));
+    for (const int ranks : {1, 2, 4, 8}) {
+      CAPTURE(model);
+      CAPTURE(ranks);
+      const testing::Run r = testing::run_command(
+          std::string(DITGEN_EXE) + " --device cpu plan --world-size " + std::to_string(ranks) + " --config " + src +
+          "/configs/wan2.1-t2v-1.3b.json --set model.path=" + src + "/configs/models/" + model +
+          " --set model.dtype=bfloat16");
+      REQUIRE_MESSAGE(r.code == 0, r.output);
+      CHECK_MESSAGE(r.output.find("valid layouts for " + std::to_string(ranks) + " ranks") != std::string::npos, r.output);
+      CHECK_MESSAGE(r.output.find("1 video of 21 frames x 1560 tokens, CFG, bfloat16") != std::string::npos, r.output);
+    }
+  }
+}
+
 TEST_CASE("wan CLI: Wan 2.2 A14B's run config (guidance_scale 4, guidance_scale_2 3) gives diffusers' latents") {
   testing::TempDir tmp("wan22_cli");
   const std::string latents = tmp.file("latents.safetensors");
@@ -106,7 +174,7 @@ TEST_CASE("wan CLI: bad inputs exit 2 naming the field, before any weight is rea
   };
   const Case cases[] = {
       {"--frames 10", "wan_tiny", "generate.frames: 10 frames: this autoencoder_kl_wan VAE makes 1 + 4k frames (the nearest: 9 or 13)"},
-      {"--set generate.height=40", "wan_tiny", "generate.height/width: 40x80: height and width must be positive multiples of 16"},
+      {"--set generate.height=40", "wan_tiny", "generate.height/width: 40x80: height and width must be positive multiples of 16 (VAE factor 8 x patch_size 2); the nearest to 40: 32 or 48"},
       {"--set generate.scheduler=ddim", "wan_tiny", "use unipc or euler"},
       {"--set generate.guidance_scale_2=3", "wan_tiny", "generate.guidance_scale_2: this model has one transformer"},
       {"--set 'pab.temporal={\"range\":2,\"threshold\":[100,800]}'", "wan_tiny", "pab.temporal"},
@@ -145,6 +213,15 @@ const Tensor& single_process() {
   return latents;
 }
 
+// `plan`'s row for the fixture's run (2 videos of 9 frames of 48 x 80, CFG, float32).
+parallel::PlanRow planned(const parallel::Layout& layout) {
+  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
+  const auto& model = pipe->transformer();
+  parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
+  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
+  return parallel::plan_layout(layout, work, 2, true, 4);
+}
+
 void check_layout(int ranks, const std::string& sets, const parallel::Layout& layout) {
   REQUIRE(layout.world_size() == ranks);
   testing::TempDir dir("wan_layout");
@@ -159,11 +236,7 @@ void check_layout(int ranks, const std::string& sets, const parallel::Layout& la
   // Rank 0's bytes per step (one forward per step) against plan, exactly.
   const double forwards = got.comm["forwards"].get<double>();
   REQUIRE(forwards == 4);
-  const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
-  const auto& model = pipe->transformer();
-  parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
-  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
-  const parallel::PlanRow plan = parallel::plan_layout(layout, work, 2, true, 4);
+  const parallel::PlanRow plan = planned(layout);
   const double sent = testing::sent_per_step(got.comm);
   MESSAGE("  bytes per step sent by rank 0: " << sent << "; plan " << plan.comm_bytes_per_step_per_rank);
   CHECK(sent == plan.comm_bytes_per_step_per_rank);
@@ -188,4 +261,53 @@ TEST_CASE("wan ring sp2 x tp2") {
 TEST_CASE("wan tp2 x cp2") { check_layout(4, "--set parallel.tp=2 --set parallel.cp=2", {1, 2, 2, parallel::SpMode::kUlysses}); }
 TEST_CASE("wan ulysses sp2 x cp2") {
   check_layout(4, "--set parallel.sp=2 --set parallel.cp=2 --set parallel.sp_mode=ulysses", {2, 2, 1, parallel::SpMode::kUlysses});
+}
+// PipeFusion on a video: a patch is a band of the whole video's tokens
+// (with its rows of the rotary tables); with a warm-up over all 4 steps the
+// result is the single process's.
+TEST_CASE("wan pp2 PipeFusion, warm-up over every step") {
+  check_layout(2, "--set parallel.pp=2 --set parallel.warmup_steps=4", {1, 1, 1, parallel::SpMode::kUlysses, 2, 0, 4});
+}
+// 2 patches: plan's bytes are a patched step's (rank 0's sp share of each
+// patch), a warm-up step sends the whole sequence's shard; with 2 patches
+// of 23 and 22 tokens rank 0 holds 12 + 11 = 23 either way (3 patches:
+// 8 + 8 + 8 = 24 against 23, docs/wan.md).
+TEST_CASE("wan pp2 x sp2 ulysses PipeFusion, warm-up over every step") {
+  check_layout(4, "--set parallel.pp=2 --set parallel.sp=2 --set parallel.sp_mode=ulysses --set parallel.warmup_steps=4",
+               {2, 1, 1, parallel::SpMode::kUlysses, 2, 0, 4});
+}
+
+// PAB on Wan: spatial is the self-attention over every frame's tokens,
+// cross the cross-attention, mlp the feed-forward. 6 UniPC steps, all inside
+// (0, 1000): range 2 reuses at counts 1, 3, 5, range 3 at 1, 2, 4, 5.
+TEST_CASE("wan PAB: near the PAB-off run, ulysses sp2 equal to one process, skipped bytes = reuses x plan's per-branch bytes") {
+  const std::string steps = "--steps 6 ";
+  const std::string pab = steps +
+                          "--set 'pab={\"spatial\":{\"range\":2,\"threshold\":[0,1000]},"
+                          "\"cross\":{\"range\":3,\"threshold\":[0,1000]},"
+                          "\"mlp\":{\"range\":2,\"threshold\":[0,1000],\"blocks\":[1]}}' --pab-stats ";
+  testing::TempDir dir("wan_pab");
+  const Tensor off = run_layout(dir, "off", 1, steps).latents;
+  const Tensor single = run_layout(dir, "single", 1, pab + dir.file("single_pab.json")).latents;
+  const double to_off = testing::rel_l2(single, off);
+  MESSAGE("wan_tiny PAB 2/3/mlp 2 over 6 steps: relative L2 to PAB off " << to_off);
+  // A tiny random model's attention changes a lot between 6 steps: 0.145
+  // here (the same schedule over 20 steps, window (100, 950): 0.038).
+  CHECK(to_off > 0);  // it reused
+  CHECK(to_off < 0.2);
+  const parallel::Layout layout{2, 1, 1, parallel::SpMode::kUlysses};
+  const Outcome got = run_layout(dir, "sp2", 2, "--set parallel.sp=2 --set parallel.sp_mode=ulysses " + pab +
+                                                    dir.file("sp2_pab.json"));
+  CHECK_MESSAGE(testing::differing(got.latents, single) == 0, "ulysses sp2 with PAB: not bit-identical to one process");
+  const parallel::PlanRow plan = planned(layout);
+  for (const std::string file : {"single_pab.json", "sp2_pab.json"}) {
+    CAPTURE(file);
+    const auto kinds = nlohmann::json::parse(std::ifstream(dir.file(file)))["kinds"];
+    CHECK(kinds["spatial"]["reused"] == 6);  // 3 per block, 2 blocks
+    CHECK(kinds["cross"]["reused"] == 8);
+    CHECK(kinds["mlp"]["reused"] == 3);  // block 1 only
+    if (file == "sp2_pab.json") testing::check_pab_skipped_bytes(kinds, plan, {"spatial", "cross", "mlp"});
+  }
+  // Ulysses: the self-attention's all-to-alls are the only sp traffic of a block.
+  CHECK(plan.branch_spatial > 0);
 }

@@ -2,7 +2,7 @@
 // schema only: their model directories are fetched separately, see README
 // "Getting the published text models"), and the text-model configs hold the
 // settings the README promises (the models' own samplers, VideoSys's PAB
-// defaults for Latte).
+// defaults for Latte, WanPipeline's example for Wan 2.1 T2V-1.3B).
 #include <algorithm>
 #include <filesystem>
 
@@ -40,6 +40,21 @@ TEST_CASE("every config in configs/ loads, with at least one output and an outpu
     CHECK_FALSE(c.output.path.empty());
     CHECK_FALSE(c.model.path.empty());
   }
+}
+
+TEST_CASE("configs/wan2.1-t2v-1.3b.json: Wan 2.1 T2V-1.3B as diffusers' WanPipeline example runs it") {
+  const RunConfig c = load_config(shipped("wan2.1-t2v-1.3b.json"), {});
+  CHECK(c.model.path == in_repo("models/Wan2.1-T2V-1.3B-Diffusers"));
+  CHECK(c.generate.prompts.size() == 1);
+  CHECK_FALSE(c.generate.negative_prompt.empty());
+  CHECK(c.generate.frames == 81);
+  CHECK(c.generate.height == 480);
+  CHECK(c.generate.width == 832);
+  CHECK(c.generate.steps == 50);
+  CHECK(c.generate.guidance_scale == 5.0);
+  CHECK(c.generate.scheduler == sched::Sampler::kModelDefault);  // the model's UniPC, flow_shift 3.0
+  CHECK(c.output.format == OutputFormat::kMp4);
+  CHECK(c.output.fps == 16);
 }
 
 TEST_CASE("configs/pixart-alpha-512.json: PixArt-XL-2-512x512 with its own DPM-Solver++ at 512x512") {

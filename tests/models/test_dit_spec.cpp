@@ -149,3 +149,20 @@ TEST_CASE("DiT-XL/2 parameter count") {
   const parallel::Workload w = spec.workload(spec.latent_shape(0, 0, 0, {8}, ""));
   CHECK(w.layers * (w.split_per_layer + w.whole_per_layer) + w.whole_once == 749826464.0 + 294912);
 }
+
+// A hostile config's sizes (found by fuzz_model_configs: a Latte
+// video_length of 1.7e17): the workload's products are checked, a
+// ModelError naming what overflowed, not undefined behaviour.
+TEST_CASE("workload: sizes whose products overflow int64 are model errors") {
+  // The fuzzer's input (fuzz/corpus/fuzz_model_configs/latte-huge-video-length).
+  const nlohmann::json latte = nlohmann::json::parse(R"({
+    "_class_name": "LatteTransformer3DModel", "activation_fn": "gelu-approximate", "attention_bias": true,
+    "attention_head_dim": 32, "caption_channels": 64, "cross_attention_dim": 128, "in_channels": 4,
+    "norm_elementwise_affine": false, "norm_eps": 1e-06, "norm_type": "ada_norm_single",
+    "num_attention_heads": 4, "num_embeds_ada_norm": 1000, "num_layers": 4, "out_channels": 8,
+    "patch_size": 2, "sample_size": 8, "video_length": 165555555555555555})");
+  const auto spec = transformer_spec(latte, "m/transformer/config.json");
+  const Shape latent = spec->latent_shape(0, 0, 0, {8}, "run.json: generate");
+  CHECK_THROWS_WITH_AS(spec->workload(latent), doctest::Contains("too large (the product overflows int64)"),
+                       ModelError);
+}

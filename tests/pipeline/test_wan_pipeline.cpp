@@ -8,13 +8,15 @@
 // 2.2 A14B's two experts (the high-noise one for t >= 875, guidance 4, the
 // low-noise one below, guidance_scale_2 3); and the request checks against
 // the model (guidance_scale_2 on a one-expert model, frame counts, sizes,
-// samplers of the other kind).
+// samplers of the other kind); the text encoder's weights are released
+// before the denoising loop starts.
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
+#include "mapping.h"
 #include "pipeline/pipeline_checks.h"
 #include "pipeline/text_fixture_requests.h"
 #include "pipeline/text_pipeline.h"
@@ -62,6 +64,24 @@ std::string prepare_error(const pipeline::Pipeline& pipe, const GenerateConfig& 
 }
 
 }  // namespace
+
+TEST_CASE("Wan pipeline: the text encoder is released when conditioning returns, before denoising") {
+  const auto pipe = testing::open_fixture_pipeline("wan_tiny");
+  const std::string encoder = testing::fixture_dir("wan_tiny") + "/text_encoder/model.safetensors";
+  const std::string transformer = testing::fixture_dir("wan_tiny") + "/transformer/diffusion_pytorch_model.safetensors";
+  // float32 weights run in float32 stay mapped (zero copy): the transformer's are, from load_weights on.
+  REQUIRE(testing::mapped_bytes_of(transformer) > 0);
+  CHECK(testing::mapped_bytes_of(encoder) == 0);  // load_weights does not load the encoder
+  const pipeline::Request req = wan_request(*pipe, wan_config(sched::Sampler::kUnipc, 2), "wan_tiny");
+  const pipeline::Conditions cond = pipe->condition(req);
+  CHECK(testing::mapped_bytes_of(encoder) == 0);
+  int steps_seen = 0;
+  pipe->denoise(req, cond, [&](int, int, int, int) {
+    ++steps_seen;
+    CHECK(testing::mapped_bytes_of(encoder) == 0);
+  });
+  CHECK(steps_seen == 4);
+}
 
 TEST_CASE("Wan pipeline latents and frames match diffusers: UniPC, batch sizes 2 and 1") {
   const auto pipe = testing::open_fixture_pipeline("wan_tiny");
