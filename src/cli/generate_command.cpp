@@ -180,10 +180,10 @@ void run_generate(const CliOptions& opts) {
       write_file_atomic(opts.pab_stats, json.data(), json.size());
     }
   }
-  if (req.first_block_cache) {
-    if (!quiet) std::fprintf(stderr, "ditgen: %s\n", cache_summary_line(result.pab.step_cache).c_str());
+  if (req.step_cache) {
+    if (!quiet) std::fprintf(stderr, "ditgen: %s\n", cache_summary_line(result.pab.step_cache, *req.step_cache).c_str());
     if (!opts.cache_stats.empty()) {
-      const std::string json = cache_summary_json(result.pab.step_cache, *req.first_block_cache).dump(2) + "\n";
+      const std::string json = cache_summary_json(result.pab.step_cache, *req.step_cache).dump(2) + "\n";
       write_file_atomic(opts.cache_stats, json.data(), json.size());
     }
   }

@@ -106,7 +106,7 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
     }
   }
   req.pab = pab_schedule(cfg, where, pipe.transformer());
-  if (cfg.cache.kind == CacheKind::kFirstBlock) req.first_block_cache = cfg.cache.threshold;
+  req.step_cache = step_cache_settings(cfg, where, pipe.transformer());
   return req;
 }
 

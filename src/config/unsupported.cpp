@@ -14,10 +14,6 @@ void reject_unsupported(const RunConfig& c, const std::string& path) {
   if (c.parallel.pp > 1 && c.pab.enabled())
     not_supported("PAB together with PipeFusion (" + path + ": parallel.pp=" + std::to_string(c.parallel.pp) +
                   " and a pab section) — use one of them");
-  // TeaCache's indicator (the first block's modulated input) is not built:
-  // the section parses, so its checks are in place for when it is.
-  if (c.cache.kind == CacheKind::kTeaCache)
-    not_supported("the teacache step cache (" + path + ": cache.kind; first_block is built)");
   // A step cache decides after the first block, which only PipeFusion's
   // first stage computes, and its cached residual is per patch.
   if (c.parallel.pp > 1 && c.cache.enabled())

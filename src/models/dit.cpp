@@ -128,7 +128,7 @@ Tensor DitTransformer::conditioning(size_t i, const Tensor& t_emb, const std::ve
 
 Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
                                const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
-                               parallel::StaleKeyValues* stale_kv, pab::FirstBlockCache* step_cache) const {
+                               parallel::StaleKeyValues* stale_kv, pab::StepCache* step_cache) const {
   const DitConfig& c = cfg_;
   const int64_t bsz = x.dim(0), n = c.grid() * c.grid(), d = c.inner_dim();
   if (x.ndim() != 4 || x.dim(1) != c.in_channels || x.dim(2) != c.sample_size || x.dim(3) != c.sample_size)
@@ -166,6 +166,9 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
       blocks_[static_cast<size_t>(bi)].body.forward(hidden, mods[static_cast<size_t>(bi - layers.begin)],
                                                     {&core, nullptr, nullptr, nullptr, {pab, static_cast<int>(bi)}});
     }
+  };
+  pass.teacache_signal = [&](const Tensor& hidden) {  // block 0's AdaLayerNormZero output
+    return Stage::Pass::Signal{blocks_[0].body.attention_input(hidden, mods[0]), true};
   };
   pass.head = [&](const Tensor& hidden) {
     if (!final_shift.defined()) final_shift = final_layer_.shift_scale(conditioning(0, t_emb, labels));

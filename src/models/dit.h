@@ -85,7 +85,7 @@ class DitTransformer {
   // stale_kv holds the keys and values of earlier steps (null: synchronous).
   Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels,
                  pab::BroadcastCache* pab = nullptr, parallel::StaleKeyValues* stale_kv = nullptr,
-                 pab::FirstBlockCache* step_cache = nullptr) const;
+                 pab::StepCache* step_cache = nullptr) const;
   Tensor forward(const ForwardArgs& a) const {
     return forward(*a.latents, a.timesteps, a.class_labels, a.pab, a.stale_kv, a.step_cache);
   }

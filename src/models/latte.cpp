@@ -230,6 +230,9 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
                                 {a.pab, layer, kTemporalPart}, pab::Kind::kTemporal});
     }
   };
+  pass.teacache_signal = [&](const Tensor& hidden) {  // spatial block 0's modulated attention input
+    return Stage::Pass::Signal{spatial_[0].attention_input(hidden, modulation), true};
+  };
   // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
   pass.head = [&](const Tensor& hidden) {
     return stem_.final_layer(hidden, stem_.final_layer.shift_scale(repeat_rows(embedded, local_frames, place)));

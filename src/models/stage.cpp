@@ -30,97 +30,64 @@ Tensor host_copy(const Tensor& t) {
 
 }  // namespace
 
-void Stage::run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::FirstBlockCache& cache) const {
+void Stage::run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::StepCache& cache) const {
   const parallel::Range all = pipe_.layers();
   if (pipe_.stages() > 1) throw ConfigError("not supported yet: a step cache together with PipeFusion (parallel.pp > 1)");
-  const int64_t samples = cache.samples();
-  if (hidden.dim(0) % samples != 0)
+  if (hidden.dim(0) % cache.samples() != 0)
     throw std::logic_error("Stage: hidden rows " + std::to_string(hidden.dim(0)) + " are not " +
-                           std::to_string(samples) + " samples' worth");
-  const int64_t per_sample = hidden.numel() / samples;  // a sample's rows are contiguous (Latte: its frames)
-
-  const Tensor in0 = host_copy(hidden);
-  pass.layers(hidden, patch, {all.begin, all.begin + 1});
-  const Tensor out0 = host_copy(hidden);
-  Tensor r = Tensor::empty(out0.shape());  // the first block's output residual
-  {
-    const float* a = out0.data();
+                           std::to_string(cache.samples()) + " samples' worth");
+  // The span the cache may skip, its input (host float32) and the signal it decides on.
+  parallel::Range span = all;
+  Tensor in;
+  Tensor signal;
+  bool per_token = true;  // the signal's rows are this rank's tokens (summed over sp), or whole on every rank
+  if (cache.rule() == pab::StepCacheRule::kFirstBlock) {
+    const Tensor in0 = host_copy(hidden);
+    pass.layers(hidden, patch, {all.begin, all.begin + 1});
+    in = host_copy(hidden);
+    signal = Tensor::empty(in.shape());  // the first block's output residual
+    const float* a = in.data();
     const float* b = in0.data();
-    float* d = r.data();
-    for (int64_t i = 0; i < r.numel(); ++i) d[i] = a[i] - b[i];
+    float* d = signal.data();
+    for (int64_t i = 0; i < signal.numel(); ++i) d[i] = a[i] - b[i];
+    span.begin = all.begin + 1;
+  } else {
+    if (!pass.teacache_signal) throw std::logic_error("Stage: this family gives no TeaCache signal");
+    in = host_copy(hidden);
+    const Pass::Signal m = pass.teacache_signal(hidden);
+    signal = host_copy(m.values);
+    per_token = m.per_token;
   }
 
-  // Per output: sum|r - r_prev| and sum|r_prev| over this rank's rows, then
-  // over the sp group's shards and the cp group's halves (tp ranks hold the
-  // same rows: nothing to add).
+  // Per unit: sum|s - s_prev| and sum|s_prev| over this rank's rows, then
+  // over the sp group's shards and (halves together) the cp pair's halves;
+  // tp ranks hold the same rows: nothing to add.
   std::vector<float> sums;
   if (cache.has_previous()) {
-    std::vector<double> local(static_cast<size_t>(2 * cache.outputs()), 0.0);
-    const float* cur = r.data();
-    const float* prev = cache.first_residual.data();
-    for (int64_t s = 0; s < samples; ++s) {
-      double diff = 0, base = 0;
-      for (int64_t i = s * per_sample; i < (s + 1) * per_sample; ++i) {
-        diff += std::fabs(static_cast<double>(cur[i]) - prev[i]);
-        base += std::fabs(static_cast<double>(prev[i]));
-      }
-      const size_t o = static_cast<size_t>(cache.output_of(s));
-      local[2 * o] += diff;
-      local[2 * o + 1] += base;
-    }
-    sums.assign(local.begin(), local.end());
-    if (shard_.sp_size() > 1) shard_.sp->all_reduce_sum(sums.data(), static_cast<int64_t>(sums.size()));
+    sums = cache.local_sums(signal);
+    if (per_token && shard_.sp_size() > 1) shard_.sp->all_reduce_sum(sums.data(), static_cast<int64_t>(sums.size()));
     cache.combine_halves(sums);
   }
-  const std::vector<bool> compute = cache.decide(sums);
+  const std::vector<bool> compute = cache.decide(sums, signal);
   bool any = false, every = true;
   for (bool c : compute) {
     any = any || c;
     every = every && c;
   }
-
-  if (!any) {  // every output skips: the rest's kept residual, nothing sent
-    cache.rest_skipped();
-    ops::add_(hidden, cache.rest_residual.to(hidden.device(), hidden.dtype()));
+  if (!any) {  // every unit skips: the span's kept residual, nothing sent
+    const Tensor& residual = cache.span_skipped();
+    ops::add_(hidden, residual.to(hidden.device(), hidden.dtype()));
     return;
   }
   const int64_t sent_before = shard_.sent_bytes();
-  pass.layers(hidden, patch, {all.begin + 1, all.end});
-  cache.rest_computed(shard_.sent_bytes() - sent_before);
+  pass.layers(hidden, patch, span);
   Tensor out = host_copy(hidden);
-  if (every) {
-    Tensor rest = Tensor::empty(out.shape());
-    const float* a = out.data();
-    const float* b = out0.data();
-    float* d = rest.data();
-    for (int64_t i = 0; i < rest.numel(); ++i) d[i] = a[i] - b[i];
-    cache.first_residual = r;
-    cache.rest_residual = rest;
-    cache.mark_computed();
-    return;
-  }
-  // Some outputs skip: their rows take the kept residual, the others' keep theirs.
-  float* o_rows = out.data();
-  float* first = cache.first_residual.data();
-  float* rest = cache.rest_residual.data();
-  const float* r_rows = r.data();
-  const float* base = out0.data();
-  for (int64_t s = 0; s < samples; ++s) {
-    const bool c = compute[static_cast<size_t>(cache.output_of(s))];
-    for (int64_t i = s * per_sample; i < (s + 1) * per_sample; ++i) {
-      if (c) {
-        first[i] = r_rows[i];
-        rest[i] = o_rows[i] - base[i];
-      } else {
-        o_rows[i] = base[i] + rest[i];
-      }
-    }
-  }
-  hidden.copy_from(out);
+  cache.span_computed(out, in, compute, shard_.sent_bytes() - sent_before);
+  if (!every) hidden.copy_from(out.to(hidden.device(), hidden.dtype()));  // the skipping units' rows
 }
 
 Tensor Stage::run(int64_t n, int64_t batch, int64_t width, int64_t out_width, parallel::StaleKeyValues* stale_kv,
-                  const Pass& pass, pab::FirstBlockCache* cache) const {
+                  const Pass& pass, pab::StepCache* cache) const {
   const bool frames_sharded = static_cast<bool>(pass.gather_frames);
   Tensor out;  // (batch, n, R), collected by the last stage
   for (const parallel::Range& patch : pipe_.patches(n, stale_kv)) {

@@ -8,8 +8,9 @@
 // them), go through the stage's layers, and leave (to the next stage, or on
 // the last stage as output rows gathered over sp); at the end every rank
 // gets the whole output. With a step cache (pab/step_cache.h) the loop
-// runs the first layer, decides, and runs the rest or adds the residual the
-// rest added at the last computed step: one mechanism for every family.
+// decides (after the first layer, or from the family's TeaCache signal) and
+// runs the rest or adds the residual it added at the last computed step:
+// one mechanism for every family.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -58,16 +59,26 @@ class Stage {
     // from each rank's rows. Empty: tokens sharded over sp, output rows
     // gathered by token.
     std::function<Tensor(const Tensor& rows)> gather_frames;
+    // TeaCache's signal (pab/step_cache.h) from the first stage's input
+    // rows: the family's modulated input. per_token: the values are this
+    // rank's tokens' (summed over sp), else the same whole values on every
+    // rank (Wan's time embedding). Unset: the family has none.
+    struct Signal {
+      Tensor values;  // each sample's values contiguous
+      bool per_token = true;
+    };
+    std::function<Signal(const Tensor& hidden)> teacache_signal;
   };
   // Runs `pass` over n tokens of `batch` sequences, D = width; returns the
-  // (batch, n, out_width) output on every rank. `cache`: First-Block
-  // Cache, or null (one stage only: PipeFusion takes no cache).
+  // (batch, n, out_width) output on every rank. `cache`: a step cache, or
+  // null (one stage only: PipeFusion takes no cache).
   Tensor run(int64_t n, int64_t batch, int64_t width, int64_t out_width, parallel::StaleKeyValues* stale_kv,
-             const Pass& pass, pab::FirstBlockCache* cache = nullptr) const;
+             const Pass& pass, pab::StepCache* cache = nullptr) const;
 
  private:
-  // The layers with First-Block Cache's decision after the first.
-  void run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::FirstBlockCache& cache) const;
+  // The layers with the step cache's decision: after the first layer
+  // (first_block) or before any (teacache, from pass.teacache_signal).
+  void run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::StepCache& cache) const;
 
   ShardGroups shard_;
   Placement place_;

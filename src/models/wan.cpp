@@ -196,6 +196,8 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
           hidden, shared_mod, {&core, nullptr, &rotary, &context, {a.pab, static_cast<int>(i)}});
     }
   };
+  // TeaCache4Wan2.1's signal (use_ret_steps off): the time embedding, whole on every rank.
+  pass.teacache_signal = [&](const Tensor&) { return Stage::Pass::Signal{temb, false}; };
   pass.head = [&](const Tensor& hidden) { return final_(hidden, final_.shift_scale(temb)); };
   const Tensor out = stage_.run(n, bsz, c.inner_dim(), c.out_per_token(), a.stale_kv, pass, a.step_cache);
   return ops::unpatchify3d(out, grid, c.patch, c.out_channels).to(Device::kCPU, DType::kF32);

@@ -1,93 +1,131 @@
-// First-Block Cache (DESIGN.md §8; docs/step-caches.md): after a forward's
-// first block, decide per output whether the rest of the blocks can be
-// replaced by the residual they added at that output's last computed step.
+// Step caches (DESIGN.md §8; docs/step-caches.md): once per step, decide per
+// unit whether a span of the transformer's blocks can be replaced by the
+// residual that span added at the unit's last computed step.
 //
-// The rule is diffusers 0.42.1's FBCHeadBlockHook (hooks/first_block_cache.py)
-// with the first block's output residual r = out_0 - in_0:
-//     compute = no step computed yet  or  mean|r - r_prev| / mean|r_prev| > threshold
-//     (r_prev: r at the last computed step; mean over the output's elements,
-//     so the ratio of sums)
-// A computed step keeps r and the rest's residual (last block's output -
-// first block's output); a skipped step adds that kept residual to the
-// first block's output and leaves both kept tensors as they were.
+//   first_block  diffusers 0.42.1's FirstBlockCache (hooks/first_block_cache.py,
+//                after ParaAttention): block 0 always runs; the signal is
+//                its output residual r = out_0 - in_0, and
+//                    compute = no step computed yet  or  mean|r - r_prev| / mean|r_prev| > threshold
+//                (r_prev: r at the last computed step; the ratio of sums).
+//                The span is blocks 1..N-1.
+//   teacache     Liu et al. 2024 (ali-vilab/TeaCache, commit 7c10efc; the
+//                rule of TeaCache4Wan2.1/teacache_generate.py and
+//                eval/teacache/experiments/latte.py): the signal m is the
+//                family's modulated input (models give it: the first
+//                block's modulated attention input, or Wan's time
+//                embedding); acc += poly(mean|m - m_prev| / mean|m_prev|)
+//                (coefficients highest power first); the first and the last
+//                step compute; otherwise skip while acc < threshold, and a
+//                computed step sets acc = 0. m_prev is m of the previous
+//                step, skipped or not. The span is every block.
+// A computed step keeps the span's residual (its output minus its input); a
+// skipped step adds the kept residual to the span's input.
 //
-// Decisions are per output (an output's CFG halves decide together, as one
-// batched diffusers forward does), so an output's result does not depend on
-// the rest of its batch; the forward runs the rest of the blocks unless every
-// output of the batch skips. This layer holds the state and the rule and
-// knows no model: the models' Stage (models/stage.cpp) does the tensor work
-// and sums the metric over its sp group; `combine_halves` (set by the
-// pipeline) sums it over the cp group, so every rank decides alike.
+// A unit is an output, its CFG halves deciding together (one batched
+// diffusers forward: DiT, PixArt, Latte), or an output's half, each with its
+// own state (WanPipeline's separate "cond" and "uncond" cache contexts). So
+// an output's result does not depend on the rest of its batch; the forward
+// runs the span unless every unit skips, and then writes the skipping units'
+// rows from their kept residual. This layer holds the state, the rule and the
+// per-row bookkeeping on host float32 copies, and knows no model: the
+// models' Stage (models/stage.cpp) runs the blocks and sums the metric over
+// its sp group; `combine_halves` (set by the pipeline) sums it over the cp
+// pair, so every rank decides alike.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "tensor/tensor.h"
 
 namespace ditgen::pab {
 
-// One output's decision at one step (--cache-stats, parity tests).
+enum class StepCacheRule { kFirstBlock, kTeaCache };
+
+struct StepCacheSettings {
+  StepCacheRule rule = StepCacheRule::kFirstBlock;
+  double threshold = 0.05;           // > 0
+  std::vector<double> coefficients;  // teacache: the rescaling polynomial, highest power first
+};
+
+// One unit's decision at one step (--cache-stats, parity tests).
 struct StepDecision {
   int step = 0;
   double timestep = 0;
   int64_t output = 0;     // index inside its batch
-  double metric = -1;     // mean|r - r_prev| / mean|r_prev|; -1 when no step was computed before
+  int half = -1;          // -1: the output's CFG halves together; 0 cond, 1 uncond
+  double metric = -1;     // mean|s - s_prev| / mean|s_prev|; -1 when there is no previous signal
   bool computed = true;
+  double accumulated = 0; // teacache: acc after this step (0 on a computed step)
 };
 
 struct StepCacheStats {
-  int64_t steps_computed = 0;     // forwards that ran the rest of the blocks
-  int64_t steps_skipped = 0;      // forwards that skipped them for every output
-  int64_t comm_bytes_skipped = 0; // what the skipped forwards' rest would have sent (this rank)
+  int64_t steps_computed = 0;     // forwards that ran the span
+  int64_t steps_skipped = 0;      // forwards that skipped it for every unit
+  int64_t comm_bytes_skipped = 0; // what the skipped forwards' span would have sent (this rank)
   std::vector<StepDecision> decisions;
 };
 
-class FirstBlockCache {
- public:
-  explicit FirstBlockCache(double threshold);
+// TeaCache's rescale: the polynomial at x, coefficients highest power first (numpy.poly1d).
+double polynomial(const std::vector<double>& coefficients, double x);
 
-  // A new batch: `outputs` outputs, this rank's model batch `samples` rows
-  // (sample s belongs to output s % outputs: CFG's [cond, uncond] halves).
-  // Drops what the last batch kept.
-  void begin_batch(int64_t outputs, int64_t samples);
+class StepCache {
+ public:
+  explicit StepCache(StepCacheSettings settings);
+
+  // A new batch of `outputs` outputs over `steps` steps; this rank's model
+  // batch holds the CFG halves `halves` (false: cond, true: uncond), each
+  // `outputs` samples, in that order (sample s is output s % outputs of half
+  // halves[s / outputs]). `halves_apart`: each half decides alone. Drops what
+  // the last batch kept.
+  void begin_batch(int64_t outputs, const std::vector<bool>& halves, bool halves_apart, int steps);
   void begin_step(int step, double timestep);
 
-  int64_t outputs() const { return outputs_; }
+  StepCacheRule rule() const { return settings_.rule; }
+  // This rank's decision units, and the unit each of its samples is in.
+  int64_t units() const { return halves_apart_ ? samples_ : outputs_; }
   int64_t samples() const { return samples_; }
-  int64_t output_of(int64_t sample) const { return sample % outputs_; }
-  bool has_previous() const { return has_previous_; }
+  int64_t unit_of(int64_t sample) const { return halves_apart_ ? sample : sample % outputs_; }
+  bool has_previous() const { return signal_.defined(); }
 
-  // Sums the metric's 2 * outputs values (per output: sum|r - r_prev|,
-  // sum|r_prev|) over the ranks holding other CFG halves; unset: one rank
-  // holds every half.
+  // Per unit: sum|s - s_prev| and sum|s_prev| over this rank's rows of the
+  // signal `s` (host float32; each sample's values contiguous). Needs a
+  // previous signal.
+  std::vector<float> local_sums(const Tensor& signal) const;
+  // Sums `sums` over the ranks holding other CFG halves of the same units;
+  // unset: one rank holds every half, or the halves decide apart.
   void set_combine_halves(std::function<void(float* sums, int64_t count)> f) { combine_halves_ = std::move(f); }
   void combine_halves(std::vector<float>& sums) const;
 
-  // Decides every output from its combined sums (empty: no step computed
-  // yet, every output computes); records the decisions.
-  std::vector<bool> decide(const std::vector<float>& sums);
-  // The forward ran the rest for some outputs (`bytes`: what that sent) or skipped it for all.
-  void rest_computed(int64_t bytes);
-  void rest_skipped();
+  // Decides every unit from its combined sums (empty: no previous signal),
+  // records the decisions, and keeps `signal` as the rule says (first_block:
+  // the computing units' rows; teacache: every row).
+  std::vector<bool> decide(const std::vector<float>& sums, const Tensor& signal);
 
-  // Kept tensors, in the layout of this rank's hidden rows (the Stage's):
-  // the first block's residual (host float32) and the rest's residual (the
-  // hidden's device and dtype). Written by the Stage on computed steps.
-  Tensor first_residual;
-  Tensor rest_residual;
-  void mark_computed() { has_previous_ = true; }
+  // After the span ran (`bytes`: what it sent): keeps out - in as the
+  // computing units' residual and writes the skipping units' rows of `out`
+  // as in + their kept residual (host float32, the span's (rows...) layout).
+  void span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes);
+  // Every unit skipped: the residual to add to the span's input.
+  const Tensor& span_skipped();
 
-  double threshold() const { return threshold_; }
+  const StepCacheSettings& settings() const { return settings_; }
   const StepCacheStats& stats() const { return stats_; }
 
  private:
-  double threshold_;
+  bool forced_step() const;  // teacache: the first and the last step compute
+
+  StepCacheSettings settings_;
   int64_t outputs_ = 1, samples_ = 1;
-  bool has_previous_ = false;
-  int step_ = 0;
+  std::vector<bool> halves_{false};
+  bool halves_apart_ = false;
+  int steps_ = 0, step_ = 0;
   double timestep_ = 0;
-  int64_t last_rest_bytes_ = 0;
+  Tensor signal_;                    // the kept signal (first residual / modulated input), host float32
+  Tensor residual_;                  // the span's kept residual, host float32
+  std::vector<double> accumulated_;  // teacache: per unit
+  int64_t last_span_bytes_ = 0;
   std::function<void(float*, int64_t)> combine_halves_;
   StepCacheStats stats_;
 };

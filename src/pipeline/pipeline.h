@@ -63,8 +63,9 @@ struct Request {
   std::optional<Tensor> init_noise;   // (outputs, ...latent_shape) instead of drawn noise
   pab::Schedule pab;                  // Pyramid Attention Broadcast; default off
   pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
-  // First-Block Cache's threshold (DESIGN.md §8, pab/step_cache.h); empty = no step cache.
-  std::optional<double> first_block_cache;
+  // The step cache (DESIGN.md §8, pab/step_cache.h): its rule, threshold
+  // and (teacache) coefficients; empty = none.
+  std::optional<pab::StepCacheSettings> step_cache;
 
   int64_t outputs() const { return static_cast<int64_t>(labels.empty() ? prompts.size() : labels.size()); }
   uint64_t seed_of(int64_t i) const {

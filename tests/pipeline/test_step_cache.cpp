@@ -43,7 +43,7 @@ pipeline::Result run(const pipeline::Pipeline& pipe, int batch, std::optional<do
   pipeline::Request req = pipe.prepare(wan_config(batch), "run.json");
   req.text_encoder_dtype = "float32";
   req.init_noise = fixture_tensor("wan_tiny", "noise.safetensors", "noise");
-  req.first_block_cache = threshold;
+  if (threshold) req.step_cache = pab::StepCacheSettings{pab::StepCacheRule::kFirstBlock, *threshold, {}};
   return pipe.generate(req);
 }
 
@@ -62,7 +62,7 @@ TEST_CASE("First-Block Cache on Wan: a threshold nothing falls under changes not
   CHECK(same_bits(never.latents, off.latents));
   CHECK(never.pab.step_cache.steps_computed == 6);
   CHECK(never.pab.step_cache.steps_skipped == 0);
-  REQUIRE(never.pab.step_cache.decisions.size() == 12);  // 6 steps x 2 outputs
+  REQUIRE(never.pab.step_cache.decisions.size() == 24);  // 6 steps x 2 outputs x 2 halves (Wan: apart)
   for (const pab::StepDecision& d : never.pab.step_cache.decisions) {
     CHECK(d.computed);
     CHECK((d.step == 0) == (d.metric < 0));
@@ -99,7 +99,7 @@ TEST_CASE("First-Block Cache decides per output: batch 1 and batch 2 give the sa
   for (const pab::StepDecision& d : one.pab.step_cache.decisions) {
     bool found = false;
     for (const pab::StepDecision& e : two.pab.step_cache.decisions)
-      if (e.step == d.step && e.output == d.output) {
+      if (e.step == d.step && e.output == d.output && e.half == d.half) {
         found = true;
         CHECK(e.computed == d.computed);
       }
