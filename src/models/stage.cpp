@@ -75,7 +75,7 @@ void Stage::run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, 
     every = every && c;
   }
   if (!any) {  // every unit skips: the span's kept residual, nothing sent
-    const Tensor& residual = cache.span_skipped();
+    const Tensor& residual = cache.span_skipped(static_cast<int>(span.begin), static_cast<int>(span.end));
     ops::add_(hidden, residual.to(hidden.device(), hidden.dtype()));
     return;
   }

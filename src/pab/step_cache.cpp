@@ -120,8 +120,9 @@ void StepCache::span_computed(Tensor& out, const Tensor& in, const std::vector<b
   }
 }
 
-const Tensor& StepCache::span_skipped() {
+const Tensor& StepCache::span_skipped(int first, int last) {
   ++stats_.steps_skipped;
+  if (pab_) pab_->skipped_layers(first, last);
   stats_.comm_bytes_skipped += last_span_bytes_;
   return residual_;
 }

@@ -37,6 +37,7 @@
 #include <optional>
 #include <vector>
 
+#include "pab/broadcast.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::pab {
@@ -107,8 +108,10 @@ class StepCache {
   // computing units' residual and writes the skipping units' rows of `out`
   // as in + their kept residual (host float32, the span's (rows...) layout).
   void span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes);
-  // Every unit skipped: the residual to add to the span's input.
-  const Tensor& span_skipped();
+  // Every unit skipped layers [first, last): the residual to add to the
+  // span's input. PAB (set_pab) does not count the step for those layers.
+  const Tensor& span_skipped(int first, int last);
+  void set_pab(BroadcastCache* pab) { pab_ = pab; }
 
   const StepCacheSettings& settings() const { return settings_; }
   const StepCacheStats& stats() const { return stats_; }
@@ -127,6 +130,7 @@ class StepCache {
   std::vector<double> accumulated_;  // teacache: per unit
   int64_t last_span_bytes_ = 0;
   std::function<void(float*, int64_t)> combine_halves_;
+  BroadcastCache* pab_ = nullptr;
   StepCacheStats stats_;
 };
 

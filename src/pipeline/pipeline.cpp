@@ -246,6 +246,7 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       if (stale_kv) throw ConfigError("not supported yet: a step cache together with PipeFusion (parallel.pp > 1)");
       step_cache.emplace(*req.step_cache);
       step_cache->begin_batch(count, halves, halves_apart, static_cast<int>(timesteps.size()));
+      if (pab) step_cache->set_pab(&*pab);  // PAB counts only the steps its layers ran
       if (cfg_split && !halves_apart)
         step_cache->set_combine_halves([this](float* sums, int64_t n) { par_.cp->all_reduce_sum(sums, n); });
     }

@@ -203,3 +203,36 @@ TEST_CASE("step caches on dit: ulysses sp3, cp2 and tp2 make one process's decis
                 {2, "--set parallel.cp=2", {1, 2, 1, parallel::SpMode::kUlysses}},
                 {2, "--set parallel.tp=2", {1, 1, 2, parallel::SpMode::kUlysses}}});
 }
+
+// With PAB: a skipped span runs no PAB branch and its layers' PAB count
+// stays (DESIGN.md §8); ulysses sp2 and cp2 still make one process's
+// decisions and latents, and PAB reuses fewer outputs than without the cache.
+TEST_CASE("step caches with PAB on wan: ulysses sp2 and cp2 make one process's decisions and latents") {
+  const Family f{"wan_tiny", "run_unipc.json"};
+  const std::string pab =
+      "--set 'pab={\"spatial\":{\"range\":2,\"threshold\":[0,1000]},\"cross\":{\"range\":3,\"threshold\":[0,1000]}}' "
+      "--pab-stats ";
+  testing::TempDir dir("cache_pab");
+  const Run probe = run(dir, f, "probe", cache_of("first_block", 1e-12), 1, pab + dir.file("probe_pab.json"));
+  const double threshold = threshold_between(probe.stats);
+  const Run single = run(dir, f, "single", cache_of("first_block", threshold), 1, pab + dir.file("single_pab.json"));
+  CHECK(single.stats["steps_skipped"].get<int>() + single.stats["steps_computed"].get<int>() == 8);
+  int skipped = 0;
+  for (const auto& d : single.stats["decisions"]) skipped += d["computed"] ? 0 : 1;
+  REQUIRE(skipped > 0);
+  const auto reused = [&](const std::string& file) {
+    return nlohmann::json::parse(std::ifstream(dir.file(file)))["kinds"]["spatial"]["reused"].get<int>();
+  };
+  MESSAGE("wan PAB + first_block " << threshold << ": spatial reuses " << reused("single_pab.json")
+                                   << " (PAB alone: " << reused("probe_pab.json") << ")");
+  CHECK(reused("single_pab.json") > 0);
+  CHECK(reused("single_pab.json") <= reused("probe_pab.json"));
+  for (const char* sets : {"--set parallel.sp=2 --set parallel.sp_mode=ulysses", "--set parallel.cp=2"}) {
+    CAPTURE(std::string(sets));
+    const Run got = run(dir, f, "layout", cache_of("first_block", threshold), 2,
+                        std::string(sets) + " " + pab + dir.file("layout_pab.json"));
+    check_same_decisions(got.stats, single.stats, false);
+    CHECK(testing::differing(got.latents, single.latents) == 0);
+    CHECK(reused("layout_pab.json") == reused("single_pab.json"));
+  }
+}

@@ -128,7 +128,7 @@ TEST_CASE("span: computed units keep out - in, skipped units' rows take in + the
   const Tensor y = rows_of({3, 1.1f});
   const std::vector<bool> c2 = cache.decide(cache.local_sums(y), y);
   REQUIRE(c2 == std::vector<bool>{false, false});
-  const Tensor& kept = cache.span_skipped();
+  const Tensor& kept = cache.span_skipped(1, 4);
   CHECK(kept.data()[0] == 8);  // output 0's residual replaced at step 1: 10 - 2
   CHECK(kept.data()[3] == 5);  // output 1's kept from step 0
   CHECK(cache.stats().steps_computed == 2);
