@@ -116,11 +116,16 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   pass.embed = [&](parallel::Range rows) {
     return stem_.patch(parallel::token_rows(patched, rows), pos.slice0(rows.begin, rows.end));
   };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
+    // A step cache's subset of the samples: their modulation and captions.
+    const Tensor mod = sample_rows(shared_mod, samples);
+    const Tensor some_caption = sample_rows(caption, samples);
+    const std::vector<int32_t> lengths = sample_values(a.text_lengths, samples);
+    const nn::CrossContext some_text{&some_caption, lengths.empty() ? nullptr : lengths.data()};
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
       blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(
-          hidden, shared_mod, {&core, nullptr, nullptr, &text, {a.pab, static_cast<int>(i)}});
+          hidden, mod, {&core, nullptr, nullptr, samples.empty() ? &text : &some_text, {a.pab, static_cast<int>(i)}});
     }
   };
   pass.teacache_signal = [&](const Tensor& hidden) {  // block 0's modulated attention input

@@ -30,6 +30,26 @@ Tensor host_copy(const Tensor& t) {
 
 }  // namespace
 
+Tensor sample_rows(const Tensor& t, const std::vector<int64_t>& samples, int64_t rows_per_sample) {
+  if (samples.empty()) return t;
+  Shape shape = t.shape();
+  shape[0] = static_cast<int64_t>(samples.size()) * rows_per_sample;
+  Tensor out = Tensor::empty(shape, t.device(), t.dtype());
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const int64_t s = samples[i], at = static_cast<int64_t>(i);
+    out.slice0(at * rows_per_sample, (at + 1) * rows_per_sample)
+        .copy_from(t.slice0(s * rows_per_sample, (s + 1) * rows_per_sample));
+  }
+  return out;
+}
+
+std::vector<int32_t> sample_values(const std::vector<int32_t>& v, const std::vector<int64_t>& samples) {
+  if (samples.empty() || v.empty()) return v;
+  std::vector<int32_t> out;
+  for (int64_t s : samples) out.push_back(v.at(static_cast<size_t>(s)));
+  return out;
+}
+
 void Stage::run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::StepCache& cache) const {
   const parallel::Range all = pipe_.layers();
   if (pipe_.stages() > 1) throw ConfigError("not supported yet: a step cache together with PipeFusion (parallel.pp > 1)");
@@ -43,7 +63,7 @@ void Stage::run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, 
   bool per_token = true;  // the signal's rows are this rank's tokens (summed over sp), or whole on every rank
   if (cache.rule() == pab::StepCacheRule::kFirstBlock) {
     const Tensor in0 = host_copy(hidden);
-    pass.layers(hidden, patch, {all.begin, all.begin + 1});
+    pass.layers(hidden, patch, {all.begin, all.begin + 1}, {});
     in = host_copy(hidden);
     signal = Tensor::empty(in.shape());  // the first block's output residual
     const float* a = in.data();
@@ -80,7 +100,21 @@ void Stage::run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, 
     return;
   }
   const int64_t sent_before = shard_.sent_bytes();
-  pass.layers(hidden, patch, span);
+  if (every || cache.pab_active()) {
+    // Every sample (PAB keeps whole-batch outputs: with PAB a mixed step runs them all too).
+    pass.layers(hidden, patch, span, {});
+  } else {  // only the computing units' samples: a smaller batch through the span
+    Samples samples;
+    for (int64_t s = 0; s < cache.samples(); ++s)
+      if (compute[static_cast<size_t>(cache.unit_of(s))]) samples.push_back(s);
+    const int64_t per_sample = hidden.dim(0) / cache.samples();
+    Tensor some = sample_rows(hidden, samples, per_sample);
+    pass.layers(some, patch, span, samples);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const int64_t s = samples[i], at = static_cast<int64_t>(i);
+      hidden.slice0(s * per_sample, (s + 1) * per_sample).copy_from(some.slice0(at * per_sample, (at + 1) * per_sample));
+    }
+  }
   Tensor out = host_copy(hidden);
   cache.span_computed(out, in, compute, shard_.sent_bytes() - sent_before);
   if (!every) hidden.copy_from(out.to(hidden.device(), hidden.dtype()));  // the skipping units' rows
@@ -102,7 +136,7 @@ Tensor Stage::run(int64_t n, int64_t batch, int64_t width, int64_t out_width, pa
       pipe_.receive(hidden);
     }
     if (cache) run_cached(hidden, patch, pass, *cache);
-    else pass.layers(hidden, patch, pipe_.layers());
+    else pass.layers(hidden, patch, pipe_.layers(), {});
     if (!pipe_.last_stage()) {
       pipe_.send(hidden);
       continue;

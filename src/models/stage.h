@@ -25,6 +25,13 @@
 
 namespace ditgen::models {
 
+// The rows of `t` (dim 0: samples x rows_per_sample, each sample's rows
+// together) that belong to `samples`, in their order, on t's device; t
+// itself (shared) when samples is empty.
+Tensor sample_rows(const Tensor& t, const std::vector<int64_t>& samples, int64_t rows_per_sample = 1);
+// The values of `v` (one per sample) that belong to `samples`; v when empty.
+std::vector<int32_t> sample_values(const std::vector<int32_t>& v, const std::vector<int64_t>& samples);
+
 class Stage {
  public:
   Stage() = default;
@@ -45,13 +52,19 @@ class Stage {
                          parallel::StaleKeyValues* stale_kv,
                          const parallel::SequenceParallelAttention* seq = nullptr) const;
 
+  // A subset of a forward's samples (sorted indices into its batch): a step
+  // cache runs its span over the units that compute only. Empty: every one.
+  using Samples = std::vector<int64_t>;
+
   // What one forward does to each patch.
   struct Pass {
     // The first stage's (B, P, D) residual rows of this rank's tokens `rows`.
     std::function<Tensor(parallel::Range rows)> embed;
     // The stage's layers `layers` (a sub-range of layers()) over them, in
-    // place (`patch`: the tokens they are this rank's of).
-    std::function<void(Tensor& hidden, parallel::Range patch, parallel::Range layers)> layers;
+    // place (`patch`: the tokens they are this rank's of). `samples`: hidden
+    // holds those samples' rows only (their per-sample inputs are the
+    // family's to select: sample_rows), or every sample's when empty.
+    std::function<void(Tensor& hidden, parallel::Range patch, parallel::Range layers, const Samples& samples)> layers;
     // The last stage's (B, P, R) output rows of them.
     std::function<Tensor(const Tensor& hidden)> head;
     // Frames sharded (dsp): each rank holds every token of its frames, the

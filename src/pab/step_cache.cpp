@@ -1,5 +1,6 @@
 #include "pab/step_cache.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,7 @@ void StepCache::begin_batch(int64_t outputs, const std::vector<bool>& halves, bo
   steps_ = steps;
   signal_ = Tensor();
   residual_ = Tensor();
+  whole_span_bytes_ = -1;
   accumulated_.assign(static_cast<size_t>(units()), 0.0);
 }
 
@@ -105,7 +107,10 @@ std::vector<bool> StepCache::decide(const std::vector<float>& sums, const Tensor
 
 void StepCache::span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes) {
   ++stats_.steps_computed;
-  last_span_bytes_ = bytes;
+  bool every = true;
+  for (bool c : compute) every = every && c;
+  if (every || pab_) whole_span_bytes_ = bytes;  // with PAB a mixed step runs every sample too
+  else if (whole_span_bytes_ >= 0) stats_.comm_bytes_skipped += std::max<int64_t>(whole_span_bytes_ - bytes, 0);
   if (!residual_.defined()) residual_ = Tensor::empty(out.shape());  // the first step: every unit computes
   const int64_t per_sample = out.numel() / samples_;
   float* o = out.data();
@@ -123,7 +128,7 @@ void StepCache::span_computed(Tensor& out, const Tensor& in, const std::vector<b
 const Tensor& StepCache::span_skipped(int first, int last) {
   ++stats_.steps_skipped;
   if (pab_) pab_->skipped_layers(first, last);
-  stats_.comm_bytes_skipped += last_span_bytes_;
+  stats_.comm_bytes_skipped += std::max<int64_t>(whole_span_bytes_, 0);
   return residual_;
 }
 

@@ -104,14 +104,17 @@ class StepCache {
   // the computing units' rows; teacache: every row).
   std::vector<bool> decide(const std::vector<float>& sums, const Tensor& signal);
 
-  // After the span ran (`bytes`: what it sent): keeps out - in as the
-  // computing units' residual and writes the skipping units' rows of `out`
-  // as in + their kept residual (host float32, the span's (rows...) layout).
+  // After the span ran (`bytes`: what it sent; over a subset of the samples
+  // it sent less than a whole batch's span, the first step's, and the
+  // difference counts as skipped): keeps out - in as the computing units'
+  // residual and writes the skipping units' rows of `out` as in + their
+  // kept residual (host float32, the span's (rows...) layout).
   void span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes);
   // Every unit skipped layers [first, last): the residual to add to the
   // span's input. PAB (set_pab) does not count the step for those layers.
   const Tensor& span_skipped(int first, int last);
   void set_pab(BroadcastCache* pab) { pab_ = pab; }
+  bool pab_active() const { return pab_ != nullptr; }
 
   const StepCacheSettings& settings() const { return settings_; }
   const StepCacheStats& stats() const { return stats_; }
@@ -128,7 +131,7 @@ class StepCache {
   Tensor signal_;                    // the kept signal (first residual / modulated input), host float32
   Tensor residual_;                  // the span's kept residual, host float32
   std::vector<double> accumulated_;  // teacache: per unit
-  int64_t last_span_bytes_ = 0;
+  int64_t whole_span_bytes_ = -1;  // what the span sent over every sample, at the last such step
   std::function<void(float*, int64_t)> combine_halves_;
   BroadcastCache* pab_ = nullptr;
   StepCacheStats stats_;

@@ -3,13 +3,17 @@
 // every layout makes the single process's decisions (per step, output and,
 // for Wan, CFG half) and gives its latents (bit for bit where
 // docs/parallel.md promises it, within float rounding for ring and tp).
-// On Wan rank 0 sends exactly `plan`'s bytes per step for each forward,
-// less what the cache says it skipped, plus the cache's own few bytes. Thresholds are picked from a probe
+// Rank 0 sends what the same layout sends never skipping, less the bytes
+// the cache says it skipped; on Wan that is `plan`'s bytes per step for each
+// forward, less those, plus the cache's own few bytes. Bad input: teacache
+// without coefficients on a model that has no published ones is exit 2
+// naming cache.coefficients, before any work. Thresholds are picked from a probe
 // run (nothing skipped) halfway between two metrics, so the runs skip some
 // steps and compute others and no layout's rounding sits on the threshold.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -140,6 +144,8 @@ void check_family(const Family& f, const std::vector<LayoutCase>& layouts) {
     CHECK(testing::differing(single.latents, probe.latents) > 0);
     for (const LayoutCase& l : layouts) {
       CAPTURE(std::string(l.sets));
+      // The same layout never skipping: what a skip-free run sends.
+      const Run never = run(dir, f, "layout_never", cache_of(kind, 1e-12), l.ranks, l.sets);
       const Run got = run(dir, f, "layout", cache_of(kind, threshold), l.ranks, l.sets);
       const bool wan = std::string(f.fixture) == "wan_tiny";
       check_same_decisions(got.stats, single.stats, !(wan && l.layout.cp == 2));
@@ -148,6 +154,10 @@ void check_family(const Family& f, const std::vector<LayoutCase>& layouts) {
       CHECK(err < 1e-5);
       if (testing::promises_identical(l.layout))
         CHECK_MESSAGE(testing::differing(got.latents, single.latents) == 0, l.sets << ": not bit-identical");
+      // Rank 0 sends what the skip-free run sends, less what the cache says it skipped.
+      const auto total = [](const Run& r) { return testing::sent_per_step(r.comm) * r.comm["forwards"].get<double>(); };
+      CHECK(total(got) == total(never) - got.stats["comm_bytes_skipped"].get<double>());
+      CHECK(never.stats["comm_bytes_skipped"].get<double>() == 0);
       if (wan) {
         // Every forward sends plan's bytes per step, less what the skipped
         // spans would have sent, plus the cache's own: first_block's sums
@@ -234,5 +244,21 @@ TEST_CASE("step caches with PAB on wan: ulysses sp2 and cp2 make one process's d
     check_same_decisions(got.stats, single.stats, false);
     CHECK(testing::differing(got.latents, single.latents) == 0);
     CHECK(reused("layout_pab.json") == reused("single_pab.json"));
+  }
+}
+
+TEST_CASE("step caches: teacache without coefficients on a model with no published ones is exit 2 naming the field") {
+  testing::TempDir dir("cache_bad");
+  for (const char* fixture : {"dit_odd", "pixart_tiny", "latte_tiny", "wan_tiny"}) {
+    CAPTURE(std::string(fixture));
+    const std::string fdir = testing::fixture_dir(fixture);
+    const char* config = std::string(fixture) == "wan_tiny" ? "run_unipc.json" : "run_ddim.json";
+    const testing::Run r = testing::run_command(
+        std::string(DITGEN_EXE) + " --device cpu --config " + fdir + "/reference/" + config + " --set model.path=" +
+        fdir + " --output " + dir.file(std::string(fixture) + ".png") +
+        " --set 'cache={\"kind\":\"teacache\",\"threshold\":0.1}'");
+    CHECK(r.code == 2);
+    CHECK(r.output.find(std::string(config) + ": cache.coefficients: required for teacache") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file(std::string(fixture) + ".png")));
   }
 }
