@@ -180,6 +180,13 @@ void run_generate(const CliOptions& opts) {
       write_file_atomic(opts.pab_stats, json.data(), json.size());
     }
   }
+  if (req.step_cache) {
+    if (!quiet) std::fprintf(stderr, "ditgen: %s\n", cache_summary_line(result.pab.step_cache, *req.step_cache).c_str());
+    if (!opts.cache_stats.empty()) {
+      const std::string json = cache_summary_json(result.pab.step_cache, *req.step_cache).dump(2) + "\n";
+      write_file_atomic(opts.cache_stats, json.data(), json.size());
+    }
+  }
   if (!opts.save_latents.empty()) io::write_safetensors(opts.save_latents, {{"latents", result.latents}});
 
   if (!quiet) {

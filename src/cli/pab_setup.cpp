@@ -40,6 +40,21 @@ pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path,
   return s;
 }
 
+std::optional<pab::StepCacheSettings> step_cache_settings(const RunConfig& cfg, const std::string& config_path,
+                                                          const models::TransformerSpec& model) {
+  if (!cfg.cache.enabled()) return std::nullopt;
+  pab::StepCacheSettings s;
+  s.threshold = cfg.cache.threshold;
+  if (*cfg.cache.kind == CacheKind::kFirstBlock) return s;
+  s.rule = pab::StepCacheRule::kTeaCache;
+  s.coefficients = cfg.cache.coefficients.empty() ? model.teacache_coefficients() : cfg.cache.coefficients;
+  if (s.coefficients.empty())
+    throw ConfigError(config_path + ": cache.coefficients: required for teacache on this " + model.family() +
+                      " model: TeaCache's authors published coefficients for Wan2.1-T2V-1.3B, Wan2.1-T2V-14B and "
+                      "Latte-1 only (docs/step-caches.md says how to fit them)");
+  return s;
+}
+
 std::string pab_summary_line(const pipeline::PabSummary& s) {
   std::string line = "pab:";
   int64_t skipped = 0;
@@ -68,6 +83,39 @@ nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedu
                                         {"threshold", {schedule[kind].lo, schedule[kind].hi}}};
   }
   j["cache_peak_bytes"] = s.cache_peak_bytes;
+  return j;
+}
+
+namespace {
+const char* rule_name(const pab::StepCacheSettings& settings) {
+  return settings.rule == pab::StepCacheRule::kTeaCache ? "teacache" : "first_block";
+}
+}  // namespace
+
+std::string cache_summary_line(const pab::StepCacheStats& s, const pab::StepCacheSettings& settings) {
+  return std::string("cache: ") + rule_name(settings) + " " + std::to_string(s.steps_computed) + " steps computed / " +
+         std::to_string(s.steps_skipped) + " skipped, communication skipped " +
+         format_bytes(static_cast<double>(s.comm_bytes_skipped));
+}
+
+nlohmann::json cache_summary_json(const pab::StepCacheStats& s, const pab::StepCacheSettings& settings) {
+  nlohmann::json j;
+  j["per"] = "rank 0; forwards (steps of a batch) over every generation of the run; decisions per output (and CFG half where they decide apart)";
+  j["kind"] = rule_name(settings);
+  j["threshold"] = settings.threshold;
+  if (settings.rule == pab::StepCacheRule::kTeaCache) j["coefficients"] = settings.coefficients;
+  j["steps_computed"] = s.steps_computed;
+  j["steps_skipped"] = s.steps_skipped;
+  j["comm_bytes_skipped"] = s.comm_bytes_skipped;
+  nlohmann::json decisions = nlohmann::json::array();
+  for (const pab::StepDecision& d : s.decisions) {
+    nlohmann::json e = {{"step", d.step}, {"timestep", d.timestep}, {"output", d.output}, {"computed", d.computed}};
+    if (d.half >= 0) e["half"] = d.half == 0 ? "cond" : "uncond";  // the family's halves decide apart
+    if (settings.rule == pab::StepCacheRule::kTeaCache) e["accumulated"] = d.accumulated;
+    e["metric"] = d.metric < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.metric);
+    decisions.push_back(e);
+  }
+  j["decisions"] = decisions;
   return j;
 }
 

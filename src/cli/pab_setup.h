@@ -1,7 +1,8 @@
-// The config's `pab` section as a pab::Schedule (block indices checked
+// The config's `pab` and `cache` sections as a pab::Schedule and step cache settings (block indices checked
 // against the model), and the run's PAB summary as a stderr line and as the
 // --pab-stats JSON of DESIGN.md §5.
 #pragma once
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,15 @@ pab::Schedule pab_schedule(const RunConfig& cfg, const std::string& config_path,
 
 std::string pab_summary_line(const pipeline::PabSummary& s);
 nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedule& schedule);
+// The config's `cache` section as the step cache's settings (empty: off);
+// a teacache section without coefficients takes the model's published
+// ones, and a ConfigError naming `config_path` and cache.coefficients when
+// it has none.
+std::optional<pab::StepCacheSettings> step_cache_settings(const RunConfig& cfg, const std::string& config_path,
+                                                          const models::TransformerSpec& model);
+// The step cache (pab/step_cache.h): the stderr line and --cache-stats' JSON.
+std::string cache_summary_line(const pab::StepCacheStats& s, const pab::StepCacheSettings& settings);
+nlohmann::json cache_summary_json(const pab::StepCacheStats& s, const pab::StepCacheSettings& settings);
 
 // --pab-analyze DIR: DIR/pab.csv (every row) and DIR/pab.png (mean relative
 // change over blocks per step, one line per kind: spatial blue, temporal

@@ -106,6 +106,7 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
     }
   }
   req.pab = pab_schedule(cfg, where, pipe.transformer());
+  req.step_cache = step_cache_settings(cfg, where, pipe.transformer());
   return req;
 }
 
@@ -137,6 +138,7 @@ void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers
     for (const std::string& path : w->planned_paths()) probe_writable_file(path, "output.path");
   if (!opts.save_latents.empty()) probe_writable_file(opts.save_latents, "--save-latents");
   if (!opts.pab_stats.empty()) probe_writable_file(opts.pab_stats, "--pab-stats");
+  if (!opts.cache_stats.empty()) probe_writable_file(opts.cache_stats, "--cache-stats");
   if (!opts.pab_analyze.empty()) {
     refuse_unusable_target(opts.pab_analyze + "/pab.csv", "--pab-analyze");
     probe_writable_dir(opts.pab_analyze, "--pab-analyze");

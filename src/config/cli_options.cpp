@@ -85,6 +85,7 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
       ->check(CLI::ExistingFile);
   app.add_option("--save-latents", options.save_latents, "write the final latents (float32 `latents`)");
   app.add_option("--pab-stats", options.pab_stats, "write the PAB summary as JSON");
+  app.add_option("--cache-stats", options.cache_stats, "write the step cache's summary as JSON");
   app.add_option("--pab-analyze", options.pab_analyze, "write per-step attention change to DIR/pab.csv, DIR/pab.png");
   app.add_flag("--quiet", options.quiet, "no progress output");
   // --prompt / --negative-prompt become --set generate.prompts /

@@ -46,6 +46,7 @@ struct CliOptions {
   std::string save_latents;                // "" = do not save
   std::string pab_stats;                   // "" = no JSON summary
   std::string pab_analyze;                 // "" = no analysis directory
+  std::string cache_stats;                 // "" = no step cache JSON summary
   bool quiet = false;
   std::string text_cache;                  // --text-cache DIR: prompt embedding cache; "" = off
   int world_size = 0;                      // plan: 0 = only the config's own layout

@@ -104,6 +104,27 @@ struct PabConfig {
   bool operator==(const PabConfig&) const = default;
 };
 
+// A step cache (DESIGN.md §8, docs/step-caches.md): skips the rest of a
+// forward when the first block says the step changed little.
+enum class CacheKind { kFirstBlock, kTeaCache };
+inline constexpr EnumName<CacheKind> kCacheKindNames[] = {{CacheKind::kFirstBlock, "first_block"},
+                                                          {CacheKind::kTeaCache, "teacache"}};
+inline const char* name_of(CacheKind k) { return name_in(kCacheKindNames, k); }
+
+// TeaCache's rescaling polynomial: numpy.poly1d's coefficients, highest
+// power first (its reference code's degree 4).
+inline constexpr std::size_t kTeaCacheCoefficients = 5;
+
+// Absent section = no cache.
+struct CacheConfig {
+  std::optional<CacheKind> kind;  // empty: off
+  double threshold = 0;           // > 0
+  std::vector<double> coefficients;  // teacache: kTeaCacheCoefficients, or empty = the family's published ones
+
+  bool enabled() const { return kind.has_value(); }
+  bool operator==(const CacheConfig&) const = default;
+};
+
 struct OutputConfig {
   std::string path;             // pattern: see io/output_paths.h
   OutputFormat format = OutputFormat::kPng;
@@ -119,6 +140,7 @@ struct RunConfig {
   GenerateConfig generate;
   ParallelConfig parallel;
   PabConfig pab;
+  CacheConfig cache;
   OutputConfig output;
 
   // Where the settings came from, for messages and PNG metadata.

@@ -162,6 +162,34 @@ PabConfig parse_pab(const ObjectReader& pab) {
   return c;
 }
 
+// DESIGN.md §8: kind and threshold required (no hidden defaults, as PAB's
+// kinds); coefficients for teacache only, exactly kTeaCacheCoefficients.
+CacheConfig parse_cache(const ObjectReader& cache) {
+  CacheConfig c;
+  // {} (or absent) = off, as pab; unknown keys were rejected already.
+  if (!cache.find("kind") && !cache.find("threshold") && !cache.find("coefficients")) return c;
+  const ConfigContext& context = cache.context();
+  if (!cache.find("kind"))
+    context.fail(cache.path_of("kind"), "required (\"first_block\" or \"teacache\")");
+  c.kind = cache.enum_choice("kind", CacheKind::kFirstBlock, kCacheKindNames);
+  if (!cache.find("threshold"))
+    context.fail(cache.path_of("threshold"), "required (skip while the change is below it, e.g. 0.05)");
+  c.threshold = cache.number("threshold", 0, 0, /*min_exclusive=*/true);
+  if (const json* coefficients = cache.find("coefficients")) {
+    const std::string path = cache.path_of("coefficients");
+    if (*c.kind != CacheKind::kTeaCache)
+      context.fail(path, std::string("applies to kind \"teacache\" only, and cache.kind is \"") + name_of(*c.kind) +
+                             "\"");
+    const json& list = read_array(*coefficients, path, context);
+    if (list.size() != kTeaCacheCoefficients)
+      context.fail(path, "expected " + std::to_string(kTeaCacheCoefficients) +
+                             " numbers (a degree-4 polynomial, highest power first), got " + describe_value(list));
+    for (std::size_t i = 0; i < list.size(); ++i)
+      c.coefficients.push_back(read_number(list[i], path + "[" + std::to_string(i) + "]", context));
+  }
+  return c;
+}
+
 OutputConfig parse_output(const ObjectReader& output) {
   OutputConfig c;
   c.path = output.required_string("path", "the output file, e.g. out/dit.png");
@@ -201,6 +229,7 @@ RunConfig parse_run_config(const json& document, const ConfigContext& context) {
   c.generate = parse_generate(root.section("generate"));
   c.parallel = parse_parallel(root.section("parallel"));
   c.pab = parse_pab(root.section("pab"));
+  c.cache = parse_cache(root.section("cache"));
   c.output = parse_output(root.section("output"));
 
   // diffusers runs CFG only when guidance_scale > 1; without it there is no

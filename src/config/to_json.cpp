@@ -41,6 +41,13 @@ json generate_json(const GenerateConfig& g) {
   return j;
 }
 
+json cache_json(const CacheConfig& c) {
+  if (!c.enabled()) return json::object();
+  json j = {{"kind", name_of(*c.kind)}, {"threshold", c.threshold}};
+  if (!c.coefficients.empty()) j["coefficients"] = c.coefficients;
+  return j;
+}
+
 }  // namespace
 
 json to_json(const RunConfig& c) {
@@ -65,6 +72,9 @@ json to_json(const RunConfig& c) {
   // A run control, not a setting of the outputs: written only when on, so
   // a resumed run's files carry the same config as an uninterrupted run's.
   if (c.output.skip_existing) j["output"]["skip_existing"] = true;
+  // Written only when on, so configs without a cache round-trip (and PNG
+  // metadata) as before.
+  if (c.cache.enabled()) j["cache"] = cache_json(c.cache);
   // PipeFusion's settings only when asked for, so configs without them
   // round-trip (and PNG metadata) as before.
   if (c.parallel.pp != 1 || c.parallel.patches != 0 || c.parallel.warmup_steps != 1) {

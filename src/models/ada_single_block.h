@@ -56,6 +56,10 @@ class AdaSingleBlock {
   // hidden (B, P, D) += the block's branches, in place; shared_mod (B, 6D)
   // the model's adaLN-single modulation, before this block's table.
   void forward(Tensor& hidden, const Tensor& shared_mod, const nn::BlockInputs& in) const;
+  // Its self-attention's modulated input (TeaCache's signal), (B, P, D).
+  Tensor attention_input(const Tensor& hidden, const Tensor& shared_mod) const {
+    return body_.attention_input(hidden, nn::Modulation(table_.add_to(shared_mod), dim_));
+  }
 
   const nn::TransformerBlock& body() const { return body_; }
 

@@ -128,7 +128,7 @@ Tensor DitTransformer::conditioning(size_t i, const Tensor& t_emb, const std::ve
 
 Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timesteps,
                                const std::vector<int64_t>& labels, pab::BroadcastCache* pab,
-                               parallel::StaleKeyValues* stale_kv) const {
+                               parallel::StaleKeyValues* stale_kv, pab::StepCache* step_cache) const {
   const DitConfig& c = cfg_;
   const int64_t bsz = x.dim(0), n = c.grid() * c.grid(), d = c.inner_dim();
   if (x.ndim() != 4 || x.dim(1) != c.in_channels || x.dim(2) != c.sample_size || x.dim(3) != c.sample_size)
@@ -149,10 +149,10 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   Tensor patched;  // (B, N, C*p*p) the first stage's patchified latents
   if (stage_.pipeline().first_stage()) patched = patch_embed_.patches(x);
   // (B, 6D) per block of this stage, once per forward (not per patch).
-  std::vector<nn::Modulation> mods;
+  std::vector<Tensor> mods;
   for (int64_t bi = layers.begin; bi < layers.end; ++bi) {
     const size_t i = static_cast<size_t>(bi);
-    mods.emplace_back(blocks_[i].modulation(conditioning(i, t_emb, labels)), d);
+    mods.push_back(blocks_[i].modulation(conditioning(i, t_emb, labels)));
   }
   Tensor final_shift;  // (B, 2D) the final layer's modulation, once per forward from block 0's conditioning
 
@@ -160,18 +160,22 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   pass.embed = [&](parallel::Range rows) {
     return patch_embed_(parallel::token_rows(patched, rows), pos_embed_.slice0(rows.begin, rows.end));
   };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
-    for (int64_t bi = layers.begin; bi < layers.end; ++bi) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
+    for (int64_t bi = span.begin; bi < span.end; ++bi) {
       const nn::AttentionCore core = stage_.core(bi, patch, n, c.head_dim, stale_kv);
-      blocks_[static_cast<size_t>(bi)].body.forward(hidden, mods[static_cast<size_t>(bi - layers.begin)],
+      const nn::Modulation mod(sample_rows(mods[static_cast<size_t>(bi - layers.begin)], samples), d);
+      blocks_[static_cast<size_t>(bi)].body.forward(hidden, mod,
                                                     {&core, nullptr, nullptr, nullptr, {pab, static_cast<int>(bi)}});
     }
+  };
+  pass.teacache_signal = [&](const Tensor& hidden) {  // block 0's AdaLayerNormZero output
+    return Stage::Pass::Signal{blocks_[0].body.attention_input(hidden, nn::Modulation(mods[0], d)), true};
   };
   pass.head = [&](const Tensor& hidden) {
     if (!final_shift.defined()) final_shift = final_layer_.shift_scale(conditioning(0, t_emb, labels));
     return final_layer_(hidden, final_shift);
   };
-  const Tensor out = stage_.run(n, bsz, d, c.patch_size * c.patch_size * c.out_channels, stale_kv, pass);
+  const Tensor out = stage_.run(n, bsz, d, c.patch_size * c.patch_size * c.out_channels, stale_kv, pass, step_cache);
   return ops::unpatchify(out, c.grid(), c.grid(), c.patch_size, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

@@ -84,9 +84,10 @@ class DitTransformer {
   // Under PipeFusion (shard.pp), this stage runs its layers over each patch;
   // stale_kv holds the keys and values of earlier steps (null: synchronous).
   Tensor forward(const Tensor& x, const std::vector<float>& timesteps, const std::vector<int64_t>& labels,
-                 pab::BroadcastCache* pab = nullptr, parallel::StaleKeyValues* stale_kv = nullptr) const;
+                 pab::BroadcastCache* pab = nullptr, parallel::StaleKeyValues* stale_kv = nullptr,
+                 pab::StepCache* step_cache = nullptr) const;
   Tensor forward(const ForwardArgs& a) const {
-    return forward(*a.latents, a.timesteps, a.class_labels, a.pab, a.stale_kv);
+    return forward(*a.latents, a.timesteps, a.class_labels, a.pab, a.stale_kv, a.step_cache);
   }
 
   const DitConfig& config() const { return cfg_; }

@@ -194,42 +194,50 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     temporal_attention(q, k, v, out, frames, c.head_dim, place.dtype);
   };
   const nn::LayoutSwitch dsp_switch{
-      [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D)
-        const int64_t width = normed.dim(2);
-        const Tensor by_tokens =
-            parallel::frames_to_tokens(shard.sp, normed.reshape({bsz, local_frames, n, width}), frames, shard.sp_split);
-        return by_tokens.reshape({bsz * frames, by_tokens.dim(2), width});
+      [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D); B: this call's videos (a step cache's subset)
+        const int64_t width = normed.dim(2), videos = normed.dim(0) / local_frames;
+        const Tensor by_tokens = parallel::frames_to_tokens(
+            shard.sp, normed.reshape({videos, local_frames, n, width}), frames, shard.sp_split);
+        return by_tokens.reshape({videos * frames, by_tokens.dim(2), width});
       },
       [&](const Tensor& attn) {  // (B*F, N_me, Dl) -> (B*F_me, N, Dl)
-        const int64_t width = attn.dim(2);
-        const Tensor by_frames =
-            parallel::tokens_to_frames(shard.sp, attn.reshape({bsz, frames, attn.dim(1), width}), n, shard.sp_split);
-        return by_frames.reshape({clips, n, width});
+        const int64_t width = attn.dim(2), videos = attn.dim(0) / frames;
+        const Tensor by_frames = parallel::tokens_to_frames(
+            shard.sp, attn.reshape({videos, frames, attn.dim(1), width}), n, shard.sp_split);
+        return by_frames.reshape({videos * local_frames, n, width});
       }};
 
   Stage::Pass pass;
   pass.embed = [&](parallel::Range rows) {  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
     return stem_.patch(parallel::token_rows(patched, rows), pos.slice0(rows.begin, rows.end));
   };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
-    const parallel::Range layers = stage_.layers();
-    for (int64_t i = layers.begin; i < layers.end; ++i) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
+    // A step cache's subset of the videos: their frames' modulation and their captions.
+    const Tensor mod = sample_rows(modulation, samples, local_frames);
+    const Tensor some_caption = sample_rows(caption, samples);
+    const std::vector<int32_t> lengths = sample_values(a.text_lengths, samples);
+    const nn::CrossContext some_text{&some_caption, lengths.empty() ? nullptr : lengths.data(), local_frames};
+    const nn::CrossContext& texts = samples.empty() ? text : some_text;
+    for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore spatial = stage_.core(i, patch, n, c.head_dim, a.stale_kv, dsp ? &whole_frames : nullptr);
-      const size_t local = static_cast<size_t>(i - layers.begin);
+      const size_t local = static_cast<size_t>(i - stage_.layers().begin);
       const int layer = static_cast<int>(i);
-      spatial_[local].forward(hidden, modulation, {&spatial, nullptr, nullptr, &text, {a.pab, layer, kSpatialPart}});
+      spatial_[local].forward(hidden, mod, {&spatial, nullptr, nullptr, &texts, {a.pab, layer, kSpatialPart}});
       if (i == 0 && frames > 1) {  // the temporal positions, before the first temporal block
         const Tensor table = frames <= c.video_length ? native_temporal : place.put(temporal_table(frames));
-        for (int64_t clip = 0; clip < clips; ++clip) {
+        for (int64_t clip = 0; clip < hidden.dim(0); ++clip) {
           Tensor tokens = hidden.slice0(clip, clip + 1);  // a view: one frame of one video
           const int64_t f = my_frames.begin + clip % local_frames;
           ops::add_broadcast_(tokens, table.slice0(f, f + 1));
         }
       }
-      temporal_[local].forward(hidden, modulation,
+      temporal_[local].forward(hidden, mod,
                                {&across_frames, dsp ? &dsp_switch : nullptr, nullptr, nullptr,
                                 {a.pab, layer, kTemporalPart}, pab::Kind::kTemporal});
     }
+  };
+  pass.teacache_signal = [&](const Tensor& hidden) {  // spatial block 0's modulated attention input
+    return Stage::Pass::Signal{spatial_[0].attention_input(hidden, modulation), true};
   };
   // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
   pass.head = [&](const Tensor& hidden) {
@@ -241,7 +249,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
       return parallel::gather_tokens(shard.sp, rows.reshape({bsz, local_frames, width}), frames, shard.sp_split)
           .reshape({bsz * frames, n, rows.dim(2)});
     };
-  const Tensor out = stage_.run(n, clips, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass);
+  const Tensor out = stage_.run(n, clips, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass, a.step_cache);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   return images_as_video(ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32),
                          frames);

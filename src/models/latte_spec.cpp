@@ -61,4 +61,12 @@ parallel::Workload LatteSpec::workload(const Shape& latent) const {
   return w;
 }
 
+std::vector<double> LatteSpec::teacache_coefficients() const {
+  // ali-vilab/TeaCache 7c10efc, eval/teacache/experiments/latte.py:180, calibrated on Latte-1
+  // (maxin-cn/Latte-1: 28 layers of 16 heads x 72).
+  if (cfg_.num_layers == 28 && cfg_.inner_dim() == 1152)
+    return {-2.46434137e+03, 3.08044764e+02, 8.07447667e+01, -4.11385132e+00, 1.11001402e-01};
+  return {};
+}
+
 }  // namespace ditgen::models

@@ -28,6 +28,8 @@ class LatteSpec final : public FamilySpec<LatteConfig, LatteTransformer> {
   // LattePipeline: tokenized to 120, cut to the prompt's k tokens, the
   // negative to the same k rows; decoded from 1 / scaling_factor * latents.
   TextPipelineRules text_pipeline_rules() const override { return {true, kMaxSequenceLength, false}; }
+  // TeaCache's for Latte-1 (eval/teacache/experiments/latte.py).
+  std::vector<double> teacache_coefficients() const override;
   // (C, F, h, w): height and width as PixArt (multiples of vae_factor *
   // patch_size, default sample_size * vae_factor), frames >= 1, default
   // video_length. Frame counts other than 1 and video_length, which

@@ -116,16 +116,23 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   pass.embed = [&](parallel::Range rows) {
     return stem_.patch(parallel::token_rows(patched, rows), pos.slice0(rows.begin, rows.end));
   };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
-    const parallel::Range layers = stage_.layers();
-    for (int64_t i = layers.begin; i < layers.end; ++i) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
+    // A step cache's subset of the samples: their modulation and captions.
+    const Tensor mod = sample_rows(shared_mod, samples);
+    const Tensor some_caption = sample_rows(caption, samples);
+    const std::vector<int32_t> lengths = sample_values(a.text_lengths, samples);
+    const nn::CrossContext some_text{&some_caption, lengths.empty() ? nullptr : lengths.data()};
+    for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
-      blocks_[static_cast<size_t>(i - layers.begin)].forward(
-          hidden, shared_mod, {&core, nullptr, nullptr, &text, {a.pab, static_cast<int>(i)}});
+      blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(
+          hidden, mod, {&core, nullptr, nullptr, samples.empty() ? &text : &some_text, {a.pab, static_cast<int>(i)}});
     }
   };
+  pass.teacache_signal = [&](const Tensor& hidden) {  // block 0's modulated attention input
+    return Stage::Pass::Signal{blocks_[0].attention_input(hidden, shared_mod), true};
+  };
   pass.head = [&](const Tensor& hidden) { return stem_.final_layer(hidden, stem_.final_layer.shift_scale(embedded)); };
-  const Tensor out = stage_.run(n, bsz, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass);
+  const Tensor out = stage_.run(n, bsz, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass, a.step_cache);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

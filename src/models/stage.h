@@ -7,7 +7,10 @@
 // residual rows arrive (the first stage embeds them, later ones receive
 // them), go through the stage's layers, and leave (to the next stage, or on
 // the last stage as output rows gathered over sp); at the end every rank
-// gets the whole output.
+// gets the whole output. With a step cache (pab/step_cache.h) the loop
+// decides (after the first layer, or from the family's TeaCache signal) and
+// runs the rest or adds the residual it added at the last computed step:
+// one mechanism for every family.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,11 +18,19 @@
 #include "models/nn/attention.h"
 #include "models/placement.h"
 #include "models/shard_groups.h"
+#include "pab/step_cache.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/sequence_attention.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
+
+// The rows of `t` (dim 0: samples x rows_per_sample, each sample's rows
+// together) that belong to `samples`, in their order, on t's device; t
+// itself (shared) when samples is empty.
+Tensor sample_rows(const Tensor& t, const std::vector<int64_t>& samples, int64_t rows_per_sample = 1);
+// The values of `v` (one per sample) that belong to `samples`; v when empty.
+std::vector<int32_t> sample_values(const std::vector<int32_t>& v, const std::vector<int64_t>& samples);
 
 class Stage {
  public:
@@ -41,12 +52,19 @@ class Stage {
                          parallel::StaleKeyValues* stale_kv,
                          const parallel::SequenceParallelAttention* seq = nullptr) const;
 
+  // A subset of a forward's samples (sorted indices into its batch): a step
+  // cache runs its span over the units that compute only. Empty: every one.
+  using Samples = std::vector<int64_t>;
+
   // What one forward does to each patch.
   struct Pass {
     // The first stage's (B, P, D) residual rows of this rank's tokens `rows`.
     std::function<Tensor(parallel::Range rows)> embed;
-    // The stage's layers over them, in place (`patch`: the tokens they are this rank's of).
-    std::function<void(Tensor& hidden, parallel::Range patch)> layers;
+    // The stage's layers `layers` (a sub-range of layers()) over them, in
+    // place (`patch`: the tokens they are this rank's of). `samples`: hidden
+    // holds those samples' rows only (their per-sample inputs are the
+    // family's to select: sample_rows), or every sample's when empty.
+    std::function<void(Tensor& hidden, parallel::Range patch, parallel::Range layers, const Samples& samples)> layers;
     // The last stage's (B, P, R) output rows of them.
     std::function<Tensor(const Tensor& hidden)> head;
     // Frames sharded (dsp): each rank holds every token of its frames, the
@@ -54,13 +72,27 @@ class Stage {
     // from each rank's rows. Empty: tokens sharded over sp, output rows
     // gathered by token.
     std::function<Tensor(const Tensor& rows)> gather_frames;
+    // TeaCache's signal (pab/step_cache.h) from the first stage's input
+    // rows: the family's modulated input. per_token: the values are this
+    // rank's tokens' (summed over sp), else the same whole values on every
+    // rank (Wan's time embedding). Unset: the family has none.
+    struct Signal {
+      Tensor values;  // each sample's values contiguous
+      bool per_token = true;
+    };
+    std::function<Signal(const Tensor& hidden)> teacache_signal;
   };
   // Runs `pass` over n tokens of `batch` sequences, D = width; returns the
-  // (batch, n, out_width) output on every rank.
+  // (batch, n, out_width) output on every rank. `cache`: a step cache, or
+  // null (one stage only: PipeFusion takes no cache).
   Tensor run(int64_t n, int64_t batch, int64_t width, int64_t out_width, parallel::StaleKeyValues* stale_kv,
-             const Pass& pass) const;
+             const Pass& pass, pab::StepCache* cache = nullptr) const;
 
  private:
+  // The layers with the step cache's decision: after the first layer
+  // (first_block) or before any (teacache, from pass.teacache_signal).
+  void run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::StepCache& cache) const;
+
   ShardGroups shard_;
   Placement place_;
   parallel::SequenceParallelAttention seq_attn_;  // self-attention over the sp group

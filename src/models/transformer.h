@@ -20,6 +20,7 @@
 #include "models/shard_groups.h"
 #include "models/vae_spec.h"
 #include "pab/broadcast.h"
+#include "pab/step_cache.h"
 #include "parallel/communicator.h"
 #include "parallel/layout.h"
 #include "parallel/patch_pipeline.h"
@@ -52,6 +53,9 @@ struct ForwardArgs {
   std::vector<std::array<float, 2>> resolution;  // B
   std::vector<float> aspect_ratio;               // B
   pab::BroadcastCache* pab = nullptr;   // Pyramid Attention Broadcast, or null
+  // The step cache (DESIGN.md §8), or null; the pipeline began its batch
+  // and step. Stage::run applies it whatever the family.
+  pab::StepCache* step_cache = nullptr;
   // PipeFusion (pp > 1): this generation's step and the keys and values
   // kept from earlier steps; null = every step synchronous.
   parallel::StaleKeyValues* stale_kv = nullptr;
@@ -151,6 +155,17 @@ class TransformerSpec {
   virtual bool micro_conditions() const { return false; }
   // Text-conditional families: their pipeline's rules (PixArt's by default).
   virtual TextPipelineRules text_pipeline_rules() const { return {}; }
+  // A step cache under CFG (pab/step_cache.h): false when the family's
+  // diffusers pipeline runs both halves in one forward under one cache
+  // context (the halves decide together); true when it calls the
+  // transformer once per half in separate contexts (WanPipeline's "cond"
+  // and "uncond": each half keeps its own state and decides alone).
+  virtual bool cfg_halves_cached_apart() const { return false; }
+  // TeaCache's published rescaling coefficients (highest power first) where
+  // its authors calibrated them on this model, matched by its sizes
+  // (docs/step-caches.md cites each); empty: a teacache config must give
+  // cache.coefficients.
+  virtual std::vector<double> teacache_coefficients() const { return {}; }
   // The sampling and output settings a run leaves unset take these.
   virtual RunDefaults run_defaults() const { return {}; }
 

@@ -182,7 +182,12 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
 
   Stage::Pass pass;
   pass.embed = [&](parallel::Range rows) { return patch_(parallel::token_rows(patched, rows)); };
-  pass.layers = [&](Tensor& hidden, parallel::Range patch) {
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
+    // A step cache's subset of the samples: their modulation and texts.
+    const Tensor mod = sample_rows(shared_mod, samples);
+    const Tensor some_text = sample_rows(text, samples);
+    const std::vector<int32_t> lengths = sample_values(a.text_lengths, samples);
+    const nn::CrossContext some_context{&some_text, lengths.empty() ? nullptr : lengths.data()};
     // This rank's tokens of the patch: its q and k take their table rows.
     const int64_t first =
         parallel::patch_rows(patch, shard.sp_split, shard.sp_size(), shard.sp_rank()).begin;
@@ -190,15 +195,16 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
       ops::rotary_embed_(q, rope_cos, rope_sin, first);
       ops::rotary_embed_(k, rope_cos, rope_sin, first);
     };
-    const parallel::Range layers = stage_.layers();
-    for (int64_t i = layers.begin; i < layers.end; ++i) {
+    for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
-      blocks_[static_cast<size_t>(i - layers.begin)].forward(
-          hidden, shared_mod, {&core, nullptr, &rotary, &context, {a.pab, static_cast<int>(i)}});
+      blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(
+          hidden, mod, {&core, nullptr, &rotary, samples.empty() ? &context : &some_context, {a.pab, static_cast<int>(i)}});
     }
   };
+  // TeaCache4Wan2.1's signal (use_ret_steps off): the time embedding, whole on every rank.
+  pass.teacache_signal = [&](const Tensor&) { return Stage::Pass::Signal{temb, false}; };
   pass.head = [&](const Tensor& hidden) { return final_(hidden, final_.shift_scale(temb)); };
-  const Tensor out = stage_.run(n, bsz, c.inner_dim(), c.out_per_token(), a.stale_kv, pass);
+  const Tensor out = stage_.run(n, bsz, c.inner_dim(), c.out_per_token(), a.stale_kv, pass, a.step_cache);
   return ops::unpatchify3d(out, grid, c.patch, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 

@@ -43,4 +43,14 @@ parallel::Workload WanSpec::workload(const Shape& latent) const {
   return w;
 }
 
+std::vector<double> WanSpec::teacache_coefficients() const {
+  // ali-vilab/TeaCache 7c10efc, TeaCache4Wan2.1/teacache_generate.py:890 (T2V 1.3B) and :892 (T2V 14B),
+  // calibrated with use_ret_steps off: the signal is the time embedding.
+  if (cfg_.num_layers == 30 && cfg_.inner_dim() == 1536)
+    return {2.39676752e+03, -1.31110545e+03, 2.01331979e+02, -8.29855975e+00, 1.37887774e-01};
+  if (cfg_.num_layers == 40 && cfg_.inner_dim() == 5120)
+    return {-5784.54975374, 5449.50911966, -1811.16591783, 256.27178429, -13.02252404};
+  return {};
+}
+
 }  // namespace ditgen::models

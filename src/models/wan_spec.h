@@ -27,6 +27,11 @@ class WanSpec final : public FamilySpec<WanConfig, WanTransformer> {
   // tokens) to the cross-attention; latents are un-normalised per channel
   // by the VAE's mean and std (the scaling-factor rule does not apply).
   TextPipelineRules text_pipeline_rules() const override { return {}; }
+  // WanPipeline runs the transformer under cache_context("cond") and
+  // cache_context("uncond"), one call per half.
+  bool cfg_halves_cached_apart() const override { return true; }
+  // TeaCache4Wan2.1's (use_ret_steps off) for Wan2.1-T2V-1.3B and -14B.
+  std::vector<double> teacache_coefficients() const override;
   // WanPipeline's call: 50 steps, guidance 5.0; MP4s at 16 fps, as its
   // examples export them (export_to_video(..., fps=16)).
   RunDefaults run_defaults() const override { return {50, 5.0, 16.0}; }

@@ -22,7 +22,11 @@ bool Schedule::enabled() const {
 }
 
 BroadcastCache::BroadcastCache(Schedule schedule, int num_blocks)
-    : schedule_(std::move(schedule)), num_blocks_(num_blocks) {}
+    : schedule_(std::move(schedule)), num_blocks_(num_blocks), skipped_(static_cast<size_t>(std::max(num_blocks, 0)), 0) {}
+
+void BroadcastCache::skipped_layers(int first, int last) {
+  for (int b = std::max(first, 0); b < std::min(last, num_blocks_); ++b) ++skipped_[static_cast<size_t>(b)];
+}
 
 void BroadcastCache::begin_step(double t, std::optional<double> next_t) {
   ++count_;
@@ -44,7 +48,7 @@ bool BroadcastCache::in_window(Kind kind, double t) const {
 
 bool BroadcastCache::reuse(int block, Kind kind, int part) const {
   if (count_ < 0 || !applies(block, kind)) return false;
-  return in_window(kind, t_) && count_ % schedule_[kind].range != 0 &&
+  return in_window(kind, t_) && block_count(block) % schedule_[kind].range != 0 &&
          entries_.count({block, static_cast<int>(kind), part});
 }
 

@@ -2,8 +2,9 @@
 // reuse the output computed at an earlier step instead of recomputing it.
 //
 // Rule, once per denoising step for each configured (block, kind), with t
-// the scheduler timestep and `count` the step number since the generation
-// started:
+// the scheduler timestep and `count` the number of steps since the
+// generation started at which the block ran (a step cache's skipped span
+// does not count: DESIGN.md §8, "PAB counts only the steps that run"):
 //     reuse = lo < t < hi  and  count % range != 0
 //     a computed output is kept iff the next step's t lies inside (lo, hi)
 // so a kept output exists whenever reuse is true, and nothing is held outside
@@ -79,6 +80,10 @@ class BroadcastCache {
   // A reused output: counted, with the bytes its computation last sent.
   void reused(int block, Kind kind, int part = 0);
 
+  // A step cache skipped layers [first, last) at this step: their count
+  // does not advance (pab/step_cache.h).
+  void skipped_layers(int first, int last);
+
   // Drops every kept output (end of a generation).
   void release();
 
@@ -95,6 +100,8 @@ class BroadcastCache {
   int num_blocks_;
   ChangeRecorder* recorder_ = nullptr;
   int count_ = -1;  // step number of the current step
+  int block_count(int block) const { return count_ - skipped_[static_cast<size_t>(block)]; }
+  std::vector<int> skipped_;  // per block: the steps a step cache skipped it
   double t_ = 0;
   std::optional<double> next_t_;
   struct Entry {

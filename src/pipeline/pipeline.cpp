@@ -23,6 +23,30 @@ namespace ditgen::pipeline {
 
 namespace {
 
+// Every cp rank's step cache decisions, rank 0's first: each field travels as
+// a double's bytes (two floats), so the metric arrives exactly. Both ranks
+// hold as many decisions (one per step and output).
+std::vector<pab::StepDecision> gather_decisions(const std::vector<pab::StepDecision>& mine,
+                                                parallel::Communicator& cp) {
+  constexpr size_t kFields = 6, kFloats = 2 * kFields;
+  std::vector<float> send(mine.size() * kFloats);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const pab::StepDecision& d = mine[i];
+    const double f[kFields] = {static_cast<double>(d.step), d.timestep, static_cast<double>(d.output),
+                               static_cast<double>(d.half), d.metric, d.computed ? 1.0 : 0.0};
+    std::memcpy(send.data() + i * kFloats, f, sizeof f);
+  }
+  std::vector<float> recv(send.size() * static_cast<size_t>(cp.size()));
+  cp.all_gather(send.data(), static_cast<int64_t>(send.size()), recv.data());
+  std::vector<pab::StepDecision> all(recv.size() / kFloats);
+  for (size_t i = 0; i < all.size(); ++i) {
+    double f[kFields];
+    std::memcpy(f, recv.data() + i * kFloats, sizeof f);
+    all[i] = {static_cast<int>(f[0]), f[1], static_cast<int64_t>(f[2]), static_cast<int>(f[3]), f[4], f[5] != 0};
+  }
+  return all;
+}
+
 // (count, ...one)
 Shape in_one(const Shape& one, int64_t count) {
   Shape s = one;
@@ -213,6 +237,19 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       if (pab) throw ConfigError("not supported yet: PAB or --pab-analyze together with PipeFusion (parallel.pp > 1)");
       stale_kv.emplace(par_.shard.pipeline.warmup_steps);
     }
+    // The step cache: one per batch, its decisions per output; the CFG
+    // halves of an output decide together (summed over the cp pair) or,
+    // where the family's pipeline caches them apart, each alone.
+    std::optional<pab::StepCache> step_cache;
+    const bool halves_apart = spec.cfg_halves_cached_apart();
+    if (req.step_cache) {
+      if (stale_kv) throw ConfigError("not supported yet: a step cache together with PipeFusion (parallel.pp > 1)");
+      step_cache.emplace(*req.step_cache);
+      step_cache->begin_batch(count, halves, halves_apart, static_cast<int>(timesteps.size()));
+      if (pab) step_cache->set_pab(&*pab);  // PAB counts only the steps its layers ran
+      if (cfg_split && !halves_apart)
+        step_cache->set_combine_halves([this](float* sums, int64_t n) { par_.cp->all_reduce_sum(sums, n); });
+    }
     models::ForwardArgs args;
     Tensor keep;
     condition_batch(args, keep, first, count, halves);
@@ -227,6 +264,8 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       args.latents = &model_in;
       args.timesteps.assign(model_batch, static_cast<float>(timesteps[s]));
       args.pab = pab ? &*pab : nullptr;
+      if (step_cache) step_cache->begin_step(static_cast<int>(s), static_cast<double>(timesteps[s]));
+      args.step_cache = step_cache ? &*step_cache : nullptr;
       if (stale_kv) stale_kv->begin_step(static_cast<int64_t>(s));
       args.stale_kv = stale_kv ? &*stale_kv : nullptr;
       const StepDenoiser step = denoiser(static_cast<double>(timesteps[s]));
@@ -264,6 +303,27 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       pab_summary->cache_peak_bytes = std::max(pab_summary->cache_peak_bytes, pab->cache_peak_bytes());
     }
     if (pab) pab->release();
+    if (step_cache) {
+      // Halves apart over the cp pair: each rank decided its own half; the
+      // summary lists both (one exchange per batch, none per step).
+      std::vector<pab::StepDecision> decisions = step_cache->stats().decisions;
+      if (cfg_split && halves_apart) {  // rank 0's steps, then rank 1's: in one process's order
+        decisions = gather_decisions(decisions, *par_.cp);
+        std::stable_sort(decisions.begin(), decisions.end(),
+                         [](const pab::StepDecision& x, const pab::StepDecision& y) { return x.step < y.step; });
+      }
+      if (pab_summary) {
+        pab::StepCacheStats& total = pab_summary->step_cache;
+        const pab::StepCacheStats& mine = step_cache->stats();
+        total.steps_computed += mine.steps_computed;
+        total.steps_skipped += mine.steps_skipped;
+        total.comm_bytes_skipped += mine.comm_bytes_skipped;
+        for (pab::StepDecision d : decisions) {
+          d.output += first;
+          total.decisions.push_back(d);
+        }
+      }
+    }
     std::memcpy(result.data() + first * per_image, latents.data(), latents.nbytes());
   }
   return result;

@@ -25,6 +25,7 @@
 #include "models/vae_spec.h"
 #include "pab/broadcast.h"
 #include "pab/change_recorder.h"
+#include "pab/step_cache.h"
 #include "parallel/communicator.h"
 #include "tensor/tensor.h"
 
@@ -62,6 +63,9 @@ struct Request {
   std::optional<Tensor> init_noise;   // (outputs, ...latent_shape) instead of drawn noise
   pab::Schedule pab;                  // Pyramid Attention Broadcast; default off
   pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
+  // The step cache (DESIGN.md §8, pab/step_cache.h): its rule, threshold
+  // and (teacache) coefficients; empty = none.
+  std::optional<pab::StepCacheSettings> step_cache;
 
   int64_t outputs() const { return static_cast<int64_t>(labels.empty() ? prompts.size() : labels.size()); }
   uint64_t seed_of(int64_t i) const {
@@ -78,10 +82,13 @@ struct Request {
   Request select(const std::vector<int64_t>& outputs) const;
 };
 
-// PAB over a whole run (every batch's generation).
+// PAB and the step cache over a whole run (every batch's generation).
 struct PabSummary {
   std::array<pab::KindStats, pab::kKinds> kinds{};
   int64_t cache_peak_bytes = 0;  // largest cache held at once, this rank
+  // First-Block Cache: every batch's forwards and decisions (a decision's
+  // `output` is the run's output index); empty without a step cache.
+  pab::StepCacheStats step_cache;
 };
 
 struct Result {

@@ -73,15 +73,24 @@ TEST_CASE("half-precision dtypes pass the config checks: they depend on the devi
 
 }  // namespace ditgen::test
 
-// DESIGN.md's cache section is defined but not built yet: "not supported
-// yet" naming the key, in the file or by --set, never "unknown key" and
-// never ignored. (generate.guidance_scale_2 is built: the pipeline checks it
-// against the model, tests/pipeline/test_wan_pipeline.cpp.)
-TEST_CASE("the cache section is not supported yet, naming the key") {
+// DESIGN.md's cache section: first_block and teacache are built (their
+// checks are in test_validation); a cache under PipeFusion is not supported
+// yet: "not supported yet" naming the key, never ignored.
+TEST_CASE("the first_block and teacache caches pass, a cache with PipeFusion is not supported yet") {
+  using namespace ditgen;
   using namespace ditgen::test;
-  const std::string cache = load_error(with(minimal_config(), "cache", json{{"kind", "first_block"}, {"threshold", 0.05}}));
-  CHECK(cache.find("run.json: cache: not supported yet: step caches") != std::string::npos);
-  const std::string set = load_error(minimal_config(), {"cache.kind=teacache"});
-  CHECK(set.find("cache.kind: not supported yet: step caches") != std::string::npos);
-  CHECK(set.find("(from --set cache.kind=teacache)") != std::string::npos);
+  const json fbc = with(minimal_config(), "cache", json{{"kind", "first_block"}, {"threshold", 0.05}});
+  const std::string path = write_config(fbc);
+  CHECK_NOTHROW(reject_unsupported(load_config(path, {}), path));
+  auto rejected = [&](const std::vector<std::string>& sets) {
+    try {
+      reject_unsupported(load_config(path, sets), path);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(rejected({"cache.kind=teacache"}) == "accepted");
+  CHECK(rejected({"parallel.pp=2"}).find("not supported yet: a step cache together with PipeFusion (" + path +
+                                         ": parallel.pp=2") != std::string::npos);
 }

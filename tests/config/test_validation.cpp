@@ -215,6 +215,48 @@ TEST_CASE("pab kinds: range, threshold window and mlp blocks") {
   check_rejected(with(base, "pab.mlp.blocks", 3), "pab.mlp.blocks", "expected a list");
 }
 
+TEST_CASE("cache: kind, threshold and teacache coefficients") {
+  const json fbc = {{"kind", "first_block"}, {"threshold", 0.05}};
+  const json base = with(minimal_config(), "cache", fbc);
+  const RunConfig c = load_config(write_config(base), {});
+  REQUIRE(c.cache.enabled());
+  CHECK(*c.cache.kind == CacheKind::kFirstBlock);
+  CHECK(c.cache.threshold == 0.05);
+  CHECK_FALSE(load_config(write_config(with(minimal_config(), "cache", json::object())), {}).cache.enabled());
+  CHECK_FALSE(load_config(write_config(minimal_config()), {}).cache.enabled());
+  const json tea = with(with(base, "cache.kind", "teacache"), "cache.coefficients", {1, -2, 3, -4, 0.5});
+  const RunConfig t = load_config(write_config(tea), {});
+  CHECK(*t.cache.kind == CacheKind::kTeaCache);
+  CHECK(t.cache.coefficients == std::vector<double>{1, -2, 3, -4, 0.5});
+  CHECK(load_config(write_config(without(tea, "cache.coefficients")), {}).cache.coefficients.empty());
+
+  check_rejected(with(base, "cache.kind", "first-block"), "cache.kind",
+                 "expected one of \"first_block\", \"teacache\", got \"first-block\"");
+  check_rejected(with(base, "cache.kind", "fbcache"), "cache.kind", "expected one of");
+  check_rejected(without(base, "cache.kind"), "cache.kind", "required");
+  check_rejected(without(base, "cache.threshold"), "cache.threshold", "required");
+  check_rejected(with(base, "cache.threshold", 0), "cache.threshold", "expected a positive number, got 0");
+  check_rejected(with(base, "cache.threshold", -0.1), "cache.threshold", "expected a positive number, got -0.1");
+  check_rejected(with(base, "cache.threshold", "0.05"), "cache.threshold", "expected a number");
+  check_rejected(with(tea, "cache.coefficients", {1, 2, 3}), "cache.coefficients", "expected 5 numbers");
+  check_rejected(with(tea, "cache.coefficients", json::array()), "cache.coefficients", "expected 5 numbers");
+  check_rejected(with(tea, "cache.coefficients", 1), "cache.coefficients", "expected a list");
+  check_rejected(with(tea, "cache.coefficients", {1, 2, "x", 4, 5}), "cache.coefficients[2]", "expected a number");
+  check_rejected(with(base, "cache.coefficients", {1, 2, 3, 4, 5}), "cache.coefficients",
+                 "applies to kind \"teacache\" only");
+  check_rejected(with(base, "cache.window", 3), "cache.window", "unknown key");
+  check_rejected(with(minimal_config(), "cache", 0.05), "cache", "expected an object");
+}
+
+TEST_CASE("a cache section round-trips through to_json, and none is written when off") {
+  const json tea = with(minimal_config(), "cache",
+                        json{{"kind", "teacache"}, {"threshold", 0.1}, {"coefficients", {1, 2, 3, 4, 5}}});
+  const RunConfig first = load_config(write_config(tea), {});
+  const RunConfig second = load_config(write_config(to_json(first), "roundtrip.json"), {});
+  CHECK(second.cache == first.cache);
+  CHECK_FALSE(to_json(load_config(write_config(minimal_config()), {})).contains("cache"));
+}
+
 TEST_CASE("unknown keys are rejected with a did-you-mean") {
   SUBCASE("typo of a sibling") {
     const std::string message = load_error(with(minimal_config(), "generate.stpes", 20));

@@ -89,3 +89,30 @@ TEST_CASE("an unconfigured schedule is off and decides nothing") {
   CHECK(cache.cache_bytes() == 0);
   CHECK(cache.stats(Kind::kSpatial).computed == 0);
 }
+
+// DESIGN.md §8: a step cache's skipped span does not advance its blocks'
+// count. Spatial range 2 over every step; block 1 is skipped at step 1, so
+// at step 2 it has run once since step 0 (count 1: reuse) while block 0 has
+// run twice (count 2: compute).
+TEST_CASE("PAB counts only the steps a block ran: a step cache's skipped layers keep their count") {
+  pab::Schedule s;
+  s[Kind::kSpatial] = {true, 2, 0, 1000, {}};
+  pab::BroadcastCache cache(s, 2);
+  const Tensor output = Tensor::zeros({2, 3});
+  std::vector<std::pair<int, int>> reused;  // (step, block)
+  for (int step = 0; step < 4; ++step) {
+    cache.begin_step(900.0 - 100 * step, 900.0 - 100 * (step + 1));
+    const int blocks = step == 1 ? 1 : 2;  // step 1: block 1 skipped
+    if (step == 1) cache.skipped_layers(1, 2);
+    for (int b = 0; b < blocks; ++b) {
+      if (cache.reuse(b, Kind::kSpatial)) {
+        cache.reused(b, Kind::kSpatial);
+        reused.push_back({step, b});
+      } else {
+        cache.computed(b, Kind::kSpatial, output, 0);
+      }
+    }
+  }
+  // block 0: counts 0, 1, 2, 3 -> reuses at steps 1 and 3; block 1: counts 0, -, 1, 2 -> reuse at step 2.
+  CHECK(reused == std::vector<std::pair<int, int>>{{1, 0}, {2, 1}, {3, 0}});
+}

@@ -1,9 +1,15 @@
 // Small helpers shared by the benchmark programs of scripts/bench: the median
-// of repeated timings, and reading an option's value from the command line.
+// of repeated timings, reading an option's value from the command line, the
+// step cache settings the PAB benchmarks compare (--caches), and PSNR
+// averaged over images with identical ones capped.
 #pragma once
 #include <algorithm>
+#include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "pab/step_cache.h"
 
 namespace ditgen::bench {
 
@@ -19,5 +25,26 @@ std::string option_value(int argc, char** argv, int& i, Usage usage) {
   if (i + 1 >= argc) usage(2);
   return argv[++i];
 }
+
+// First-Block Cache at 0.05 .. 0.3 and TeaCache at 0.1 .. 0.5, TeaCache with
+// the identity rescale (no calibrated coefficients exist for these models),
+// each with its name ("first_block 0.1").
+inline std::vector<std::pair<std::string, pab::StepCacheSettings>> step_cache_settings() {
+  std::vector<std::pair<std::string, pab::StepCacheSettings>> out;
+  auto name = [](const char* kind, double t) {
+    char b[48];
+    std::snprintf(b, sizeof b, "%s %g", kind, t);
+    return std::string(b);
+  };
+  for (double t : {0.05, 0.1, 0.15, 0.2, 0.3})
+    out.push_back({name("first_block", t), {pab::StepCacheRule::kFirstBlock, t, {}}});
+  for (double t : {0.1, 0.2, 0.3, 0.5})
+    out.push_back({name("teacache", t), {pab::StepCacheRule::kTeaCache, t, {0, 0, 0, 1, 0}}});
+  return out;
+}
+
+// An image's PSNR against its reference, identical images counted as 100 dB
+// (so a mean over images stays finite when a step cache leaves some untouched).
+inline double capped_psnr(double psnr) { return std::min(psnr, 100.0); }
 
 }  // namespace ditgen::bench

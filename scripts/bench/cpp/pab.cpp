@@ -1,14 +1,18 @@
 // bench_pab: PAB's speed/quality trade-off on one model, in one process.
 // A benchmark, not a test (run it on an otherwise idle machine).
 //
-//   bench_pab --model DIR [--labels all|207,360] [--steps 50] [--rounds 2] [--threads 2] [--batch 30]
+//   bench_pab --model DIR [--labels all|207,360] [--steps 50] [--rounds 2] [--threads 2] [--batch 30] [--caches]
 //
 // Configurations (DESIGN.md §5), all from the same seed: PAB off, then
 // spatial range r in {2, 3, 4} in the window (100, 800) with MLP broadcast of
-// every block at range r + 1. For each: the denoising time per step (the
+// every block at range r + 1; with --caches instead: PAB spatial 2 + mlp 3,
+// First-Block Cache and TeaCache at several thresholds
+// (bench::step_cache_settings), and that PAB with each cache (the forwards
+// skipped in the config's name). For each: the denoising time per step (the
 // median over alternating rounds, so a shared machine's drift hits every
 // configuration alike), the speed-up against off, the (block, step) outputs
-// reused, and against PAB off's images: mean PSNR and SSIM (src/eval). When
+// reused, and against PAB off's images: mean PSNR (identical images as
+// 100 dB) and SSIM (src/eval). When
 // the model's classes are the coloured shapes of the default model, also the
 // class agreement of the shape classifier (the quality test's measure), for
 // PAB off too, so the loss PAB causes is visible next to the baseline.
@@ -16,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,12 +40,13 @@ namespace {
 struct Args {
   std::string model, labels = "207";
   int steps = 50, rounds = 2, threads = 2, batch = 30;
+  bool caches = false;
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_pab --model DIR [--labels all|ID,ID,...] [--steps 50] [--rounds 2] [--threads 2] "
-               "[--batch 30]\n");
+               "[--batch 30] [--caches]\n");
   std::exit(code);
 }
 
@@ -55,6 +61,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--rounds") a.rounds = std::stoi(value());
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--batch") a.batch = std::stoi(value());
+    else if (k == "--caches") a.caches = true;
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
@@ -65,19 +72,30 @@ Args parse(int argc, char** argv) {
 struct Config {
   std::string name;
   pab::Schedule schedule;
+  std::optional<pab::StepCacheSettings> cache;
 };
 
-std::vector<Config> configs(int blocks) {
-  std::vector<Config> out{{"off", {}}};
-  for (int r = 2; r <= 4; ++r) {
-    Config c{"spatial" + std::to_string(r) + "+mlp" + std::to_string(r + 1), {}};
-    auto& s = c.schedule[pab::Kind::kSpatial];
-    s = {true, r, 100, 800, {}};
-    auto& m = c.schedule[pab::Kind::kMlp];
-    m = {true, r + 1, 100, 800, {}};
-    for (int b = 0; b < blocks; ++b) m.blocks.push_back(b);
-    out.push_back(c);
+Config pab_config(int r, int blocks) {
+  Config c{"spatial" + std::to_string(r) + "+mlp" + std::to_string(r + 1), {}, {}};
+  c.schedule[pab::Kind::kSpatial] = {true, r, 100, 800, {}};
+  auto& m = c.schedule[pab::Kind::kMlp];
+  m = {true, r + 1, 100, 800, {}};
+  for (int b = 0; b < blocks; ++b) m.blocks.push_back(b);
+  return c;
+}
+
+std::vector<Config> configs(int blocks, bool caches) {
+  std::vector<Config> out{{"off", {}, {}}};
+  if (!caches) {
+    for (int r = 2; r <= 4; ++r) out.push_back(pab_config(r, blocks));
+    return out;
   }
+  const Config pab = pab_config(2, blocks);
+  out.push_back(pab);
+  const auto settings = bench::step_cache_settings();
+  for (const auto& [name, cache] : settings) out.push_back({name, {}, cache});
+  for (const auto& [name, cache] : settings)
+    if (name == "first_block 0.1" || name == "teacache 0.2") out.push_back({pab.name + " + " + name, pab.schedule, cache});
   return out;
 }
 
@@ -85,6 +103,7 @@ struct Run {
   std::vector<double> seconds_per_step;  // one per round
   std::vector<std::vector<uint8_t>> images;  // RGB8 per output
   int64_t spatial_reused = 0, mlp_reused = 0;
+  int64_t forwards = 0, skipped = 0;  // step cache: forwards, and those it skipped
 };
 
 
@@ -124,11 +143,12 @@ int main(int argc, char** argv) try {
   req.guidance_scale = 4.0f;
   req.batch_size = a.batch;
 
-  const auto cfgs = configs(static_cast<int>(pipe.transformer().num_layers()));
+  const auto cfgs = configs(static_cast<int>(pipe.transformer().num_layers()), a.caches);
   std::vector<Run> runs(cfgs.size());
   for (int round = 0; round < a.rounds; ++round)
     for (size_t c = 0; c < cfgs.size(); ++c) {
       req.pab = cfgs[c].schedule;
+      req.step_cache = cfgs[c].cache;
       pipeline::PabSummary pab;
       const auto start = std::chrono::steady_clock::now();
       const Tensor latents = pipe.sample(req, {}, &pab);
@@ -139,6 +159,8 @@ int main(int argc, char** argv) try {
       if (round > 0) continue;  // outputs are identical every round
       runs[c].spatial_reused = pab.kinds[static_cast<int>(pab::Kind::kSpatial)].reused;
       runs[c].mlp_reused = pab.kinds[static_cast<int>(pab::Kind::kMlp)].reused;
+      runs[c].forwards = pab.step_cache.steps_computed + pab.step_cache.steps_skipped;
+      runs[c].skipped = pab.step_cache.steps_skipped;
       const Tensor frames = pipe.decode(latents);  // (n, 1, 3, H, W)
       for (int64_t i = 0; i < frames.dim(0); ++i)
         runs[c].images.push_back(io::float_image_to_rgb8(
@@ -161,7 +183,7 @@ int main(int argc, char** argv) try {
     for (size_t i = 0; i < n; ++i) {
       const uint8_t* img = runs[c].images[i].data();
       const uint8_t* ref = runs[0].images[i].data();
-      psnr_sum += c == 0 ? 0 : eval::psnr(img, ref, h, w, 3);
+      psnr_sum += c == 0 ? 0 : bench::capped_psnr(eval::psnr(img, ref, h, w, 3));
       ssim_sum += eval::ssim(img, ref, h, w, 3);
       if (shapes) {
         const auto g = eval::classify_shape_image(img, h, w);
@@ -171,7 +193,10 @@ int main(int argc, char** argv) try {
     const double t = median(runs[c].seconds_per_step);
     char psnr_text[32];
     std::snprintf(psnr_text, sizeof psnr_text, c == 0 ? "inf" : "%.2f", psnr_sum / n);
-    std::printf("| %s | %.4f | %.2fx | %lld | %lld | %s | %.4f |", cfgs[c].name.c_str(), t, base / t,
+    std::string name = cfgs[c].name;
+    if (cfgs[c].cache)
+      name += " (skips " + std::to_string(runs[c].skipped) + "/" + std::to_string(runs[c].forwards) + ")";
+    std::printf("| %s | %.4f | %.2fx | %lld | %lld | %s | %.4f |", name.c_str(), t, base / t,
                 static_cast<long long>(runs[c].spatial_reused), static_cast<long long>(runs[c].mlp_reused), psnr_text,
                 ssim_sum / n);
     if (shapes) std::printf(" %d/%zu |", agree, n);

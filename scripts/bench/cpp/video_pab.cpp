@@ -1,6 +1,6 @@
-// bench_video_pab: PAB's speed/quality trade-off on the default video model
-// (samples/latte-shapes), as the PAB paper's quality table: one process,
-// the same seeds for every configuration. A benchmark, not a test (run it on
+// bench_video_pab: PAB's and the step caches' speed/quality trade-off on
+// the default video model (samples/latte-shapes), as the PAB paper's
+// quality table: one process, the same seeds for every configuration. A benchmark, not a test (run it on
 // an otherwise idle machine).
 //
 //   bench_video_pab [--config configs/default.json] [--rounds 2] [--threads 2]
@@ -10,14 +10,18 @@
 // tests/pipeline/test_video_default_model.cpp, runs all 180) with the config's
 // steps, guidance, seed and batch. Configurations: PAB off, then spatial /
 // temporal / cross ranges 2/3/6 (VideoSys's Latte pyramid), 2/4/6, 3/5/7
-// and 5/7/9, each in the window 100 < t < 800 (no MLP broadcast). For
+// and 5/7/9, each in the window 100 < t < 800 (no MLP broadcast); with
+// --caches instead: PAB 2/4/6, First-Block Cache and TeaCache at several
+// thresholds (TeaCache with the identity rescale: nobody has calibrated
+// coefficients for this model), and PAB 2/4/6 with each cache. For
 // each: the end-to-end time of generate() (text encoder + denoising + VAE
 // decode; the median over alternating rounds, so a shared machine's drift
-// hits every configuration alike), the speed-up against off, mean PSNR and
-// SSIM of all frames against PAB off's, and the quality test's measure of
+// hits every configuration alike), the speed-up against off, mean PSNR
+// (identical frames as 100 dB) and SSIM of all frames against off's, and the quality test's measure of
 // colour, shape and motion agreement (src/eval/motion_measure.h).
 #include <array>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -43,10 +47,11 @@ namespace {
 struct Args {
   std::string config = "configs/default.json";
   int rounds = 2, threads = 2;
+  bool caches = false;
 };
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(code ? stderr : stdout, "usage: bench_video_pab [--config FILE] [--rounds 2] [--threads 2]\n");
+  std::fprintf(code ? stderr : stdout, "usage: bench_video_pab [--config FILE] [--rounds 2] [--threads 2] [--caches]\n");
   std::exit(code);
 }
 
@@ -58,6 +63,7 @@ Args parse(int argc, char** argv) {
     if (k == "--config") a.config = value();
     else if (k == "--rounds") a.rounds = std::stoi(value());
     else if (k == "--threads") a.threads = std::stoi(value());
+    else if (k == "--caches") a.caches = true;
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
@@ -68,17 +74,29 @@ Args parse(int argc, char** argv) {
 struct Config {
   std::string name;
   pab::Schedule schedule;
+  std::optional<pab::StepCacheSettings> cache;
 };
 
-std::vector<Config> configs() {
-  std::vector<Config> out{{"off", {}}};
-  for (const auto& [s, t, c] : std::vector<std::array<int, 3>>{{2, 3, 6}, {2, 4, 6}, {3, 5, 7}, {5, 7, 9}}) {
-    Config cfg{std::to_string(s) + "/" + std::to_string(t) + "/" + std::to_string(c), {}};
-    cfg.schedule[pab::Kind::kSpatial] = {true, s, 100, 800, {}};
-    cfg.schedule[pab::Kind::kTemporal] = {true, t, 100, 800, {}};
-    cfg.schedule[pab::Kind::kCross] = {true, c, 100, 800, {}};
-    out.push_back(cfg);
+pab::Schedule pab_ranges(int s, int t, int c) {
+  pab::Schedule schedule;
+  schedule[pab::Kind::kSpatial] = {true, s, 100, 800, {}};
+  schedule[pab::Kind::kTemporal] = {true, t, 100, 800, {}};
+  schedule[pab::Kind::kCross] = {true, c, 100, 800, {}};
+  return schedule;
+}
+
+std::vector<Config> configs(bool caches) {
+  std::vector<Config> out{{"off", {}, {}}};
+  if (!caches) {
+    for (const auto& [s, t, c] : std::vector<std::array<int, 3>>{{2, 3, 6}, {2, 4, 6}, {3, 5, 7}, {5, 7, 9}})
+      out.push_back({std::to_string(s) + "/" + std::to_string(t) + "/" + std::to_string(c), pab_ranges(s, t, c), {}});
+    return out;
   }
+  out.push_back({"PAB 2/4/6", pab_ranges(2, 4, 6), {}});
+  const auto settings = bench::step_cache_settings();
+  for (const auto& [name, cache] : settings) out.push_back({name, {}, cache});
+  for (const auto& [name, cache] : settings)
+    if (name == "first_block 0.1" || name == "teacache 0.2") out.push_back({"PAB 2/4/6 + " + name, pab_ranges(2, 4, 6), cache});
   return out;
 }
 
@@ -100,6 +118,7 @@ struct Run {
   std::vector<double> seconds;               // one per round
   std::vector<std::vector<uint8_t>> frames;  // RGB8 per (output, frame)
   int colour = 0, shape = 0, motion = 0;
+  int64_t forwards = 0, skipped = 0;  // step cache: the forwards of every batch, and those it skipped
 };
 
 }  // namespace
@@ -122,19 +141,26 @@ int main(int argc, char** argv) try {
   pipeline::Request base_req = pipe->prepare(g, a.config);
   base_req.text_encoder_dtype = rc.model.dtype;
 
-  const auto cfgs = configs();
+  const auto cfgs = configs(a.caches);
   std::vector<Run> runs(cfgs.size());
   int64_t frames = 0, h = 0, w = 0;
   for (int round = 0; round < a.rounds; ++round)
     for (size_t c = 0; c < cfgs.size(); ++c) {
       pipeline::Request req = base_req;
       req.pab = cfgs[c].schedule;
+      req.step_cache = cfgs[c].cache;
       const auto start = std::chrono::steady_clock::now();
       const pipeline::Result r = pipe->generate(req);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       runs[c].seconds.push_back(secs);
-      std::fprintf(stderr, "round %d %-6s %.2f s\n", round, cfgs[c].name.c_str(), secs);
+      std::fprintf(stderr, "round %d %-28s %.2f s", round, cfgs[c].name.c_str(), secs);
+      if (req.step_cache)
+        std::fprintf(stderr, "  (forwards computed %lld, skipped %lld)", static_cast<long long>(r.pab.step_cache.steps_computed),
+                     static_cast<long long>(r.pab.step_cache.steps_skipped));
+      std::fprintf(stderr, "\n");
       if (round > 0) continue;  // outputs are identical every round
+      runs[c].forwards = r.pab.step_cache.steps_computed + r.pab.step_cache.steps_skipped;
+      runs[c].skipped = r.pab.step_cache.steps_skipped;
       frames = r.frames.dim(1), h = r.frames.dim(3), w = r.frames.dim(4);
       for (int64_t i = 0; i < r.frames.dim(0); ++i) {
         std::vector<uint8_t> clip;
@@ -156,7 +182,8 @@ int main(int argc, char** argv) try {
               "median of %d rounds; PAB ranges spatial/temporal/cross in 100 < t < 800\n",
               a.config.c_str(), rc.model.path.c_str(), n, static_cast<long long>(frames), g.steps, g.guidance_scale,
               g.batch_size, a.threads, a.rounds);
-  std::printf("| PAB | end-to-end s | speed-up | PSNR dB | SSIM | colour | shape | motion |\n");
+  std::printf("| %s | end-to-end s | speed-up | PSNR dB | SSIM | colour | shape | motion |\n",
+              a.caches ? "configuration" : "PAB");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   const double base = median(runs[0].seconds);
   for (size_t c = 0; c < cfgs.size(); ++c) {
@@ -165,13 +192,16 @@ int main(int argc, char** argv) try {
     for (size_t i = 0; i < images; ++i) {
       const uint8_t* img = runs[c].frames[i].data();
       const uint8_t* ref = runs[0].frames[i].data();
-      psnr_sum += c == 0 ? 0 : eval::psnr(img, ref, h, w, 3);
+      psnr_sum += c == 0 ? 0 : bench::capped_psnr(eval::psnr(img, ref, h, w, 3));
       ssim_sum += eval::ssim(img, ref, h, w, 3);
     }
     const double t = median(runs[c].seconds);
     char psnr_text[32];
     std::snprintf(psnr_text, sizeof psnr_text, c == 0 ? "inf" : "%.2f", psnr_sum / static_cast<double>(images));
-    std::printf("| %s | %.2f | %.2fx | %s | %.4f | %d/%zu | %d/%zu | %d/%zu |\n", cfgs[c].name.c_str(), t, base / t,
+    std::string name = cfgs[c].name;
+    if (cfgs[c].cache)
+      name += " (skips " + std::to_string(runs[c].skipped) + "/" + std::to_string(runs[c].forwards) + ")";
+    std::printf("| %s | %.2f | %.2fx | %s | %.4f | %d/%zu | %d/%zu | %d/%zu |\n", name.c_str(), t, base / t,
                 psnr_text, ssim_sum / static_cast<double>(images), runs[c].colour, n, runs[c].shape, n,
                 runs[c].motion, n);
   }

@@ -39,6 +39,12 @@ TransformerBlock TransformerBlock::load(const io::WeightStore& w, const std::str
   return b;
 }
 
+Tensor TransformerBlock::attention_input(const Tensor& hidden, const Modulation& mod) const {
+  Tensor normed = place_.empty(hidden.shape());
+  mod.normalize(hidden, Branch::kAttention, dims_.attention_norm_eps, normed);
+  return normed;
+}
+
 void TransformerBlock::forward(Tensor& hidden, const Modulation& mod, const BlockInputs& in) const {
   if (!in.core) throw std::invalid_argument("TransformerBlock::forward: no self-attention core");
   if (dims_.has_cross() && (!in.text || !in.text->tokens))

@@ -66,6 +66,9 @@ class TransformerBlock {
 
   // hidden (B, P, D) += the branches, in place; mod (B, 6D).
   void forward(Tensor& hidden, const Modulation& mod, const BlockInputs& in) const;
+  // The self-attention's input LN(hidden) * (1 + scale_msa) + shift_msa, (B, P, D)
+  // (TeaCache's signal: the first block's modulated input).
+  Tensor attention_input(const Tensor& hidden, const Modulation& mod) const;
 
   const Attention& self_attention() const { return attn1_; }
   const Attention& cross_attention() const { return attn2_; }
