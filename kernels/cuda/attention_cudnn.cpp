@@ -57,11 +57,6 @@ namespace {
 // Tensor uids in a graph's variant pack.
 enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kSeqQ, kSeqKv };
 
-bool env_off(const char* name) {
-  const char* v = std::getenv(name);
-  return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
-}
-
 struct CudnnState {
   std::mutex mutex;
   bool tried = false, loaded = false;
@@ -81,7 +76,7 @@ bool load_cudnn() {
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.tried) return s.loaded;
   s.tried = true;
-  if (env_off("DITGEN_CUDNN_ATTENTION")) {
+  if (env_switched_off("DITGEN_CUDNN_ATTENTION")) {
     s.why = "DITGEN_CUDNN_ATTENTION=0";
     return false;
   }

@@ -10,10 +10,7 @@
 namespace ditgen::cuda {
 
 bool cuda_graphs_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("DITGEN_CUDA_GRAPHS");
-    return v && std::strcmp(v, "1") == 0;
-  }();
+  static const bool on = env_switched_on("DITGEN_CUDA_GRAPHS");
   return on;
 }
 

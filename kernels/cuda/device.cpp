@@ -12,6 +12,8 @@
 #include "kernels/cuda/device.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -168,6 +170,16 @@ int current_device() { return bound_runtime().device; }
 const DeviceInfo& current_device_info() { return bound_runtime().info; }
 cudaStream_t stream() { return bound_runtime().stream; }
 cublasHandle_t cublas() { return bound_runtime().cublas; }
+
+bool env_switched_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
+}
+
+bool env_switched_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, "1") == 0;
+}
 
 void set_allow_tf32(bool allow) {
   Runtime& r = runtime();

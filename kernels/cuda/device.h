@@ -43,6 +43,12 @@ void synchronize();         // waits for stream(); turns async faults into Runti
 void set_allow_tf32(bool allow);
 bool tf32_allowed();
 
+// The backend's environment switches (docs/cuda.md): whether `name` is set
+// to 0, off or OFF (DITGEN_CUBLASLT, DITGEN_CUDNN_ATTENTION), or to 1
+// (DITGEN_CUDA_GRAPHS). Read on each call: callers keep the answer.
+bool env_switched_off(const char* name);
+bool env_switched_on(const char* name);
+
 // Caching allocator (stream-ordered on stream()): freed blocks go back to a
 // per-size-class free list and are reused; memory returns to the driver only
 // through release_cached() or at exit. 256-byte aligned.

@@ -104,10 +104,7 @@ namespace {
 #define DITGEN_CUBLASLT_CHECK(call) DITGEN_CUBLAS_CHECK(call)
 
 bool cublaslt_switched_off() {
-  static const bool off = [] {
-    const char* v = std::getenv("DITGEN_CUBLASLT");
-    return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "OFF") == 0);
-  }();
+  static const bool off = env_switched_off("DITGEN_CUBLASLT");
   return off;
 }
 

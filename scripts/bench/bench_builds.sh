@@ -46,7 +46,8 @@ forward_times() {
     --warmup 1 | sed -n 's/^forward_all //p' | tr ',' '\n'
 }
 
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# shellcheck source=stats.sh
+. "$(dirname "$0")/stats.sh"
 
 printf '%-40s %-9s %10s %10s %9s\n' model dtype "old s" "new s" "new/old"
 for model in "${models[@]}"; do
@@ -59,6 +60,6 @@ for model in "${models[@]}"; do
     done
   done
   o=$(median </tmp/bench_builds.old.$$) n=$(median </tmp/bench_builds.new.$$)
-  printf '%-40s %-9s %10.3f %10.3f %9.3f\n' "$(basename "$model")" "$dtype" "$o" "$n" "$(awk -v a="$n" -v b="$o" 'BEGIN {print a / b}')"
+  printf '%-40s %-9s %10.3f %10.3f %9.3f\n' "$(basename "$model")" "$dtype" "$o" "$n" "$(ratio "$n" "$o")"
   rm -f /tmp/bench_builds.old.$$ /tmp/bench_builds.new.$$
 done

@@ -26,7 +26,8 @@ seconds() {
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f\n", b - a}'
 }
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# shellcheck source=stats.sh
+. "$(dirname "$0")/stats.sh"
 
 builds=(new) && [ -n "$old" ] && builds+=(old)
 for b in "${builds[@]}"; do : >"$work/$b.alone" && : >"$work/$b.loaded"; done
@@ -47,5 +48,5 @@ done
 printf '%-6s %10s %16s %8s   (%d rounds, %d busy threads)\n' build "alone s" "beside load s" ratio "$rounds" "$cores"
 for b in "${builds[@]}"; do
   a=$(median <"$work/$b.alone") l=$(median <"$work/$b.loaded")
-  printf '%-6s %10.3f %16.3f %8.2f\n' "$b" "$a" "$l" "$(awk -v x="$l" -v y="$a" 'BEGIN {print x / y}')"
+  printf '%-6s %10.3f %16.3f %8.2f\n' "$b" "$a" "$l" "$(ratio "$l" "$a")"
 done

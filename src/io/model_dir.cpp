@@ -6,6 +6,7 @@
 #include "io/model_dir.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -54,6 +55,15 @@ int64_t to_int(const json& v, const std::string& key, const std::string& path) {
 }
 
 }  // namespace
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ModelError(path + ": cannot open: " + errno_text(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw ModelError(path + ": read error");
+  return ss.str();
+}
 
 json read_json_file(const std::string& path) {
   std::error_code ec;

@@ -11,6 +11,10 @@
 
 namespace ditgen::io {
 
+// The bytes of the file at `path` (a tokenizer's model); ModelError naming
+// it when it cannot be opened or read.
+std::string read_file_bytes(const std::string& path);
+
 // Reads and parses a JSON file; ModelError("<path>: ...") if missing or invalid.
 nlohmann::json read_json_file(const std::string& path);
 

@@ -114,15 +114,6 @@ std::string without_dummy_prefix(const std::string& model) {
   return out;
 }
 
-std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ModelError(path + ": cannot open: " + errno_text(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw ModelError(path + ": read error");
-  return ss.str();
-}
-
 // A token field of tokenizer_config.json: a string, or an AddedToken object
 // ({"content": ..., "__type": "AddedToken"}).
 std::string token_string(const nlohmann::json& cfg, const std::string& key, const std::string& fallback,
@@ -399,17 +390,13 @@ T5Tokenizer T5Tokenizer::open(const std::string& dir, std::optional<bool> legacy
   return T5Tokenizer(std::move(impl));
 }
 
-std::vector<int64_t> T5Tokenizer::tokenize(const std::string& text) const {
-  check_text_utf8(text);
-  return impl_->tokenize(text);
-}
+std::vector<int64_t> T5Tokenizer::tokenize(const std::string& text) const { return tokenize_checked(*impl_, text); }
 
 // prepare_for_model: truncate to leave room for the one special token, then
 // build_inputs_with_special_tokens's _add_eos_if_not_present (no second </s>
 // when the ids already end with one).
 T5Tokens T5Tokenizer::encode(const std::vector<std::string>& prompts, int64_t max_length) const {
-  return encode_t5_tokens(prompts, max_length, impl_->eos_id, impl_->pad_id, EosRule::kIfAbsent,
-                          [&](const std::string& prompt) { return impl_->tokenize(prompt); });
+  return encode_with(*impl_, prompts, max_length, EosRule::kIfAbsent);
 }
 
 const std::string& T5Tokenizer::spiece_path() const { return impl_->spiece_path; }

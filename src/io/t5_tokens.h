@@ -41,4 +41,18 @@ T5Tokens encode_t5_tokens(const std::vector<std::string>& prompts, int64_t max_l
 // tokenizer's tokenize(text).
 void check_text_utf8(const std::string& text);
 
+// What both T5 tokenizers (io/t5_tokenizer.h, io/unigram_t5_tokenizer.h) do
+// through their implementation `impl` (tokenize(text) without </s>, eos_id,
+// pad_id): tokenize checked text, and encode a batch under their EOS rule.
+template <class Impl>
+std::vector<int64_t> tokenize_checked(const Impl& impl, const std::string& text) {
+  check_text_utf8(text);
+  return impl.tokenize(text);
+}
+template <class Impl>
+T5Tokens encode_with(const Impl& impl, const std::vector<std::string>& prompts, int64_t max_length, EosRule eos) {
+  return encode_t5_tokens(prompts, max_length, impl.eos_id, impl.pad_id, eos,
+                          [&](const std::string& prompt) { return impl.tokenize(prompt); });
+}
+
 }  // namespace ditgen::io

@@ -65,15 +65,6 @@ bool word_char(uint32_t c) {
   return loc && iswalnum_l(static_cast<wint_t>(c), loc);
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ModelError(path + ": cannot open: " + errno_text(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw ModelError(path + ": read error");
-  return ss.str();
-}
-
 // Strict base64 (RFC 4648 alphabet, '=' padding), as Python's b64decode of
 // what tokenizers writes. False for anything else.
 bool base64_decode(const std::string& in, std::string& out) {
@@ -515,7 +506,7 @@ struct UnigramT5Tokenizer::Impl {
   // user-defined pieces as added tokens, the precompiled map), then
   // T5Converter.convert_from_spm's <extra_id_k>.
   void read_spiece(const std::string& path, int64_t extra_ids, std::vector<AddedToken>& spm_added) {
-    const std::string model = read_bytes(path);
+    const std::string model = read_file_bytes(path);
     if (model.empty()) throw ModelError(path + ": empty file (not a SentencePiece model)");
     std::vector<protobuf::Field> top;
     if (!protobuf::split_fields(model, top)) throw ModelError(path + ": not a SentencePiece model (malformed protobuf)");
@@ -691,15 +682,13 @@ UnigramT5Tokenizer UnigramT5Tokenizer::open(const std::string& dir) {
 }
 
 std::vector<int64_t> UnigramT5Tokenizer::tokenize(const std::string& text) const {
-  check_text_utf8(text);
-  return impl_->tokenize(text);
+  return tokenize_checked(*impl_, text);
 }
 
 // Truncation leaves room for the template's one special token, then
 // TemplateProcessing "$A </s>" appends it (whatever the ids end with).
 T5Tokens UnigramT5Tokenizer::encode(const std::vector<std::string>& prompts, int64_t max_length) const {
-  return encode_t5_tokens(prompts, max_length, impl_->eos_id, impl_->pad_id, EosRule::kAlways,
-                          [&](const std::string& prompt) { return impl_->tokenize(prompt); });
+  return encode_with(*impl_, prompts, max_length, EosRule::kAlways);
 }
 
 const std::string& UnigramT5Tokenizer::folder() const { return impl_->folder; }
