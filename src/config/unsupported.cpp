@@ -14,11 +14,6 @@ void reject_unsupported(const RunConfig& c, const std::string& path) {
   if (c.parallel.pp > 1 && c.pab.enabled())
     not_supported("PAB together with PipeFusion (" + path + ": parallel.pp=" + std::to_string(c.parallel.pp) +
                   " and a pab section) — use one of them");
-  // A step cache decides after the first block, which only PipeFusion's
-  // first stage computes, and its cached residual is per patch.
-  if (c.parallel.pp > 1 && c.cache.enabled())
-    not_supported("a step cache together with PipeFusion (" + path + ": parallel.pp=" +
-                  std::to_string(c.parallel.pp) + " and a cache section) — use one of them");
   // model.dtype depends on the device: config/device_choice.cpp checks it.
 }
 

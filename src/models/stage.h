@@ -89,9 +89,24 @@ class Stage {
              const Pass& pass, pab::StepCache* cache = nullptr) const;
 
  private:
-  // The layers with the step cache's decision: after the first layer
-  // (first_block) or before any (teacache, from pass.teacache_signal).
-  void run_cached(Tensor& hidden, parallel::Range patch, const Pass& pass, pab::StepCache& cache) const;
+  // A step cache's plan for one forward: the decision (alike on every
+  // rank), this stage's span, and the first stage's rows of every patch
+  // made ready (after the first block, for first_block).
+  struct Prepared {
+    std::vector<bool> compute;  // per unit
+    parallel::Range span;       // this stage's layers the cache may skip
+    std::vector<Tensor> first_rows;
+  };
+  Prepared prepare_cached(const std::vector<parallel::Range>& patches, int64_t n, const Pass& pass,
+                          pab::StepCache& cache) const;
+  std::vector<bool> decide(const Tensor& signal, bool per_token, pab::StepCache& cache) const;
+  // The span over one patch's rows (tokens [row0, row0 + P) of the `tokens`
+  // this rank's patches cover): run, or the kept residual added.
+  void run_span(Tensor& hidden, parallel::Range patch, int64_t row0, int64_t tokens, const Prepared& p,
+                const Pass& pass, pab::StepCache& cache) const;
+  // This rank's token rows of a patch: its sp share, or every token when
+  // the frames are sharded (dsp).
+  parallel::Range token_rows(parallel::Range patch, int64_t n, const Pass& pass) const;
 
   ShardGroups shard_;
   Placement place_;

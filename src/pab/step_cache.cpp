@@ -30,6 +30,7 @@ void StepCache::begin_batch(int64_t outputs, const std::vector<bool>& halves, bo
   signal_ = Tensor();
   residual_ = Tensor();
   whole_span_bytes_ = -1;
+  step_bytes_ = 0;
   accumulated_.assign(static_cast<size_t>(units()), 0.0);
 }
 
@@ -92,6 +93,11 @@ std::vector<bool> StepCache::decide(const std::vector<float>& sums, const Tensor
     compute[static_cast<size_t>(u)] = d.computed;
     stats_.decisions.push_back(d);
   }
+  const auto computing = std::count(compute.begin(), compute.end(), true);
+  step_state_ = computing == units() ? 0 : computing > 0 ? 1 : 2;
+  if (computing > 0) ++stats_.steps_computed;
+  else ++stats_.steps_skipped;
+  step_bytes_ = 0;
   // Keep the signal: teacache's m_prev is every step's; first_block's r_prev the last computed step's.
   if (!signal_.defined()) {
     signal_ = signal.clone();
@@ -105,31 +111,57 @@ std::vector<bool> StepCache::decide(const std::vector<float>& sums, const Tensor
   return compute;
 }
 
-void StepCache::span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes) {
-  ++stats_.steps_computed;
-  bool every = true;
-  for (bool c : compute) every = every && c;
-  if (every || pab_) whole_span_bytes_ = bytes;  // with PAB a mixed step runs every sample too
-  else if (whole_span_bytes_ >= 0) stats_.comm_bytes_skipped += std::max<int64_t>(whole_span_bytes_ - bytes, 0);
-  if (!residual_.defined()) residual_ = Tensor::empty(out.shape());  // the first step: every unit computes
-  const int64_t per_sample = out.numel() / samples_;
+namespace {
+
+// The kept residual's element of (row r, token row0 + t, channel 0): (R, tokens, D).
+inline int64_t at(int64_t r, int64_t t, int64_t row0, int64_t tokens, int64_t width) {
+  return (r * tokens + row0 + t) * width;
+}
+
+}  // namespace
+
+void StepCache::span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes,
+                              int64_t row0, int64_t tokens) {
+  if (out.ndim() != 3 || in.shape() != out.shape())
+    throw std::logic_error("StepCache::span_computed: the span's rows must be (R, P, D) in and out");
+  const int64_t rows = out.dim(0), p = out.dim(1), width = out.dim(2);
+  if (tokens == 0) tokens = p;
+  if (!residual_.defined()) residual_ = Tensor::zeros({rows, tokens, width});  // the first step: every unit computes
+  step_bytes_ += bytes;
+  const int64_t per_sample = rows / samples_;
   float* o = out.data();
   float* r = residual_.data();
   const float* x = in.data();
-  for (int64_t s = 0; s < samples_; ++s) {
-    const bool c = compute[static_cast<size_t>(unit_of(s))];
-    for (int64_t i = s * per_sample; i < (s + 1) * per_sample; ++i) {
-      if (c) r[i] = o[i] - x[i];
-      else o[i] = x[i] + r[i];
+  for (int64_t row = 0; row < rows; ++row) {
+    const bool c = compute[static_cast<size_t>(unit_of(row / per_sample))];
+    for (int64_t t = 0; t < p; ++t) {
+      float* rr = r + at(row, t, row0, tokens, width);
+      float* oo = o + (row * p + t) * width;
+      const float* xx = x + (row * p + t) * width;
+      for (int64_t j = 0; j < width; ++j) {
+        if (c) rr[j] = oo[j] - xx[j];
+        else oo[j] = xx[j] + rr[j];
+      }
     }
   }
 }
 
-const Tensor& StepCache::span_skipped(int first, int last) {
-  ++stats_.steps_skipped;
+Tensor StepCache::span_skipped(int first, int last, int64_t row0, int64_t p, int64_t tokens) {
   if (pab_) pab_->skipped_layers(first, last);
-  stats_.comm_bytes_skipped += std::max<int64_t>(whole_span_bytes_, 0);
-  return residual_;
+  if (tokens == 0 || (row0 == 0 && p == tokens)) return residual_;
+  const int64_t rows = residual_.dim(0), width = residual_.dim(2);
+  Tensor part = Tensor::empty({rows, p, width});
+  for (int64_t row = 0; row < rows; ++row)
+    std::copy(residual_.data() + at(row, 0, row0, tokens, width), residual_.data() + at(row, p, row0, tokens, width),
+              part.data() + row * p * width);
+  return part;
+}
+
+void StepCache::finish_step() {
+  if (step_state_ == 0 || pab_) whole_span_bytes_ = step_bytes_;  // with PAB a mixed step runs every sample too
+  else if (whole_span_bytes_ >= 0)
+    stats_.comm_bytes_skipped += std::max<int64_t>(whole_span_bytes_ - step_bytes_, 0);
+  step_bytes_ = 0;
 }
 
 }  // namespace ditgen::pab

@@ -100,19 +100,25 @@ class StepCache {
   void combine_halves(std::vector<float>& sums) const;
 
   // Decides every unit from its combined sums (empty: no previous signal),
-  // records the decisions, and keeps `signal` as the rule says (first_block:
-  // the computing units' rows; teacache: every row).
+  // records the decisions, counts the forward, and keeps `signal` as the
+  // rule says (first_block: the computing units' rows; teacache: every row).
   std::vector<bool> decide(const std::vector<float>& sums, const Tensor& signal);
 
-  // After the span ran (`bytes`: what it sent; over a subset of the samples
-  // it sent less than a whole batch's span, the first step's, and the
-  // difference counts as skipped): keeps out - in as the computing units'
-  // residual and writes the skipping units' rows of `out` as in + their
-  // kept residual (host float32, the span's (rows...) layout).
-  void span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes);
-  // Every unit skipped layers [first, last): the residual to add to the
-  // span's input. PAB (set_pab) does not count the step for those layers.
-  const Tensor& span_skipped(int first, int last);
+  // The span's input `in` and output `out` are (R, P, D) host float32: R
+  // rows (each sample's together), P tokens, here tokens [row0, row0 + P)
+  // of the `tokens` the kept residual covers (PipeFusion's patches; 0: P,
+  // all of them). After the span ran (`bytes`: what it sent): keeps out -
+  // in as the computing units' residual and writes the skipping units' rows
+  // of `out` as in + their kept residual.
+  void span_computed(Tensor& out, const Tensor& in, const std::vector<bool>& compute, int64_t bytes,
+                     int64_t row0 = 0, int64_t tokens = 0);
+  // Every unit skipped the span, layers [first, last): the kept residual of
+  // those tokens, (R, P, D) host float32, to add to the span's input. PAB
+  // (set_pab) does not count the step for those layers.
+  Tensor span_skipped(int first, int last, int64_t row0 = 0, int64_t P = 0, int64_t tokens = 0);
+  // The forward is over: what its span sent, against a whole batch's span
+  // (the last step that ran it over every sample), counts as skipped.
+  void finish_step();
   void set_pab(BroadcastCache* pab) { pab_ = pab; }
   bool pab_active() const { return pab_ != nullptr; }
 
@@ -132,6 +138,8 @@ class StepCache {
   Tensor residual_;                  // the span's kept residual, host float32
   std::vector<double> accumulated_;  // teacache: per unit
   int64_t whole_span_bytes_ = -1;  // what the span sent over every sample, at the last such step
+  int64_t step_bytes_ = 0;         // what the span sent in this forward
+  int step_state_ = 0;             // this forward: 0 every unit computes, 1 some, 2 none
   std::function<void(float*, int64_t)> combine_halves_;
   BroadcastCache* pab_ = nullptr;
   StepCacheStats stats_;

@@ -243,7 +243,6 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
     std::optional<pab::StepCache> step_cache;
     const bool halves_apart = spec.cfg_halves_cached_apart();
     if (req.step_cache) {
-      if (stale_kv) throw ConfigError("not supported yet: a step cache together with PipeFusion (parallel.pp > 1)");
       step_cache.emplace(*req.step_cache);
       step_cache->begin_batch(count, halves, halves_apart, static_cast<int>(timesteps.size()));
       if (pab) step_cache->set_pab(&*pab);  // PAB counts only the steps its layers ran

@@ -109,29 +109,55 @@ TEST_CASE("units: an output's halves together sum their rows, apart each decides
   }
 }
 
+// (samples, 1, 3): one row of one token per sample, value v[s] everywhere.
+Tensor span_rows(const std::vector<float>& v) { return rows_of(v).reshape({static_cast<int64_t>(v.size()), 1, 3}); }
+
 TEST_CASE("span: computed units keep out - in, skipped units' rows take in + their kept residual") {
   pab::StepCache cache({pab::StepCacheRule::kFirstBlock, 0.5, {}});
   cache.begin_batch(2, {false}, false, 3);
   cache.begin_step(0, 999);
   (void)cache.decide({}, rows_of({1, 1}));
-  Tensor out = rows_of({5, 7});
-  cache.span_computed(out, rows_of({1, 2}), {true, true}, 100);  // residuals 4 and 5
+  Tensor out = span_rows({5, 7});
+  cache.span_computed(out, span_rows({1, 2}), {true, true}, 100);  // residuals 4 and 5
+  cache.finish_step();
   cache.begin_step(1, 500);
   const Tensor x = rows_of({3, 1.1f});  // output 0 changed 200%, output 1 10%
   const std::vector<bool> c = cache.decide(cache.local_sums(x), x);
   REQUIRE(c == std::vector<bool>{true, false});
-  Tensor out2 = rows_of({10, 99});
-  cache.span_computed(out2, rows_of({2, 3}), c, 100);
+  Tensor out2 = span_rows({10, 99});
+  cache.span_computed(out2, span_rows({2, 3}), c, 60);  // half the batch: 40 bytes not sent
+  cache.finish_step();
   CHECK(out2.data()[0] == 10);      // computed: as run
   CHECK(out2.data()[3] == 3 + 5);   // skipped: in + kept residual
   cache.begin_step(2, 0);
   const Tensor y = rows_of({3, 1.1f});
   const std::vector<bool> c2 = cache.decide(cache.local_sums(y), y);
   REQUIRE(c2 == std::vector<bool>{false, false});
-  const Tensor& kept = cache.span_skipped(1, 4);
+  const Tensor kept = cache.span_skipped(1, 4);
+  cache.finish_step();
   CHECK(kept.data()[0] == 8);  // output 0's residual replaced at step 1: 10 - 2
   CHECK(kept.data()[3] == 5);  // output 1's kept from step 0
   CHECK(cache.stats().steps_computed == 2);
   CHECK(cache.stats().steps_skipped == 1);
-  CHECK(cache.stats().comm_bytes_skipped == 100);
+  CHECK(cache.stats().comm_bytes_skipped == 40 + 100);
+}
+
+TEST_CASE("span over patches: each patch's tokens keep and take their own rows of the residual") {
+  // 1 output, 2 rows (e.g. CFG halves together), 3 tokens in patches [0, 2) and [2, 3), width 1.
+  pab::StepCache cache({pab::StepCacheRule::kFirstBlock, 0.5, {}});
+  cache.begin_batch(1, {false, true}, false, 2);
+  cache.begin_step(0, 999);
+  (void)cache.decide({}, rows_of({1, 1}));
+  auto patch = [](std::vector<float> v, int64_t p) {
+    Tensor t = Tensor::empty({2, p, 1});
+    for (size_t i = 0; i < v.size(); ++i) t.data()[i] = v[i];
+    return t;
+  };
+  Tensor a = patch({10, 11, 20, 21}, 2), b = patch({12, 22}, 1);
+  cache.span_computed(a, patch({0, 0, 0, 0}, 2), {true}, 0, 0, 3);
+  cache.span_computed(b, patch({2, 2}, 1), {true}, 0, 2, 3);
+  cache.finish_step();
+  const Tensor ka = cache.span_skipped(0, 1, 0, 2, 3), kb = cache.span_skipped(0, 1, 2, 1, 3);
+  CHECK(std::vector<float>(ka.data(), ka.data() + 4) == std::vector<float>{10, 11, 20, 21});
+  CHECK(std::vector<float>(kb.data(), kb.data() + 2) == std::vector<float>{10, 20});
 }
