@@ -27,9 +27,11 @@ std::string option_value(int argc, char** argv, int& i, Usage usage) {
 }
 
 // First-Block Cache at 0.05 .. 0.3 and TeaCache at 0.1 .. 0.5, TeaCache with
-// the identity rescale (no calibrated coefficients exist for these models),
-// each with its name ("first_block 0.1").
-inline std::vector<std::pair<std::string, pab::StepCacheSettings>> step_cache_settings() {
+// `coefficients` (empty: the identity rescale), each with its name
+// ("first_block 0.1").
+inline std::vector<std::pair<std::string, pab::StepCacheSettings>> step_cache_settings(
+    std::vector<double> coefficients = {}) {
+  if (coefficients.empty()) coefficients = {0, 0, 0, 1, 0};
   std::vector<std::pair<std::string, pab::StepCacheSettings>> out;
   auto name = [](const char* kind, double t) {
     char b[48];
@@ -39,12 +41,28 @@ inline std::vector<std::pair<std::string, pab::StepCacheSettings>> step_cache_se
   for (double t : {0.05, 0.1, 0.15, 0.2, 0.3})
     out.push_back({name("first_block", t), {pab::StepCacheRule::kFirstBlock, t, {}}});
   for (double t : {0.1, 0.2, 0.3, 0.5})
-    out.push_back({name("teacache", t), {pab::StepCacheRule::kTeaCache, t, {0, 0, 0, 1, 0}}});
+    out.push_back({name("teacache", t), {pab::StepCacheRule::kTeaCache, t, coefficients}});
   return out;
 }
 
 // An image's PSNR against its reference, identical images counted as 100 dB
 // (so a mean over images stays finite when a step cache leaves some untouched).
 inline double capped_psnr(double psnr) { return std::min(psnr, 100.0); }
+
+// "a,b,c,d,e" -> five numbers (--coefficients); empty on anything else.
+inline std::vector<double> parse_coefficients(const std::string& text) {
+  std::vector<double> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    try {
+      out.push_back(std::stod(text.substr(pos, comma - pos)));
+    } catch (const std::exception&) {
+      return {};
+    }
+    pos = comma + 1;
+  }
+  return out.size() == 5 ? out : std::vector<double>{};
+}
 
 }  // namespace ditgen::bench

@@ -41,12 +41,13 @@ struct Args {
   std::string model, labels = "207";
   int steps = 50, rounds = 2, threads = 2, batch = 30;
   bool caches = false;
+  std::vector<double> coefficients;  // --coefficients: TeaCache's, or empty = identity
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_pab --model DIR [--labels all|ID,ID,...] [--steps 50] [--rounds 2] [--threads 2] "
-               "[--batch 30] [--caches]\n");
+               "[--batch 30] [--caches [--coefficients c4,c3,c2,c1,c0]]\n");
   std::exit(code);
 }
 
@@ -62,6 +63,10 @@ Args parse(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--batch") a.batch = std::stoi(value());
     else if (k == "--caches") a.caches = true;
+    else if (k == "--coefficients") {
+      a.coefficients = bench::parse_coefficients(value());
+      if (a.coefficients.empty()) usage(2);
+    }
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
@@ -84,7 +89,7 @@ Config pab_config(int r, int blocks) {
   return c;
 }
 
-std::vector<Config> configs(int blocks, bool caches) {
+std::vector<Config> configs(int blocks, bool caches, const std::vector<double>& coefficients) {
   std::vector<Config> out{{"off", {}, {}}};
   if (!caches) {
     for (int r = 2; r <= 4; ++r) out.push_back(pab_config(r, blocks));
@@ -92,7 +97,7 @@ std::vector<Config> configs(int blocks, bool caches) {
   }
   const Config pab = pab_config(2, blocks);
   out.push_back(pab);
-  const auto settings = bench::step_cache_settings();
+  const auto settings = bench::step_cache_settings(coefficients);
   for (const auto& [name, cache] : settings) out.push_back({name, {}, cache});
   for (const auto& [name, cache] : settings)
     if (name == "first_block 0.1" || name == "teacache 0.2") out.push_back({pab.name + " + " + name, pab.schedule, cache});
@@ -143,7 +148,7 @@ int main(int argc, char** argv) try {
   req.guidance_scale = 4.0f;
   req.batch_size = a.batch;
 
-  const auto cfgs = configs(static_cast<int>(pipe.transformer().num_layers()), a.caches);
+  const auto cfgs = configs(static_cast<int>(pipe.transformer().num_layers()), a.caches, a.coefficients);
   std::vector<Run> runs(cfgs.size());
   for (int round = 0; round < a.rounds; ++round)
     for (size_t c = 0; c < cfgs.size(); ++c) {

@@ -48,10 +48,11 @@ struct Args {
   std::string config = "configs/default.json";
   int rounds = 2, threads = 2;
   bool caches = false;
+  std::vector<double> coefficients;  // --coefficients: TeaCache's, or empty = identity
 };
 
 [[noreturn]] void usage(int code) {
-  std::fprintf(code ? stderr : stdout, "usage: bench_video_pab [--config FILE] [--rounds 2] [--threads 2] [--caches]\n");
+  std::fprintf(code ? stderr : stdout, "usage: bench_video_pab [--config FILE] [--rounds 2] [--threads 2] [--caches [--coefficients c4,c3,c2,c1,c0]]\n");
   std::exit(code);
 }
 
@@ -64,6 +65,10 @@ Args parse(int argc, char** argv) {
     else if (k == "--rounds") a.rounds = std::stoi(value());
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--caches") a.caches = true;
+    else if (k == "--coefficients") {
+      a.coefficients = bench::parse_coefficients(value());
+      if (a.coefficients.empty()) usage(2);
+    }
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
@@ -85,7 +90,7 @@ pab::Schedule pab_ranges(int s, int t, int c) {
   return schedule;
 }
 
-std::vector<Config> configs(bool caches) {
+std::vector<Config> configs(bool caches, const std::vector<double>& coefficients) {
   std::vector<Config> out{{"off", {}, {}}};
   if (!caches) {
     for (const auto& [s, t, c] : std::vector<std::array<int, 3>>{{2, 3, 6}, {2, 4, 6}, {3, 5, 7}, {5, 7, 9}})
@@ -93,7 +98,7 @@ std::vector<Config> configs(bool caches) {
     return out;
   }
   out.push_back({"PAB 2/4/6", pab_ranges(2, 4, 6), {}});
-  const auto settings = bench::step_cache_settings();
+  const auto settings = bench::step_cache_settings(coefficients);
   for (const auto& [name, cache] : settings) out.push_back({name, {}, cache});
   for (const auto& [name, cache] : settings)
     if (name == "first_block 0.1" || name == "teacache 0.2") out.push_back({"PAB 2/4/6 + " + name, pab_ranges(2, 4, 6), cache});
@@ -141,7 +146,7 @@ int main(int argc, char** argv) try {
   pipeline::Request base_req = pipe->prepare(g, a.config);
   base_req.text_encoder_dtype = rc.model.dtype;
 
-  const auto cfgs = configs(a.caches);
+  const auto cfgs = configs(a.caches, a.coefficients);
   std::vector<Run> runs(cfgs.size());
   int64_t frames = 0, h = 0, w = 0;
   for (int round = 0; round < a.rounds; ++round)
