@@ -3,7 +3,7 @@
  * overrides. load_config(file, overrides); when it succeeds, to_json of the
  * result is written to a second file and loaded again without overrides: that
  * must succeed and give the same settings (model, generate, parallel, pab,
- * output), or the harness aborts (a finding: to_json must write a config
+ * cache, output), or the harness aborts (a finding: to_json must write a config
  * that regenerates the run, as the PNG metadata relies on).
  *
  * Expected failures of the first load: ditgen::Error (ConfigError naming the
@@ -25,7 +25,7 @@ struct Fixture {
 
 bool same_settings(const ditgen::RunConfig& a, const ditgen::RunConfig& b) {
   return a.model == b.model && a.generate == b.generate && a.parallel == b.parallel && a.pab == b.pab &&
-         a.output == b.output;
+         a.cache == b.cache && a.output == b.output;
 }
 
 }  // namespace
