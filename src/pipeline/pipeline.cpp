@@ -253,6 +253,7 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
     Tensor keep;
     condition_batch(args, keep, first, count, halves);
 
+    const models::Transformer* last_model = nullptr;  // the expert of the last step
     for (size_t s = 0; s < timesteps.size(); ++s) {
       for (int64_t c = 0; c < copies; ++c)
         std::memcpy(model_in.data() + c * count * per_image, latents.data(), latents.nbytes());
@@ -268,6 +269,11 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       if (stale_kv) stale_kv->begin_step(static_cast<int64_t>(s));
       args.stale_kv = stale_kv ? &*stale_kv : nullptr;
       const StepDenoiser step = denoiser(static_cast<double>(timesteps[s]));
+      // A two-expert model's switch (Wan 2.2 A14B): the next expert starts
+      // with a state of its own, as a cache hook on each transformer would.
+      if (step_cache && last_model && step.model != last_model)
+        step_cache->begin_batch(count, halves, halves_apart, static_cast<int>(timesteps.size()));
+      last_model = step.model;
       Tensor out = step.model->forward(args);  // (model_batch, out_C, ...)
       profile::ScopedTimer timer("guidance+scheduler");
       // eps = the first in_channels channels (learned sigma dropped).

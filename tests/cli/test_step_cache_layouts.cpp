@@ -304,3 +304,23 @@ TEST_CASE("step caches: teacache without coefficients on a model with no publish
     CHECK_FALSE(std::filesystem::exists(dir.file(std::string(fixture) + ".png")));
   }
 }
+
+// A two-expert model (Wan 2.2 A14B, boundary_ratio 0.875): the low-noise
+// expert starts with a state of its own, as a hook on each transformer
+// would: its first step computes with no previous signal.
+TEST_CASE("step caches on a two-expert model: the second expert starts afresh") {
+  const Family f{"wan22_tiny", "run_unipc.json"};
+  testing::TempDir dir("cache_experts");
+  for (const char* kind : {"first_block", "teacache"}) {
+    CAPTURE(std::string(kind));
+    const Run got = run(dir, f, "experts", cache_of(kind, 1e9));  // skips whatever it may
+    int fresh = 0;
+    for (const auto& d : got.stats["decisions"])
+      if (d["step"] != 0 && d["metric"].is_null()) {
+        CHECK(d["computed"] == true);
+        ++fresh;
+      }
+    CHECK(fresh > 0);  // the switch step, per output and half
+    CHECK(got.stats["steps_skipped"].get<int>() > 0);
+  }
+}
