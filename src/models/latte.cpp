@@ -214,15 +214,12 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the videos: their frames' modulation and their captions.
     const Tensor mod = sample_rows(modulation, samples, local_frames);
-    const Tensor some_caption = sample_rows(caption, samples);
-    const std::vector<int32_t> lengths = sample_values(a.text_lengths, samples);
-    const nn::CrossContext some_text{&some_caption, lengths.empty() ? nullptr : lengths.data(), local_frames};
-    const nn::CrossContext& texts = samples.empty() ? text : some_text;
+    const TextOfSamples texts(text, samples);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore spatial = stage_.core(i, patch, n, c.head_dim, a.stale_kv, dsp ? &whole_frames : nullptr);
       const size_t local = static_cast<size_t>(i - stage_.layers().begin);
       const int layer = static_cast<int>(i);
-      spatial_[local].forward(hidden, mod, {&spatial, nullptr, nullptr, &texts, {a.pab, layer, kSpatialPart}});
+      spatial_[local].forward(hidden, mod, {&spatial, nullptr, nullptr, &texts.context(), {a.pab, layer, kSpatialPart}});
       if (i == 0 && frames > 1) {  // the temporal positions, before the first temporal block
         const Tensor table = frames <= c.video_length ? native_temporal : place.put(temporal_table(frames));
         for (int64_t clip = 0; clip < hidden.dim(0); ++clip) {

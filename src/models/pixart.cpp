@@ -119,13 +119,11 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the samples: their modulation and captions.
     const Tensor mod = sample_rows(shared_mod, samples);
-    const Tensor some_caption = sample_rows(caption, samples);
-    const std::vector<int32_t> lengths = sample_values(a.text_lengths, samples);
-    const nn::CrossContext some_text{&some_caption, lengths.empty() ? nullptr : lengths.data()};
+    const TextOfSamples texts(text, samples);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
       blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(
-          hidden, mod, {&core, nullptr, nullptr, samples.empty() ? &text : &some_text, {a.pab, static_cast<int>(i)}});
+          hidden, mod, {&core, nullptr, nullptr, &texts.context(), {a.pab, static_cast<int>(i)}});
     }
   };
   pass.teacache_signal = [&](const Tensor& hidden) {  // block 0's modulated attention input

@@ -44,11 +44,21 @@ Tensor sample_rows(const Tensor& t, const std::vector<int64_t>& samples, int64_t
   return out;
 }
 
-std::vector<int32_t> sample_values(const std::vector<int32_t>& v, const std::vector<int64_t>& samples) {
-  if (samples.empty() || v.empty()) return v;
-  std::vector<int32_t> out;
-  for (int64_t s : samples) out.push_back(v.at(static_cast<size_t>(s)));
-  return out;
+void put_sample_rows(Tensor& t, const Tensor& rows, const std::vector<int64_t>& samples, int64_t rows_per_sample) {
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const int64_t s = samples[i], at = static_cast<int64_t>(i);
+    t.slice0(s * rows_per_sample, (s + 1) * rows_per_sample)
+        .copy_from(rows.slice0(at * rows_per_sample, (at + 1) * rows_per_sample));
+  }
+}
+
+TextOfSamples::TextOfSamples(const nn::CrossContext& text, const std::vector<int64_t>& samples) : context_(text) {
+  if (samples.empty()) return;
+  tokens_ = sample_rows(*text.tokens, samples);
+  if (text.kv_lens)
+    for (int64_t s : samples) lengths_.push_back(text.kv_lens[s]);
+  context_.tokens = &tokens_;
+  context_.kv_lens = lengths_.empty() ? nullptr : lengths_.data();
 }
 
 // This rank's signal sums per unit (sum|s - s_prev|, sum|s_prev|) over
@@ -148,10 +158,7 @@ void Stage::run_span(Tensor& hidden, parallel::Range patch, int64_t row0, int64_
     const int64_t per_sample = hidden.dim(0) / cache.samples();
     Tensor some = sample_rows(hidden, samples, per_sample);
     pass.layers(some, patch, p.span, samples);
-    for (size_t i = 0; i < samples.size(); ++i) {
-      const int64_t s = samples[i], at = static_cast<int64_t>(i);
-      hidden.slice0(s * per_sample, (s + 1) * per_sample).copy_from(some.slice0(at * per_sample, (at + 1) * per_sample));
-    }
+    put_sample_rows(hidden, some, samples, per_sample);
   }
   Tensor out = host_copy(hidden);
   cache.span_computed(out, in, compute, shard_.sent_bytes() - sent_before, row0, tokens);

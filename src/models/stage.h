@@ -29,8 +29,24 @@ namespace ditgen::models {
 // together) that belong to `samples`, in their order, on t's device; t
 // itself (shared) when samples is empty.
 Tensor sample_rows(const Tensor& t, const std::vector<int64_t>& samples, int64_t rows_per_sample = 1);
-// The values of `v` (one per sample) that belong to `samples`; v when empty.
-std::vector<int32_t> sample_values(const std::vector<int32_t>& v, const std::vector<int64_t>& samples);
+// Writes `rows` (sample_rows' layout for `samples`) back into those samples' rows of `t`.
+void put_sample_rows(Tensor& t, const Tensor& rows, const std::vector<int64_t>& samples, int64_t rows_per_sample = 1);
+
+// A cross-attention's text for a subset of the samples (their tokens and
+// key counts), or the whole `text` when `samples` is empty. Holds what
+// context() points to: neither copied nor moved.
+class TextOfSamples {
+ public:
+  TextOfSamples(const nn::CrossContext& text, const std::vector<int64_t>& samples);
+  TextOfSamples(const TextOfSamples&) = delete;
+  TextOfSamples& operator=(const TextOfSamples&) = delete;
+  const nn::CrossContext& context() const { return context_; }
+
+ private:
+  Tensor tokens_;                // (samples, L, C): the selected texts
+  std::vector<int32_t> lengths_;  // their key counts, or empty
+  nn::CrossContext context_;
+};
 
 class Stage {
  public:

@@ -185,9 +185,7 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the samples: their modulation and texts.
     const Tensor mod = sample_rows(shared_mod, samples);
-    const Tensor some_text = sample_rows(text, samples);
-    const std::vector<int32_t> lengths = sample_values(a.text_lengths, samples);
-    const nn::CrossContext some_context{&some_text, lengths.empty() ? nullptr : lengths.data()};
+    const TextOfSamples texts(context, samples);
     // This rank's tokens of the patch: its q and k take their table rows.
     const int64_t first =
         parallel::patch_rows(patch, shard.sp_split, shard.sp_size(), shard.sp_rank()).begin;
@@ -198,7 +196,7 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
       blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(
-          hidden, mod, {&core, nullptr, &rotary, samples.empty() ? &context : &some_context, {a.pab, static_cast<int>(i)}});
+          hidden, mod, {&core, nullptr, &rotary, &texts.context(), {a.pab, static_cast<int>(i)}});
     }
   };
   // TeaCache4Wan2.1's signal (use_ret_steps off): the time embedding, whole on every rank.

@@ -94,7 +94,7 @@ std::vector<bool> StepCache::decide(const std::vector<float>& sums, const Tensor
     stats_.decisions.push_back(d);
   }
   const auto computing = std::count(compute.begin(), compute.end(), true);
-  step_state_ = computing == units() ? 0 : computing > 0 ? 1 : 2;
+  computing_ = computing == units() ? Computing::kEvery : computing > 0 ? Computing::kSome : Computing::kNone;
   if (computing > 0) ++stats_.steps_computed;
   else ++stats_.steps_skipped;
   step_bytes_ = 0;
@@ -158,7 +158,7 @@ Tensor StepCache::span_skipped(int first, int last, int64_t row0, int64_t p, int
 }
 
 void StepCache::finish_step() {
-  if (step_state_ == 0 || pab_) whole_span_bytes_ = step_bytes_;  // with PAB a mixed step runs every sample too
+  if (computing_ == Computing::kEvery || pab_) whole_span_bytes_ = step_bytes_;  // with PAB a mixed step runs every sample too
   else if (whole_span_bytes_ >= 0)
     stats_.comm_bytes_skipped += std::max<int64_t>(whole_span_bytes_ - step_bytes_, 0);
   step_bytes_ = 0;

@@ -139,7 +139,8 @@ class StepCache {
   std::vector<double> accumulated_;  // teacache: per unit
   int64_t whole_span_bytes_ = -1;  // what the span sent over every sample, at the last such step
   int64_t step_bytes_ = 0;         // what the span sent in this forward
-  int step_state_ = 0;             // this forward: 0 every unit computes, 1 some, 2 none
+  enum class Computing { kEvery, kSome, kNone };
+  Computing computing_ = Computing::kEvery;  // this forward's units
   std::function<void(float*, int64_t)> combine_halves_;
   BroadcastCache* pab_ = nullptr;
   StepCacheStats stats_;

@@ -19,30 +19,15 @@
 #include "pipeline/text_pipeline.h"
 
 using namespace ditgen;
-using testing::fixture_tensor;
 
 namespace {
 
-GenerateConfig wan_config(int batch_size) {
-  GenerateConfig g;
-  g.prompts = {"a red cat moving left", "A Cat &amp; the  GRASS, walking on the moon at night"};
-  g.negative_prompt = "low quality";
-  g.negative_prompt_given = true;
-  g.frames = 9;
-  g.height = 48;
-  g.width = 80;
-  g.steps = 6;
-  g.guidance_scale = 5.0;
-  g.scheduler = sched::Sampler::kEuler;
-  g.max_sequence_length = 16;
-  g.batch_size = batch_size;
-  return g;
-}
-
+// The fixture's run with 6 Euler steps and a shorter negative prompt.
 pipeline::Result run(const pipeline::Pipeline& pipe, int batch, std::optional<double> threshold) {
-  pipeline::Request req = pipe.prepare(wan_config(batch), "run.json");
-  req.text_encoder_dtype = "float32";
-  req.init_noise = fixture_tensor("wan_tiny", "noise.safetensors", "noise");
+  GenerateConfig g = testing::wan_fixture_config(sched::Sampler::kEuler, batch);
+  g.negative_prompt = "low quality";
+  g.steps = 6;
+  pipeline::Request req = testing::wan_fixture_request(pipe, g, "wan_tiny");
   if (threshold) req.step_cache = pab::StepCacheSettings{pab::StepCacheRule::kFirstBlock, *threshold, {}};
   return pipe.generate(req);
 }

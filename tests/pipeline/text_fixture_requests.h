@@ -1,5 +1,6 @@
 // The requests of the text-conditional fixtures (tests/fixtures/pixart_tiny,
-// latte_tiny: scripts/fixtures/make_text_fixtures.py), as diffusers ran them, for the
+// latte_tiny: scripts/fixtures/make_text_fixtures.py; wan_tiny:
+// make_wan_fixtures.py), as diffusers ran them, for the
 // CPU suites (test_text_pipeline.cpp, test_latte_pipeline.cpp) and the CUDA
 // ones (tests/gpu/test_text_model_parity.cpp) alike: the prompts, sampling
 // settings and diffusers' initial noise, the text encoder in float32.
@@ -56,6 +57,34 @@ inline pipeline::Request latte_fixture_request(const pipeline::Pipeline& pipe, i
   pipeline::Request req = pipe.prepare(latte_fixture_config(batch_size, steps), "run.json");
   req.text_encoder_dtype = "float32";
   req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
+  return req;
+}
+
+// Wan (tests/fixtures/wan_tiny, wan22_tiny): as the fixture's run configs
+// (reference/run_unipc.json, run_euler.json): two prompts and a negative,
+// 9 frames of 48 x 80, 4 steps, guidance 5, max_sequence_length 16.
+inline GenerateConfig wan_fixture_config(sched::Sampler scheduler, int batch_size) {
+  GenerateConfig g;
+  g.prompts = {"a red cat moving left", "A Cat &amp; the  GRASS, walking on the moon at night"};
+  g.negative_prompt = "low quality,   blurry &amp;amp; static";
+  g.negative_prompt_given = true;
+  g.frames = 9;
+  g.height = 48;
+  g.width = 80;
+  g.steps = 4;
+  g.guidance_scale = 5.0;
+  g.scheduler = scheduler;
+  g.max_sequence_length = 16;
+  g.batch_size = batch_size;
+  return g;
+}
+
+// `g` on the fixture's pipeline with diffusers' noise, the text encoder in float32.
+inline pipeline::Request wan_fixture_request(const pipeline::Pipeline& pipe, const GenerateConfig& g,
+                                             const std::string& fixture) {
+  pipeline::Request req = pipe.prepare(g, "run.json");
+  req.text_encoder_dtype = "float32";
+  req.init_noise = fixture_tensor(fixture, "noise.safetensors", "noise");
   return req;
 }
 
