@@ -206,24 +206,27 @@ class Recorder:
 # --------------------------------------------------------------------------
 
 
-def latte_pipe(folder):
-    from diffusers import DDIMScheduler, LattePipeline
+def load_pipe(folder, pipeline_class):
+    """A float32 pipeline from `folder`; notes a scheduler other than DDIM (the defaults' runs use DDIM)."""
+    from diffusers import DDIMScheduler
 
-    pipe = LattePipeline.from_pretrained(str(folder), dtype=torch.float32)
+    pipe = pipeline_class.from_pretrained(str(folder), dtype=torch.float32)
     pipe.set_progress_bar_config(disable=True)
     if not isinstance(pipe.scheduler, DDIMScheduler):
         log(f"note: {folder} scheduler is {type(pipe.scheduler).__name__}, not DDIM")
     return pipe
+
+
+def latte_pipe(folder):
+    from diffusers import LattePipeline
+
+    return load_pipe(folder, LattePipeline)
 
 
 def dit_pipe(folder):
-    from diffusers import DDIMScheduler, DiTPipeline
+    from diffusers import DiTPipeline
 
-    pipe = DiTPipeline.from_pretrained(str(folder), dtype=torch.float32)
-    pipe.set_progress_bar_config(disable=True)
-    if not isinstance(pipe.scheduler, DDIMScheduler):
-        log(f"note: {folder} scheduler is {type(pipe.scheduler).__name__}, not DDIM")
-    return pipe
+    return load_pipe(folder, DiTPipeline)
 
 
 def null_class_remap(tr):
