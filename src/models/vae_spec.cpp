@@ -1,17 +1,26 @@
 // See vae_spec.h.
 #include "models/vae_spec.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace ditgen::models {
 
 void VaeFactors::check_frames(int64_t frames, const std::string& where) const {
-  const int64_t t = temporal;
+  const int64_t t = frame_step > 0 ? frame_step : temporal;
   if (frames >= 1 && (frames - 1) % t == 0) return;
   const int64_t below = frames < 1 ? 1 : 1 + (frames - 1) / t * t, above = below + t;
   throw ConfigError(where + ": " + std::to_string(frames) + " frames: this " + family + " VAE makes 1 + " +
                     std::to_string(t) + "k frames (the nearest: " +
                     (frames > 1 ? std::to_string(below) + " or " : std::string()) + std::to_string(above) + ")");
+}
+
+std::vector<int64_t> VaeSpec::latent_chunks(int64_t latent_frames) const {
+  const int64_t step = std::max<int64_t>(1, chunk_latent_frames());
+  std::vector<int64_t> chunks;
+  for (int64_t f0 = 0; f0 < latent_frames; f0 += step) chunks.push_back(std::min(step, latent_frames - f0));
+  return chunks;
 }
 
 }  // namespace ditgen::models

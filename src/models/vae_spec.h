@@ -47,13 +47,18 @@ struct VaeFactors {
   int64_t spatial = 8;
   int64_t temporal = 1;
   const char* family = "vae";  // names the VAE in messages ("autoencoder_kl_wan")
+  // The frame counts it makes are 1 + frame_step * k: temporal for most;
+  // 2 * temporal for CogVideoX's, which decodes latent frames in pairs
+  // after an odd first chunk (so only odd latent frame counts give
+  // frames_of() frames). 0 = temporal.
+  int64_t frame_step = 0;
 
   // Output frames of `latent_frames` latent frames, and back.
   int64_t frames_of(int64_t latent_frames) const { return 1 + temporal * (latent_frames - 1); }
   int64_t latent_frames_of(int64_t frames) const { return 1 + (frames - 1) / temporal; }
   // ConfigError naming `where` (the config file and field, "run.json:
-  // generate.frames") unless this VAE can make `frames` frames (1 + t*k),
-  // with the nearest counts it can make.
+  // generate.frames") unless this VAE can make `frames` frames (1 +
+  // frame_step * k), with the nearest counts it can make.
   void check_frames(int64_t frames, const std::string& where) const;
 };
 
@@ -97,7 +102,10 @@ class VaeSpec {
   // Frames per latent frame after the first: 1 for image VAEs (a video is
   // decoded frame by frame), 4 for Wan's causal VAE (frames 1 + 4k).
   virtual int64_t temporal_factor() const { return 1; }
-  VaeFactors factors() const { return {spatial_factor(), temporal_factor(), family()}; }
+  // The step between the frame counts it makes (VaeFactors::frame_step;
+  // 0 = temporal_factor()).
+  virtual int64_t frame_step() const { return 0; }
+  VaeFactors factors() const { return {spatial_factor(), temporal_factor(), family(), frame_step()}; }
   // VaeFactors' answers for this VAE.
   int64_t frames_of(int64_t latent_frames) const { return factors().frames_of(latent_frames); }
   int64_t latent_frames_of(int64_t frames) const { return factors().latent_frames_of(frames); }
@@ -109,6 +117,12 @@ class VaeSpec {
   // Latent frames each Stream::next call should take: bounds the decoder's
   // memory (AutoencoderKL: LattePipeline's decode_chunk_size; a causal VAE: 1).
   virtual int64_t chunk_latent_frames() const = 0;
+  // The sizes of the chunks a video of `latent_frames` latent frames goes
+  // through Stream::next in, in order (they sum to latent_frames): by
+  // default chunk_latent_frames() each, the last what remains. A VAE whose
+  // result depends on the chunking (its norms span a chunk) says its own
+  // reference's.
+  virtual std::vector<int64_t> latent_chunks(int64_t latent_frames) const;
 
   // Validates every weight's name and shape against the config, then loads
   // the decoder onto `place`.

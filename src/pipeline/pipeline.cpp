@@ -382,7 +382,8 @@ Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) co
   const bool video = latents.ndim() == 5;
   const int64_t n = latents.dim(0), channels = latents.dim(1), latent_frames = video ? latents.dim(2) : 1;
   const int64_t h = latents.dim(latents.ndim() - 2), w = latents.dim(latents.ndim() - 1), hw = h * w;
-  const int64_t frames = vae.frames_of(latent_frames), chunk_frames = vae.chunk_latent_frames();
+  const int64_t frames = vae.frames_of(latent_frames);
+  const std::vector<int64_t> chunks = vae.latent_chunks(latent_frames);
   Tensor out;  // (n, F, 3, H, W)
   int64_t per_frame = 0;
   if (on_stage) on_stage("decode", 0, static_cast<int>(n));
@@ -392,8 +393,10 @@ Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) co
     // h, w), from (C, F', h, w).
     const std::unique_ptr<models::VaeDecoder::Stream> stream = vae_decoder_->begin();
     int64_t frame = 0;  // output frames written so far
-    for (int64_t f0 = 0; f0 < latent_frames; f0 += chunk_frames) {
-      const int64_t chunk = std::min(chunk_frames, latent_frames - f0);
+    int64_t f0 = 0;  // the chunk's first latent frame
+    for (const int64_t chunk : chunks) {
+      if (chunk < 1 || f0 + chunk > latent_frames)
+        throw std::logic_error("Pipeline::decode: the VAE's latent_chunks() do not cover its latent frames");
       Tensor z = Tensor::empty({channels, chunk, h, w});
       const float* src = latents.data() + i * channels * latent_frames * hw;
       for (int64_t c = 0; c < channels; ++c)
@@ -424,6 +427,7 @@ Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) co
       float* dst = out.data() + (i * frames + frame) * per_frame;
       for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
       frame += img.dim(0);
+      f0 += chunk;
     }
     if (frame != frames) throw std::logic_error("Pipeline::decode: the VAE decoded fewer frames than frames_of() says");
     if (on_stage) on_stage("decode", static_cast<int>(i + 1), static_cast<int>(n));

@@ -207,8 +207,9 @@ class Pipeline {
   // Stage 3: latents (before their normalisation is undone), (outputs, C,
   // h, w) images or (outputs, C, F', h, w) videos -> frames (outputs, F, 3,
   // H, W) in [0, 1], F = the VAE's frames_of(F'); output rank only. Each
-  // video goes through the VAE seam's stream (models/vae_spec.h) in chunks
-  // of chunk_latent_frames(), so the decoder's memory does not grow with F.
+  // video goes through the VAE seam's stream (models/vae_spec.h) in the
+  // chunks its latent_chunks() says, so the decoder's memory does not grow
+  // with F.
   Tensor decode(const Tensor& latents, const StageCallback& on_stage = {}) const;
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
