@@ -93,7 +93,48 @@ const Family& lookup(Part part, const nlohmann::json& cfg, const std::string& pa
                    known + ")");
 }
 
+// Pipeline classes whose text rules are not PixArtAlphaPipeline's (the
+// default TextPipelineRules).
+struct PipelineRules {
+  const char* class_name;
+  TextPipelineRules rules;
+};
+
+TextPipelineRules wan_pipeline_rules() {
+  TextPipelineRules r;
+  r.prompt_cleaning = PromptCleaning::kUnescapeCollapseWhitespace;
+  r.default_max_length = 512;
+  r.zero_padded_unmasked = true;
+  return r;
+}
+
+TextPipelineRules pixart_sigma_pipeline_rules() {
+  TextPipelineRules r;
+  r.default_max_length = 300;
+  return r;
+}
+
+TextPipelineRules latte_pipeline_rules() {
+  TextPipelineRules r;
+  r.negative_cut_to_prompt = true;
+  r.fixed_max_length = 120;
+  r.divide_by_scaling_factor = false;
+  return r;
+}
+
+const PipelineRules kPipelines[] = {
+    {"WanPipeline", wan_pipeline_rules()},
+    {"PixArtSigmaPipeline", pixart_sigma_pipeline_rules()},
+    {"LattePipeline", latte_pipeline_rules()},
+};
+
 }  // namespace
+
+TextPipelineRules pipeline_text_rules(const std::string& pipeline_class) {
+  for (const PipelineRules& p : kPipelines)
+    if (pipeline_class == p.class_name) return p.rules;
+  return {};
+}
 
 const char* part_name(Part part) {
   switch (part) {

@@ -41,4 +41,16 @@ std::unique_ptr<VaeSpec> vae_spec(const nlohmann::json& config, const std::strin
 // errors as above.
 std::unique_ptr<TextEncoderSpec> text_encoder_spec(const nlohmann::json& config, const std::string& path);
 
+// The text-side rules of a diffusers pipeline class (model_index.json's
+// _class_name; "" for a bare text_encoder/ + tokenizer/ pair), from the
+// table in registry.cpp:
+//   WanPipeline:         WanPipeline's prompt_clean (without ftfy),
+//                        max_sequence_length 512, embeddings zero past the
+//                        text's tokens and seen unmasked.
+//   PixArtSigmaPipeline: lower().strip(), 300.
+//   LattePipeline:       lower().strip(), always 120, the negative cut to
+//                        the prompt's token count (LatteSpec's rules).
+//   anything else:       lower().strip(), 120 (PixArtAlphaPipeline's).
+TextPipelineRules pipeline_text_rules(const std::string& pipeline_class);
+
 }  // namespace ditgen::models

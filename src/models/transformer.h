@@ -69,6 +69,8 @@ enum class PromptCleaning {
   // html.unescape twice, str.strip(), every run of the `regex` module's \s
   // to one space, str.strip(); no lower-casing (docs/text-wan.md).
   kUnescapeCollapseWhitespace,
+  // CogVideoXPipeline: the prompt as written.
+  kNone,
 };
 
 // Where a text-conditional family's diffusers pipeline differs from
@@ -77,8 +79,8 @@ enum class PromptCleaning {
 // The first three fields are the denoiser's side (each family's spec says
 // them); the last three are the text stage's, which the text stage takes
 // from the pipeline class model_index.json names
-// (pipeline::pipeline_text_rules), so `ditgen encode` applies them without
-// building a transformer.
+// (models::pipeline_text_rules, models/registry.h), so `ditgen encode`
+// applies them without building a transformer.
 struct TextPipelineRules {
   // false (PixArtAlphaPipeline): each text's own real tokens, its padding
   // masked: the prompt's mask count, the negative's mask count for CFG's
@@ -104,6 +106,10 @@ struct TextPipelineRules {
   // the negative prompt alike. false: the encoder's rows, with the
   // padding masked or cut as negative_cut_to_prompt says.
   bool zero_padded_unmasked = false;
+  // true (CogVideoXPipeline): the text encoder runs without an attention
+  // mask (its padding tokens attend and are attended to), and the denoiser
+  // sees all max_length rows of each text, unmasked.
+  bool encoder_unmasked = false;
 };
 
 // What a family's diffusers pipeline call takes when the run does not say

@@ -122,6 +122,7 @@ std::string prompt_text(const std::string& prompt, models::PromptCleaning how) {
   switch (how) {
     case models::PromptCleaning::kLowerStrip: return pipeline_prompt_text(prompt);
     case models::PromptCleaning::kUnescapeCollapseWhitespace: return unescape_collapse_prompt_text(prompt);
+    case models::PromptCleaning::kNone: return prompt;
   }
   throw std::logic_error("prompt_text: unknown cleaning");
 }

@@ -10,6 +10,7 @@
 //   every run of whitespace to one space, strip(); no lower-casing.
 //   diffusers first runs ftfy.fix_text where the ftfy package is installed;
 //   ditgen does not (docs/text-wan.md lists what that changes).
+// - diffusers' CogVideoXPipeline: the prompt as written.
 #pragma once
 #include <string>
 

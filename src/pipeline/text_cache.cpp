@@ -116,10 +116,12 @@ CachedEncoding encode_with_cache(const TextStage& stage, const std::vector<std::
   // under another pipeline clean, tokenize or pad differently.
   const models::TextPipelineRules& rules = stage.rules();
   if (rules.prompt_cleaning != models::PromptCleaning::kLowerStrip || rules.zero_padded_unmasked ||
-      stage.tokenizer().kind() != io::T5TokenizerKind::kSentencePiece)
+      rules.encoder_unmasked || stage.tokenizer().kind() != io::T5TokenizerKind::kSentencePiece) {
     common["text_rules"] = {{"cleaning", static_cast<int>(rules.prompt_cleaning)},
                             {"zero_padded_unmasked", rules.zero_padded_unmasked},
                             {"tokenizer", io::t5_tokenizer_kind_name(stage.tokenizer().kind())}};
+    if (rules.encoder_unmasked) common["text_rules"]["encoder_unmasked"] = true;
+  }
 
   out.embeds = Tensor::empty({n, L, D});
   out.num_tokens.assign(static_cast<size_t>(n), 0);

@@ -27,22 +27,6 @@ models::Placement text_encoder_placement(Device device, const std::string& dtype
   return {device, want, /*pack=*/false};  // read once per prompt: packing would cost more than it saves
 }
 
-models::TextPipelineRules pipeline_text_rules(const std::string& pipeline_class) {
-  models::TextPipelineRules r;
-  if (pipeline_class == "WanPipeline") {
-    r.prompt_cleaning = models::PromptCleaning::kUnescapeCollapseWhitespace;
-    r.default_max_length = 512;
-    r.zero_padded_unmasked = true;
-  } else if (pipeline_class == "PixArtSigmaPipeline") {
-    r.default_max_length = 300;
-  } else if (pipeline_class == "LattePipeline") {
-    r.negative_cut_to_prompt = true;
-    r.fixed_max_length = 120;
-    r.divide_by_scaling_factor = false;
-  }
-  return r;
-}
-
 int64_t TextStage::default_max_length() const {
   if (rules_.fixed_max_length > 0) return rules_.fixed_max_length;
   return rules_.default_max_length > 0 ? rules_.default_max_length : 120;
@@ -72,7 +56,7 @@ TextStage TextStage::open(const std::string& model_dir, bool with_tokenizer) {
       if ((*tok)[1].is_string()) tokenizer_class = (*tok)[1].get<std::string>();
     }
   }
-  stage.rules_ = pipeline_text_rules(stage.pipeline_class_);
+  stage.rules_ = models::pipeline_text_rules(stage.pipeline_class_);
   stage.encoder_dir_ = encoder_dir.string();
   stage.spec_ = models::text_encoder_spec(io::read_json_file(config_path.string()), config_path.string());
   if (!with_tokenizer) return stage;
@@ -111,7 +95,8 @@ PromptEmbeddings TextStage::encode(const std::vector<std::string>& prompts, int6
     auto [it, fresh] = slot_of.emplace(out.texts[i], static_cast<int64_t>(unique.ids.size()));
     if (fresh) {
       unique.ids.push_back(out.tokens.ids[i]);
-      unique.lengths.push_back(out.tokens.num_tokens[i]);
+      // CogVideoXPipeline calls the encoder without a mask: every row attends.
+      unique.lengths.push_back(rules_.encoder_unmasked ? max_length : out.tokens.num_tokens[i]);
     }
     slot[i] = it->second;
   }

@@ -4,7 +4,7 @@
 // tokenizer folder and the pipeline call for, io/text_tokenizer.h) -> text
 // encoder -> one embedding row per token, with the rows past a text's own
 // tokens zeroed where the pipeline does so (WanPipeline). The rules are the
-// pipeline class's, from model_index.json (pipeline_text_rules), so they
+// pipeline class's, from model_index.json (models::pipeline_text_rules), so they
 // hold without a transformer (`ditgen encode`). Each
 // distinct prompt is encoded once (a negative prompt shared by a batch, a
 // prompt repeated in a file), alone (one text per encoder pass, so its
@@ -33,17 +33,6 @@ struct PromptEmbeddings {
   Tensor embeds;                   // (N, L, D) host float32; undefined when only tokenized
 };
 
-// The text-side rules of a diffusers pipeline class (model_index.json's
-// _class_name; "" for a bare text_encoder/ + tokenizer/ pair):
-//   WanPipeline:         WanPipeline's prompt_clean (without ftfy),
-//                        max_sequence_length 512, embeddings zero past the
-//                        text's tokens and seen unmasked.
-//   PixArtSigmaPipeline: lower().strip(), 300.
-//   LattePipeline:       lower().strip(), always 120, the negative cut to
-//                        the prompt's token count (LatteSpec's rules).
-//   anything else:       lower().strip(), 120 (PixArtAlphaPipeline's).
-models::TextPipelineRules pipeline_text_rules(const std::string& pipeline_class);
-
 // Where and in what dtype the text encoder runs, from --device and
 // model.dtype / --dtype (DESIGN.md §2, models/placement.h): "auto" is
 // bfloat16 on CUDA and on CPUs with bfloat16 dot products
@@ -65,7 +54,7 @@ class TextStage {
   // pipeline class: Latte and PixArt-α 120, PixArt-Σ 300, Wan 512; 120
   // without one.
   int64_t default_max_length() const;
-  // The text-side rules of the model's pipeline class (pipeline_text_rules).
+  // The text-side rules of the model's pipeline class (models::pipeline_text_rules).
   const models::TextPipelineRules& rules() const { return rules_; }
   const std::string& pipeline_class() const { return pipeline_class_; }
   const models::TextEncoderSpec& encoder_spec() const { return *spec_; }

@@ -97,7 +97,8 @@ Conditions TextPipeline::condition(const Request& req) const {
   // how the text is cleaned and padded; the spec's how the denoiser reads it.
   // WanPipeline (zero_padded_unmasked): all L rows, the zero rows past each
   // text's tokens included, for both halves.
-  const bool all_rows = text_.rules().zero_padded_unmasked;
+  // CogVideoXPipeline (encoder_unmasked): all L rows too, the encoder's own.
+  const bool all_rows = text_.rules().zero_padded_unmasked || text_.rules().encoder_unmasked;
   for (int64_t i = 0; i < n; ++i) {
     const int32_t tokens = static_cast<int32_t>(e.num_tokens[static_cast<size_t>(i)]);
     const int32_t negative_tokens =

@@ -96,26 +96,26 @@ TEST_CASE("wan prompt cleaning: the 21 tokenizer cases, and what ftfy would chan
 }
 
 TEST_CASE("pipeline text rules: by model_index.json's pipeline class") {
-  const models::TextPipelineRules wan = pipeline::pipeline_text_rules("WanPipeline");
+  const models::TextPipelineRules wan = models::pipeline_text_rules("WanPipeline");
   CHECK(wan.prompt_cleaning == models::PromptCleaning::kUnescapeCollapseWhitespace);
   CHECK(wan.default_max_length == 512);
   CHECK(wan.zero_padded_unmasked);
   CHECK_FALSE(wan.negative_cut_to_prompt);
   CHECK(wan.fixed_max_length == 0);
-  const models::TextPipelineRules sigma = pipeline::pipeline_text_rules("PixArtSigmaPipeline");
+  const models::TextPipelineRules sigma = models::pipeline_text_rules("PixArtSigmaPipeline");
   CHECK(sigma.default_max_length == 300);
   CHECK(sigma.prompt_cleaning == models::PromptCleaning::kLowerStrip);
   CHECK_FALSE(sigma.zero_padded_unmasked);
   // LattePipeline's entry is the Latte family's own rules.
   const std::string latte_cfg = kRoot + "/latte_tiny/transformer/config.json";
   const auto latte = models::transformer_spec(io::read_json_file(latte_cfg), latte_cfg)->text_pipeline_rules();
-  const models::TextPipelineRules table = pipeline::pipeline_text_rules("LattePipeline");
+  const models::TextPipelineRules table = models::pipeline_text_rules("LattePipeline");
   CHECK(table.negative_cut_to_prompt == latte.negative_cut_to_prompt);
   CHECK(table.fixed_max_length == latte.fixed_max_length);
   CHECK(table.divide_by_scaling_factor == latte.divide_by_scaling_factor);
   CHECK(table.prompt_cleaning == latte.prompt_cleaning);
   CHECK(table.zero_padded_unmasked == latte.zero_padded_unmasked);
-  CHECK(pipeline::pipeline_text_rules("").default_max_length == 0);
+  CHECK(models::pipeline_text_rules("").default_max_length == 0);
   CHECK(pipeline::TextStage::open(kRoot + "/wan_tiny").default_max_length() == 512);
   CHECK(pipeline::TextStage::open(kRoot + "/latte_tiny").default_max_length() == 120);
 }
