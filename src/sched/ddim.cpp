@@ -35,21 +35,26 @@ DdimScheduler::DdimScheduler(const SchedulerConfig& config)
   }
 }
 
-void DdimScheduler::set_timesteps(int n) {
-  const int64_t T = train_.num_train_timesteps;
-  check_step_count(path_, n, T);
+std::vector<int64_t> ddim_timesteps(const std::string& spacing, int64_t T, int n, int64_t steps_offset) {
   std::vector<int64_t> ts;
-  if (spacing_ == "linspace") {
+  if (spacing == "linspace") {
     ts = np::round_to_int(np::linspace(0.0, static_cast<double>(T - 1), n));
     std::reverse(ts.begin(), ts.end());
-  } else if (spacing_ == "leading") {
+  } else if (spacing == "leading") {
     const int64_t ratio = T / n;
-    for (int64_t i = n - 1; i >= 0; --i) ts.push_back(i * ratio + steps_offset_);
+    for (int64_t i = n - 1; i >= 0; --i) ts.push_back(i * ratio + steps_offset);
   } else {  // trailing
     const double ratio = static_cast<double>(T) / n;
     ts = np::round_to_int(np::arange(static_cast<double>(T), 0.0, -ratio));
     for (int64_t& t : ts) t -= 1;
   }
+  return ts;
+}
+
+void DdimScheduler::set_timesteps(int n) {
+  const int64_t T = train_.num_train_timesteps;
+  check_step_count(path_, n, T);
+  const std::vector<int64_t> ts = ddim_timesteps(spacing_, T, n, steps_offset_);
 
   const auto& ac = train_.alphas_cumprod;
   const int64_t table = static_cast<int64_t>(ac.size());

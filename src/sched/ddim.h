@@ -16,6 +16,11 @@
 
 namespace ditgen::sched {
 
+// DDIMScheduler.set_timesteps' timesteps, first (noisiest) to last:
+// "linspace", "leading" (+ steps_offset) or "trailing" spacing of n steps
+// over T train timesteps (CogVideoXDDIMScheduler's are the same).
+std::vector<int64_t> ddim_timesteps(const std::string& spacing, int64_t T, int n, int64_t steps_offset);
+
 class DdimScheduler final : public DiffusionScheduler {
  public:
   explicit DdimScheduler(const SchedulerConfig& config);

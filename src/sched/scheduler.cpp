@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sched/cogvideox_ddim.h"
 #include "sched/ddim.h"
 #include "sched/dpmpp_2m.h"
 #include "sched/flow_config.h"
@@ -111,7 +112,7 @@ std::string name_from_class(const nlohmann::json& config, const std::string& pat
   const std::string cls = it->get<std::string>();
   const std::string fitting = "set generate.scheduler to " + or_list(scheduler_names(model_kind));
   std::string name;
-  if (cls == "DDIMScheduler") name = "ddim";
+  if (cls == "DDIMScheduler" || cls == "CogVideoXDDIMScheduler") name = "ddim";
   if (cls == "DPMSolverMultistepScheduler") name = "dpmpp_2m";
   if (cls == "UniPCMultistepScheduler") name = "unipc";
   if (cls == "FlowMatchEulerDiscreteScheduler") name = "euler";
@@ -157,6 +158,11 @@ std::unique_ptr<Scheduler> make_scheduler(const std::string& name,
   }
 
   const SchedulerConfig config(scheduler_config, config_path);
+  // ddim on CogVideoX's own scheduler config keeps its float64 schedule
+  // and SNR shift (DDIMScheduler.from_config would drop snr_shift_scale,
+  // a schedule the model was not trained on).
+  if (resolved == "ddim" && config.get_string("_class_name", "") == "CogVideoXDDIMScheduler")
+    return std::make_unique<CogVideoXDdimScheduler>(config);
   if (resolved == "ddim") return std::make_unique<DdimScheduler>(config);
   if (resolved == "dpmpp_2m") return std::make_unique<DpmSolverPP2MScheduler>(config);
   if (resolved == "unipc") return std::make_unique<UniPcFlowScheduler>(config, shift);

@@ -79,7 +79,8 @@ class Scheduler {
 };
 
 // name: one of scheduler_names(), or "" for the model's own scheduler from
-// the config's _class_name (DDIMScheduler -> ddim, DPMSolverMultistepScheduler
+// the config's _class_name (DDIMScheduler -> ddim, CogVideoXDDIMScheduler -> ddim
+// in its own form (cogvideox_ddim.h), DPMSolverMultistepScheduler
 // -> dpmpp_2m, UniPCMultistepScheduler -> unipc, FlowMatchEulerDiscrete-
 // Scheduler -> euler; another class: ConfigError "not supported yet:
 // scheduler X"). scheduler_config is the parsed
