@@ -113,7 +113,7 @@ void run_generate(const CliOptions& opts) {
   pipeline::Request req = prepare_request(cfg, opts, *pipe);
   apply_prompt_entries(req, entries, given);
   req.text_cache_dir = opts.text_cache;
-  const RankLayout layout = setup_layout(cfg, opts.config_path, model.workload(req.latent_shape), device.device);
+  const RankLayout layout = setup_layout(cfg, opts.config_path, pipe->workload(cfg.generate, req.latent_shape), device.device);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
 

@@ -28,9 +28,7 @@ void run_plan(const CliOptions& opts) {
   const models::TransformerSpec& model = pipe->transformer();
   const Shape latent = model.latent_shape(cfg.generate.height, cfg.generate.width, cfg.generate.frames,
                                           pipe->vae().factors(), opts.config_path + ": generate");
-  parallel::Workload work = model.workload(latent);
-  for (parallel::AttentionOp& op : work.attention)  // the text's rows: the run's, not the config's
-    if (op.kind == parallel::AttentionKind::kCross) op.tokens = pipe->text_tokens(cfg.generate);
+  const parallel::Workload work = pipe->workload(cfg.generate, latent);  // the text's rows: the run's
   const DeviceChoice device = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
                                             ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);
   // On the CPU only the GEMM weights take the compute dtype; activations

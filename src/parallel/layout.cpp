@@ -140,6 +140,17 @@ std::vector<AttentionOp> Workload::attention_ops() const {
   return attention.empty() ? std::vector<AttentionOp>{AttentionOp::spatial(tokens, heads)} : attention;
 }
 
+void Workload::set_text_tokens(int64_t text_tokens) {
+  const int64_t before = text_joined ? joined_text_tokens : 0;
+  if (text_joined) joined_text_tokens = text_tokens;
+  for (AttentionOp& op : attention) {
+    if (op.kind == AttentionKind::kCross)
+      op.tokens = text_tokens;
+    else if (text_joined && op.kind != AttentionKind::kTemporal)
+      op.tokens += joined_text_tokens - before;  // a joint attention's keys: the text's too
+  }
+}
+
 bool Workload::has(AttentionKind kind) const {
   const std::vector<AttentionOp> ops = attention_ops();
   return std::any_of(ops.begin(), ops.end(), [kind](const AttentionOp& op) { return op.kind == kind; });

@@ -157,6 +157,13 @@ struct Workload {
   // tp every rank all-reduces one float per row of q and one per row of k
   // (a cross-attention's keys: the text's rows, AttentionOp::tokens).
   bool qk_norms_across_heads = false;
+  // The text joins each sequence (an MM-DiT's joint attention, CogVideoX):
+  // its tokens lead the image's or video's in one sequence that every
+  // self-attention, norm and MLP runs over, and sp shards that sequence
+  // whole. joined_text_tokens is how many: the run's text length
+  // (set_text_tokens), not the config's.
+  bool text_joined = false;
+  int64_t joined_text_tokens = 0;
   int64_t output_per_token = 0;    // model output elements per token (gathered over sp)
   int64_t input_elements = 0;      // per sequence: the model's input (latents)
   int64_t output_elements = 0;     // per sequence: the model's output
@@ -175,11 +182,17 @@ struct Workload {
   // The tokens of one sequence sp shards (an image's, a frame's, or a
   // whole video's), how many such sequences a sample has, and their name
   // in messages ("tokens per frame").
-  int64_t sequence_tokens() const { return whole_video_sequence() ? frames * tokens : tokens; }
+  int64_t sequence_tokens() const {
+    return (whole_video_sequence() ? frames * tokens : tokens) + (text_joined ? joined_text_tokens : 0);
+  }
   int64_t sequences_per_sample() const { return video() && !whole_video_sequence() ? frames : 1; }
   const char* sequence_unit() const {
     return whole_video_sequence() ? "tokens per video" : video() ? "tokens per frame" : "tokens per image";
   }
+  // The run's text length: the keys of every cross-attention and the
+  // tokens a joined text adds to each sequence (and to the self-attentions
+  // over it).
+  void set_text_tokens(int64_t text_tokens);
   // Each layer's attention operations: the list, or when it is empty an
   // image model's one self-attention of `heads` heads over its tokens.
   std::vector<AttentionOp> attention_ops() const;

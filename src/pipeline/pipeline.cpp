@@ -365,6 +365,12 @@ void Pipeline::load_vae(const ParallelRun& par, Device device, DType vae_dtype) 
                                   vae_placement(device, vae_dtype, *parts_.vae));
 }
 
+parallel::Workload Pipeline::workload(const GenerateConfig& generate, const Shape& latent) const {
+  parallel::Workload work = parts_.spec->workload(latent);
+  work.set_text_tokens(text_tokens(generate));
+  return work;
+}
+
 Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) const {
   if (!vae_decoder_) throw std::logic_error("Pipeline::decode on a rank that is not the output rank");
   if (latents.ndim() != 4 && latents.ndim() != 5)

@@ -218,6 +218,11 @@ class Pipeline {
   // (max_sequence_length, or the pipeline's default); 0 for class labels.
   // What `plan` counts where a text's length matters (Wan's k norms under tp).
   virtual int64_t text_tokens(const GenerateConfig&) const { return 0; }
+  // What one forward of this run asks of the parallel layer: the
+  // transformer's Workload for outputs of `latent` shape, with the run's
+  // text length (Workload::set_text_tokens). What the layout checks and
+  // `plan` use.
+  parallel::Workload workload(const GenerateConfig& generate, const Shape& latent) const;
   // The condition stage's name in progress reports when it takes time (the
   // text encoder); null when it is instant (class labels).
   virtual const char* condition_stage() const { return nullptr; }

@@ -116,7 +116,7 @@ double wan_plan_bytes_per_step(const parallel::Layout& layout) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
   const auto& model = pipe->transformer();
   parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
-  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length)
+  work.set_text_tokens(16);  // the cross-attention's text rows (max_sequence_length)
   return parallel::plan_layout(layout, work, 2, true, 4).comm_bytes_per_step_per_rank;
 }
 

@@ -218,7 +218,7 @@ parallel::PlanRow planned(const parallel::Layout& layout) {
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
   const auto& model = pipe->transformer();
   parallel::Workload work = model.workload(model.latent_shape(48, 80, 9, pipe->vae().factors(), ""));
-  work.attention.at(1).tokens = 16;  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
+  work.set_text_tokens(16);  // the cross-attention's text rows (max_sequence_length), as `plan` sets them
   return parallel::plan_layout(layout, work, 2, true, 4);
 }
 

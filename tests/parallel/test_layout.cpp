@@ -429,3 +429,33 @@ TEST_CASE("video layouts: dsp shards frames, ulysses and ring the tokens of each
   CHECK(has(error_of(Layout{1, 1, 2}, 2, odd_cross, 4.0), "num_attention_heads 3 is not divisible by tp = 2"));
   CHECK(names(valid_layouts(2, dims16(), 4.0)) == "sp2 ulysses, sp2 ring, cp2, tp2");
 }
+
+TEST_CASE("Workload: a joined text's tokens lead each sequence, and the run sets their count") {
+  Workload joint = as_video(dims16(), 3);  // CogVideoX's kind: the text and every frame's tokens in one sequence
+  joint.attention = {AttentionOp::spatio_temporal(joint.frames * joint.tokens, joint.heads)};
+  joint.text_joined = true;
+  const int64_t video_tokens = joint.frames * joint.tokens;
+  CHECK(joint.sequence_tokens() == video_tokens);  // no text length known yet
+  joint.set_text_tokens(7);
+  CHECK(joint.joined_text_tokens == 7);
+  CHECK(joint.sequence_tokens() == video_tokens + 7);
+  CHECK(joint.attention.at(0).tokens == video_tokens + 7);  // the joint attention's keys
+  joint.set_text_tokens(3);  // setting it again replaces, not adds
+  CHECK(joint.sequence_tokens() == video_tokens + 3);
+  CHECK(joint.attention.at(0).tokens == video_tokens + 3);
+  // sp may shard past the video's tokens into the text's.
+  Workload few = joint;
+  few.frames = 1;
+  few.tokens = 2;
+  few.attention = {AttentionOp::spatio_temporal(2, few.heads)};
+  few.set_text_tokens(2);
+  CHECK(error_of(Layout{4, 1, 1, parallel::SpMode::kRing}, 4, few, 4.0).empty());
+  CHECK(has(error_of(Layout{5, 1, 1, parallel::SpMode::kRing}, 5, few, 4.0), "exceeds the 4 tokens per video"));
+  // Without a joined text, set_text_tokens sets the cross-attentions' keys only.
+  Workload cross = as_video(dims16(), 3);
+  cross.attention = {AttentionOp::spatio_temporal(cross.frames * cross.tokens, cross.heads), AttentionOp::cross(0, cross.heads)};
+  cross.set_text_tokens(16);
+  CHECK(cross.attention.at(1).tokens == 16);
+  CHECK(cross.attention.at(0).tokens == cross.frames * cross.tokens);
+  CHECK(cross.sequence_tokens() == cross.frames * cross.tokens);
+}
