@@ -116,15 +116,9 @@ LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteCon
 }
 
 Tensor LatteTransformer::temporal_table(int64_t frames) const {
-  const int64_t d = cfg_.inner_dim(), half = d / 2;
+  const int64_t d = cfg_.inner_dim();
   Tensor t = Tensor::empty({frames, d});
-  for (int64_t f = 0; f < frames; ++f)
-    for (int64_t k = 0; k < half; ++k) {
-      const double omega = 1.0 / std::pow(10000.0, static_cast<double>(k) / (static_cast<double>(d) / 2.0));
-      const double x = static_cast<double>(f) * omega;
-      t[f * d + k] = static_cast<float>(std::sin(x));
-      t[f * d + half + k] = static_cast<float>(std::cos(x));
-    }
+  for (int64_t f = 0; f < frames; ++f) nn::sincos_1d(static_cast<double>(f), d, t.data() + f * d);
   return t;
 }
 

@@ -9,6 +9,7 @@
 #include "io/model_dir.h"
 #include "models/autoencoder_kl.h"
 #include "models/autoencoder_kl_wan.h"
+#include "models/cogvideox_spec.h"
 #include "models/dit_spec.h"
 #include "models/latte_spec.h"
 #include "models/pixart_spec.h"
@@ -40,6 +41,7 @@ const Family kFamilies[] = {
     {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_spec<PixArtSpec>},
     {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_spec<LatteSpec>},
     {Part::kTransformer, "WanTransformer3DModel",    "wan",    &make_spec<WanSpec>},
+    {Part::kTransformer, "CogVideoXTransformer3DModel", "cogvideox", &make_spec<CogVideoXSpec>},
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, nullptr, &make_autoencoder_kl_spec},
     {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, &make_autoencoder_kl_wan_spec},
     {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, &make_t5_spec},
@@ -114,6 +116,17 @@ TextPipelineRules pixart_sigma_pipeline_rules() {
   return r;
 }
 
+// CogVideoXPipeline: the prompt as written, 226 tokens, the encoder
+// without a mask (CogVideoXSpec fixes the length of a sin-cos model).
+TextPipelineRules cogvideox_pipeline_rules() {
+  TextPipelineRules r;
+  r.prompt_cleaning = PromptCleaning::kNone;
+  r.default_max_length = 226;
+  r.encoder_unmasked = true;
+  r.divide_by_scaling_factor = false;
+  return r;
+}
+
 TextPipelineRules latte_pipeline_rules() {
   TextPipelineRules r;
   r.negative_cut_to_prompt = true;
@@ -126,6 +139,7 @@ const PipelineRules kPipelines[] = {
     {"WanPipeline", wan_pipeline_rules()},
     {"PixArtSigmaPipeline", pixart_sigma_pipeline_rules()},
     {"LattePipeline", latte_pipeline_rules()},
+    {"CogVideoXPipeline", cogvideox_pipeline_rules()},
 };
 
 }  // namespace

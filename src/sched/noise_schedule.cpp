@@ -9,24 +9,6 @@
 
 namespace ditgen::sched {
 
-std::vector<float> torch_linspace_f32(double start_d, double end_d, int64_t steps) {
-  std::vector<float> out(steps > 0 ? static_cast<size_t>(steps) : 0);
-  if (steps <= 0) return out;
-  const float start = static_cast<float>(start_d);
-  const float end = static_cast<float>(end_d);
-  if (steps == 1) {
-    out[0] = start;
-    return out;
-  }
-  const float step = (end - start) / static_cast<float>(steps - 1);
-  const int64_t halfway = steps / 2;
-  for (int64_t i = 0; i < steps; ++i) {
-    out[i] = i < halfway ? std::fmaf(step, static_cast<float>(i), start)
-                         : std::fmaf(-step, static_cast<float>(steps - i - 1), end);
-  }
-  return out;
-}
-
 namespace {
 
 // diffusers' betas_for_alpha_bar with the default cosine transform.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sched/scheduler_config.h"
+#include "util/torch_linspace.h"  // torch_linspace_f32
 
 namespace ditgen::sched {
 
@@ -29,7 +30,5 @@ struct TrainSchedule {
 // trained_betas and rescale_betas_zero_snr (true: not supported yet).
 TrainSchedule make_train_schedule(const SchedulerConfig& config);
 
-// torch.linspace(start, end, steps, dtype=float32) on CPU, bit for bit.
-std::vector<float> torch_linspace_f32(double start, double end, int64_t steps);
 
 }  // namespace ditgen::sched

@@ -1,9 +1,20 @@
 #include "models/nn/embeddings.h"
 
+#include <cmath>
+
 #include "ops/ops.h"
 #include "util/profile.h"
 
 namespace ditgen::models::nn {
+
+void sincos_1d(double pos, int64_t dim, float* out) {
+  const int64_t half = dim / 2;
+  for (int64_t k = 0; k < half; ++k) {
+    const double omega = 1.0 / std::pow(10000.0, static_cast<double>(k) / (static_cast<double>(dim) / 2.0));
+    out[k] = static_cast<float>(std::sin(pos * omega));
+    out[half + k] = static_cast<float>(std::cos(pos * omega));
+  }
+}
 
 TensorDecls TwoLinears::tensors(const std::string& prefix, int64_t in, int64_t width) {
   TensorDecls t = linear_tensors(prefix + "linear_1.", width, in);

@@ -30,6 +30,12 @@
 
 namespace ditgen::models::nn {
 
+// diffusers' get_1d_sincos_pos_embed_from_grid for one position: out[k] =
+// sin(pos * w_k), out[dim/2 + k] = cos(pos * w_k), w_k = 10000^(-k / (dim/2)),
+// in float64 rounded once (dim even). Latte's temporal table, CogVideoX's
+// 3-D one.
+void sincos_1d(double pos, int64_t dim, float* out);
+
 // diffusers' two-linear MLPs (TimestepEmbedding, PixArtAlphaTextProjection):
 // linear_1 (W, in), an activation, linear_2 (W, W), held whole.
 struct TwoLinears {

@@ -24,8 +24,8 @@ void Modulation::add_gated(Tensor& x, const Tensor& y, Branch branch) const {
   ops::gated_residual_(x, y, mod_, (shift_chunk(branch) + 2) * dim_);
 }
 
-TensorDecls AdaLnZero::tensors(const std::string& prefix, int64_t dim, int64_t chunks) {
-  return ColumnParallelLinear::tensors(prefix, chunks * dim, dim);  // each chunk's rows split alike
+TensorDecls AdaLnZero::tensors(const std::string& prefix, int64_t dim, int64_t chunks, int64_t cond_dim) {
+  return ColumnParallelLinear::tensors(prefix, chunks * dim, cond_dim > 0 ? cond_dim : dim);  // each chunk's rows split alike
 }
 
 AdaLnZero AdaLnZero::load(const io::WeightStore& w, const std::string& prefix, int64_t dim,

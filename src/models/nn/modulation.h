@@ -55,13 +55,15 @@ class Modulation {
 
 class AdaLnZero {
  public:
-  // Under `prefix` ("transformer_blocks.0.norm1.linear."): (K*D, D), (K*D).
-  static TensorDecls tensors(const std::string& prefix, int64_t dim, int64_t chunks = kModulationChunks);
+  // Under `prefix` ("transformer_blocks.0.norm1.linear."): (K*D, C), (K*D),
+  // C = cond_dim (0: D; CogVideoX's time_embed_dim).
+  static TensorDecls tensors(const std::string& prefix, int64_t dim, int64_t chunks = kModulationChunks,
+                             int64_t cond_dim = 0);
   // This rank's D/tp rows of each chunk (tp, null = size 1, must divide D
   // and outlive the module).
   static AdaLnZero load(const io::WeightStore& weights, const std::string& prefix, int64_t dim,
                         parallel::Communicator* tp, const Placement& place, int64_t chunks = kModulationChunks);
-  // conditioning (B, D) -> (B, K*D), every chunk whole.
+  // conditioning (B, C) -> (B, K*D), every chunk whole.
   Tensor operator()(const Tensor& conditioning) const;
 
   const ColumnParallelLinear& chunk(size_t i) const { return chunks_.at(i); }

@@ -1,0 +1,463 @@
+// CogVideoXConfig from config.json and CogVideoXTransformer3DModel's forward,
+// following diffusers 0.42.1 (cogvideox_transformer_3d.py, the
+// CogVideoXPatchEmbed / get_3d_sincos_pos_embed / get_3d_rotary_pos_embed of
+// embeddings.py, CogVideoXPipeline._prepare_rotary_positional_embeddings):
+// emb = time_embedding(Timesteps(D, flip_sin_to_cos, freq_shift)(t)); the
+// joint sequence [text_proj(text); patch_embed(video) + positions]; per
+// block the modulated norms, the joint attention and feed-forward with
+// gated residuals; norm_final, norm_out modulated by (shift, scale) of emb,
+// proj_out on the video rows, unpatchified from (F, h, w, C, p, p).
+#include "models/cogvideox.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/model_dir.h"
+#include "models/ada_single_block.h"  // check_text_args
+#include "ops/ops.h"
+#include "parallel/patch_pipeline.h"
+#include "parallel/token_shard.h"
+#include "util/error.h"
+#include "util/torch_linspace.h"
+
+namespace ditgen::models {
+
+namespace {
+
+const std::string kPatchEmbed = "patch_embed.proj.";
+const std::string kTextProj = "patch_embed.text_proj.";
+const std::string kTimeEmbedding = "time_embedding.";
+const nn::FinalLayerNames kFinalLayer{nn::FinalLayerNames::Modulation::kLinearOfSilu, "norm_out.linear.", "proj_out."};
+
+std::string block_prefix(int64_t layer) { return "transformer_blocks." + std::to_string(layer) + "."; }
+
+nn::AttentionDims attention_dims(const CogVideoXConfig& c) {
+  const int64_t d = c.inner_dim();
+  // diffusers' Attention(qk_norm="layer_norm", eps=1e-6): a LayerNorm with affine over each head.
+  return {c.num_heads, c.head_dim, d, d, nn::QkNorm::kLayerNorm, nn::QkNormSpan::kPerHead, 1e-6f};
+}
+
+nn::FeedForwardDims ff_dims(const CogVideoXConfig& c) {
+  return {c.inner_dim(), c.ff_inner_dim, nn::FeedForwardActivation::kGeluTanh};
+}
+
+nn::TensorDecls layer_norm_tensors(const std::string& prefix, int64_t dim) {
+  return {{prefix + "weight", {dim}}, {prefix + "bias", {dim}}};
+}
+
+// A weight read once into host float32 (a LayerNorm's affine, folded into a modulation).
+Tensor host_vector(const io::WeightStore& w, const std::string& name) {
+  return w.load(name).to(Device::kCPU, DType::kF32).clone();
+}
+
+// (B, 2K*D) chunks read as K pairs (shift at chunk 2k... ): folds a
+// LayerNorm's affine (w, b) into each (shift, scale) pair at `pairs`
+// (chunk indices), as a LayerNorm without affine followed by the
+// modulation takes them; returns the result on `place`.
+Tensor fold_affine(const Tensor& mod, int64_t dim, const Tensor& w, const Tensor& b,
+                   const std::vector<std::pair<int64_t, int64_t>>& pairs, const Placement& place) {
+  Tensor m = mod.to(Device::kCPU, DType::kF32).clone();
+  const int64_t rows = m.dim(0), width = m.dim(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = m.data() + r * width;
+    for (const auto& [shift, scale] : pairs)
+      for (int64_t d = 0; d < dim; ++d) {
+        const float s = row[scale * dim + d], t = row[shift * dim + d];
+        row[scale * dim + d] = w[d] * (1.0f + s) - 1.0f;
+        row[shift * dim + d] = b[d] * (1.0f + s) + t;
+      }
+  }
+  return place.put(m);
+}
+
+// The per-sample rows [first, first + count) of x (B, P, D) as (B, count, D).
+Tensor take_rows(const Tensor& x, int64_t first, int64_t count, const Placement& place) {
+  const int64_t b = x.dim(0), p = x.dim(1), d = x.dim(2);
+  Tensor out = place.empty({b, count, d});
+  if (count > 0) ops::copy_rows(x, first * d, p * d, out, 0, count * d, b, count * d);
+  return out;
+}
+
+// [a; c] per sample: (B, Pa, D) and (B, Pc, D) -> (B, Pa + Pc, D).
+Tensor join_rows(const Tensor& a, const Tensor& c, const Placement& place) {
+  const int64_t b = c.dim(0), pa = a.dim(1), pc = c.dim(1), d = c.dim(2), p = pa + pc;
+  Tensor out = place.empty({b, p, d});
+  if (pa > 0) ops::copy_rows(a, 0, pa * d, out, 0, p * d, b, pa * d);
+  if (pc > 0) ops::copy_rows(c, 0, pc * d, out, pa * d, p * d, b, pc * d);
+  return out;
+}
+
+// Python's round(): half to even.
+int64_t round_half_even(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
+
+// get_1d_rotary_pos_embed(dim, pos, use_real=True) in float32: angle
+// pos * 1 / theta^(2k/dim), each pair's cos and sin repeated.
+void rotary_axis(float pos, int64_t dim, float* cos_out, float* sin_out) {
+  for (int64_t k = 0; k < dim / 2; ++k) {
+    const float exponent = static_cast<float>(2 * k) / static_cast<float>(dim);
+    const float freq = 1.0f / std::pow(10000.0f, exponent);
+    const float angle = pos * freq;
+    cos_out[2 * k] = cos_out[2 * k + 1] = std::cos(angle);
+    sin_out[2 * k] = sin_out[2 * k + 1] = std::sin(angle);
+  }
+}
+
+}  // namespace
+
+CogVideoXConfig CogVideoXConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
+  using io::get_bool_or;
+  using io::get_int_or;
+  using io::get_number_or;
+  using io::get_string_or;
+  const std::string cls = get_string_or(cfg, "_class_name", "", path);
+  require(cls == "CogVideoXTransformer3DModel", path,
+          "_class_name: expected CogVideoXTransformer3DModel, got '" + cls + "'");
+  auto refuse_if_set = [&](const char* key, const std::string& what) {
+    if (cfg.contains(key) && !cfg[key].is_null())
+      not_supported(what + " (" + path + ": " + key + " = " + cfg[key].dump() + ")");
+  };
+  refuse_if_set("patch_size_t", "CogVideoX 1.5 models");
+  refuse_if_set("ofs_embed_dim", "CogVideoX image-to-video models");
+  CogVideoXConfig c;
+  c.num_heads = get_int_or(cfg, "num_attention_heads", 30, path);
+  c.head_dim = get_int_or(cfg, "attention_head_dim", 64, path);
+  c.in_channels = get_int_or(cfg, "in_channels", 16, path);
+  c.out_channels = get_int_or(cfg, "out_channels", c.in_channels, path);  // null: in_channels
+  c.time_embed_dim = get_int_or(cfg, "time_embed_dim", 512, path);
+  c.text_dim = get_int_or(cfg, "text_embed_dim", 4096, path);
+  c.num_layers = get_int_or(cfg, "num_layers", 30, path);
+  c.sample_width = get_int_or(cfg, "sample_width", 90, path);
+  c.sample_height = get_int_or(cfg, "sample_height", 60, path);
+  c.sample_frames = get_int_or(cfg, "sample_frames", 49, path);
+  c.patch_size = get_int_or(cfg, "patch_size", 2, path);
+  c.temporal_compression_ratio = get_int_or(cfg, "temporal_compression_ratio", 4, path);
+  c.max_text_seq_length = get_int_or(cfg, "max_text_seq_length", 226, path);
+  c.freq_shift = static_cast<float>(get_number_or(cfg, "freq_shift", 0.0, path));
+  c.norm_eps = static_cast<float>(get_number_or(cfg, "norm_eps", 1e-5, path));
+  c.spatial_interpolation_scale = get_number_or(cfg, "spatial_interpolation_scale", 1.875, path);
+  c.temporal_interpolation_scale = get_number_or(cfg, "temporal_interpolation_scale", 1.0, path);
+  c.rotary = get_bool_or(cfg, "use_rotary_positional_embeddings", false, path);
+  for (auto [key, v] : {std::pair{"num_attention_heads", c.num_heads}, {"attention_head_dim", c.head_dim},
+                        {"in_channels", c.in_channels}, {"out_channels", c.out_channels},
+                        {"time_embed_dim", c.time_embed_dim}, {"text_embed_dim", c.text_dim},
+                        {"num_layers", c.num_layers}, {"sample_width", c.sample_width},
+                        {"sample_height", c.sample_height}, {"sample_frames", c.sample_frames},
+                        {"patch_size", c.patch_size}, {"temporal_compression_ratio", c.temporal_compression_ratio},
+                        {"max_text_seq_length", c.max_text_seq_length}})
+    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
+  require(c.norm_eps > 0, path, "norm_eps: expected a positive number");
+  require(c.spatial_interpolation_scale > 0 && c.temporal_interpolation_scale > 0, path,
+          "spatial_interpolation_scale / temporal_interpolation_scale: expected positive numbers");
+  if (get_bool_or(cfg, "use_learned_positional_embeddings", false, path))
+    not_supported("CogVideoX image-to-video models (" + path + ": use_learned_positional_embeddings true)");
+  if (c.in_channels != c.out_channels)
+    not_supported("CogVideoX image-to-video models (" + path + ": in_channels " + std::to_string(c.in_channels) +
+                  " != out_channels " + std::to_string(c.out_channels) + ")");
+  require(get_bool_or(cfg, "flip_sin_to_cos", true, path), path,
+          "flip_sin_to_cos: false is not a CogVideoX model ditgen knows (the published ones use true)");
+  for (const char* key : {"attention_bias", "norm_elementwise_affine", "patch_bias"})
+    if (!get_bool_or(cfg, key, true, path))
+      not_supported(std::string("CogVideoX with ") + key + " false (" + path + "; the published models use true)");
+  const std::string act = get_string_or(cfg, "activation_fn", "gelu-approximate", path);
+  if (act != "gelu-approximate") not_supported("CogVideoX activation_fn '" + act + "' (" + path + ")");
+  const std::string tact = get_string_or(cfg, "timestep_activation_fn", "silu", path);
+  if (tact != "silu") not_supported("CogVideoX timestep_activation_fn '" + tact + "' (" + path + ")");
+  const int64_t d = c.inner_dim();
+  if (c.rotary)
+    require(c.head_dim % 8 == 0, path,
+            "attention_head_dim: " + std::to_string(c.head_dim) +
+                " must be a multiple of 8 (rotary channels: a quarter for frames, 3/8 each for rows and columns)");
+  else
+    require(d % 16 == 0, path,
+            "num_attention_heads x attention_head_dim: " + std::to_string(d) +
+                " must be a multiple of 16 (3-D sin-cos positions: a quarter for frames, 3/8 each for columns "
+                "and rows, each half sines, half cosines)");
+  c.ff_inner_dim = 4 * d;
+  c.sample_size = 0;
+  return c;
+}
+
+std::array<int64_t, 3> CogVideoXConfig::rotary_dims() const {
+  return {head_dim / 4, head_dim / 8 * 3, head_dim / 8 * 3};
+}
+
+// ---- CogVideoXBlock ----------------------------------------------------------
+
+nn::TensorDecls CogVideoXBlock::tensors(const std::string& prefix, const CogVideoXConfig& c) {
+  const int64_t d = c.inner_dim();
+  nn::TensorDecls t;
+  for (const char* norm : {"norm1.", "norm2."}) {
+    nn::append(t, nn::AdaLnZero::tensors(prefix + norm + "linear.", d, nn::kModulationChunks, c.time_embed_dim));
+    nn::append(t, layer_norm_tensors(prefix + norm + "norm.", d));
+  }
+  nn::append(t, nn::Attention::tensors(prefix + "attn1.", attention_dims(c)));
+  nn::append(t, nn::FeedForward::tensors(prefix + "ff.", ff_dims(c)));
+  return t;
+}
+
+CogVideoXBlock CogVideoXBlock::load(const io::WeightStore& w, const std::string& prefix, const CogVideoXConfig& c,
+                                    const ShardGroups& shard, const Placement& place) {
+  CogVideoXBlock b;
+  b.eps_ = c.norm_eps;
+  b.shard_ = shard;
+  b.place_ = place;
+  const int64_t d = c.inner_dim();
+  for (auto [norm, name] : {std::pair{&b.norm1_, "norm1."}, {&b.norm2_, "norm2."}}) {
+    norm->linear = nn::AdaLnZero::load(w, prefix + name + "linear.", d, shard.tp, place);
+    norm->weight = host_vector(w, prefix + name + "norm.weight");
+    norm->bias = host_vector(w, prefix + name + "norm.bias");
+  }
+  b.attn1_ = nn::Attention::load(w, prefix + "attn1.", attention_dims(c), shard.tp, place);
+  b.ff_ = nn::FeedForward::load(w, prefix + "ff.", ff_dims(c), shard.tp, place);
+  return b;
+}
+
+Tensor CogVideoXBlock::NormZero::operator()(const Tensor& emb, const Placement& place) const {
+  // Chunks: shift 0, scale 1, gate 2 (video); enc_shift 3, enc_scale 4, enc_gate 5 (text).
+  return fold_affine(linear(emb), weight.numel(), weight, bias, {{0, 1}, {3, 4}}, place);
+}
+
+Tensor CogVideoXBlock::attention_modulation(const Tensor& emb) const { return norm1_(emb, place_); }
+
+void CogVideoXBlock::forward(Tensor& text, Tensor& video, const Tensor& emb, const nn::AttentionCore& core,
+                             const nn::Rotary& rotary, const nn::PabSite& pab) const {
+  const int64_t d = video.dim(2);
+  // nn::Modulation's two branches are the two kinds of rows here: kAttention
+  // reads chunks 0-2 (the video's), kFeedForward chunks 3-5 (the text's).
+  constexpr nn::Branch kVideo = nn::Branch::kAttention, kText = nn::Branch::kFeedForward;
+  // The joint sequence modulated by `mod`: each kind of row by its chunks.
+  auto modulated = [&](const nn::Modulation& mod) {
+    Tensor t = place_.empty(text.shape()), v = place_.empty(video.shape());
+    if (text.dim(1) > 0) mod.normalize(text, kText, eps_, t);
+    if (video.dim(1) > 0) mod.normalize(video, kVideo, eps_, v);
+    return join_rows(t, v, place_);
+  };
+  // out (B, P, D) split back into the two kinds of rows, each added under its gate.
+  auto add_gated = [&](const nn::Modulation& mod, const Tensor& out) {
+    const int64_t pt = text.dim(1), pv = video.dim(1);
+    if (pt > 0) mod.add_gated(text, take_rows(out, 0, pt, place_), kText);
+    if (pv > 0) mod.add_gated(video, take_rows(out, pt, pv, place_), kVideo);
+  };
+
+  const nn::Modulation mod1(norm1_(emb, place_), d);
+  const Tensor attn_out = pab.branch(pab::Kind::kSpatial, shard_, [&] {  // (B, P, D) before the gates
+    return attn1_.self_attention(modulated(mod1), core, nullptr, &rotary);
+  });
+  add_gated(mod1, attn_out);
+
+  const nn::Modulation mod2(norm2_(emb, place_), d);
+  const Tensor ff_out = pab.branch(pab::Kind::kMlp, shard_, [&] { return ff_(modulated(mod2)); });
+  add_gated(mod2, ff_out);
+}
+
+// ---- CogVideoXTransformer ----------------------------------------------------
+
+nn::TensorDecls CogVideoXTransformer::stem_tensors(const CogVideoXConfig& c) {
+  const int64_t d = c.inner_dim();
+  nn::TensorDecls t = nn::PatchEmbed::tensors(kPatchEmbed, d, c.in_channels, c.patch_size);
+  nn::append(t, nn::linear_tensors(kTextProj, d, c.text_dim));
+  nn::append(t, nn::TimestepEmbedding::tensors(kTimeEmbedding, c.time_embed_dim, d));
+  nn::append(t, layer_norm_tensors("norm_final.", d));
+  nn::append(t, nn::linear_tensors("norm_out.linear.", 2 * d, c.time_embed_dim));
+  nn::append(t, layer_norm_tensors("norm_out.norm.", d));
+  nn::append(t, nn::linear_tensors("proj_out.", c.out_per_token(), d));
+  return t;
+}
+
+nn::TensorDecls CogVideoXTransformer::layer_tensors(const CogVideoXConfig& c, int64_t layer) {
+  return CogVideoXBlock::tensors(block_prefix(layer), c);
+}
+
+CogVideoXTransformer CogVideoXTransformer::load(const io::WeightStore& w, const CogVideoXConfig& c,
+                                                const ShardGroups& shard, const Placement& place) {
+  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/true);
+  if (shard.sp_size() > 1 && shard.dsp())
+    throw ConfigError("sp_mode dsp: a CogVideoX model's attention spans the text and every frame's tokens at "
+                      "once, with no separate temporal attention to switch around (use ulysses or ring)");
+  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
+                          {"transformer_blocks"}, "norm1.linear.weight");
+  CogVideoXTransformer m;
+  m.cfg_ = c;
+  m.stage_ = Stage(shard, place, c.num_layers);
+  m.patch_ = nn::PatchEmbed::load3d(w, kPatchEmbed, {1, c.patch_size, c.patch_size}, place);
+  m.text_proj_ = nn::Linear::load(w, kTextProj, place);
+  m.time_ = nn::TimestepEmbedding::load(w, kTimeEmbedding, place);
+  m.norm_final_w_ = place.put(w.load("norm_final.weight"));
+  m.norm_final_b_ = place.put(w.load("norm_final.bias"));
+  m.final_ = nn::FinalLayer::load(w, kFinalLayer, place, c.norm_eps);
+  m.norm_out_w_ = host_vector(w, "norm_out.norm.weight");
+  m.norm_out_b_ = host_vector(w, "norm_out.norm.bias");
+  // PipeFusion: a stage holds its own blocks only.
+  const parallel::Range layers = m.stage_.layers();
+  for (int64_t i = layers.begin; i < layers.end; ++i)
+    m.blocks_.push_back(CogVideoXBlock::load(w, block_prefix(i), c, shard, place));
+  return m;
+}
+
+Tensor CogVideoXTransformer::sincos_positions(const CogVideoXConfig& c, std::array<int64_t, 3> grid) {
+  const int64_t d = c.inner_dim(), dt = d / 4, ds = 3 * d / 4, half = ds / 2;
+  const int64_t frames = grid[0], gh = grid[1], gw = grid[2];
+  Tensor t = Tensor::empty({frames * gh * gw, d});
+  // Positions are float32 in diffusers (arange / scale), widened for the float64 sin-cos.
+  const float spatial = static_cast<float>(c.spatial_interpolation_scale);
+  const float temporal = static_cast<float>(c.temporal_interpolation_scale);
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < gh; ++y)
+      for (int64_t x = 0; x < gw; ++x) {
+        float* row = t.data() + ((f * gh + y) * gw + x) * d;
+        nn::sincos_1d(static_cast<double>(static_cast<float>(f) / temporal), dt, row);
+        nn::sincos_1d(static_cast<double>(static_cast<float>(x) / spatial), half, row + dt);  // w first ("xy")
+        nn::sincos_1d(static_cast<double>(static_cast<float>(y) / spatial), half, row + dt + half);
+      }
+  return t;
+}
+
+ops::RotaryTables CogVideoXTransformer::rotary_tables(const CogVideoXConfig& c, int64_t text_rows,
+                                                      std::array<int64_t, 3> grid) {
+  const int64_t hd = c.head_dim, frames = grid[0], gh = grid[1], gw = grid[2];
+  // get_resize_crop_region_for_grid((gh, gw), base_width, base_height): the
+  // grid resized to fit the model's sample grid, centred.
+  const int64_t tw = c.sample_width / c.patch_size, th = c.sample_height / c.patch_size;
+  int64_t resize_h = 0, resize_w = 0;
+  if (static_cast<double>(gh) / static_cast<double>(gw) > static_cast<double>(th) / static_cast<double>(tw)) {
+    resize_h = th;
+    resize_w = round_half_even(static_cast<double>(th) / static_cast<double>(gh) * static_cast<double>(gw));
+  } else {
+    resize_w = tw;
+    resize_h = round_half_even(static_cast<double>(tw) / static_cast<double>(gw) * static_cast<double>(gh));
+  }
+  const int64_t top = round_half_even(static_cast<double>(th - resize_h) / 2.0);
+  const int64_t left = round_half_even(static_cast<double>(tw - resize_w) / 2.0);
+  // grid_type "linspace": positions from the crop's start to stop * (n - 1) / n.
+  auto axis = [](int64_t start, int64_t stop, int64_t n) {
+    return torch_linspace_f32(static_cast<double>(start),
+                              static_cast<double>(stop) * static_cast<double>(n - 1) / static_cast<double>(n), n);
+  };
+  const std::vector<float> pos_t = axis(0, frames, frames), pos_h = axis(top, top + resize_h, gh),
+                           pos_w = axis(left, left + resize_w, gw);
+  const std::array<int64_t, 3> dims = c.rotary_dims();
+  const int64_t n = text_rows + frames * gh * gw;
+  ops::RotaryTables r{Tensor::empty({n, hd}), Tensor::empty({n, hd})};
+  for (int64_t i = 0; i < text_rows * hd; ++i) {  // the text's rows are not rotated
+    r.cos[i] = 1.0f;
+    r.sin[i] = 0.0f;
+  }
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < gh; ++y)
+      for (int64_t x = 0; x < gw; ++x) {
+        const int64_t row = (text_rows + (f * gh + y) * gw + x) * hd;
+        float* cs = r.cos.data() + row;
+        float* sn = r.sin.data() + row;
+        rotary_axis(pos_t[static_cast<size_t>(f)], dims[0], cs, sn);
+        rotary_axis(pos_h[static_cast<size_t>(y)], dims[1], cs + dims[0], sn + dims[0]);
+        rotary_axis(pos_w[static_cast<size_t>(x)], dims[2], cs + dims[0] + dims[1], sn + dims[0] + dims[1]);
+      }
+  return r;
+}
+
+void CogVideoXTransformer::check_args(const ForwardArgs& a) const {
+  const CogVideoXConfig& c = cfg_;
+  auto fail = [](const std::string& msg) { throw RuntimeFailure("CogVideoX forward: " + msg); };
+  const Tensor* x = a.latents;
+  if (!x || x->ndim() != 5 || x->dim(1) != c.in_channels || x->dim(2) <= 0 || x->dim(3) <= 0 || x->dim(4) <= 0 ||
+      x->dim(3) % c.patch_size || x->dim(4) % c.patch_size)
+    fail("latents " + (x ? shape_str(x->shape()) : std::string("(none)")) + " are not [B, " +
+         std::to_string(c.in_channels) + ", F, h, w] with h and w multiples of patch_size " +
+         std::to_string(c.patch_size));
+  const int64_t bsz = x->dim(0);
+  if (static_cast<int64_t>(a.timesteps.size()) != bsz)
+    fail("batch of " + std::to_string(bsz) + " latents with " + std::to_string(a.timesteps.size()) + " timesteps");
+  check_text_args(a, bsz, c.text_dim, fail);
+  if (!c.rotary && a.text->dim(1) != c.max_text_seq_length)
+    fail("text of " + std::to_string(a.text->dim(1)) + " rows: a CogVideoX model with sin-cos positions takes " +
+         std::to_string(c.max_text_seq_length) + " (max_text_seq_length)");
+}
+
+Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
+  check_args(a);
+  const CogVideoXConfig& c = cfg_;
+  const ShardGroups& shard = stage_.shard();
+  const Placement& place = stage_.place();
+  const Tensor& x = *a.latents;
+  const int64_t bsz = x.dim(0), p = c.patch_size, d = c.inner_dim();
+  const std::array<int64_t, 3> grid = {x.dim(2), x.dim(3) / p, x.dim(4) / p};
+  const int64_t video_tokens = grid[0] * grid[1] * grid[2];
+  const int64_t text_rows = a.text->dim(1);
+  const int64_t n = text_rows + video_tokens;  // the joint sequence: text first
+  if (n < shard.sp_size())
+    throw RuntimeFailure("CogVideoX forward: sp = " + std::to_string(shard.sp_size()) + " exceeds the " +
+                         std::to_string(n) + " tokens");
+
+  Tensor rope_cos, rope_sin, positions;  // (n, head_dim) on the device; (N, D) video positions
+  if (c.rotary) {
+    const ops::RotaryTables host = rotary_tables(c, text_rows, grid);
+    rope_cos = host.cos.to(place.device, DType::kF32);
+    rope_sin = host.sin.to(place.device, DType::kF32);
+  } else {
+    positions = place.put(sincos_positions(c, grid));
+  }
+  Tensor patched, text;  // the first stage's (B, N, C*p*p) patches and (B, L, D) projected text
+  if (stage_.pipeline().first_stage()) {
+    patched = patch_.patches(x);
+    text = text_proj_(place.put(*a.text));
+  }
+  const Tensor emb = time_(nn::TimestepEmbedding::sinusoid(a.timesteps, c.freq_shift, place, d));  // (B, T)
+
+  // This rank's rows [first, first + P) of a patch of the joint sequence.
+  auto first_row = [&](parallel::Range patch) {
+    return parallel::patch_rows(patch, shard.sp_split, shard.sp_size(), shard.sp_rank()).begin;
+  };
+  Stage::Pass pass;
+  pass.embed = [&](parallel::Range rows) {
+    const int64_t t_end = std::min(rows.end, text_rows);
+    const Tensor t = take_rows(text, rows.begin, std::max<int64_t>(0, t_end - rows.begin), place);
+    const parallel::Range video{std::max(rows.begin, text_rows) - text_rows, rows.end - text_rows};
+    if (video.end <= video.begin) return t;
+    const Tensor patches = parallel::token_rows(patched, video);
+    const Tensor v = c.rotary ? patch_(patches)
+                              : patch_(patches, positions.slice0(video.begin, video.end));
+    return join_rows(t, v, place);
+  };
+  pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
+    const Tensor e = sample_rows(emb, samples);  // a step cache's subset of the samples
+    const int64_t first = first_row(patch), rows = hidden.dim(1);
+    const int64_t pt = std::clamp<int64_t>(text_rows - first, 0, rows);
+    const nn::Rotary rotary = [&](Tensor& q, Tensor& k) {
+      if (!c.rotary) return;
+      ops::rotary_embed_(q, rope_cos, rope_sin, first);
+      ops::rotary_embed_(k, rope_cos, rope_sin, first);
+    };
+    Tensor t = take_rows(hidden, 0, pt, place), v = take_rows(hidden, pt, rows - pt, place);
+    for (int64_t i = span.begin; i < span.end; ++i) {
+      const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
+      blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(t, v, e, core, rotary,
+                                                                      {a.pab, static_cast<int>(i)});
+    }
+    hidden = join_rows(t, v, place);
+  };
+  // TeaCache4CogVideoX's signal: the time embedding, whole on every rank.
+  pass.teacache_signal = [&](const Tensor&) { return Stage::Pass::Signal{emb, false}; };
+  pass.head = [&](const Tensor& hidden) {
+    const Tensor normed = ops::layer_norm(hidden, &norm_final_w_, &norm_final_b_, c.norm_eps);
+    const Tensor shift_scale = fold_affine(final_.shift_scale(emb), d, norm_out_w_, norm_out_b_, {{0, 1}}, place);
+    return final_(normed, shift_scale);
+  };
+  const Tensor out = stage_.run(n, bsz, d, c.out_per_token(), a.stale_kv, pass, a.step_cache)
+                         .to(Device::kCPU, DType::kF32);  // (B, n, C*p*p)
+  // The video rows, (F, h, w, C, p, p) per sample -> (C, F, h*p, w*p).
+  const int64_t frames = grid[0], gh = grid[1], gw = grid[2], ch = c.out_channels, hh = gh * p, ww = gw * p;
+  Tensor result = Tensor::empty({bsz, ch, frames, hh, ww});
+  for (int64_t b = 0; b < bsz; ++b)
+    for (int64_t f = 0; f < frames; ++f)
+      for (int64_t y = 0; y < gh; ++y)
+        for (int64_t xg = 0; xg < gw; ++xg) {
+          const float* tok = out.data() + (b * n + text_rows + (f * gh + y) * gw + xg) * ch * p * p;
+          for (int64_t k = 0; k < ch; ++k)
+            for (int64_t i = 0; i < p; ++i)
+              for (int64_t j = 0; j < p; ++j)
+                result[(((b * ch + k) * frames + f) * hh + y * p + i) * ww + xg * p + j] = tok[(k * p + i) * p + j];
+        }
+  return result;
+}
+
+}  // namespace ditgen::models
