@@ -8,6 +8,7 @@
 
 #include "io/model_dir.h"
 #include "models/autoencoder_kl.h"
+#include "models/autoencoder_kl_cogvideox.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/cogvideox_spec.h"
 #include "models/dit_spec.h"
@@ -44,6 +45,7 @@ const Family kFamilies[] = {
     {Part::kTransformer, "CogVideoXTransformer3DModel", "cogvideox", &make_spec<CogVideoXSpec>},
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, nullptr, &make_autoencoder_kl_spec},
     {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, &make_autoencoder_kl_wan_spec},
+    {Part::kVae,         "AutoencoderKLCogVideoX",   "vae",    nullptr, nullptr, &make_autoencoder_kl_cogvideox_spec},
     {Part::kTextEncoder, "T5EncoderModel",           "t5",     nullptr, &make_t5_spec},
     {Part::kTextEncoder, "UMT5EncoderModel",         "t5",     nullptr, &make_t5_spec},
     // Whole seq2seq checkpoints: the encoder's tensors carry the same names.

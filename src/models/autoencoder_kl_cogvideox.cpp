@@ -1,0 +1,575 @@
+// AutoencoderKLCogVideoX decoder forward, following diffusers 0.42.1's
+// AutoencoderKLCogVideoX._decode / CogVideoXDecoder3D / CogVideoXMidBlock3D /
+// CogVideoXUpBlock3D / CogVideoXResnetBlock3D / CogVideoXSpatialNorm3D /
+// CogVideoXCausalConv3d (models/autoencoders/autoencoder_kl_cogvideox.py) and
+// CogVideoXUpsample3D (models/upsampling.py).
+//
+// Chunks. diffusers decodes the latent frames in batches of two, the odd
+// remainder joining the first batch (13 latent frames: 3, 2, 2, 2, 2, 2),
+// one decoder call per batch, carrying conv_cache between calls. Each
+// GroupNorm's statistics span the frames of its call, and the upsamplers and
+// spatial norms treat an odd frame count specially, so the chunking is part
+// of the result: the spec hands the pipeline exactly these chunks
+// (latent_chunks), and decode() uses them too.
+//
+// The conv cache. A CogVideoXCausalConv3d (kernel 3 in time; pad_mode
+// "first", which takes the "constant" path) puts, in front of its chunk,
+// the cached last two frames of its previous input, or, on the first chunk,
+// two copies of the chunk's first frame (not zeros, unlike Wan's), then runs
+// a 3x3x3 conv with time padding 0 and spatial zero padding 1, and caches
+// the last two frames of that padded input. Here each causal conv has a
+// two-frame slot, allocated at the first chunk; every call builds [slot |
+// chunk] (or [first, first | chunk]) in the level's staging buffer with
+// ops::copy_rows, keeps its last two frames, and runs ops::conv3d. conv_y and
+// conv_b are causal convs of kernel 1: no padding, and their cache (diffusers
+// keeps the whole input) is never read, so they are plain 1x1x1 convs.
+//
+// The spatial norm. zq (the chunk's latents) is nearest-resized to f's
+// frames and pixels before conv_y / conv_b, the first frame on its own when
+// f has an odd frame count > 1. A 1x1x1 conv commutes with a nearest resize
+// (each output position copies one input position's channels), so here
+// conv_y and conv_b run on the latent grid and their outputs are resized:
+// the same numbers, at 1/64 of the convolution work at the last level. Then
+// GroupNorm(f) (eps 1e-6 whatever norm_eps says, as diffusers builds it) *
+// resized conv_y + resized conv_b, then SiLU (every spatial norm of the
+// decoder is followed by one).
+//
+// Memory: one chunk's activations (at most 8 output frames at the last level
+// for a pair; 9 for the first chunk of an odd count) plus the caches (2
+// frames per causal conv at its level's size), never the video's length.
+// Intermediates are released as soon as they are consumed; the staging buffer
+// and the host blocks cached for a level's sizes are given back before the
+// next level (4x the pixels) starts, as for Wan's VAE.
+//
+// Device-agnostic: every step is an op (ops::conv3d, group_norm, mul_, add_,
+// silu_, upsample_nearest, copy_rows) on the placement's device; only the
+// stream's input and output cross to the host.
+#include "models/autoencoder_kl_cogvideox.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "io/model_dir.h"
+#include "ops/ops.h"
+#include "tensor/device_memory.h"
+#include "util/error.h"
+#include "util/profile.h"
+
+namespace ditgen::models {
+
+namespace {
+
+// Every key diffusers 0.42.1's AutoencoderKLCogVideoX.__init__ takes. Keys
+// starting with '_' are metadata.
+const std::set<std::string> kKnownKeys = {
+    "in_channels",     "out_channels",   "down_block_types",      "up_block_types",
+    "block_out_channels", "latent_channels", "layers_per_block",   "act_fn",
+    "norm_eps",        "norm_num_groups", "temporal_compression_ratio", "sample_height",
+    "sample_width",    "scaling_factor", "shift_factor",          "latents_mean",
+    "latents_std",     "force_upcast",   "use_quant_conv",        "use_post_quant_conv",
+    "invert_scale_latents"};
+
+// The GroupNorm eps of CogVideoXSpatialNorm3D (fixed in diffusers).
+constexpr float kSpatialNormEps = 1e-6f;
+
+// A list of `n` block type names, each `type`, or ModelError naming the key.
+void check_block_types(const nlohmann::json& cfg, const char* key, const char* type, size_t n,
+                       const std::string& path) {
+  if (!cfg.contains(key) || cfg[key].is_null()) {  // diffusers' default: four of them
+    require(n == 4, path, std::string(key) + ": absent (diffusers' default: four blocks), but block_out_channels has " +
+                              std::to_string(n) + " entries");
+    return;
+  }
+  const auto& a = cfg[key];
+  require(a.is_array(), path, std::string(key) + ": expected an array of block type names, got " + a.dump());
+  for (size_t i = 0; i < a.size(); ++i)
+    require(a[i].is_string() && a[i].get<std::string>() == type, path,
+            std::string(key) + "[" + std::to_string(i) + "]: " + a[i].dump() + " (diffusers builds only " + type + ")");
+  require(a.size() == n, path,
+          std::string(key) + ": " + std::to_string(a.size()) + " blocks for " + std::to_string(n) +
+              " block_out_channels entries");
+}
+
+// PyTorch's nearest source index (F.interpolate mode "nearest" with an output
+// size: aten's nearest_idx): the identity or a halving for the common cases,
+// else floor(dst * (in / out)) in float, clamped.
+int64_t nearest_source(int64_t dst, int64_t in, int64_t out) {
+  if (out == in) return dst;
+  if (out == 2 * in) return dst >> 1;
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), in - 1);
+}
+
+void conv_tensors(std::vector<std::pair<std::string, Shape>>& t, const std::string& p, Shape w) {
+  const int64_t cout = w[0];
+  t.push_back({p + "weight", std::move(w)});
+  t.push_back({p + "bias", {cout}});
+}
+
+// Names and shapes of a spatial norm over `c` channels under `p`.
+void spatial_norm_tensors(std::vector<std::pair<std::string, Shape>>& t, const std::string& p, int64_t c,
+                          int64_t zc) {
+  t.push_back({p + "norm_layer.weight", {c}});
+  t.push_back({p + "norm_layer.bias", {c}});
+  conv_tensors(t, p + "conv_y.conv.", {c, zc, 1, 1, 1});
+  conv_tensors(t, p + "conv_b.conv.", {c, zc, 1, 1, 1});
+}
+
+void resnet_tensors(std::vector<std::pair<std::string, Shape>>& t, const std::string& p, int64_t cin, int64_t cout,
+                    int64_t zc) {
+  spatial_norm_tensors(t, p + "norm1.", cin, zc);
+  conv_tensors(t, p + "conv1.conv.", {cout, cin, 3, 3, 3});
+  spatial_norm_tensors(t, p + "norm2.", cout, zc);
+  conv_tensors(t, p + "conv2.conv.", {cout, cout, 3, 3, 3});
+  if (cin != cout) conv_tensors(t, p + "conv_shortcut.", {cout, cin, 1, 1, 1});
+}
+
+// Input and output channels of resnet j of up block i (CogVideoXDecoder3D:
+// block i goes from the previous block's channels to reversed[i]).
+std::pair<int64_t, int64_t> up_resnet_channels(const std::vector<int64_t>& rev, size_t i, int64_t j) {
+  const int64_t out = rev[i], in = i == 0 ? rev[0] : rev[i - 1];
+  return {j == 0 ? in : out, out};
+}
+
+// A weight placed by `placed` (one of place's methods) with its file pages
+// released when that made a copy; `shape` reshapes the stored tensor first
+// (the upsampler's 2-D kernel as a 1 x 3 x 3 one).
+Tensor load_placed(const io::WeightStore& w, const std::string& name, const Placement& place, bool conv,
+                   const Shape& shape = {}) {
+  Tensor source = w.load(name);
+  if (!shape.empty()) source = source.reshape(shape);
+  return release_source(w, name, source, conv ? place.conv(source) : place.put(source));
+}
+
+CogVideoXConv load_conv(const io::WeightStore& w, const std::string& p, const Placement& place,
+                        const Shape& shape = {}) {
+  return {load_placed(w, p + "weight", place, true, shape), load_placed(w, p + "bias", place, false)};
+}
+
+CogVideoXSpatialNorm load_spatial_norm(const io::WeightStore& w, const std::string& p, const Placement& place) {
+  CogVideoXSpatialNorm n;
+  n.gn_w = load_placed(w, p + "norm_layer.weight", place, false);
+  n.gn_b = load_placed(w, p + "norm_layer.bias", place, false);
+  n.y = load_conv(w, p + "conv_y.conv.", place);
+  n.b = load_conv(w, p + "conv_b.conv.", place);
+  return n;
+}
+
+CogVideoXResnet load_resnet(const io::WeightStore& w, const std::string& p, int64_t cin, int64_t cout,
+                            const Placement& place) {
+  CogVideoXResnet r;
+  r.norm1 = load_spatial_norm(w, p + "norm1.", place);
+  r.conv1 = load_conv(w, p + "conv1.conv.", place);
+  r.norm2 = load_spatial_norm(w, p + "norm2.", place);
+  r.conv2 = load_conv(w, p + "conv2.conv.", place);
+  if (cin != cout) r.shortcut = load_conv(w, p + "conv_shortcut.", place);
+  return r;
+}
+
+}  // namespace
+
+int64_t AutoencoderKLCogVideoXConfig::time_upsamplers() const {
+  int64_t level = 0;
+  while ((int64_t{1} << level) < temporal_compression_ratio) ++level;
+  return level;
+}
+
+int64_t AutoencoderKLCogVideoXConfig::chunk_frames(int64_t n) const {
+  for (int64_t i = 0; i < time_upsamplers(); ++i) n = n > 1 && n % 2 == 1 ? 1 + 2 * (n - 1) : (n > 1 ? 2 * n : n);
+  return n;
+}
+
+std::vector<int64_t> AutoencoderKLCogVideoXConfig::latent_chunks(int64_t latent_frames) {
+  // _decode: max(F // 2, 1) batches; the first takes 2 + F % 2 frames (all
+  // of them when F = 1), the rest 2 each.
+  if (latent_frames < 1) return {};
+  if (latent_frames == 1) return {1};
+  std::vector<int64_t> chunks = {2 + latent_frames % 2};
+  for (int64_t i = 1; i < latent_frames / 2; ++i) chunks.push_back(2);
+  return chunks;
+}
+
+AutoencoderKLCogVideoXConfig AutoencoderKLCogVideoXConfig::from_json(const nlohmann::json& cfg,
+                                                                     const std::string& path) {
+  using io::get_bool_or;
+  using io::get_int_or;
+  require(cfg.is_object(), path, "expected a JSON object");
+  const std::string cls = io::get_string_or(cfg, "_class_name", "", path);
+  require(cls == "AutoencoderKLCogVideoX", path, "_class_name: not an AutoencoderKLCogVideoX (got '" + cls + "')");
+  for (const auto& [key, value] : cfg.items())
+    if (!key.empty() && key[0] != '_' && !kKnownKeys.count(key))
+      throw ModelError(path + ": " + key + ": not a key diffusers' AutoencoderKLCogVideoX takes (not supported yet; "
+                       "ditgen refuses what it would otherwise ignore)");
+
+  AutoencoderKLCogVideoXConfig c;
+  c.in_channels = get_int_or(cfg, "in_channels", c.in_channels, path);
+  c.out_channels = get_int_or(cfg, "out_channels", c.out_channels, path);
+  c.latent_channels = get_int_or(cfg, "latent_channels", c.latent_channels, path);
+  c.layers_per_block = get_int_or(cfg, "layers_per_block", c.layers_per_block, path);
+  c.norm_num_groups = get_int_or(cfg, "norm_num_groups", c.norm_num_groups, path);
+  c.sample_height = get_int_or(cfg, "sample_height", c.sample_height, path);
+  c.sample_width = get_int_or(cfg, "sample_width", c.sample_width, path);
+  c.force_upcast = get_bool_or(cfg, "force_upcast", c.force_upcast, path);
+  c.use_quant_conv = get_bool_or(cfg, "use_quant_conv", c.use_quant_conv, path);
+  c.invert_scale_latents = get_bool_or(cfg, "invert_scale_latents", c.invert_scale_latents, path);
+  for (auto [key, v] : {std::pair{"in_channels", c.in_channels}, {"out_channels", c.out_channels},
+                        {"latent_channels", c.latent_channels}, {"norm_num_groups", c.norm_num_groups},
+                        {"sample_height", c.sample_height}, {"sample_width", c.sample_width}})
+    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
+  require(c.layers_per_block >= 0, path,
+          "layers_per_block: expected a non-negative integer, got " + std::to_string(c.layers_per_block));
+
+  if (cfg.contains("block_out_channels") && !cfg["block_out_channels"].is_null()) {
+    const auto& b = cfg["block_out_channels"];
+    require(b.is_array() && !b.empty() && b.size() <= 16, path,
+            "block_out_channels: expected a non-empty array of at most 16 integers, got " + b.dump());
+    c.block_out_channels.clear();
+    for (size_t i = 0; i < b.size(); ++i) {
+      require(b[i].is_number_integer() && b[i].get<int64_t>() > 0, path,
+              "block_out_channels[" + std::to_string(i) + "]: expected a positive integer, got " + b[i].dump());
+      c.block_out_channels.push_back(b[i].get<int64_t>());
+    }
+  }
+  const size_t n = c.block_out_channels.size();
+  for (size_t i = 0; i < n; ++i)
+    require(c.block_out_channels[i] % c.norm_num_groups == 0, path,
+            "norm_num_groups: " + std::to_string(c.norm_num_groups) + " does not divide block_out_channels[" +
+                std::to_string(i) + "] = " + std::to_string(c.block_out_channels[i]));
+  check_block_types(cfg, "down_block_types", "CogVideoXDownBlock3D", n, path);
+  check_block_types(cfg, "up_block_types", "CogVideoXUpBlock3D", n, path);
+
+  c.norm_eps = io::get_number_or(cfg, "norm_eps", c.norm_eps, path);
+  require(std::isfinite(c.norm_eps) && c.norm_eps > 0, path, "norm_eps: expected a positive number");
+  const double sf = io::get_number_or(cfg, "scaling_factor", c.scaling_factor, path);
+  require(std::isfinite(sf) && sf > 0, path, "scaling_factor: expected a positive number, got " + std::to_string(sf));
+  c.scaling_factor = static_cast<float>(sf);
+
+  // diffusers takes int(log2(ratio)) up blocks for time; anything but a power
+  // of two would make frame counts the config does not say.
+  c.temporal_compression_ratio = get_int_or(cfg, "temporal_compression_ratio", c.temporal_compression_ratio, path);
+  const int64_t r = c.temporal_compression_ratio;
+  require(r >= 1 && (r & (r - 1)) == 0, path,
+          "temporal_compression_ratio: expected a power of two, got " + std::to_string(r));
+  require(c.time_upsamplers() <= static_cast<int64_t>(n) - 1, path,
+          "temporal_compression_ratio: " + std::to_string(r) + ", but " + std::to_string(n) +
+              " blocks have only " + std::to_string(n - 1) + " upsamplers to double time with");
+
+  // What diffusers builds and this decoder does not.
+  const std::string act = io::get_string_or(cfg, "act_fn", "silu", path);
+  if (act != "silu" && act != "swish") not_supported(path + ": act_fn '" + act + "' (only silu / swish)");
+  if (get_bool_or(cfg, "use_post_quant_conv", false, path))
+    // diffusers builds it with out_channels channels and applies it to the
+    // latents: only consistent when latent_channels == out_channels, and no
+    // published CogVideoX VAE has one.
+    not_supported(path + ": use_post_quant_conv true (no published CogVideoX VAE has a post_quant_conv)");
+  // CogVideoXPipeline decodes 1 / scaling_factor * latents and reads none of
+  // these; a checkpoint setting them would expect a normalisation ditgen
+  // does not apply.
+  for (const char* key : {"shift_factor", "latents_mean", "latents_std"})
+    if (cfg.contains(key) && !cfg[key].is_null())
+      not_supported(path + ": " + key + " " + cfg[key].dump() + " (only null: latents are 1 / scaling_factor * z)");
+  // use_quant_conv (the encoder's quant_conv) and invert_scale_latents (how
+  // CogVideoXImageToVideoPipeline scales an encoded image) concern encoding
+  // only: accepted either way.
+  return c;
+}
+
+AutoencoderKLCogVideoX AutoencoderKLCogVideoX::load(const io::WeightStore& w, const AutoencoderKLCogVideoXConfig& c,
+                                                    const Placement& place) {
+  const std::vector<int64_t> rev(c.block_out_channels.rbegin(), c.block_out_channels.rend());
+  const size_t n = rev.size();
+  const int64_t zc = c.latent_channels, c0 = rev[0], c_last = rev.back();
+  const std::string mid = "decoder.mid_block.";
+
+  // Every name and shape, checked before anything is loaded.
+  std::vector<std::pair<std::string, Shape>> expected;
+  conv_tensors(expected, "decoder.conv_in.conv.", {c0, zc, 3, 3, 3});
+  for (int r = 0; r < 2; ++r) resnet_tensors(expected, mid + "resnets." + std::to_string(r) + ".", c0, c0, zc);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
+    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
+      auto [cin, cout] = up_resnet_channels(rev, i, j);
+      resnet_tensors(expected, ub + "resnets." + std::to_string(j) + ".", cin, cout, zc);
+    }
+    if (i + 1 < n) conv_tensors(expected, ub + "upsamplers.0.conv.", {rev[i], rev[i], 3, 3});
+  }
+  spatial_norm_tensors(expected, "decoder.norm_out.", c_last, zc);
+  conv_tensors(expected, "decoder.conv_out.conv.", {c.out_channels, c_last, 3, 3, 3});
+  std::set<std::string> names;
+  for (auto& [name, shape] : expected) {
+    w.expect(name, shape);
+    names.insert(name);
+  }
+  // A decoder tensor the config does not account for means config and
+  // weights disagree (another layers_per_block or block_out_channels, or a
+  // post_quant_conv the config says is absent).
+  for (const std::string& name : w.names())
+    if ((name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0) && !names.count(name))
+      throw ModelError(w.file_of(name) + ": holds '" + name + "', which config.json (block_out_channels, "
+                       "layers_per_block, use_post_quant_conv) does not account for");
+
+  AutoencoderKLCogVideoX m;
+  m.place_ = place;
+  m.cfg_ = c;
+  m.conv_in = load_conv(w, "decoder.conv_in.conv.", place);
+  for (int r = 0; r < 2; ++r)
+    m.mid_resnets.push_back(load_resnet(w, mid + "resnets." + std::to_string(r) + ".", c0, c0, place));
+  m.n_causal_ = 1 + 4 + 1;  // conv_in, the mid block's two resnets, conv_out
+  m.up_blocks.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
+    CogVideoXUpBlock& blk = m.up_blocks[i];
+    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
+      auto [cin, cout] = up_resnet_channels(rev, i, j);
+      blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout, place));
+      m.n_causal_ += 2;
+    }
+    if (i + 1 < n) {
+      blk.upsample = true;
+      blk.compress_time = c.compress_time(i);
+      blk.up = load_conv(w, ub + "upsamplers.0.conv.", place, {rev[i], rev[i], 1, 3, 3});
+    }
+  }
+  m.norm_out = load_spatial_norm(w, "decoder.norm_out.", place);
+  m.conv_out = load_conv(w, "decoder.conv_out.conv.", place);
+  return m;
+}
+
+void AutoencoderKLCogVideoX::init_cache(Cache& cache, int64_t h, int64_t w) const {
+  cache.frames.clear();
+  cache.frames.reserve(static_cast<size_t>(n_causal_));
+  auto slot = [&](const CogVideoXConv& c, int64_t scale) {  // a conv's input frames at `scale` x the latent grid
+    cache.frames.push_back(place_.empty({1, c.w.dim(1), 2, h * scale, w * scale}));
+  };
+  slot(conv_in, 1);
+  for (const CogVideoXResnet& r : mid_resnets) {
+    slot(r.conv1, 1);
+    slot(r.conv2, 1);
+  }
+  int64_t scale = 1;
+  for (const CogVideoXUpBlock& blk : up_blocks) {
+    for (const CogVideoXResnet& r : blk.resnets) {
+      slot(r.conv1, scale);
+      slot(r.conv2, scale);
+    }
+    if (blk.upsample) scale *= 2;
+  }
+  slot(conv_out, scale);
+  if (static_cast<int64_t>(cache.frames.size()) != n_causal_)
+    throw std::logic_error("CogVideoX VAE: cache slots do not match the model's causal convs");
+  cache.h = h;
+  cache.w = w;
+}
+
+Tensor AutoencoderKLCogVideoX::causal_conv(Tensor x, const CogVideoXConv& c, Cache& cache, size_t& idx) const {
+  profile::ScopedTimer t("vae.conv3d");
+  Tensor& slot = cache.frames[idx++];
+  const int64_t ch = x.dim(1), frames = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
+  if (slot.shape() != Shape{1, ch, 2, h, w})
+    throw std::logic_error("CogVideoX VAE: cache slot " + shape_str(slot.shape()) + " for a conv input " +
+                           shape_str(x.shape()));
+  // [cache | chunk] along time, in the level's staging buffer.
+  const int64_t in_frames = 2 + frames, need = ch * in_frames * hw;
+  if (!cache.staging.defined() || cache.staging.numel() < need) {
+    cache.staging = Tensor();
+    cache.staging = place_.empty({need});
+  }
+  Tensor in = cache.staging.slice0(0, need).reshape({1, ch, in_frames, h, w});
+  if (cache.started) {
+    ops::copy_rows(slot, 0, 2 * hw, in, 0, in_frames * hw, ch, 2 * hw);
+  } else {  // the first chunk: its first frame, twice
+    for (int64_t f = 0; f < 2; ++f) ops::copy_rows(x, 0, frames * hw, in, f * hw, in_frames * hw, ch, hw);
+  }
+  ops::copy_rows(x, 0, frames * hw, in, 2 * hw, in_frames * hw, ch, frames * hw);
+  x = Tensor();
+  ops::copy_rows(in, frames * hw, in_frames * hw, slot, 0, 2 * hw, ch, 2 * hw);  // the last two input frames
+  return ops::conv3d(in, c.w, &c.b, {1, 1, 1}, {0, 1, 1});
+}
+
+Tensor AutoencoderKLCogVideoX::resize_nearest(const Tensor& x, const std::vector<int64_t>& source,
+                                              int64_t factor) const {
+  const int64_t c = x.dim(1), t_in = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
+  const int64_t t = static_cast<int64_t>(source.size());
+  bool identity = t == t_in;
+  for (int64_t f = 0; identity && f < t; ++f) identity = source[static_cast<size_t>(f)] == f;
+  Tensor frames = x;
+  if (!identity) {
+    frames = place_.empty({1, c, t, h, w});
+    for (int64_t f = 0; f < t; ++f)
+      ops::copy_rows(x, source[static_cast<size_t>(f)] * hw, t_in * hw, frames, f * hw, t * hw, c, hw);
+  }
+  if (factor == 1) return frames;
+  // Channels and frames as one axis of images: each frame's pixels repeated.
+  return ops::upsample_nearest(frames.reshape({1, c * t, h, w}), factor).reshape({1, c, t, h * factor, w * factor});
+}
+
+Tensor AutoencoderKLCogVideoX::spatial_norm_silu(const Tensor& f, const CogVideoXSpatialNorm& n,
+                                                 const Tensor& zq) const {
+  const int64_t frames = f.dim(2), zf = zq.dim(2), factor = f.dim(3) / zq.dim(3);
+  if (f.dim(3) != zq.dim(3) * factor || f.dim(4) != zq.dim(4) * factor)
+    throw std::logic_error("CogVideoX VAE: spatial norm over " + shape_str(f.shape()) + " with zq " +
+                           shape_str(zq.shape()));
+  // zq's frame for each of f's: an odd count > 1 maps its first frame to zq's
+  // first and resizes the rest on their own.
+  std::vector<int64_t> source(static_cast<size_t>(frames));
+  if (frames > 1 && frames % 2 == 1) {
+    if (zf < 2) throw std::logic_error("CogVideoX VAE: spatial norm over an odd frame count from one latent frame");
+    for (int64_t t = 1; t < frames; ++t) source[static_cast<size_t>(t)] = 1 + nearest_source(t - 1, zf - 1, frames - 1);
+  } else {
+    for (int64_t t = 0; t < frames; ++t) source[static_cast<size_t>(t)] = nearest_source(t, zf, frames);
+  }
+  Tensor out;
+  {
+    profile::ScopedTimer t("vae.group_norm");
+    out = ops::group_norm(f, cfg_.norm_num_groups, n.gn_w, n.gn_b, kSpatialNormEps, false);
+  }
+  profile::ScopedTimer t("vae.spatial_norm");
+  ops::mul_(out, resize_nearest(ops::conv3d(zq, n.y.w, &n.y.b, {1, 1, 1}, {0, 0, 0}), source, factor));
+  ops::add_(out, resize_nearest(ops::conv3d(zq, n.b.w, &n.b.b, {1, 1, 1}, {0, 0, 0}), source, factor));
+  ops::silu_(out);
+  return out;
+}
+
+Tensor AutoencoderKLCogVideoX::resnet(Tensor x, const CogVideoXResnet& r, const Tensor& zq, Cache& cache,
+                                      size_t& idx) const {
+  Tensor h = spatial_norm_silu(x, r.norm1, zq);
+  h = causal_conv(std::move(h), r.conv1, cache, idx);
+  h = spatial_norm_silu(h, r.norm2, zq);
+  h = causal_conv(std::move(h), r.conv2, cache, idx);
+  profile::ScopedTimer t("vae.residual");
+  if (r.shortcut.w.defined())
+    ops::add_(h, ops::conv3d(x, r.shortcut.w, &r.shortcut.b, {1, 1, 1}, {0, 0, 0}));
+  else
+    ops::add_(h, x);
+  return h;
+}
+
+Tensor AutoencoderKLCogVideoX::upsample(Tensor x, const CogVideoXUpBlock& b) const {
+  const int64_t t = x.dim(2);
+  std::vector<int64_t> source;  // the input frame of each output frame
+  if (!b.compress_time || t == 1) {
+    for (int64_t f = 0; f < t; ++f) source.push_back(f);  // 2-D only
+  } else if (t % 2 == 1) {
+    source.push_back(0);  // the first frame stays single, the rest double
+    for (int64_t f = 1; f < t; ++f) source.insert(source.end(), {f, f});
+  } else {
+    for (int64_t f = 0; f < t; ++f) source.insert(source.end(), {f, f});
+  }
+  Tensor up;
+  {
+    profile::ScopedTimer timer("vae.upsample");
+    up = resize_nearest(x, source, 2);
+  }
+  x = Tensor();
+  profile::ScopedTimer timer("vae.conv2d");
+  return ops::conv3d(up, b.up.w, &b.up.b, {1, 1, 1}, {0, 1, 1});  // the 3x3 conv on every frame
+}
+
+Tensor AutoencoderKLCogVideoX::decode_chunk(const Tensor& z, Cache& cache) const {
+  if (z.ndim() != 5 || z.dim(0) != 1 || z.dim(1) != cfg_.latent_channels || z.dim(2) < 1 || z.dim(3) < 1 ||
+      z.dim(4) < 1)
+    throw RuntimeFailure("CogVideoX VAE decode: latent chunk " + shape_str(z.shape()) + " is not [1, " +
+                         std::to_string(cfg_.latent_channels) + ", n, h, w]");
+  if (!cache.started) {
+    init_cache(cache, z.dim(3), z.dim(4));
+  } else if (z.dim(3) != cache.h || z.dim(4) != cache.w) {
+    throw RuntimeFailure("CogVideoX VAE decode: latent chunk of " + std::to_string(z.dim(3)) + "x" +
+                         std::to_string(z.dim(4)) + " after chunks of " + std::to_string(cache.h) + "x" +
+                         std::to_string(cache.w));
+  }
+  size_t idx = 0;
+  Tensor x = causal_conv(z, conv_in, cache, idx);
+  for (const CogVideoXResnet& r : mid_resnets) x = resnet(std::move(x), r, z, cache, idx);
+  for (const CogVideoXUpBlock& blk : up_blocks) {
+    for (const CogVideoXResnet& r : blk.resnets) x = resnet(std::move(x), r, z, cache, idx);
+    if (!blk.upsample) continue;  // the last block: norm_out and conv_out work at its size
+    x = upsample(std::move(x), blk);
+    // The next block works at 4x the pixels: this one's staging buffer and
+    // the host blocks cached for its sizes could not hold its, so they go
+    // back now.
+    cache.staging = Tensor();
+    device_memory::release_cached_host();
+  }
+  x = spatial_norm_silu(x, norm_out, z);
+  x = causal_conv(std::move(x), conv_out, cache, idx);
+  cache.staging = Tensor();
+  if (idx != cache.frames.size())
+    throw std::logic_error("CogVideoX VAE decode: cache slots used do not match the model");
+  cache.started = true;
+  return x;
+}
+
+Tensor AutoencoderKLCogVideoX::decode(const Tensor& z) const {
+  if (z.ndim() != 5 || z.dim(0) != 1 || z.dim(1) != cfg_.latent_channels || z.dim(2) < 1)
+    throw RuntimeFailure("CogVideoX VAE decode: latents " + shape_str(z.shape()) + " are not [1, " +
+                         std::to_string(cfg_.latent_channels) + ", F, h, w]");
+  const int64_t c = z.dim(1), latent_frames = z.dim(2), h = z.dim(3), w = z.dim(4), hw = h * w;
+  const std::vector<int64_t> chunks = AutoencoderKLCogVideoXConfig::latent_chunks(latent_frames);
+  int64_t frames = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) frames += cfg_.chunk_frames(chunks[i]);
+  const int64_t f = cfg_.spatial_factor(), out_hw = hw * f * f;
+  Tensor out = Tensor::empty({1, cfg_.out_channels, frames, h * f, w * f});
+  Cache cache;
+  int64_t f0 = 0, done = 0;
+  for (const int64_t n : chunks) {
+    Tensor zi = Tensor::empty({1, c, n, h, w});
+    for (int64_t ch = 0; ch < c; ++ch)
+      std::memcpy(zi.data() + ch * n * hw, z.data() + (ch * latent_frames + f0) * hw, sizeof(float) * n * hw);
+    const Tensor y = decode_chunk(place_.put(zi), cache).to(Device::kCPU, DType::kF32);  // [1, out, t, H, W]
+    const int64_t t = y.dim(2);
+    for (int64_t ch = 0; ch < cfg_.out_channels; ++ch)
+      std::memcpy(out.data() + (ch * frames + done) * out_hw, y.data() + ch * t * out_hw, sizeof(float) * t * out_hw);
+    done += t;
+    f0 += n;
+  }
+  return out;
+}
+
+namespace {
+
+// One video's latent chunks through one cache: (C, n, h, w) -> (frames,
+// out_channels, H, W), each call one decoder call on its n frames (the
+// caller picks the chunks: the spec's latent_chunks are diffusers').
+class CogVideoXStream final : public VaeDecoder::Stream {
+ public:
+  explicit CogVideoXStream(const AutoencoderKLCogVideoX& vae) : vae_(vae) {}
+  Tensor next(const Tensor& latents) override {
+    const int64_t zc = vae_.config().latent_channels;
+    if (latents.ndim() != 4 || latents.dim(0) != zc || latents.dim(1) < 1)
+      throw RuntimeFailure("CogVideoX VAE stream: latents " + shape_str(latents.shape()) + " are not [" +
+                           std::to_string(zc) + ", n, h, w]");
+    const int64_t n = latents.dim(1), h = latents.dim(2), w = latents.dim(3);
+    // (C, n, h, w) is (1, C, n, h, w) in memory.
+    const Tensor z = vae_.placement().put(latents.reshape({1, zc, n, h, w}));
+    const Tensor y = vae_.decode_chunk(z, cache_).to(Device::kCPU, DType::kF32);  // (1, oc, t, H, W)
+    const int64_t oc = y.dim(1), t = y.dim(2), out_hw = y.dim(3) * y.dim(4);
+    if (t != vae_.config().chunk_frames(n))
+      throw std::logic_error("CogVideoX VAE stream: decoded frame count differs from the config's");
+    Tensor out = Tensor::empty({t, oc, y.dim(3), y.dim(4)});
+    for (int64_t fr = 0; fr < t; ++fr)
+      for (int64_t ch = 0; ch < oc; ++ch)
+        std::memcpy(out.data() + (fr * oc + ch) * out_hw, y.data() + (ch * t + fr) * out_hw, sizeof(float) * out_hw);
+    return out;
+  }
+
+ private:
+  const AutoencoderKLCogVideoX& vae_;
+  AutoencoderKLCogVideoX::Cache cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<VaeDecoder> AutoencoderKLCogVideoXSpec::load(const io::WeightStore& weights,
+                                                             const Placement& place) const {
+  return std::make_unique<VaeDecoderOf<AutoencoderKLCogVideoX, CogVideoXStream>>(
+      AutoencoderKLCogVideoX::load(weights, cfg_, place));
+}
+
+std::unique_ptr<VaeSpec> make_autoencoder_kl_cogvideox_spec(const nlohmann::json& cfg, const std::string& path) {
+  return make_config_spec<AutoencoderKLCogVideoXSpec>(cfg, path);
+}
+
+}  // namespace ditgen::models
