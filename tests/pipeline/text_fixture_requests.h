@@ -1,6 +1,7 @@
 // The requests of the text-conditional fixtures (tests/fixtures/pixart_tiny,
 // latte_tiny: scripts/fixtures/make_text_fixtures.py; wan_tiny:
-// make_wan_fixtures.py), as diffusers ran them, for the
+// make_wan_fixtures.py; cogvideox_tiny: make_cogvideox_fixtures.py), as
+// diffusers ran them, for the
 // CPU suites (test_text_pipeline.cpp, test_latte_pipeline.cpp) and the CUDA
 // ones (tests/gpu/test_text_model_parity.cpp) alike: the prompts, sampling
 // settings and diffusers' initial noise, the text encoder in float32.
@@ -86,6 +87,22 @@ inline pipeline::Request wan_fixture_request(const pipeline::Pipeline& pipe, con
   req.text_encoder_dtype = "float32";
   req.init_noise = fixture_tensor(fixture, "noise.safetensors", "noise");
   return req;
+}
+
+// CogVideoX (tests/fixtures/cogvideox_tiny: make_cogvideox_fixtures.py), as
+// its reference/run.json: two prompts as written, the default negative "",
+// 17 frames of 32 x 48, 4 steps, guidance 6, the model's DDIM, 16 tokens.
+inline GenerateConfig cogvideox_fixture_config(int batch_size) {
+  GenerateConfig g;
+  g.prompts = {"a red cat moving left", "A Cat walking on the GRASS  "};
+  g.frames = 17;
+  g.height = 32;
+  g.width = 48;
+  g.steps = 4;
+  g.guidance_scale = 6.0;
+  g.max_sequence_length = 16;
+  g.batch_size = batch_size;
+  return g;
 }
 
 }  // namespace ditgen::testing
