@@ -31,6 +31,7 @@
 #include "mp4_decode.h"
 #include "parallel/plan.h"
 #include "pipeline/pipeline.h"
+#include "fixture_runs.h"
 #include "layout_checks.h"
 #include "run_command.h"
 #include "temp_dir.h"
@@ -40,26 +41,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string ref_dir(const std::string& fixture) { return testing::fixture_dir(fixture) + "/reference/"; }
+std::string ref_dir(const std::string& fixture) { return testing::reference_dir(fixture); }
 
-// ditgen (under mpirun -np ranks when ranks > 1) on a fixture's run config,
-// pinned to the CPU; `env` ("NAME=value" or "") set on every rank.
 testing::Run run_wan(const testing::TempDir& dir, const std::string& fixture, const std::string& config,
                      const std::string& args, int ranks = 1, const std::string& env = "",
                      const std::string& output = "video.png") {
-  std::string launcher = env.empty() ? "" : env + " ";
-  if (ranks > 1)
-    launcher += std::string(DITGEN_MPIEXEC) + " --oversubscribe -np " + std::to_string(ranks) +
-                " -x OMP_NUM_THREADS=1 " + (env.empty() ? "" : "-x " + env.substr(0, env.find('=')) + " ");
-  const std::string cmd = launcher + DITGEN_EXE + " --device cpu --threads " + (ranks > 1 ? "1" : "2") +
-                          " --config " + ref_dir(fixture) + config + " --set model.path=" +
-                          testing::fixture_dir(fixture) + " --output " + dir.file(output) + " --quiet " + args;
-  return testing::run_command(cmd);
+  return testing::run_fixture(dir, fixture, config, args, ranks, env, output);
 }
 
-Tensor saved_latents(const std::string& file) {
-  return io::SafetensorsFile::open(file)->load("latents").to(DType::kF32).clone();
-}
+Tensor saved_latents(const std::string& file) { return testing::saved_latents(file); }
 
 double error_to(const Tensor& got, const std::string& fixture, const std::string& name) {
   const Tensor ref = testing::fixture_tensor(fixture, "expected.safetensors", name);
