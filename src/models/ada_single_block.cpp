@@ -76,18 +76,4 @@ Tensor AdaSingleStem::positions(const AdaSingleConfig& c, int64_t grid_h, int64_
   return native ? native_positions : place.put(c.position_table(grid_h, grid_w));
 }
 
-void check_text_args(const ForwardArgs& a, int64_t batch, int64_t caption_channels,
-                     const std::function<void(const std::string&)>& fail) {
-  if (!a.text || a.text->ndim() != 3 || a.text->dim(0) != batch || a.text->dim(1) < 1 ||
-      a.text->dim(2) != caption_channels)
-    fail("text " + (a.text ? shape_str(a.text->shape()) : std::string("(none)")) + " is not [" +
-         std::to_string(batch) + ", L, " + std::to_string(caption_channels) + "] (caption_channels)");
-  if (a.text_lengths.empty()) return;
-  if (static_cast<int64_t>(a.text_lengths.size()) != batch)
-    fail(std::to_string(a.text_lengths.size()) + " text lengths for a batch of " + std::to_string(batch));
-  for (int32_t len : a.text_lengths)
-    if (len < 1 || len > a.text->dim(1))
-      fail("text length " + std::to_string(len) + " outside [1, " + std::to_string(a.text->dim(1)) + "]");
-}
-
 }  // namespace ditgen::models

@@ -105,10 +105,4 @@ class AdaSingleModel {
   AdaSingleStem stem_;  // patch embedding, adaln_single, caption projection, final layer
 };
 
-// The text arguments of a text-conditional forward against a batch of
-// `batch` samples: text (batch, L, caption_channels), text_lengths empty or
-// batch values in [1, L]. Calls fail(message) otherwise.
-void check_text_args(const ForwardArgs& args, int64_t batch, int64_t caption_channels,
-                     const std::function<void(const std::string&)>& fail);
-
 }  // namespace ditgen::models

@@ -28,14 +28,8 @@ AdaSingleConfig read_ada_single_sizes(const nlohmann::json& cfg, const std::stri
 
 std::pair<int64_t, int64_t> AdaSingleConfig::latent_size(int64_t height, int64_t width, int64_t vae_factor,
                                                          const std::string& where) const {
-  const int64_t unit = vae_factor * patch_size, native = sample_size * vae_factor;
-  const int64_t h = height ? height : native, w = width ? width : native;
-  if (h <= 0 || w <= 0 || h % unit || w % unit)
-    throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
-                      ": height and width must be positive multiples of " + std::to_string(unit) +
-                      " (VAE factor " + std::to_string(vae_factor) + " x patch_size " + std::to_string(patch_size) +
-                      ")");
-  return {h / vae_factor, w / vae_factor};
+  const int64_t native = sample_size * vae_factor;
+  return models::latent_size(height, width, native, native, vae_factor, patch_size, where);
 }
 
 Tensor AdaSingleConfig::position_table(int64_t grid_h, int64_t grid_w) const {

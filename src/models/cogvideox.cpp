@@ -13,7 +13,7 @@
 #include <cmath>
 
 #include "io/model_dir.h"
-#include "models/ada_single_block.h"  // check_text_args
+#include "models/forward_checks.h"
 #include "ops/ops.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/token_shard.h"
@@ -358,16 +358,7 @@ ops::RotaryTables CogVideoXTransformer::rotary_tables(const CogVideoXConfig& c, 
 void CogVideoXTransformer::check_args(const ForwardArgs& a) const {
   const CogVideoXConfig& c = cfg_;
   auto fail = [](const std::string& msg) { throw RuntimeFailure("CogVideoX forward: " + msg); };
-  const Tensor* x = a.latents;
-  if (!x || x->ndim() != 5 || x->dim(1) != c.in_channels || x->dim(2) <= 0 || x->dim(3) <= 0 || x->dim(4) <= 0 ||
-      x->dim(3) % c.patch_size || x->dim(4) % c.patch_size)
-    fail("latents " + (x ? shape_str(x->shape()) : std::string("(none)")) + " are not [B, " +
-         std::to_string(c.in_channels) + ", F, h, w] with h and w multiples of patch_size " +
-         std::to_string(c.patch_size));
-  const int64_t bsz = x->dim(0);
-  if (static_cast<int64_t>(a.timesteps.size()) != bsz)
-    fail("batch of " + std::to_string(bsz) + " latents with " + std::to_string(a.timesteps.size()) + " timesteps");
-  check_text_args(a, bsz, c.text_dim, fail);
+  check_text_forward_args(a, c.in_channels, {1, c.patch_size, c.patch_size}, c.text_dim, fail);
   if (!c.rotary && a.text->dim(1) != c.max_text_seq_length)
     fail("text of " + std::to_string(a.text->dim(1)) + " rows: a CogVideoX model with sin-cos positions takes " +
          std::to_string(c.max_text_seq_length) + " (max_text_seq_length)");

@@ -17,21 +17,11 @@ TextPipelineRules CogVideoXSpec::text_pipeline_rules() const {
 
 Shape CogVideoXSpec::latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                                   const std::string& where) const {
-  const int64_t unit = vae.spatial * cfg_.patch_size;
-  const int64_t h = height ? height : cfg_.sample_height * vae.spatial;
-  const int64_t w = width ? width : cfg_.sample_width * vae.spatial;
-  for (const int64_t side : {h, w})
-    if (side <= 0 || side % unit) {
-      const int64_t below = side / unit * unit, above = below + unit;
-      throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
-                        ": height and width must be positive multiples of " + std::to_string(unit) + " (VAE factor " +
-                        std::to_string(vae.spatial) + " x patch_size " + std::to_string(cfg_.patch_size) +
-                        "); the nearest to " + std::to_string(side) + ": " +
-                        (below > 0 ? std::to_string(below) + " or " : std::string()) + std::to_string(above));
-    }
+  const auto [h, w] = models::latent_size(height, width, cfg_.sample_height * vae.spatial,
+                                          cfg_.sample_width * vae.spatial, vae.spatial, cfg_.patch_size, where);
   const int64_t f = frames ? frames : cfg_.sample_frames;
   vae.check_frames(f, where + ".frames");
-  return {cfg_.in_channels, vae.latent_frames_of(f), h / vae.spatial, w / vae.spatial};
+  return {cfg_.in_channels, vae.latent_frames_of(f), h, w};
 }
 
 parallel::Workload CogVideoXSpec::workload(const Shape& latent) const {

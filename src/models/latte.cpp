@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/forward_checks.h"
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
 #include "parallel/frame_switch.h"
@@ -125,17 +126,7 @@ Tensor LatteTransformer::temporal_table(int64_t frames) const {
 void LatteTransformer::check_args(const ForwardArgs& a) const {
   const LatteConfig& c = cfg_;
   auto fail = [](const std::string& msg) { throw RuntimeFailure("Latte forward: " + msg); };
-  const Tensor* x = a.latents;
-  if (!x || x->ndim() != 5 || x->dim(1) != c.in_channels || x->dim(2) < 1 || x->dim(3) <= 0 || x->dim(4) <= 0 ||
-      x->dim(3) % c.patch_size || x->dim(4) % c.patch_size)
-    fail("latents " + (x ? shape_str(x->shape()) : std::string("(none)")) + " are not [B, " +
-         std::to_string(c.in_channels) + ", F, h, w] with h and w multiples of patch_size " +
-         std::to_string(c.patch_size));
-  const int64_t bsz = x->dim(0);
-  const auto count = [](size_t n) { return std::to_string(n); };
-  if (static_cast<int64_t>(a.timesteps.size()) != bsz)
-    fail("batch of " + std::to_string(bsz) + " latents with " + count(a.timesteps.size()) + " timesteps");
-  check_text_args(a, bsz, c.caption_channels, fail);
+  check_text_forward_args(a, c.in_channels, {1, c.patch_size, c.patch_size}, c.caption_channels, fail);
 }
 
 Tensor LatteTransformer::forward(const ForwardArgs& a) const {

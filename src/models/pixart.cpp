@@ -10,6 +10,7 @@
 // eps 1e-6.
 #include "models/pixart.h"
 
+#include "models/forward_checks.h"
 #include "ops/ops.h"
 #include "parallel/shard.h"
 #include "parallel/token_shard.h"
@@ -60,16 +61,9 @@ PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArt
 void PixArtTransformer::check_args(const ForwardArgs& a) const {
   const PixArtConfig& c = cfg_;
   auto fail = [](const std::string& msg) { throw RuntimeFailure("PixArt forward: " + msg); };
-  if (!a.latents || a.latents->ndim() != 4 || a.latents->dim(1) != c.in_channels || a.latents->dim(2) <= 0 ||
-      a.latents->dim(3) <= 0 || a.latents->dim(2) % c.patch_size || a.latents->dim(3) % c.patch_size)
-    fail("latents " + (a.latents ? shape_str(a.latents->shape()) : std::string("(none)")) +
-         " are not [B, " + std::to_string(c.in_channels) + ", h, w] with h and w multiples of patch_size " +
-         std::to_string(c.patch_size));
-  const int64_t bsz = a.latents->dim(0);
+  const int64_t bsz =
+      check_text_forward_args(a, c.in_channels, {0, c.patch_size, c.patch_size}, c.caption_channels, fail);
   const auto count = [](size_t n) { return std::to_string(n); };
-  if (static_cast<int64_t>(a.timesteps.size()) != bsz)
-    fail("batch of " + std::to_string(bsz) + " latents with " + count(a.timesteps.size()) + " timesteps");
-  check_text_args(a, bsz, c.caption_channels, fail);
   if (c.use_additional_conditions &&
       (static_cast<int64_t>(a.resolution.size()) != bsz || static_cast<int64_t>(a.aspect_ratio.size()) != bsz))
     fail("this model uses micro-conditions: " + count(a.resolution.size()) + " resolutions and " +

@@ -98,50 +98,25 @@ const Family& lookup(Part part, const nlohmann::json& cfg, const std::string& pa
 }
 
 // Pipeline classes whose text rules are not PixArtAlphaPipeline's (the
-// default TextPipelineRules).
+// default TextPipelineRules): WanPipeline's prompt_clean, 512 tokens, zeros
+// past the text seen unmasked; PixArt-Σ's 300 tokens; LattePipeline's
+// mask_feature cut and fixed 120 tokens; CogVideoXPipeline's prompt as
+// written, 226 tokens, an encoder without a mask (CogVideoXSpec fixes the
+// length of a sin-cos model). Latte and CogVideoX unscale latents as
+// 1 / scaling_factor * latents.
 struct PipelineRules {
   const char* class_name;
   TextPipelineRules rules;
 };
 
-TextPipelineRules wan_pipeline_rules() {
-  TextPipelineRules r;
-  r.prompt_cleaning = PromptCleaning::kUnescapeCollapseWhitespace;
-  r.default_max_length = 512;
-  r.zero_padded_unmasked = true;
-  return r;
-}
-
-TextPipelineRules pixart_sigma_pipeline_rules() {
-  TextPipelineRules r;
-  r.default_max_length = 300;
-  return r;
-}
-
-// CogVideoXPipeline: the prompt as written, 226 tokens, the encoder
-// without a mask (CogVideoXSpec fixes the length of a sin-cos model).
-TextPipelineRules cogvideox_pipeline_rules() {
-  TextPipelineRules r;
-  r.prompt_cleaning = PromptCleaning::kNone;
-  r.default_max_length = 226;
-  r.encoder_unmasked = true;
-  r.divide_by_scaling_factor = false;
-  return r;
-}
-
-TextPipelineRules latte_pipeline_rules() {
-  TextPipelineRules r;
-  r.negative_cut_to_prompt = true;
-  r.fixed_max_length = 120;
-  r.divide_by_scaling_factor = false;
-  return r;
-}
-
+using enum PromptCleaning;
 const PipelineRules kPipelines[] = {
-    {"WanPipeline", wan_pipeline_rules()},
-    {"PixArtSigmaPipeline", pixart_sigma_pipeline_rules()},
-    {"LattePipeline", latte_pipeline_rules()},
-    {"CogVideoXPipeline", cogvideox_pipeline_rules()},
+    {"WanPipeline", {.prompt_cleaning = kUnescapeCollapseWhitespace, .default_max_length = 512,
+                     .zero_padded_unmasked = true}},
+    {"PixArtSigmaPipeline", {.default_max_length = 300}},
+    {"LattePipeline", {.negative_cut_to_prompt = true, .fixed_max_length = 120, .divide_by_scaling_factor = false}},
+    {"CogVideoXPipeline", {.divide_by_scaling_factor = false, .prompt_cleaning = kNone, .default_max_length = 226,
+                           .encoder_unmasked = true}},
 };
 
 }  // namespace

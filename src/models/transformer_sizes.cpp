@@ -74,6 +74,22 @@ parallel::AttentionOp attention_op(parallel::AttentionKind kind, const parallel:
 
 }  // namespace
 
+std::pair<int64_t, int64_t> latent_size(int64_t height, int64_t width, int64_t default_height, int64_t default_width,
+                                        int64_t vae_factor, int64_t patch, const std::string& where) {
+  const int64_t unit = vae_factor * patch;
+  const int64_t h = height ? height : default_height, w = width ? width : default_width;
+  for (const int64_t side : {h, w})
+    if (side <= 0 || side % unit) {
+      const int64_t below = side / unit * unit, above = below + unit;
+      throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
+                        ": height and width must be positive multiples of " + std::to_string(unit) + " (VAE factor " +
+                        std::to_string(vae_factor) + " x patch_size " + std::to_string(patch) + "); the nearest to " +
+                        std::to_string(side) + ": " + (below > 0 ? std::to_string(below) + " or " : std::string()) +
+                        std::to_string(above));
+    }
+  return {h / vae_factor, w / vae_factor};
+}
+
 parallel::Workload sized_workload(const TransformerSizes& c, const Shape& latent,
                                   const std::vector<parallel::AttentionKind>& attention, int64_t feed_forwards,
                                   const nn::TensorDecls& layer, const nn::TensorDecls& once) {

@@ -46,6 +46,14 @@ struct BlockOptionDefaults {
   bool attention_bias;
 };
 
+// The latent (h, w) of a requested image or video frame of height x width
+// pixels (0: default_height / default_width) through a VAE of `vae_factor`
+// pixels per latent and a patch of `patch` latents: ConfigError naming
+// `where` (".height/width") unless both are positive multiples of
+// vae_factor x patch, with the nearest sizes that are.
+std::pair<int64_t, int64_t> latent_size(int64_t height, int64_t width, int64_t default_height, int64_t default_width,
+                                        int64_t vae_factor, int64_t patch, const std::string& where);
+
 // ModelError "not supported yet" unless the block is the one the families
 // publish: gelu-approximate, LayerNorms without affine, attention biases;
 // `family` ("PixArt") names the model in messages.

@@ -10,6 +10,7 @@
 #include "models/wan.h"
 
 #include "io/model_dir.h"
+#include "models/forward_checks.h"
 #include "ops/ops.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/token_shard.h"
@@ -139,20 +140,12 @@ WanTransformer WanTransformer::load(const io::WeightStore& w, const WanConfig& c
 void WanTransformer::check_args(const ForwardArgs& a) const {
   const WanConfig& c = cfg_;
   auto fail = [](const std::string& msg) { throw RuntimeFailure("Wan forward: " + msg); };
+  check_text_forward_args(a, c.in_channels, c.patch, c.text_dim, fail);
   const Tensor* x = a.latents;
-  if (!x || x->ndim() != 5 || x->dim(1) != c.in_channels || x->dim(2) <= 0 || x->dim(3) <= 0 || x->dim(4) <= 0 ||
-      x->dim(2) % c.patch[0] || x->dim(3) % c.patch[1] || x->dim(4) % c.patch[2])
-    fail("latents " + (x ? shape_str(x->shape()) : std::string("(none)")) + " are not [B, " +
-         std::to_string(c.in_channels) + ", F, h, w] with F, h, w multiples of patch_size [" +
-         std::to_string(c.patch[0]) + ", " + std::to_string(c.patch[1]) + ", " + std::to_string(c.patch[2]) + "]");
-  const int64_t bsz = x->dim(0);
-  if (static_cast<int64_t>(a.timesteps.size()) != bsz)
-    fail("batch of " + std::to_string(bsz) + " latents with " + std::to_string(a.timesteps.size()) + " timesteps");
   for (int axis = 0; axis < 3; ++axis)
     if (x->dim(2 + axis) / c.patch[static_cast<size_t>(axis)] > c.rope_max_seq_len)
       fail("latents " + shape_str(x->shape()) + ": more than rope_max_seq_len " + std::to_string(c.rope_max_seq_len) +
            " patches along an axis");
-  check_text_args(a, bsz, c.text_dim, fail);
   const int64_t tokens = (x->dim(2) / c.patch[0]) * (x->dim(3) / c.patch[1]) * (x->dim(4) / c.patch[2]);
   if (tokens < stage_.shard().sp_size())
     fail("sp = " + std::to_string(stage_.shard().sp_size()) + " exceeds the " + std::to_string(tokens) + " tokens");

@@ -10,17 +10,9 @@ namespace ditgen::models {
 
 Shape WanSpec::latent_shape(int64_t height, int64_t width, int64_t frames, const VaeFactors& vae,
                             const std::string& where) const {
-  const int64_t unit = vae.spatial * cfg_.patch_size;
-  const int64_t h = height ? height : kDefaultHeight, w = width ? width : kDefaultWidth;
-  for (const int64_t side : {h, w})
-    if (side <= 0 || side % unit) {
-      const int64_t below = side / unit * unit, above = below + unit;
-      throw ConfigError(where + ".height/width: " + std::to_string(h) + "x" + std::to_string(w) +
-                        ": height and width must be positive multiples of " + std::to_string(unit) + " (VAE factor " +
-                        std::to_string(vae.spatial) + " x patch_size " + std::to_string(cfg_.patch_size) +
-                        "); the nearest to " + std::to_string(side) + ": " +
-                        (below > 0 ? std::to_string(below) + " or " : std::string()) + std::to_string(above));
-    }
+  const auto [lh, lw] = models::latent_size(height, width, kDefaultHeight, kDefaultWidth, vae.spatial,
+                                            cfg_.patch_size, where);
+  const int64_t unit = vae.spatial * cfg_.patch_size, h = lh * vae.spatial, w = lw * vae.spatial;
   const int64_t f = frames ? frames : kDefaultFrames;
   vae.check_frames(f, where + ".frames");
   const int64_t latent_frames = vae.latent_frames_of(f);

@@ -290,7 +290,7 @@ TEST_CASE("PixArtSpec: sizes, PAB kinds, latent shapes for any multiple of the p
                        doctest::Contains("run.json: generate.frames: 3: a pixart model makes images"), ConfigError);
   CHECK_THROWS_WITH_AS(spec->latent_shape(72, 96, 0, {8}, "run.json: generate"),
                        "run.json: generate.height/width: 72x96: height and width must be positive multiples of 16 (VAE "
-                       "factor 8 x patch_size 2)",
+                       "factor 8 x patch_size 2); the nearest to 72: 64 or 80",
                        ConfigError);
   CHECK_FALSE(transformer_spec(config_of("pixart_tiny"), "m/transformer/config.json")->micro_conditions());
 }
