@@ -1,0 +1,307 @@
+#!/usr/bin/env python3
+"""Benchmark a video model's two heavy stages on random weights of the real
+sizes, ditgen against diffusers in float32 and bfloat16: one transformer
+forward (batch 2 = one CFG step) and the VAE decode of the same frames;
+median seconds and peak RSS.  A benchmark, not a test.
+
+Models (--model):
+
+  wan2.1-1.3b   Wan 2.1 T2V-1.3B (issue 34's benchmark; scripts/bench/bench_wan.py
+                is this script with --model wan2.1-1.3b): 17 frames of
+                256 x 256, latents (16, 5, 32, 32), 512 text rows of 4096.
+  cogvideox-2b  CogVideoX-2b: 9 frames of 256 x 256, latents (3, 16, 32, 32)
+                (diffusers' transformer takes (B, F, C, H, W)), 226 text rows
+                of 4096 (its max_text_seq_length).
+
+Usage (from the repository root, after building the bench programs; the
+Wan-era Python environment, scripts/fixtures/requirements-wan.txt:
+python3 -m venv /root/venv-wan && /root/venv-wan/bin/pip install -r
+scripts/fixtures/requirements-wan.txt):
+
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDITGEN_BENCHMARKS=ON
+    cmake --build build --target bench_forward bench_vae_decode -j
+    /root/venv-wan/bin/python scripts/bench/bench_video_models.py \\
+        --model wan2.1-1.3b|cogvideox-2b \\
+        [--bench-dir build/scripts/bench/cpp] [--workdir /tmp/ditgen-bench] \\
+        [--threads 2] [--repeat 3] [--warmup 1] [--rounds 1] \\
+        [--dtypes float32,bfloat16] [--parts transformer,vae] \\
+        [--frames F] [--size S] [--small]
+
+Needs torch and diffusers (torch 2.x, diffusers 0.42).  What it does:
+
+  1. Creates once, cached under --workdir (never inside the repository), a
+     random-weight model directory (<workdir>/Wan2.1-T2V-1.3B-random/,
+     <workdir>/CogVideoX-2b-random/): model_index.json, transformer/ (the
+     diffusers class from the published config in configs/models/,
+     diffusers' own initialisation after torch.manual_seed(0), float32
+     safetensors: about 5.7 GB for Wan, 6.7 GB for CogVideoX-2b) and vae/
+     (the VAE class from that directory's vae/config.json).  --small writes
+     a tiny model of the same layout instead (2 layers, 2 heads of 16, a
+     narrow VAE), to check the script itself in seconds; its figures mean
+     nothing.  The model is written by a child process: a child's
+     ru_maxrss starts from its parent's at fork, so the parent never
+     imports torch.
+  2. Runs --rounds rounds, each, for every dtype of --dtypes and part of
+     --parts, diffusers and then ditgen, every measurement its own
+     subprocess so that each peak RSS (ru_maxrss) is that engine's alone:
+       transformer: latents (2, 16, F', S/8, S/8) ~ N(0, 1) (F' = the
+         VAE's latent frames of --frames), timestep 500, text embeddings
+         (2, T, 4096) ~ N(0, 1); diffusers: the transformer class's
+         from_pretrained(...).to(dtype) under torch.inference_mode();
+         ditgen: bench_forward --model DIR --batch 2 --frames F'
+         --latent-size S/8 --text-tokens T.
+       vae: latents (1, 16, F', S/8, S/8) -> F frames of S x S; diffusers:
+         the VAE class's decode (Wan: its per-latent-frame causal cache;
+         CogVideoX: its latent-frame batches, no tiling); ditgen:
+         bench_vae_decode --height S --width S --frames F.
+     Each run does --warmup untimed and --repeat timed passes; the reported
+     time is the median of all timed passes over all rounds.  A
+     measurement that fails (say a bench program that does not know the
+     model) is reported as a row that did not run, with the program's
+     message, and the rest goes on.
+  3. Prints a table: per part, engine and dtype, median seconds, peak RSS,
+     and the time as a fraction of diffusers' bfloat16 time and of the same
+     dtype's (issue 34's goals, for Wan: transformer <= 0.85x and VAE
+     decode <= 0.8x diffusers' bfloat16 time, peak RSS <= diffusers').
+
+Both engines run with the same thread count (torch.set_num_threads and
+--threads).  The machine should be otherwise idle: a concurrent build or
+test run moves both engines' figures by more than the goals' margins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class VideoModel:
+    label: str             # the table's title
+    published: str         # configs/models/<published>: the configs, no weights
+    random_dir: str        # <workdir>/<random_dir>: the random-weight model
+    transformer_class: str  # diffusers class names
+    vae_class: str
+    frames: int            # default output frames and side
+    size: int
+    text_tokens: int       # rows of text embeddings per sample
+    text_dim_key: str      # the transformer config's text width
+    frames_first: bool     # diffusers' transformer takes (B, F, C, H, W)
+    frame_step: int        # output frame counts 1 + frame_step * k
+    small_transformer: dict = field(default_factory=dict)
+    small_vae: dict = field(default_factory=dict)
+
+    def latent_frames(self, frames: int) -> int:
+        return (frames - 1) // 4 + 1  # both VAEs compress time 4x after the first frame
+
+
+MODELS = {
+    "wan2.1-1.3b": VideoModel(
+        label="Wan 2.1 T2V-1.3B", published="Wan2.1-T2V-1.3B-Diffusers", random_dir="Wan2.1-T2V-1.3B-random",
+        transformer_class="WanTransformer3DModel", vae_class="AutoencoderKLWan", frames=17, size=256,
+        text_tokens=512, text_dim_key="text_dim", frames_first=False, frame_step=4,
+        small_transformer=dict(num_attention_heads=2, attention_head_dim=16, num_layers=2, ffn_dim=64, text_dim=64,
+                               freq_dim=32),
+        small_vae=dict(base_dim=16)),
+    "cogvideox-2b": VideoModel(
+        label="CogVideoX-2b", published="CogVideoX-2b", random_dir="CogVideoX-2b-random",
+        transformer_class="CogVideoXTransformer3DModel", vae_class="AutoencoderKLCogVideoX", frames=9, size=256,
+        text_tokens=226, text_dim_key="text_embed_dim", frames_first=True, frame_step=8,
+        small_transformer=dict(num_attention_heads=2, attention_head_dim=16, num_layers=2, text_embed_dim=64,
+                               time_embed_dim=32),
+        small_vae=dict(block_out_channels=[32, 32, 32, 32], layers_per_block=1)),
+}
+
+
+def read_config(path: Path) -> dict:
+    cfg = json.loads(path.read_text())
+    return {k: v for k, v in cfg.items() if not k.startswith("_")}
+
+
+def make_model(spec: VideoModel, root: Path, small: bool) -> None:
+    """The random-weight model directory (once: kept when complete)."""
+    import torch
+    import diffusers
+
+    published = REPO / "configs" / "models" / spec.published
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    tcfg = read_config(published / "transformer" / "config.json")
+    vcfg = read_config(published / "vae" / "config.json")
+    if small:
+        tcfg.update(spec.small_transformer)
+        vcfg.update(spec.small_vae)
+    torch.manual_seed(0)
+    print(f"writing {root} (random weights{', small' if small else ''}) ...", file=sys.stderr, flush=True)
+    getattr(diffusers, spec.transformer_class)(**tcfg).save_pretrained(root / "transformer", safe_serialization=True)
+    getattr(diffusers, spec.vae_class)(**vcfg).save_pretrained(root / "vae", safe_serialization=True)
+    shutil.copy(published / "model_index.json", root / "model_index.json")
+    (root / ".complete").write_text("")
+
+
+# One diffusers measurement, run in a child process (python -c) so that its
+# ru_maxrss is its own; prints one JSON line.
+TORCH_CHILD = r"""
+import json, resource, sys, time
+import torch
+import diffusers
+a = json.loads(sys.argv[1])
+torch.set_num_threads(a["threads"])
+dtype = getattr(torch, a["dtype"])
+g = torch.Generator().manual_seed(0)
+times = []
+with torch.inference_mode():
+    if a["part"] == "transformer":
+        cls = getattr(diffusers, a["transformer_class"])
+        m = cls.from_pretrained(a["model"], subfolder="transformer").to(dtype).eval()
+        c, f, n = m.config.in_channels, a["latent_frames"], a["latent"]
+        x = torch.randn(*((2, f, c, n, n) if a["frames_first"] else (2, c, f, n, n)), generator=g).to(dtype)
+        text = torch.randn(2, a["text_tokens"], m.config[a["text_dim_key"]], generator=g).to(dtype)
+        t = torch.tensor([500.0, 500.0])
+        run = lambda: m(hidden_states=x, timestep=t, encoder_hidden_states=text, return_dict=False)[0]
+    else:
+        cls = getattr(diffusers, a["vae_class"])
+        m = cls.from_pretrained(a["model"], subfolder="vae").to(dtype).eval()
+        c = m.config.z_dim if "z_dim" in m.config else m.config.latent_channels
+        z = torch.randn(1, c, a["latent_frames"], a["latent"], a["latent"], generator=g).to(dtype)
+        run = lambda: m.decode(z, return_dict=False)[0]
+    for i in range(a["warmup"] + a["repeat"]):
+        t0 = time.perf_counter()
+        out = run()
+        dt = time.perf_counter() - t0
+        if i >= a["warmup"]:
+            times.append(dt)
+print(json.dumps({"seconds": times, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "shape": list(out.shape)}))
+"""
+
+
+class Failed(Exception):
+    """A measurement whose process failed; the message says why."""
+
+
+def checked(cmd: list[str]) -> str:
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        lines = [line for line in (r.stderr or r.stdout).strip().splitlines() if line.strip()]
+        raise Failed(f"exit {r.returncode}: {lines[-1] if lines else '(no output)'}".replace("|", "/"))
+    return r.stdout
+
+
+def run_torch(args, spec: VideoModel, model: Path, part: str, dtype: str) -> dict:
+    payload = dict(part=part, dtype=dtype, model=str(model), threads=args.threads, warmup=args.warmup,
+                   repeat=args.repeat, latent=args.size // 8, latent_frames=spec.latent_frames(args.frames),
+                   text_tokens=spec.text_tokens, text_dim_key=spec.text_dim_key, frames_first=spec.frames_first,
+                   transformer_class=spec.transformer_class, vae_class=spec.vae_class)
+    out = checked([sys.executable, "-c", TORCH_CHILD, json.dumps(payload)])
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_ditgen(args, spec: VideoModel, model: Path, part: str, dtype: str) -> dict:
+    common = ["--dtype", dtype, "--threads", str(args.threads), "--repeat", str(args.repeat),
+              "--warmup", str(args.warmup)]
+    if part == "transformer":
+        cmd = [str(args.bench_dir / "bench_forward"), "--model", str(model), "--batch", "2",
+               "--frames", str(spec.latent_frames(args.frames)), "--latent-size", str(args.size // 8),
+               "--text-tokens", str(spec.text_tokens)]
+        key = "forward_all"
+    else:
+        cmd = [str(args.bench_dir / "bench_vae_decode"), "--model", str(model), "--height", str(args.size),
+               "--width", str(args.size), "--frames", str(args.frames)]
+        key = "decode_all"
+    out = checked(cmd + common)
+    figures = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    if key not in figures:
+        raise Failed(f"no {key} line in {Path(cmd[0]).name}'s output")
+    return {"seconds": [float(s) for s in figures[key].split(",")],
+            "peak_rss_bytes": int(figures["peak_rss_bytes"])}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", choices=sorted(MODELS), required=True)
+    p.add_argument("--bench-dir", type=Path, default=REPO / "build" / "scripts" / "bench" / "cpp")
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/ditgen-bench"))
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--parts", default="transformer,vae")
+    p.add_argument("--frames", type=int, help="output frames (default: the model's; 1 + 4k for Wan, 1 + 8k for CogVideoX)")
+    p.add_argument("--size", type=int, help="the frames' side in pixels, a multiple of 16 (default 256)")
+    p.add_argument("--small", action="store_true", help="a tiny model of the same layout: checks the script only")
+    p.add_argument("--make-model", type=Path, help=argparse.SUPPRESS)  # the child that writes the model
+    args = p.parse_args(argv)
+    spec = MODELS[args.model]
+    if args.make_model:
+        make_model(spec, args.make_model, args.small)
+        return
+    args.frames = args.frames or spec.frames
+    args.size = args.size or spec.size
+    if args.frames < 1 or (args.frames - 1) % spec.frame_step:
+        p.error(f"--frames: {spec.label} makes 1 + {spec.frame_step}k frames")
+    if args.size < 16 or args.size % 16:
+        p.error("--size: a multiple of 16 (the VAE's 8 times the transformer's patch of 2)")
+    if REPO in args.workdir.resolve().parents:
+        sys.exit("--workdir must lie outside the repository (the weights are gigabytes)")
+    dtypes, parts = args.dtypes.split(","), args.parts.split(",")
+    model = args.workdir / (spec.random_dir.replace("-random", "-tiny-random") if args.small else spec.random_dir)
+    if not (model / ".complete").exists():
+        # In a child: a process's peak RSS starts at its parent's at fork,
+        # so this one must never hold torch or the weights.
+        subprocess.run([sys.executable, __file__, "--model", args.model, "--make-model", str(model)]
+                       + (["--small"] if args.small else []), check=True)
+
+    times: dict = {}
+    rss: dict = {}
+    failed: dict = {}
+    for _ in range(args.rounds):
+        for part in parts:
+            for dtype in dtypes:
+                for engine, run in (("diffusers", run_torch), ("ditgen", run_ditgen)):
+                    key = (part, engine, dtype)
+                    try:
+                        r = run(args, spec, model, part, dtype)
+                    except Failed as e:
+                        failed[key] = str(e)
+                        print(f"{part} {engine} {dtype}: did not run: {e}", file=sys.stderr, flush=True)
+                        continue
+                    times.setdefault(key, []).extend(r["seconds"])
+                    rss[key] = max(rss.get(key, 0), r["peak_rss_bytes"])
+                    print(f"{part} {engine} {dtype}: {statistics.median(r['seconds']):.3f} s, "
+                          f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB", file=sys.stderr, flush=True)
+
+    side = f"{args.size} x {args.size}"
+    lf, ls = spec.latent_frames(args.frames), args.size // 8
+    print(f"\n{spec.label}{' (SMALL: script check only)' if args.small else ''}, random weights: "
+          f"transformer forward CFG batch 2 at {args.frames} x {side} ({lf} x {ls} x {ls} latents, "
+          f"{spec.text_tokens} text rows), VAE decode of those {args.frames} frames; "
+          f"{args.threads} threads, median of {args.rounds} x {args.repeat} passes\n")
+    print("| part | engine | dtype | seconds | peak RSS GiB | / diffusers bf16 time | / diffusers same dtype |")
+    print("|---|---|---|---|---|---|---|")
+    for part in parts:
+        base = times.get((part, "diffusers", "bfloat16"))
+        for engine in ("diffusers", "ditgen"):
+            for dtype in dtypes:
+                key = (part, engine, dtype)
+                if key not in times:
+                    print(f"| {part} | {engine} | {dtype} | not run: {failed.get(key, '?')} | - | - | - |")
+                    continue
+                t = statistics.median(times[key])
+                same = times.get((part, "diffusers", dtype))
+                vs_bf16 = f"{t / statistics.median(base):.2f}x" if base else "-"
+                vs_same = f"{t / statistics.median(same):.2f}x" if same else "-"
+                print(f"| {part} | {engine} | {dtype} | {t:.3f} | {rss[key] / 2**30:.2f} | {vs_bf16} | {vs_same} |")
+
+
+if __name__ == "__main__":
+    main()
