@@ -1,5 +1,6 @@
 // bench_vae_decode: times ditgen's VAE decode (diffusers AutoencoderKL's
-// decoder, or AutoencoderKLWan's through the VAE seam's stream) of one random
+// decoder, or a causal video VAE's, AutoencoderKLWan's or AutoencoderKLCogVideoX's, through the VAE
+// seam's stream) of one random
 // latent on the CPU. A benchmark, not a test; driven by
 // scripts/bench/bench_cpu.py, which runs diffusers' decode of the same size
 // beside it (AutoencoderKL only).
@@ -9,10 +10,11 @@
 //
 // DIR is a diffusers model root (model_index.json + vae/) or the vae
 // directory itself; --size is the decoded image's side (--height / --width
-// for a non-square one; the latent is that / the spatial factor). For a Wan
-// VAE (vae/config.json _class_name AutoencoderKLWan) --frames (1 + 4k,
-// default 5) output frames are decoded: their latent frames one at a time
-// through one stream, as Pipeline::decode does. Output is one `key value`
+// for a non-square one; the latent is that / the spatial factor). For a
+// video VAE (vae/config.json _class_name AutoencoderKLWan, AutoencoderKLCogVideoX)
+// --frames (1 + 4k for Wan's, 1 + 8k for CogVideoX's; default 5) output
+// frames are decoded: their latent frames in the VAE's chunks through one
+// stream, as Pipeline::decode does. Output is one `key value`
 // line per figure:
 //   decode_seconds <median>   decode_all <t1,t2,...>   peak_rss_bytes <n>
 // and with --profile the per-op table of util/profile.h between
@@ -31,7 +33,7 @@
 #include "io/model_dir.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl.h"
-#include "models/autoencoder_kl_wan.h"
+#include "models/registry.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -92,10 +94,12 @@ void report(const std::vector<double>& times, double checksum, const Args& a) {
     std::printf("profile_begin (summed over %d decodes)\n%sprofile_end\n", a.repeat, profile::report().c_str());
 }
 
-// A Wan VAE: one random latent video, its latent frames one at a time
-// through one stream (chunk_latent_frames), as Pipeline::decode feeds it.
-int run_wan(const Args& a, const std::string& dir, const nlohmann::json& json, const std::string& cfg_path) {
-  const models::AutoencoderKLWanSpec spec(models::AutoencoderKLWanConfig::from_json(json, cfg_path));
+// A causal video VAE (Wan's, CogVideoX's), through the registry's VAE seam:
+// one random latent video through one stream in the chunks the VAE says
+// (latent_chunks), as Pipeline::decode feeds it.
+int run_video(const Args& a, const std::string& dir, const nlohmann::json& json, const std::string& cfg_path) {
+  const std::unique_ptr<models::VaeSpec> vae = models::vae_spec(json, cfg_path);
+  const models::VaeSpec& spec = *vae;
   spec.check_frames(a.frames, "--frames");
   const int64_t f = spec.spatial_factor();
   if (a.height % f || a.width % f)
@@ -116,13 +120,15 @@ int run_wan(const Args& a, const std::string& dir, const nlohmann::json& json, c
     if (r == a.warmup && a.profile) profile::reset();
     const double t0 = now();
     const auto stream = decoder->begin();
-    for (int64_t i = 0; i < n; ++i) {
-      Tensor chunk = Tensor::empty({c, 1, h, w});
+    int64_t i = 0;  // the chunk's first latent frame
+    for (const int64_t k : spec.latent_chunks(n)) {
+      Tensor chunk = Tensor::empty({c, k, h, w});
       for (int64_t ch = 0; ch < c; ++ch)
-        std::copy(z.data() + (ch * n + i) * hw, z.data() + (ch * n + i + 1) * hw, chunk.data() + ch * hw);
+        std::copy(z.data() + (ch * n + i) * hw, z.data() + (ch * n + i + k) * hw, chunk.data() + ch * k * hw);
       const Tensor frames = stream->next(chunk);
       if (r == 0)
         for (int64_t j = 0; j < frames.numel(); ++j) checksum += frames[j];
+      i += k;
     }
     const double dt = now() - t0;
     if (r >= a.warmup) times.push_back(dt);
@@ -137,7 +143,7 @@ int run(const Args& a) {
   if (fs::exists(fs::path(dir) / "model_index.json")) dir = io::ModelDir::open(dir).part_dir("vae");
   const std::string cfg_path = (fs::path(dir) / "config.json").string();
   const nlohmann::json json = io::read_json_file(cfg_path);
-  if (io::get_string_or(json, "_class_name", "", cfg_path) == "AutoencoderKLWan") return run_wan(a, dir, json, cfg_path);
+  if (io::get_string_or(json, "_class_name", "", cfg_path) != "AutoencoderKL") return run_video(a, dir, json, cfg_path);
   const models::AutoencoderKLConfig cfg = models::AutoencoderKLConfig::from_json(json, cfg_path);
   if (a.height != a.width) throw ConfigError("--height / --width: AutoencoderKL takes a square --size only");
   const DType dtype = a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
