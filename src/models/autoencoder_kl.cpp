@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "io/model_dir.h"
+#include "models/vae_decoder_parts.h"
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
 #include "tensor/device_memory.h"
@@ -90,16 +91,6 @@ VaeResnet load_resnet(const io::WeightStore& store, const std::string& p, int64_
   return r;
 }
 
-// Channels in and out of resnet j of up block i (diffusers: the first resnet
-// takes the previous block's channels).
-std::pair<int64_t, int64_t> up_resnet_channels(const AutoencoderKLConfig& c, size_t i, int64_t j) {
-  const auto& ch = c.block_out_channels;
-  const size_t n = ch.size();
-  const int64_t out = ch[n - 1 - i];
-  const int64_t prev = i == 0 ? ch[n - 1] : ch[n - i];
-  return {j == 0 ? prev : out, out};
-}
-
 }  // namespace
 
 AutoencoderKLConfig AutoencoderKLConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
@@ -108,10 +99,10 @@ AutoencoderKLConfig AutoencoderKLConfig::from_json(const nlohmann::json& cfg, co
   require(cls == "AutoencoderKL", path, "_class_name: not an AutoencoderKL (got '" + cls + "')");
   AutoencoderKLConfig c;
   c.in_channels = get_int_or(cfg, "in_channels", c.in_channels, path);
-  c.out_channels = get_int_or(cfg, "out_channels", c.out_channels, path);
-  c.latent_channels = get_int_or(cfg, "latent_channels", c.latent_channels, path);
+  read_positive_ints(cfg, path,
+                     {{"out_channels", &c.out_channels}, {"latent_channels", &c.latent_channels},
+                      {"norm_num_groups", &c.norm_num_groups}});
   c.layers_per_block = get_int_or(cfg, "layers_per_block", c.layers_per_block, path);
-  c.norm_num_groups = get_int_or(cfg, "norm_num_groups", c.norm_num_groups, path);
   c.scaling_factor = static_cast<float>(io::get_number_or(cfg, "scaling_factor", c.scaling_factor, path));
   // diffusers' DiT / PixArt / Latte pipelines only divide by scaling_factor
   // and ignore shift_factor (an SD3/Flux VAE key): a VAE that needs it would
@@ -134,9 +125,6 @@ AutoencoderKLConfig AutoencoderKLConfig::from_json(const nlohmann::json& cfg, co
       c.block_out_channels.push_back(b[i].get<int64_t>());
     }
   }
-  for (auto [key, v] : {std::pair{"out_channels", c.out_channels}, {"latent_channels", c.latent_channels},
-                        {"norm_num_groups", c.norm_num_groups}})
-    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
   require(c.layers_per_block >= 0, path,
           "layers_per_block: expected a non-negative integer, got " + std::to_string(c.layers_per_block));
   require(c.block_out_channels.size() <= 16, path, "block_out_channels: more than 16 blocks");
@@ -181,19 +169,16 @@ AutoencoderKL AutoencoderKL::load(const io::WeightStore& w, const AutoencoderKLC
   for (int r = 0; r < 2; ++r)
     for (auto& e : resnet_tensors(mid + "resnets." + std::to_string(r) + ".", c_last, c_last))
       expected.push_back(std::move(e));
-  for (int64_t i = 0; i < n; ++i) {
-    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
-    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
-      auto [cin, cout] = up_resnet_channels(c, i, j);
-      for (auto& e : resnet_tensors(ub + "resnets." + std::to_string(j) + ".", cin, cout))
-        expected.push_back(std::move(e));
-    }
-    if (i + 1 < n) {
-      const int64_t ch = c.block_out_channels[n - 1 - i];
-      expected.push_back({ub + "upsamplers.0.conv.weight", {ch, ch, 3, 3}});
-      expected.push_back({ub + "upsamplers.0.conv.bias", {ch}});
-    }
-  }
+  const UpBlockChannels up = reversed_up_blocks(c.block_out_channels);
+  walk_up_blocks(
+      up, c.layers_per_block + 1,
+      [&](const UpResnet& r) {
+        for (auto& e : resnet_tensors(r.prefix, r.cin, r.cout)) expected.push_back(std::move(e));
+      },
+      [&](size_t i, const std::string& ub) {
+        const int64_t ch = up.out[i];
+        if (static_cast<int64_t>(i) + 1 < n) add_conv_tensors(expected, ub + "upsamplers.0.conv.", {ch, ch, 3, 3});
+      });
   for (auto& [name, shape] : expected) w.expect(name, shape);
 
   // Tensors the config does not account for mean config and weights disagree.
@@ -253,19 +238,13 @@ AutoencoderKL AutoencoderKL::load(const io::WeightStore& w, const AutoencoderKLC
     a.out_b = place.put(w.load(proj[3].b));
     m.mid_attn = std::move(a);
   }
-  m.up_blocks.resize(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
-    VaeUpBlock& blk = m.up_blocks[i];
-    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
-      auto [cin, cout] = up_resnet_channels(c, i, j);
-      blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout, place));
-    }
-    if (i + 1 < n) {
-      blk.up_w = place.conv(w.load(ub + "upsamplers.0.conv.weight"));
-      blk.up_b = place.put(w.load(ub + "upsamplers.0.conv.bias"));
-    }
-  }
+  m.up_blocks = load_up_blocks<VaeUpBlock>(
+      up, c.layers_per_block + 1, [&](const UpResnet& r) { return load_resnet(w, r.prefix, r.cin, r.cout, place); },
+      [&](size_t i, const std::string& ub, VaeUpBlock& blk) {
+        if (static_cast<int64_t>(i) + 1 == n) return;  // the last block: no upsampler
+        blk.up_w = place.conv(w.load(ub + "upsamplers.0.conv.weight"));
+        blk.up_b = place.put(w.load(ub + "upsamplers.0.conv.bias"));
+      });
   m.norm_out_w = place.put(w.load("decoder.conv_norm_out.weight"));
   m.norm_out_b = place.put(w.load("decoder.conv_norm_out.bias"));
   m.conv_out_w = place.conv(w.load("decoder.conv_out.weight"));

@@ -18,9 +18,10 @@
 // two copies of the chunk's first frame (not zeros, unlike Wan's), then runs
 // a 3x3x3 conv with time padding 0 and spatial zero padding 1, and caches
 // the last two frames of that padded input. Here each causal conv has a
-// two-frame slot, allocated at the first chunk; every call builds [slot |
-// chunk] (or [first, first | chunk]) in the level's staging buffer with
-// ops::copy_rows, keeps its last two frames, and runs ops::conv3d. conv_y and
+// two-frame slot, allocated at the first chunk, and every call runs
+// causal_conv3d (models/vae_decoder_parts.h, CausalPad::kFirstFrame: [slot |
+// chunk], or [first, first | chunk], in the level's staging buffer, its last
+// two frames kept, then ops::conv3d), as Wan's VAE does with zeros. conv_y and
 // conv_b are causal convs of kernel 1: no padding, and their cache (diffusers
 // keeps the whole input) is never read, so they are plain 1x1x1 convs.
 //
@@ -103,58 +104,28 @@ int64_t nearest_source(int64_t dst, int64_t in, int64_t out) {
   return std::min(static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), in - 1);
 }
 
-void conv_tensors(std::vector<std::pair<std::string, Shape>>& t, const std::string& p, Shape w) {
-  const int64_t cout = w[0];
-  t.push_back({p + "weight", std::move(w)});
-  t.push_back({p + "bias", {cout}});
-}
-
 // Names and shapes of a spatial norm over `c` channels under `p`.
-void spatial_norm_tensors(std::vector<std::pair<std::string, Shape>>& t, const std::string& p, int64_t c,
-                          int64_t zc) {
+void spatial_norm_tensors(TensorList& t, const std::string& p, int64_t c, int64_t zc) {
   t.push_back({p + "norm_layer.weight", {c}});
   t.push_back({p + "norm_layer.bias", {c}});
-  conv_tensors(t, p + "conv_y.conv.", {c, zc, 1, 1, 1});
-  conv_tensors(t, p + "conv_b.conv.", {c, zc, 1, 1, 1});
+  add_conv_tensors(t, p + "conv_y.conv.", {c, zc, 1, 1, 1});
+  add_conv_tensors(t, p + "conv_b.conv.", {c, zc, 1, 1, 1});
 }
 
-void resnet_tensors(std::vector<std::pair<std::string, Shape>>& t, const std::string& p, int64_t cin, int64_t cout,
-                    int64_t zc) {
+void resnet_tensors(TensorList& t, const std::string& p, int64_t cin, int64_t cout, int64_t zc) {
   spatial_norm_tensors(t, p + "norm1.", cin, zc);
-  conv_tensors(t, p + "conv1.conv.", {cout, cin, 3, 3, 3});
+  add_conv_tensors(t, p + "conv1.conv.", {cout, cin, 3, 3, 3});
   spatial_norm_tensors(t, p + "norm2.", cout, zc);
-  conv_tensors(t, p + "conv2.conv.", {cout, cout, 3, 3, 3});
-  if (cin != cout) conv_tensors(t, p + "conv_shortcut.", {cout, cin, 1, 1, 1});
-}
-
-// Input and output channels of resnet j of up block i (CogVideoXDecoder3D:
-// block i goes from the previous block's channels to reversed[i]).
-std::pair<int64_t, int64_t> up_resnet_channels(const std::vector<int64_t>& rev, size_t i, int64_t j) {
-  const int64_t out = rev[i], in = i == 0 ? rev[0] : rev[i - 1];
-  return {j == 0 ? in : out, out};
-}
-
-// A weight placed by `placed` (one of place's methods) with its file pages
-// released when that made a copy; `shape` reshapes the stored tensor first
-// (the upsampler's 2-D kernel as a 1 x 3 x 3 one).
-Tensor load_placed(const io::WeightStore& w, const std::string& name, const Placement& place, bool conv,
-                   const Shape& shape = {}) {
-  Tensor source = w.load(name);
-  if (!shape.empty()) source = source.reshape(shape);
-  return release_source(w, name, source, conv ? place.conv(source) : place.put(source));
-}
-
-CogVideoXConv load_conv(const io::WeightStore& w, const std::string& p, const Placement& place,
-                        const Shape& shape = {}) {
-  return {load_placed(w, p + "weight", place, true, shape), load_placed(w, p + "bias", place, false)};
+  add_conv_tensors(t, p + "conv2.conv.", {cout, cout, 3, 3, 3});
+  if (cin != cout) add_conv_tensors(t, p + "conv_shortcut.", {cout, cin, 1, 1, 1});
 }
 
 CogVideoXSpatialNorm load_spatial_norm(const io::WeightStore& w, const std::string& p, const Placement& place) {
   CogVideoXSpatialNorm n;
   n.gn_w = load_placed(w, p + "norm_layer.weight", place, false);
   n.gn_b = load_placed(w, p + "norm_layer.bias", place, false);
-  n.y = load_conv(w, p + "conv_y.conv.", place);
-  n.b = load_conv(w, p + "conv_b.conv.", place);
+  n.y = load_conv3d(w, p + "conv_y.conv.", place);
+  n.b = load_conv3d(w, p + "conv_b.conv.", place);
   return n;
 }
 
@@ -162,10 +133,10 @@ CogVideoXResnet load_resnet(const io::WeightStore& w, const std::string& p, int6
                             const Placement& place) {
   CogVideoXResnet r;
   r.norm1 = load_spatial_norm(w, p + "norm1.", place);
-  r.conv1 = load_conv(w, p + "conv1.conv.", place);
+  r.conv1 = load_conv3d(w, p + "conv1.conv.", place);
   r.norm2 = load_spatial_norm(w, p + "norm2.", place);
-  r.conv2 = load_conv(w, p + "conv2.conv.", place);
-  if (cin != cout) r.shortcut = load_conv(w, p + "conv_shortcut.", place);
+  r.conv2 = load_conv3d(w, p + "conv2.conv.", place);
+  if (cin != cout) r.shortcut = load_conv3d(w, p + "conv_shortcut.", place);
   return r;
 }
 
@@ -196,43 +167,20 @@ AutoencoderKLCogVideoXConfig AutoencoderKLCogVideoXConfig::from_json(const nlohm
                                                                      const std::string& path) {
   using io::get_bool_or;
   using io::get_int_or;
-  require(cfg.is_object(), path, "expected a JSON object");
-  const std::string cls = io::get_string_or(cfg, "_class_name", "", path);
-  require(cls == "AutoencoderKLCogVideoX", path, "_class_name: not an AutoencoderKLCogVideoX (got '" + cls + "')");
-  for (const auto& [key, value] : cfg.items())
-    if (!key.empty() && key[0] != '_' && !kKnownKeys.count(key))
-      throw ModelError(path + ": " + key + ": not a key diffusers' AutoencoderKLCogVideoX takes (not supported yet; "
-                       "ditgen refuses what it would otherwise ignore)");
+  check_class_and_known_keys(cfg, path, "AutoencoderKLCogVideoX", kKnownKeys);
 
   AutoencoderKLCogVideoXConfig c;
-  c.in_channels = get_int_or(cfg, "in_channels", c.in_channels, path);
-  c.out_channels = get_int_or(cfg, "out_channels", c.out_channels, path);
-  c.latent_channels = get_int_or(cfg, "latent_channels", c.latent_channels, path);
+  read_positive_ints(cfg, path,
+                     {{"in_channels", &c.in_channels}, {"out_channels", &c.out_channels},
+                      {"latent_channels", &c.latent_channels}, {"norm_num_groups", &c.norm_num_groups},
+                      {"sample_height", &c.sample_height}, {"sample_width", &c.sample_width}});
   c.layers_per_block = get_int_or(cfg, "layers_per_block", c.layers_per_block, path);
-  c.norm_num_groups = get_int_or(cfg, "norm_num_groups", c.norm_num_groups, path);
-  c.sample_height = get_int_or(cfg, "sample_height", c.sample_height, path);
-  c.sample_width = get_int_or(cfg, "sample_width", c.sample_width, path);
+  require(c.layers_per_block >= 0, path,
+          "layers_per_block: expected a non-negative integer, got " + std::to_string(c.layers_per_block));
   c.force_upcast = get_bool_or(cfg, "force_upcast", c.force_upcast, path);
   c.use_quant_conv = get_bool_or(cfg, "use_quant_conv", c.use_quant_conv, path);
   c.invert_scale_latents = get_bool_or(cfg, "invert_scale_latents", c.invert_scale_latents, path);
-  for (auto [key, v] : {std::pair{"in_channels", c.in_channels}, {"out_channels", c.out_channels},
-                        {"latent_channels", c.latent_channels}, {"norm_num_groups", c.norm_num_groups},
-                        {"sample_height", c.sample_height}, {"sample_width", c.sample_width}})
-    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
-  require(c.layers_per_block >= 0, path,
-          "layers_per_block: expected a non-negative integer, got " + std::to_string(c.layers_per_block));
-
-  if (cfg.contains("block_out_channels") && !cfg["block_out_channels"].is_null()) {
-    const auto& b = cfg["block_out_channels"];
-    require(b.is_array() && !b.empty() && b.size() <= 16, path,
-            "block_out_channels: expected a non-empty array of at most 16 integers, got " + b.dump());
-    c.block_out_channels.clear();
-    for (size_t i = 0; i < b.size(); ++i) {
-      require(b[i].is_number_integer() && b[i].get<int64_t>() > 0, path,
-              "block_out_channels[" + std::to_string(i) + "]: expected a positive integer, got " + b[i].dump());
-      c.block_out_channels.push_back(b[i].get<int64_t>());
-    }
-  }
+  read_positive_int_list(cfg, path, "block_out_channels", 16, &c.block_out_channels);
   const size_t n = c.block_out_channels.size();
   for (size_t i = 0; i < n; ++i)
     require(c.block_out_channels[i] % c.norm_num_groups == 0, path,
@@ -279,114 +227,49 @@ AutoencoderKLCogVideoXConfig AutoencoderKLCogVideoXConfig::from_json(const nlohm
 
 AutoencoderKLCogVideoX AutoencoderKLCogVideoX::load(const io::WeightStore& w, const AutoencoderKLCogVideoXConfig& c,
                                                     const Placement& place) {
-  const std::vector<int64_t> rev(c.block_out_channels.rbegin(), c.block_out_channels.rend());
+  const UpBlockChannels up = reversed_up_blocks(c.block_out_channels);
+  const std::vector<int64_t>& rev = up.out;
   const size_t n = rev.size();
   const int64_t zc = c.latent_channels, c0 = rev[0], c_last = rev.back();
   const std::string mid = "decoder.mid_block.";
 
   // Every name and shape, checked before anything is loaded.
-  std::vector<std::pair<std::string, Shape>> expected;
-  conv_tensors(expected, "decoder.conv_in.conv.", {c0, zc, 3, 3, 3});
+  TensorList expected;
+  add_conv_tensors(expected, "decoder.conv_in.conv.", {c0, zc, 3, 3, 3});
   for (int r = 0; r < 2; ++r) resnet_tensors(expected, mid + "resnets." + std::to_string(r) + ".", c0, c0, zc);
-  for (size_t i = 0; i < n; ++i) {
-    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
-    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
-      auto [cin, cout] = up_resnet_channels(rev, i, j);
-      resnet_tensors(expected, ub + "resnets." + std::to_string(j) + ".", cin, cout, zc);
-    }
-    if (i + 1 < n) conv_tensors(expected, ub + "upsamplers.0.conv.", {rev[i], rev[i], 3, 3});
-  }
+  walk_up_blocks(
+      up, c.layers_per_block + 1, [&](const UpResnet& r) { resnet_tensors(expected, r.prefix, r.cin, r.cout, zc); },
+      [&](size_t i, const std::string& ub) {
+        if (i + 1 < n) add_conv_tensors(expected, ub + "upsamplers.0.conv.", {rev[i], rev[i], 3, 3});
+      });
   spatial_norm_tensors(expected, "decoder.norm_out.", c_last, zc);
-  conv_tensors(expected, "decoder.conv_out.conv.", {c.out_channels, c_last, 3, 3, 3});
-  std::set<std::string> names;
-  for (auto& [name, shape] : expected) {
-    w.expect(name, shape);
-    names.insert(name);
-  }
+  add_conv_tensors(expected, "decoder.conv_out.conv.", {c.out_channels, c_last, 3, 3, 3});
   // A decoder tensor the config does not account for means config and
   // weights disagree (another layers_per_block or block_out_channels, or a
   // post_quant_conv the config says is absent).
-  for (const std::string& name : w.names())
-    if ((name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0) && !names.count(name))
-      throw ModelError(w.file_of(name) + ": holds '" + name + "', which config.json (block_out_channels, "
-                       "layers_per_block, use_post_quant_conv) does not account for");
+  expect_decoder_tensors(w, expected, "block_out_channels, layers_per_block, use_post_quant_conv");
 
   AutoencoderKLCogVideoX m;
   m.place_ = place;
   m.cfg_ = c;
-  m.conv_in = load_conv(w, "decoder.conv_in.conv.", place);
+  m.conv_in = load_conv3d(w, "decoder.conv_in.conv.", place);
   for (int r = 0; r < 2; ++r)
     m.mid_resnets.push_back(load_resnet(w, mid + "resnets." + std::to_string(r) + ".", c0, c0, place));
-  m.n_causal_ = 1 + 4 + 1;  // conv_in, the mid block's two resnets, conv_out
-  m.up_blocks.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
-    CogVideoXUpBlock& blk = m.up_blocks[i];
-    for (int64_t j = 0; j <= c.layers_per_block; ++j) {
-      auto [cin, cout] = up_resnet_channels(rev, i, j);
-      blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout, place));
-      m.n_causal_ += 2;
-    }
-    if (i + 1 < n) {
-      blk.upsample = true;
-      blk.compress_time = c.compress_time(i);
-      blk.up = load_conv(w, ub + "upsamplers.0.conv.", place, {rev[i], rev[i], 1, 3, 3});
-    }
-  }
+  m.up_blocks = load_up_blocks<CogVideoXUpBlock>(
+      up, c.layers_per_block + 1, [&](const UpResnet& r) { return load_resnet(w, r.prefix, r.cin, r.cout, place); },
+      [&](size_t i, const std::string& ub, CogVideoXUpBlock& blk) {
+        if (i + 1 == n) return;  // the last block: no upsampler
+        blk.upsample = true;
+        blk.compress_time = c.compress_time(i);
+        blk.up = load_conv3d(w, ub + "upsamplers.0.conv.", place, {rev[i], rev[i], 1, 3, 3});
+      });
   m.norm_out = load_spatial_norm(w, "decoder.norm_out.", place);
-  m.conv_out = load_conv(w, "decoder.conv_out.conv.", place);
+  m.conv_out = load_conv3d(w, "decoder.conv_out.conv.", place);
+  m.slots_ = decoder_causal_slots<CogVideoXResnet>(m.conv_in, {&m.mid_resnets[0], &m.mid_resnets[1]}, m.up_blocks,
+                                                   m.conv_out, [](const CogVideoXUpBlock&) -> const Conv3d* {
+                                                     return nullptr;  // the upsamplers' convs are not causal
+                                                   });
   return m;
-}
-
-void AutoencoderKLCogVideoX::init_cache(Cache& cache, int64_t h, int64_t w) const {
-  cache.frames.clear();
-  cache.frames.reserve(static_cast<size_t>(n_causal_));
-  auto slot = [&](const CogVideoXConv& c, int64_t scale) {  // a conv's input frames at `scale` x the latent grid
-    cache.frames.push_back(place_.empty({1, c.w.dim(1), 2, h * scale, w * scale}));
-  };
-  slot(conv_in, 1);
-  for (const CogVideoXResnet& r : mid_resnets) {
-    slot(r.conv1, 1);
-    slot(r.conv2, 1);
-  }
-  int64_t scale = 1;
-  for (const CogVideoXUpBlock& blk : up_blocks) {
-    for (const CogVideoXResnet& r : blk.resnets) {
-      slot(r.conv1, scale);
-      slot(r.conv2, scale);
-    }
-    if (blk.upsample) scale *= 2;
-  }
-  slot(conv_out, scale);
-  if (static_cast<int64_t>(cache.frames.size()) != n_causal_)
-    throw std::logic_error("CogVideoX VAE: cache slots do not match the model's causal convs");
-  cache.h = h;
-  cache.w = w;
-}
-
-Tensor AutoencoderKLCogVideoX::causal_conv(Tensor x, const CogVideoXConv& c, Cache& cache, size_t& idx) const {
-  profile::ScopedTimer t("vae.conv3d");
-  Tensor& slot = cache.frames[idx++];
-  const int64_t ch = x.dim(1), frames = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  if (slot.shape() != Shape{1, ch, 2, h, w})
-    throw std::logic_error("CogVideoX VAE: cache slot " + shape_str(slot.shape()) + " for a conv input " +
-                           shape_str(x.shape()));
-  // [cache | chunk] along time, in the level's staging buffer.
-  const int64_t in_frames = 2 + frames, need = ch * in_frames * hw;
-  if (!cache.staging.defined() || cache.staging.numel() < need) {
-    cache.staging = Tensor();
-    cache.staging = place_.empty({need});
-  }
-  Tensor in = cache.staging.slice0(0, need).reshape({1, ch, in_frames, h, w});
-  if (cache.started) {
-    ops::copy_rows(slot, 0, 2 * hw, in, 0, in_frames * hw, ch, 2 * hw);
-  } else {  // the first chunk: its first frame, twice
-    for (int64_t f = 0; f < 2; ++f) ops::copy_rows(x, 0, frames * hw, in, f * hw, in_frames * hw, ch, hw);
-  }
-  ops::copy_rows(x, 0, frames * hw, in, 2 * hw, in_frames * hw, ch, frames * hw);
-  x = Tensor();
-  ops::copy_rows(in, frames * hw, in_frames * hw, slot, 0, 2 * hw, ch, 2 * hw);  // the last two input frames
-  return ops::conv3d(in, c.w, &c.b, {1, 1, 1}, {0, 1, 1});
 }
 
 Tensor AutoencoderKLCogVideoX::resize_nearest(const Tensor& x, const std::vector<int64_t>& source,
@@ -427,23 +310,18 @@ Tensor AutoencoderKLCogVideoX::spatial_norm_silu(const Tensor& f, const CogVideo
     out = ops::group_norm(f, cfg_.norm_num_groups, n.gn_w, n.gn_b, kSpatialNormEps, false);
   }
   profile::ScopedTimer t("vae.spatial_norm");
-  ops::mul_(out, resize_nearest(ops::conv3d(zq, n.y.w, &n.y.b, {1, 1, 1}, {0, 0, 0}), source, factor));
-  ops::add_(out, resize_nearest(ops::conv3d(zq, n.b.w, &n.b.b, {1, 1, 1}, {0, 0, 0}), source, factor));
+  ops::mul_(out, resize_nearest(n.y(zq), source, factor));
+  ops::add_(out, resize_nearest(n.b(zq), source, factor));
   ops::silu_(out);
   return out;
 }
 
-Tensor AutoencoderKLCogVideoX::resnet(Tensor x, const CogVideoXResnet& r, const Tensor& zq, Cache& cache,
-                                      size_t& idx) const {
+Tensor AutoencoderKLCogVideoX::resnet(Tensor x, const CogVideoXResnet& r, const Tensor& zq, Cache& cache) const {
   Tensor h = spatial_norm_silu(x, r.norm1, zq);
-  h = causal_conv(std::move(h), r.conv1, cache, idx);
+  h = causal_conv3d(std::move(h), r.conv1, cache, place_, 1);
   h = spatial_norm_silu(h, r.norm2, zq);
-  h = causal_conv(std::move(h), r.conv2, cache, idx);
-  profile::ScopedTimer t("vae.residual");
-  if (r.shortcut.w.defined())
-    ops::add_(h, ops::conv3d(x, r.shortcut.w, &r.shortcut.b, {1, 1, 1}, {0, 0, 0}));
-  else
-    ops::add_(h, x);
+  h = causal_conv3d(std::move(h), r.conv2, cache, place_, 1);
+  add_residual(h, x, r.shortcut);
   return h;
 }
 
@@ -465,26 +343,16 @@ Tensor AutoencoderKLCogVideoX::upsample(Tensor x, const CogVideoXUpBlock& b) con
   }
   x = Tensor();
   profile::ScopedTimer timer("vae.conv2d");
-  return ops::conv3d(up, b.up.w, &b.up.b, {1, 1, 1}, {0, 1, 1});  // the 3x3 conv on every frame
+  return b.up(up, {0, 1, 1});  // the 3x3 conv on every frame
 }
 
 Tensor AutoencoderKLCogVideoX::decode_chunk(const Tensor& z, Cache& cache) const {
-  if (z.ndim() != 5 || z.dim(0) != 1 || z.dim(1) != cfg_.latent_channels || z.dim(2) < 1 || z.dim(3) < 1 ||
-      z.dim(4) < 1)
-    throw RuntimeFailure("CogVideoX VAE decode: latent chunk " + shape_str(z.shape()) + " is not [1, " +
-                         std::to_string(cfg_.latent_channels) + ", n, h, w]");
-  if (!cache.started) {
-    init_cache(cache, z.dim(3), z.dim(4));
-  } else if (z.dim(3) != cache.h || z.dim(4) != cache.w) {
-    throw RuntimeFailure("CogVideoX VAE decode: latent chunk of " + std::to_string(z.dim(3)) + "x" +
-                         std::to_string(z.dim(4)) + " after chunks of " + std::to_string(cache.h) + "x" +
-                         std::to_string(cache.w));
-  }
-  size_t idx = 0;
-  Tensor x = causal_conv(z, conv_in, cache, idx);
-  for (const CogVideoXResnet& r : mid_resnets) x = resnet(std::move(x), r, z, cache, idx);
+  if (begin_causal_call(cache, z, cfg_.latent_channels, 0, kNames))
+    start_causal_cache(cache, slots_, CausalPad::kFirstFrame, place_);
+  Tensor x = causal_conv3d(z, conv_in, cache, place_, 1);
+  for (const CogVideoXResnet& r : mid_resnets) x = resnet(std::move(x), r, z, cache);
   for (const CogVideoXUpBlock& blk : up_blocks) {
-    for (const CogVideoXResnet& r : blk.resnets) x = resnet(std::move(x), r, z, cache, idx);
+    for (const CogVideoXResnet& r : blk.resnets) x = resnet(std::move(x), r, z, cache);
     if (!blk.upsample) continue;  // the last block: norm_out and conv_out work at its size
     x = upsample(std::move(x), blk);
     // The next block works at 4x the pixels: this one's staging buffer and
@@ -494,78 +362,17 @@ Tensor AutoencoderKLCogVideoX::decode_chunk(const Tensor& z, Cache& cache) const
     device_memory::release_cached_host();
   }
   x = spatial_norm_silu(x, norm_out, z);
-  x = causal_conv(std::move(x), conv_out, cache, idx);
+  x = causal_conv3d(std::move(x), conv_out, cache, place_, 1);
   cache.staging = Tensor();
-  if (idx != cache.frames.size())
-    throw std::logic_error("CogVideoX VAE decode: cache slots used do not match the model");
-  cache.started = true;
+  end_causal_call(cache, kNames);
   return x;
 }
 
-Tensor AutoencoderKLCogVideoX::decode(const Tensor& z) const {
-  if (z.ndim() != 5 || z.dim(0) != 1 || z.dim(1) != cfg_.latent_channels || z.dim(2) < 1)
-    throw RuntimeFailure("CogVideoX VAE decode: latents " + shape_str(z.shape()) + " are not [1, " +
-                         std::to_string(cfg_.latent_channels) + ", F, h, w]");
-  const int64_t c = z.dim(1), latent_frames = z.dim(2), h = z.dim(3), w = z.dim(4), hw = h * w;
-  const std::vector<int64_t> chunks = AutoencoderKLCogVideoXConfig::latent_chunks(latent_frames);
-  int64_t frames = 0;
-  for (size_t i = 0; i < chunks.size(); ++i) frames += cfg_.chunk_frames(chunks[i]);
-  const int64_t f = cfg_.spatial_factor(), out_hw = hw * f * f;
-  Tensor out = Tensor::empty({1, cfg_.out_channels, frames, h * f, w * f});
-  Cache cache;
-  int64_t f0 = 0, done = 0;
-  for (const int64_t n : chunks) {
-    Tensor zi = Tensor::empty({1, c, n, h, w});
-    for (int64_t ch = 0; ch < c; ++ch)
-      std::memcpy(zi.data() + ch * n * hw, z.data() + (ch * latent_frames + f0) * hw, sizeof(float) * n * hw);
-    const Tensor y = decode_chunk(place_.put(zi), cache).to(Device::kCPU, DType::kF32);  // [1, out, t, H, W]
-    const int64_t t = y.dim(2);
-    for (int64_t ch = 0; ch < cfg_.out_channels; ++ch)
-      std::memcpy(out.data() + (ch * frames + done) * out_hw, y.data() + ch * t * out_hw, sizeof(float) * t * out_hw);
-    done += t;
-    f0 += n;
-  }
-  return out;
-}
-
-namespace {
-
-// One video's latent chunks through one cache: (C, n, h, w) -> (frames,
-// out_channels, H, W), each call one decoder call on its n frames (the
-// caller picks the chunks: the spec's latent_chunks are diffusers').
-class CogVideoXStream final : public VaeDecoder::Stream {
- public:
-  explicit CogVideoXStream(const AutoencoderKLCogVideoX& vae) : vae_(vae) {}
-  Tensor next(const Tensor& latents) override {
-    const int64_t zc = vae_.config().latent_channels;
-    if (latents.ndim() != 4 || latents.dim(0) != zc || latents.dim(1) < 1)
-      throw RuntimeFailure("CogVideoX VAE stream: latents " + shape_str(latents.shape()) + " are not [" +
-                           std::to_string(zc) + ", n, h, w]");
-    const int64_t n = latents.dim(1), h = latents.dim(2), w = latents.dim(3);
-    // (C, n, h, w) is (1, C, n, h, w) in memory.
-    const Tensor z = vae_.placement().put(latents.reshape({1, zc, n, h, w}));
-    const Tensor y = vae_.decode_chunk(z, cache_).to(Device::kCPU, DType::kF32);  // (1, oc, t, H, W)
-    const int64_t oc = y.dim(1), t = y.dim(2), out_hw = y.dim(3) * y.dim(4);
-    if (t != vae_.config().chunk_frames(n))
-      throw std::logic_error("CogVideoX VAE stream: decoded frame count differs from the config's");
-    Tensor out = Tensor::empty({t, oc, y.dim(3), y.dim(4)});
-    for (int64_t fr = 0; fr < t; ++fr)
-      for (int64_t ch = 0; ch < oc; ++ch)
-        std::memcpy(out.data() + (fr * oc + ch) * out_hw, y.data() + (ch * t + fr) * out_hw, sizeof(float) * out_hw);
-    return out;
-  }
-
- private:
-  const AutoencoderKLCogVideoX& vae_;
-  AutoencoderKLCogVideoX::Cache cache_;
-};
-
-}  // namespace
-
-std::unique_ptr<VaeDecoder> AutoencoderKLCogVideoXSpec::load(const io::WeightStore& weights,
-                                                             const Placement& place) const {
-  return std::make_unique<VaeDecoderOf<AutoencoderKLCogVideoX, CogVideoXStream>>(
-      AutoencoderKLCogVideoX::load(weights, cfg_, place));
+ChunkedDecode AutoencoderKLCogVideoX::chunked(int64_t latent_frames, const Cache&, bool stream) const {
+  ChunkedDecode d = {{}, 0, cfg_.out_channels, cfg_.spatial_factor(), stream};
+  d.chunks = stream ? std::vector<int64_t>{latent_frames} : AutoencoderKLCogVideoXConfig::latent_chunks(latent_frames);
+  for (const int64_t n : d.chunks) d.frames += cfg_.chunk_frames(n);
+  return d;
 }
 
 std::unique_ptr<VaeSpec> make_autoencoder_kl_cogvideox_spec(const nlohmann::json& cfg, const std::string& path) {

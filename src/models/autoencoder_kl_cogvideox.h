@@ -36,6 +36,7 @@
 #include "io/safetensors.h"
 #include "models/config_spec.h"
 #include "models/placement.h"
+#include "models/vae_decoder_parts.h"
 #include "models/vae_spec.h"
 #include "tensor/tensor.h"
 
@@ -89,54 +90,50 @@ struct AutoencoderKLCogVideoXConfig {
   static AutoencoderKLCogVideoXConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// A convolution: weight (Cout, Cin, kt, kh, kw), bias (Cout). The causal 3x3x3
-// ones (CogVideoXCausalConv3d), the 1x1x1 ones (conv_y, conv_b,
+// Every convolution is a Conv3d (models/vae_decoder_parts.h): the causal
+// 3x3x3 ones (CogVideoXCausalConv3d), the 1x1x1 ones (conv_y, conv_b,
 // conv_shortcut) and the upsampler's 2-D 3x3, held as (Cout, Cin, 1, 3, 3) so
 // one conv3d runs it on every frame of a chunk.
-struct CogVideoXConv {
-  Tensor w, b;
-};
 
 // CogVideoXSpatialNorm3D: GroupNorm(f) * conv_y(zq) + conv_b(zq).
 struct CogVideoXSpatialNorm {
   Tensor gn_w, gn_b;  // (C), (C)
-  CogVideoXConv y, b;  // (C, latent_channels, 1, 1, 1), (C)
+  Conv3d y, b;        // (C, latent_channels, 1, 1, 1), (C) each
 };
 
 // CogVideoXResnetBlock3D with spatial norms (no temb, conv_shortcut false).
 struct CogVideoXResnet {
   CogVideoXSpatialNorm norm1, norm2;  // over Cin, Cout
-  CogVideoXConv conv1, conv2;         // causal 3x3x3: Cin -> Cout, Cout -> Cout
-  CogVideoXConv shortcut;             // 1x1x1 Cin -> Cout; undefined when Cin == Cout
+  Conv3d conv1, conv2;                // causal 3x3x3: (Cout, Cin, 3, 3, 3), (Cout, Cout, 3, 3, 3)
+  Conv3d shortcut;                    // 1x1x1 (Cout, Cin, 1, 1, 1); undefined when Cin == Cout
 };
 
 struct CogVideoXUpBlock {
   std::vector<CogVideoXResnet> resnets;  // layers_per_block + 1
   bool upsample = false;                 // all but the last block
   bool compress_time = false;            // the upsampler also doubles time
-  CogVideoXConv up;                      // (C, C, 1, 3, 3); upsample only
+  Conv3d up;                             // (C, C, 1, 3, 3); upsample only
 };
 
-class AutoencoderKLCogVideoX {
+// Placement, config, Cache, decode() of a whole video and the seam's Stream
+// come from CausalVae (models/vae_decoder_parts.h).
+class AutoencoderKLCogVideoX : public CausalVae<AutoencoderKLCogVideoX, AutoencoderKLCogVideoXConfig> {
  public:
+  static constexpr CausalVaeNames kNames = {"CogVideoX VAE", "chunk"};
+
   // Validates every decoder tensor's name and shape against `cfg`, then
   // loads onto `place` (convolution weights in the compute dtype, the rest
   // float32 on the CPU; on CUDA everything in the placement's dtype).
   static AutoencoderKLCogVideoX load(const io::WeightStore& weights, const AutoencoderKLCogVideoXConfig& cfg,
                                      const Placement& place = {});
 
-  // The conv caches of one video's decode: the last two input frames of
-  // every causal 3x3x3 conv, kept between chunks (diffusers' conv_cache;
-  // conv_y / conv_b have kernel 1 and need none). Allocated at the first
-  // chunk, before any activation, at their exact sizes, and updated in place.
-  struct Cache {
-    std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in decoder order
-    bool started = false;        // a chunk has been decoded (else the padding is the first frame, twice)
-    int64_t h = 0, w = 0;        // the latent grid of the first chunk (every later one must match)
-    // The [cache | chunk] input of the current level's causal convs: one
-    // buffer per level, reused by each conv there, freed at the level's end.
-    Tensor staging;
-  };
+  // The Cache (CausalCache) holds the conv caches of one video's decode:
+  // the last two input frames of every causal 3x3x3 conv, kept between
+  // chunks (diffusers' conv_cache; conv_y / conv_b have kernel 1 and need
+  // none), one slot per conv in decoder order. Allocated at the first chunk,
+  // before any activation, at their exact sizes, and updated in place; until
+  // a chunk has been decoded the padding is the chunk's first frame, twice
+  // (CausalPad::kFirstFrame).
 
   // One chunk of n latent frames (1, latent_channels, n, h, w) on the
   // placement, ALREADY unscaled, through the decoder with `cache` (one
@@ -144,46 +141,36 @@ class AutoencoderKLCogVideoX {
   // chunk_frames(n), 8h, 8w) on the placement, raw (not clamped).
   Tensor decode_chunk(const Tensor& z, Cache& cache) const;
 
-  // A whole latent video (1, latent_channels, F, h, w), host float32,
-  // unscaled, in diffusers' chunks -> (1, out_channels, frames, 8h, 8w) host
-  // float32, raw: AutoencoderKLCogVideoX.decode(z).sample. For tests; the
-  // pipeline decodes through the stream.
-  Tensor decode(const Tensor& z) const;
-
-  const AutoencoderKLCogVideoXConfig& config() const { return cfg_; }
-  const Placement& placement() const { return place_; }
-  int64_t causal_convs() const { return n_causal_; }
+  // decode() takes diffusers' chunks (latent_chunks) and gives
+  // AutoencoderKLCogVideoX.decode(z).sample; a Stream::next is one
+  // decode_chunk on the n frames it is given (the caller picks the chunks:
+  // the spec's latent_chunks are diffusers').
+  ChunkedDecode chunked(int64_t latent_frames, const Cache& cache, bool stream) const;
+  int64_t latent_channels() const { return cfg_.latent_channels; }
 
  private:
-  void init_cache(Cache& cache, int64_t h, int64_t w) const;
-  Tensor causal_conv(Tensor x, const CogVideoXConv& c, Cache& cache, size_t& idx) const;
   Tensor spatial_norm_silu(const Tensor& f, const CogVideoXSpatialNorm& n, const Tensor& zq) const;
-  Tensor resnet(Tensor x, const CogVideoXResnet& r, const Tensor& zq, Cache& cache, size_t& idx) const;
+  Tensor resnet(Tensor x, const CogVideoXResnet& r, const Tensor& zq, Cache& cache) const;
   Tensor upsample(Tensor x, const CogVideoXUpBlock& b) const;
   // x (1, C, T, h, w) with its frames resized to `frames` by `source` (the
   // input frame of each output frame) and its pixels repeated `factor` x
   // factor times: nearest interpolation, as a copy.
   Tensor resize_nearest(const Tensor& x, const std::vector<int64_t>& source, int64_t factor) const;
 
-  Placement place_;
-  AutoencoderKLCogVideoXConfig cfg_;
-  CogVideoXConv conv_in;  // (C0, latent_channels, 3, 3, 3)
+  Conv3d conv_in;  // causal (C0, latent_channels, 3, 3, 3)
   std::vector<CogVideoXResnet> mid_resnets;  // 2
   std::vector<CogVideoXUpBlock> up_blocks;
   CogVideoXSpatialNorm norm_out;  // over C_last
-  CogVideoXConv conv_out;         // (out_channels, C_last, 3, 3, 3)
-  int64_t n_causal_ = 0;          // cache slots
+  Conv3d conv_out;                // causal (out_channels, C_last, 3, 3, 3)
 };
 
-// The seam's view of an AutoencoderKLCogVideoX directory (vae/config.json).
-class AutoencoderKLCogVideoXSpec final : public ConfigSpec<VaeSpec, AutoencoderKLCogVideoXConfig> {
+// The seam's view of an AutoencoderKLCogVideoX directory (vae/config.json);
+// out channels, factors, force_upcast and the load are CausalVaeSpec's.
+class AutoencoderKLCogVideoXSpec final : public CausalVaeSpec<AutoencoderKLCogVideoX> {
  public:
-  using ConfigSpec::ConfigSpec;
+  using CausalVaeSpec::CausalVaeSpec;
   const char* family() const override { return "autoencoder_kl_cogvideox"; }
   int64_t latent_channels() const override { return cfg_.latent_channels; }
-  int64_t out_channels() const override { return cfg_.out_channels; }
-  int64_t spatial_factor() const override { return cfg_.spatial_factor(); }
-  int64_t temporal_factor() const override { return cfg_.temporal_factor(); }
   // A first chunk of n latent frames (n odd) makes 1 + 4 (n - 1) frames and
   // each later pair 8, so only odd latent frame counts give frames_of()'s
   // 1 + 4 (F' - 1): the frame counts it makes are 1 + 8k (49 = 1 + 8 * 6).
@@ -193,13 +180,11 @@ class AutoencoderKLCogVideoXSpec final : public ConfigSpec<VaeSpec, AutoencoderK
   int64_t frame_step() const override { return cfg_.temporal_factor() > 1 ? 2 * cfg_.temporal_factor() : 1; }
   // CogVideoXPipeline.decode_latents: 1 / scaling_factor * latents.
   LatentNormalization normalization() const override { return {cfg_.scaling_factor, {}, {}}; }
-  bool force_upcast() const override { return cfg_.force_upcast; }
   // diffusers' num_latent_frames_batch_size.
   int64_t chunk_latent_frames() const override { return 2; }
   std::vector<int64_t> latent_chunks(int64_t latent_frames) const override {
     return AutoencoderKLCogVideoXConfig::latent_chunks(latent_frames);
   }
-  std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
 };
 
 // The registry's factory: parses vae/config.json (AutoencoderKLCogVideoXConfig::from_json).

@@ -9,14 +9,14 @@
 // frame and this one); the next call's conv sees [cache | chunk] with
 // 2 - (cached frames) zero frames in front. So every 3x3x3 conv sees its
 // whole input stream causally padded by two zero frames: here the cache is
-// two frames from the start (zeros), every call builds [cache | chunk]
-// (ops::copy_rows along time), runs ops::conv3d with time padding 0, and
-// keeps the last two frames of that input. The (3, 1, 1) time conv of an
-// upsample3d is skipped on the first latent frame (diffusers' "Rep" marker:
-// the chunk keeps its one frame) and from the second on is the same causal
-// conv over the stream of its inputs from the second frame, its cache
-// starting at zeros (diffusers: zeros and the frame when "Rep" was set,
-// then the usual rule). So latent frame 0 decodes to 1 frame, every later
+// two frames from the start (zeros: CausalPad::kZeros), and every call runs
+// causal_conv3d (models/vae_decoder_parts.h: [cache | chunk] along time,
+// ops::conv3d with time padding 0, the last two frames of that input kept).
+// The (3, 1, 1) time conv of an upsample3d is skipped on the first latent
+// frame (diffusers' "Rep" marker: the chunk keeps its one frame) and from
+// the second on is the same causal conv over the stream of its inputs from
+// the second frame, its cache starting at zeros (diffusers: zeros and the
+// frame when "Rep" was set, then the usual rule). So latent frame 0 decodes to 1 frame, every later
 // one to 2^(temporal upsamplers) = 4, and feeding the frames one by one is
 // diffusers' decode of the whole video.
 //
@@ -86,46 +86,34 @@ std::vector<float> float_list(const nlohmann::json& cfg, const char* key, const 
 }
 
 // Names and shapes of one residual block's tensors under `p`.
-void resnet_tensors(std::vector<std::pair<std::string, Shape>>& t, const std::string& p, int64_t cin,
-                    int64_t cout) {
+void resnet_tensors(TensorList& t, const std::string& p, int64_t cin, int64_t cout) {
   t.push_back({p + "norm1.gamma", {cin, 1, 1, 1}});
-  t.push_back({p + "conv1.weight", {cout, cin, 3, 3, 3}});
-  t.push_back({p + "conv1.bias", {cout}});
+  add_conv_tensors(t, p + "conv1.", {cout, cin, 3, 3, 3});
   t.push_back({p + "norm2.gamma", {cout, 1, 1, 1}});
-  t.push_back({p + "conv2.weight", {cout, cout, 3, 3, 3}});
-  t.push_back({p + "conv2.bias", {cout}});
-  if (cin != cout) {
-    t.push_back({p + "conv_shortcut.weight", {cout, cin, 1, 1, 1}});
-    t.push_back({p + "conv_shortcut.bias", {cout}});
+  add_conv_tensors(t, p + "conv2.", {cout, cout, 3, 3, 3});
+  if (cin != cout) add_conv_tensors(t, p + "conv_shortcut.", {cout, cin, 1, 1, 1});
+}
+
+// The up blocks' channels (WanDecoder3d): block i goes to dims[i + 1], the
+// first from dims[0], every later one from the previous block's upsampled
+// C/2.
+UpBlockChannels up_block_channels(const std::vector<int64_t>& dims) {
+  UpBlockChannels c;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    c.in.push_back(i == 0 ? dims[0] : dims[i] / 2);
+    c.out.push_back(dims[i + 1]);
   }
-}
-
-// Input and output channels of residual block j of up block i
-// (WanDecoder3d: the first takes the previous block's upsampled C/2).
-std::pair<int64_t, int64_t> up_resnet_channels(const std::vector<int64_t>& dims, size_t i, int64_t j) {
-  const int64_t in = i == 0 ? dims[0] : dims[i] / 2, out = dims[i + 1];
-  return {j == 0 ? in : out, out};
-}
-
-// A weight placed by `placed` (one of place's methods) with its file pages
-// released when that made a copy.
-Tensor load_placed(const io::WeightStore& w, const std::string& name, const Placement& place, bool conv) {
-  const Tensor source = w.load(name);
-  return release_source(w, name, source, conv ? place.conv(source) : place.put(source));
-}
-
-WanConv load_conv(const io::WeightStore& w, const std::string& p, const Placement& place) {
-  return {load_placed(w, p + "weight", place, true), load_placed(w, p + "bias", place, false)};
+  return c;
 }
 
 WanResnet load_resnet(const io::WeightStore& w, const std::string& p, int64_t cin, int64_t cout,
                       const Placement& place) {
   WanResnet r;
   r.norm1 = load_placed(w, p + "norm1.gamma", place, false);
-  r.conv1 = load_conv(w, p + "conv1.", place);
+  r.conv1 = load_conv3d(w, p + "conv1.", place);
   r.norm2 = load_placed(w, p + "norm2.gamma", place, false);
-  r.conv2 = load_conv(w, p + "conv2.", place);
-  if (cin != cout) r.shortcut = load_conv(w, p + "conv_shortcut.", place);
+  r.conv2 = load_conv3d(w, p + "conv2.", place);
+  if (cin != cout) r.shortcut = load_conv3d(w, p + "conv_shortcut.", place);
   return r;
 }
 
@@ -164,39 +152,18 @@ std::vector<int64_t> AutoencoderKLWanConfig::dims() const {
 AutoencoderKLWanConfig AutoencoderKLWanConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
   using io::get_bool_or;
   using io::get_int_or;
-  require(cfg.is_object(), path, "expected a JSON object");
-  const std::string cls = io::get_string_or(cfg, "_class_name", "", path);
-  require(cls == "AutoencoderKLWan", path, "_class_name: not an AutoencoderKLWan (got '" + cls + "')");
-  for (const auto& [key, value] : cfg.items())
-    if (!key.empty() && key[0] != '_' && !kKnownKeys.count(key))
-      throw ModelError(path + ": " + key + ": not a key diffusers' AutoencoderKLWan takes (not supported yet; "
-                       "ditgen refuses what it would otherwise ignore)");
+  check_class_and_known_keys(cfg, path, "AutoencoderKLWan", kKnownKeys);
 
   AutoencoderKLWanConfig c;
-  c.base_dim = get_int_or(cfg, "base_dim", c.base_dim, path);
-  c.decoder_base_dim = get_int_or(cfg, "decoder_base_dim", c.base_dim, path);
-  c.z_dim = get_int_or(cfg, "z_dim", c.z_dim, path);
+  // decoder_base_dim null / absent: base_dim (diffusers).
+  read_positive_ints(cfg, path,
+                     {{"base_dim", &c.base_dim}, {"decoder_base_dim", &c.decoder_base_dim, &c.base_dim},
+                      {"z_dim", &c.z_dim}, {"in_channels", &c.in_channels}, {"out_channels", &c.out_channels}});
   c.num_res_blocks = get_int_or(cfg, "num_res_blocks", c.num_res_blocks, path);
-  c.in_channels = get_int_or(cfg, "in_channels", c.in_channels, path);
-  c.out_channels = get_int_or(cfg, "out_channels", c.out_channels, path);
-  c.force_upcast = get_bool_or(cfg, "force_upcast", c.force_upcast, path);
-  for (auto [key, v] : {std::pair{"base_dim", c.base_dim}, {"decoder_base_dim", c.decoder_base_dim},
-                        {"z_dim", c.z_dim}, {"in_channels", c.in_channels}, {"out_channels", c.out_channels}})
-    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
   require(c.num_res_blocks >= 0, path,
           "num_res_blocks: expected a non-negative integer, got " + std::to_string(c.num_res_blocks));
-
-  if (cfg.contains("dim_mult") && !cfg["dim_mult"].is_null()) {
-    const auto& d = cfg["dim_mult"];
-    require(d.is_array() && !d.empty() && d.size() <= 16, path,
-            "dim_mult: expected a non-empty array of at most 16 integers, got " + d.dump());
-    c.dim_mult.clear();
-    for (size_t i = 0; i < d.size(); ++i) {
-      require(d[i].is_number_integer() && d[i].get<int64_t>() > 0, path,
-              "dim_mult[" + std::to_string(i) + "]: expected a positive integer, got " + d[i].dump());
-      c.dim_mult.push_back(d[i].get<int64_t>());
-    }
-  }
+  c.force_upcast = get_bool_or(cfg, "force_upcast", c.force_upcast, path);
+  read_positive_int_list(cfg, path, "dim_mult", 16, &c.dim_mult);
   if (cfg.contains("temperal_downsample") && !cfg["temperal_downsample"].is_null()) {
     const auto& t = cfg["temperal_downsample"];
     require(t.is_array(), path, "temperal_downsample: expected an array of booleans, got " + t.dump());
@@ -257,60 +224,38 @@ AutoencoderKLWanConfig AutoencoderKLWanConfig::from_json(const nlohmann::json& c
 AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const AutoencoderKLWanConfig& c,
                                         const Placement& place) {
   const std::vector<int64_t> dims = c.dims();
-  const size_t n = c.dim_mult.size();
+  const UpBlockChannels up = up_block_channels(dims);
   const int64_t z = c.z_dim, c0 = dims[0], c_last = dims.back();
   const std::string mid = "decoder.mid_block.", att = mid + "attentions.0.";
 
   // Every name and shape, checked before anything is loaded.
-  std::vector<std::pair<std::string, Shape>> expected = {
-      {"post_quant_conv.weight", {z, z, 1, 1, 1}},
-      {"post_quant_conv.bias", {z}},
-      {"decoder.conv_in.weight", {c0, z, 3, 3, 3}},
-      {"decoder.conv_in.bias", {c0}},
-      {att + "norm.gamma", {c0, 1, 1}},
-      {att + "to_qkv.weight", {3 * c0, c0, 1, 1}},
-      {att + "to_qkv.bias", {3 * c0}},
-      {att + "proj.weight", {c0, c0, 1, 1}},
-      {att + "proj.bias", {c0}},
-      {"decoder.norm_out.gamma", {c_last, 1, 1, 1}},
-      {"decoder.conv_out.weight", {c.out_channels, c_last, 3, 3, 3}},
-      {"decoder.conv_out.bias", {c.out_channels}}};
+  TensorList expected;
+  add_conv_tensors(expected, "post_quant_conv.", {z, z, 1, 1, 1});
+  add_conv_tensors(expected, "decoder.conv_in.", {c0, z, 3, 3, 3});
+  expected.push_back({att + "norm.gamma", {c0, 1, 1}});
+  add_conv_tensors(expected, att + "to_qkv.", {3 * c0, c0, 1, 1});
+  add_conv_tensors(expected, att + "proj.", {c0, c0, 1, 1});
+  expected.push_back({"decoder.norm_out.gamma", {c_last, 1, 1, 1}});
+  add_conv_tensors(expected, "decoder.conv_out.", {c.out_channels, c_last, 3, 3, 3});
   for (int r = 0; r < 2; ++r) resnet_tensors(expected, mid + "resnets." + std::to_string(r) + ".", c0, c0);
-  for (size_t i = 0; i < n; ++i) {
-    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
-    for (int64_t j = 0; j <= c.num_res_blocks; ++j) {
-      auto [cin, cout] = up_resnet_channels(dims, i, j);
-      resnet_tensors(expected, ub + "resnets." + std::to_string(j) + ".", cin, cout);
-    }
-    if (i + 1 < n) {
-      const int64_t ch = dims[i + 1], half = ch / 2;
-      const std::string up = ub + "upsamplers.0.";
-      expected.push_back({up + "resample.1.weight", {half, ch, 3, 3}});
-      expected.push_back({up + "resample.1.bias", {half}});
-      if (c.temporal_upsample(i)) {
-        expected.push_back({up + "time_conv.weight", {2 * ch, ch, 3, 1, 1}});
-        expected.push_back({up + "time_conv.bias", {2 * ch}});
-      }
-    }
-  }
-  std::set<std::string> names;
-  for (auto& [name, shape] : expected) {
-    w.expect(name, shape);
-    names.insert(name);
-  }
+  walk_up_blocks(
+      up, c.num_res_blocks + 1, [&](const UpResnet& r) { resnet_tensors(expected, r.prefix, r.cin, r.cout); },
+      [&](size_t i, const std::string& ub) {
+        if (i + 1 == up.out.size()) return;
+        const int64_t ch = up.out[i];
+        add_conv_tensors(expected, ub + "upsamplers.0.resample.1.", {ch / 2, ch, 3, 3});
+        if (c.temporal_upsample(i)) add_conv_tensors(expected, ub + "upsamplers.0.time_conv.", {2 * ch, ch, 3, 1, 1});
+      });
   // A decoder tensor the config does not account for means config and
   // weights disagree (another num_res_blocks, dim_mult or
   // temperal_downsample).
-  for (const std::string& name : w.names())
-    if ((name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0) && !names.count(name))
-      throw ModelError(w.file_of(name) + ": holds '" + name + "', which config.json (dim_mult, num_res_blocks, "
-                       "temperal_downsample) does not account for");
+  expect_decoder_tensors(w, expected, "dim_mult, num_res_blocks, temperal_downsample");
 
   AutoencoderKLWan m;
   m.place_ = place;
   m.cfg_ = c;
-  m.post_quant = load_conv(w, "post_quant_conv.", place);
-  m.conv_in = load_conv(w, "decoder.conv_in.", place);
+  m.post_quant = load_conv3d(w, "post_quant_conv.", place);
+  m.conv_in = load_conv3d(w, "decoder.conv_in.", place);
   m.mid_resnet0 = load_resnet(w, mid + "resnets.0.", c0, c0, place);
   m.mid_resnet1 = load_resnet(w, mid + "resnets.1.", c0, c0, place);
   m.mid_attn.norm = load_placed(w, att + "norm.gamma", place, false);
@@ -324,99 +269,39 @@ AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const Autoenco
     m.mid_attn.proj_w = release_source(w, att + "proj.weight", proj, place.put(proj.reshape({c0, c0})));
     m.mid_attn.proj_b = load_placed(w, att + "proj.bias", place, false);
   }
-  m.n_causal_ = 1 + 4 + 1;  // conv_in, the mid block's two residual blocks, conv_out
-  m.up_blocks.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
-    WanUpBlock& blk = m.up_blocks[i];
-    for (int64_t j = 0; j <= c.num_res_blocks; ++j) {
-      auto [cin, cout] = up_resnet_channels(dims, i, j);
-      blk.resnets.push_back(load_resnet(w, ub + "resnets." + std::to_string(j) + ".", cin, cout, place));
-      m.n_causal_ += 2;
-    }
-    if (i + 1 < n) {
-      const std::string up = ub + "upsamplers.0.";
-      blk.upsample = true;
-      blk.temporal = c.temporal_upsample(i);
-      if (blk.temporal) {
-        blk.time_conv = load_conv(w, up + "time_conv.", place);
-        m.n_causal_ += 1;
-      }
-      blk.up_w = load_placed(w, up + "resample.1.weight", place, true);
-      blk.up_b = load_placed(w, up + "resample.1.bias", place, false);
-    }
-  }
+  m.up_blocks = load_up_blocks<WanUpBlock>(
+      up, c.num_res_blocks + 1, [&](const UpResnet& r) { return load_resnet(w, r.prefix, r.cin, r.cout, place); },
+      [&](size_t i, const std::string& ub, WanUpBlock& blk) {
+        if (i + 1 == up.out.size()) return;  // the last block: no upsampler
+        blk.upsample = true;
+        blk.temporal = c.temporal_upsample(i);
+        if (blk.temporal) blk.time_conv = load_conv3d(w, ub + "upsamplers.0.time_conv.", place);
+        blk.up_w = load_placed(w, ub + "upsamplers.0.resample.1.weight", place, true);
+        blk.up_b = load_placed(w, ub + "upsamplers.0.resample.1.bias", place, false);
+      });
   m.norm_out = load_placed(w, "decoder.norm_out.gamma", place, false);
-  m.conv_out = load_conv(w, "decoder.conv_out.", place);
+  m.conv_out = load_conv3d(w, "decoder.conv_out.", place);
+  // diffusers' feat_idx order; an upsample3d's time conv after its block's
+  // residual blocks.
+  m.slots_ = decoder_causal_slots<WanResnet>(
+      m.conv_in, {&m.mid_resnet0, &m.mid_resnet1}, m.up_blocks, m.conv_out,
+      [](const WanUpBlock& b) { return b.temporal ? &b.time_conv : nullptr; });
   return m;
 }
 
-void AutoencoderKLWan::init_cache(Cache& cache, int64_t h, int64_t w) const {
-  cache.frames.clear();
-  cache.frames.reserve(static_cast<size_t>(n_causal_));
-  auto slot = [&](const WanConv& c, int64_t scale) {  // a conv's input frames at `scale` x the latent grid
-    cache.frames.push_back(Tensor::zeros({1, c.w.dim(1), 2, h * scale, w * scale}, place_.device, place_.storage()));
-  };
-  slot(conv_in, 1);
-  for (const WanResnet* r : {&mid_resnet0, &mid_resnet1}) {
-    slot(r->conv1, 1);
-    slot(r->conv2, 1);
-  }
-  int64_t scale = 1;
-  for (const WanUpBlock& blk : up_blocks) {
-    for (const WanResnet& r : blk.resnets) {
-      slot(r.conv1, scale);
-      slot(r.conv2, scale);
-    }
-    if (blk.temporal) slot(blk.time_conv, scale);
-    if (blk.upsample) scale *= 2;
-  }
-  slot(conv_out, scale);
-  if (static_cast<int64_t>(cache.frames.size()) != n_causal_)
-    throw std::logic_error("Wan VAE: cache slots do not match the model's causal convs");
-  cache.h = h;
-  cache.w = w;
-}
-
-Tensor AutoencoderKLWan::causal_conv(Tensor x, const WanConv& c, Tensor& slot, Tensor& staging,
-                                     bool spatial_pad) const {
-  profile::ScopedTimer t("vae.conv3d");
-  const int64_t ch = x.dim(1), frames = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  if (slot.shape() != Shape{1, ch, 2, h, w})
-    throw std::logic_error("Wan VAE: cache slot " + shape_str(slot.shape()) + " for a conv input " +
-                           shape_str(x.shape()));
-  // [cache | chunk] along time, in the level's staging buffer.
-  const int64_t in_frames = 2 + frames, need = ch * in_frames * hw;
-  if (!staging.defined() || staging.numel() < need) {
-    staging = Tensor();
-    staging = place_.empty({need});
-  }
-  Tensor in = staging.slice0(0, need).reshape({1, ch, in_frames, h, w});
-  ops::copy_rows(slot, 0, 2 * hw, in, 0, in_frames * hw, ch, 2 * hw);
-  ops::copy_rows(x, 0, frames * hw, in, 2 * hw, in_frames * hw, ch, frames * hw);
-  x = Tensor();
-  ops::copy_rows(in, frames * hw, in_frames * hw, slot, 0, 2 * hw, ch, 2 * hw);  // the last two input frames
-  const int64_t p = spatial_pad ? 1 : 0;
-  return ops::conv3d(in, c.w, &c.b, {1, 1, 1}, {0, p, p});
-}
-
-Tensor AutoencoderKLWan::resnet(Tensor x, const WanResnet& r, Cache& cache, size_t& idx) const {
+Tensor AutoencoderKLWan::resnet(Tensor x, const WanResnet& r, Cache& cache) const {
   Tensor h;
   {
     profile::ScopedTimer t("vae.rms_norm");
     h = ops::rms_norm_channels(x, r.norm1, nullptr, true);
   }
-  h = causal_conv(std::move(h), r.conv1, cache.frames[idx++], cache.staging, true);
+  h = causal_conv3d(std::move(h), r.conv1, cache, place_, 1);
   {
     profile::ScopedTimer t("vae.rms_norm");
     h = ops::rms_norm_channels(h, r.norm2, nullptr, true);
   }
-  h = causal_conv(std::move(h), r.conv2, cache.frames[idx++], cache.staging, true);
-  profile::ScopedTimer t("vae.residual");
-  if (r.shortcut.w.defined())
-    ops::add_(h, ops::conv3d(x, r.shortcut.w, &r.shortcut.b, {1, 1, 1}, {0, 0, 0}));
-  else
-    ops::add_(h, x);
+  h = causal_conv3d(std::move(h), r.conv2, cache, place_, 1);
+  add_residual(h, x, r.shortcut);
   return h;
 }
 
@@ -458,13 +343,13 @@ Tensor AutoencoderKLWan::attention(Tensor x, const WanAttention& a) const {
 
 Tensor AutoencoderKLWan::ones_row(int64_t n) const { return place_.put(Tensor::full({1, n}, 1.0f)); }
 
-Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache, size_t& idx) const {
+Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) const {
   if (b.temporal) {
-    Tensor& slot = cache.frames[idx++];
-    // The first latent frame skips the time conv (diffusers' "Rep").
-    if (cache.started) {
+    if (!cache.started) {
+      ++cache.next;  // the first latent frame skips the time conv (diffusers' "Rep"): its slot stays zeros
+    } else {
       const int64_t c = x.dim(1), t = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-      const Tensor z = causal_conv(std::move(x), b.time_conv, slot, cache.staging, false);  // [1, 2C, T, H, W]
+      const Tensor z = causal_conv3d(std::move(x), b.time_conv, cache, place_, 0);  // [1, 2C, T, H, W]
       // out[:, ch, 2 tt + j] = z[:, j C + ch, tt].
       profile::ScopedTimer timer("vae.upsample");
       x = place_.empty({1, c, 2 * t, h, w});
@@ -494,31 +379,21 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache, s
   return out;
 }
 
-Tensor AutoencoderKLWan::decode_frame(const Tensor& z, Cache& cache) const {
-  if (z.ndim() != 5 || z.dim(0) != 1 || z.dim(1) != cfg_.z_dim || z.dim(2) != 1 || z.dim(3) < 1 || z.dim(4) < 1)
-    throw RuntimeFailure("Wan VAE decode: latent frame " + shape_str(z.shape()) + " is not [1, " +
-                         std::to_string(cfg_.z_dim) + ", 1, h, w]");
-  if (!cache.started) {
-    init_cache(cache, z.dim(3), z.dim(4));
-  } else if (z.dim(3) != cache.h || z.dim(4) != cache.w) {
-    throw RuntimeFailure("Wan VAE decode: latent frame of " + std::to_string(z.dim(3)) + "x" +
-                         std::to_string(z.dim(4)) + " after frames of " + std::to_string(cache.h) + "x" +
-                         std::to_string(cache.w));
-  }
-  size_t idx = 0;
+Tensor AutoencoderKLWan::decode_chunk(const Tensor& z, Cache& cache) const {
+  if (begin_causal_call(cache, z, cfg_.z_dim, 1, kNames)) start_causal_cache(cache, slots_, CausalPad::kZeros, place_);
   Tensor x;
   {
     profile::ScopedTimer t("vae.conv_in");
-    x = ops::conv3d(z, post_quant.w, &post_quant.b, {1, 1, 1}, {0, 0, 0});  // 1x1x1: no cache
+    x = post_quant(z);  // 1x1x1: no cache
   }
-  x = causal_conv(std::move(x), conv_in, cache.frames[idx++], cache.staging, true);
-  x = resnet(std::move(x), mid_resnet0, cache, idx);
+  x = causal_conv3d(std::move(x), conv_in, cache, place_, 1);
+  x = resnet(std::move(x), mid_resnet0, cache);
   x = attention(std::move(x), mid_attn);
-  x = resnet(std::move(x), mid_resnet1, cache, idx);
+  x = resnet(std::move(x), mid_resnet1, cache);
   for (const WanUpBlock& blk : up_blocks) {
-    for (const WanResnet& r : blk.resnets) x = resnet(std::move(x), r, cache, idx);
+    for (const WanResnet& r : blk.resnets) x = resnet(std::move(x), r, cache);
     if (!blk.upsample) continue;  // the last block: conv_out works at its size
-    x = upsample(std::move(x), blk, cache, idx);
+    x = upsample(std::move(x), blk, cache);
     // The next block works at 4x the pixels: this one's staging buffer and
     // the host blocks cached for its sizes could not hold its, so they go
     // back now.
@@ -529,78 +404,18 @@ Tensor AutoencoderKLWan::decode_frame(const Tensor& z, Cache& cache) const {
     profile::ScopedTimer t("vae.rms_norm");
     x = ops::rms_norm_channels(x, norm_out, nullptr, true);
   }
-  x = causal_conv(std::move(x), conv_out, cache.frames[idx++], cache.staging, true);
+  x = causal_conv3d(std::move(x), conv_out, cache, place_, 1);
   cache.staging = Tensor();
-  if (idx != cache.frames.size()) throw std::logic_error("Wan VAE decode: cache slots used do not match the model");
-  cache.started = true;
+  end_causal_call(cache, kNames);
   return x;
 }
 
-Tensor AutoencoderKLWan::decode(const Tensor& z) const {
-  if (z.ndim() != 5 || z.dim(0) != 1 || z.dim(1) != cfg_.z_dim || z.dim(2) < 1)
-    throw RuntimeFailure("Wan VAE decode: latents " + shape_str(z.shape()) + " are not [1, " +
-                         std::to_string(cfg_.z_dim) + ", F, h, w]");
-  const int64_t c = z.dim(1), latent_frames = z.dim(2), hw = z.dim(3) * z.dim(4);
-  const int64_t f = cfg_.spatial_factor(), frames = 1 + cfg_.temporal_factor() * (latent_frames - 1);
-  const int64_t out_hw = hw * f * f;
-  Tensor out = Tensor::empty({1, cfg_.out_channels, frames, z.dim(3) * f, z.dim(4) * f});
-  Cache cache;
-  int64_t done = 0;
-  for (int64_t i = 0; i < latent_frames; ++i) {
-    Tensor zi = Tensor::empty({1, c, 1, z.dim(3), z.dim(4)});
-    for (int64_t ch = 0; ch < c; ++ch)
-      std::memcpy(zi.data() + ch * hw, z.data() + (ch * latent_frames + i) * hw, sizeof(float) * hw);
-    const Tensor y = decode_frame(place_.put(zi), cache).to(Device::kCPU, DType::kF32);  // [1, out, t, H, W]
-    const int64_t t = y.dim(2);
-    for (int64_t ch = 0; ch < cfg_.out_channels; ++ch)
-      std::memcpy(out.data() + (ch * frames + done) * out_hw, y.data() + ch * t * out_hw, sizeof(float) * t * out_hw);
-    done += t;
-  }
-  return out;
-}
-
-namespace {
-
-// One video's latent frames through one cache, a frame at a time whatever
-// the chunk: (C, n, h, w) -> (frames, out_channels, H, W).
-class WanStream final : public VaeDecoder::Stream {
- public:
-  explicit WanStream(const AutoencoderKLWan& vae) : vae_(vae) {}
-  Tensor next(const Tensor& latents) override {
-    const int64_t zc = vae_.config().z_dim;
-    if (latents.ndim() != 4 || latents.dim(0) != zc || latents.dim(1) < 1)
-      throw RuntimeFailure("Wan VAE stream: latents " + shape_str(latents.shape()) + " are not [" +
-                           std::to_string(zc) + ", n, h, w]");
-    const int64_t n = latents.dim(1), h = latents.dim(2), w = latents.dim(3), hw = h * w;
-    const int64_t f = vae_.config().spatial_factor(), oc = vae_.config().out_channels, out_hw = hw * f * f;
-    const int64_t frames = (cache_.started ? 0 : 1 - vae_.config().temporal_factor()) + n * vae_.config().temporal_factor();
-    Tensor out = Tensor::empty({frames, oc, h * f, w * f});
-    int64_t done = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      Tensor zi = Tensor::empty({1, zc, 1, h, w});
-      for (int64_t ch = 0; ch < zc; ++ch)
-        std::memcpy(zi.data() + ch * hw, latents.data() + (ch * n + i) * hw, sizeof(float) * hw);
-      const Tensor y = vae_.decode_frame(vae_.placement().put(zi), cache_).to(Device::kCPU, DType::kF32);
-      const int64_t t = y.dim(2);  // (1, oc, t, H, W) -> frames [done, done + t)
-      for (int64_t fr = 0; fr < t; ++fr)
-        for (int64_t ch = 0; ch < oc; ++ch)
-          std::memcpy(out.data() + ((done + fr) * oc + ch) * out_hw, y.data() + (ch * t + fr) * out_hw,
-                      sizeof(float) * out_hw);
-      done += t;
-    }
-    if (done != frames) throw std::logic_error("Wan VAE stream: decoded frame count differs from the spec's");
-    return out;
-  }
-
- private:
-  const AutoencoderKLWan& vae_;
-  AutoencoderKLWan::Cache cache_;
-};
-
-}  // namespace
-
-std::unique_ptr<VaeDecoder> AutoencoderKLWanSpec::load(const io::WeightStore& weights, const Placement& place) const {
-  return std::make_unique<VaeDecoderOf<AutoencoderKLWan, WanStream>>(AutoencoderKLWan::load(weights, cfg_, place));
+ChunkedDecode AutoencoderKLWan::chunked(int64_t latent_frames, const Cache& cache, bool stream) const {
+  // The first latent frame of a cache makes 1 frame, every later one
+  // temporal_factor().
+  const int64_t tf = cfg_.temporal_factor();
+  return {std::vector<int64_t>(static_cast<size_t>(latent_frames), 1),
+          (cache.started ? 0 : 1 - tf) + latent_frames * tf, cfg_.out_channels, cfg_.spatial_factor(), stream};
 }
 
 std::unique_ptr<VaeSpec> make_autoencoder_kl_wan_spec(const nlohmann::json& cfg, const std::string& path) {

@@ -34,6 +34,7 @@
 #include "io/safetensors.h"
 #include "models/config_spec.h"
 #include "models/placement.h"
+#include "models/vae_decoder_parts.h"
 #include "models/vae_spec.h"
 #include "tensor/tensor.h"
 
@@ -75,16 +76,11 @@ struct AutoencoderKLWanConfig {
   static AutoencoderKLWanConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// A WanCausalConv3d: weight (Cout, Cin, kt, kh, kw), bias (Cout).
-struct WanConv {
-  Tensor w, b;
-};
-
 // WanResidualBlock.
 struct WanResnet {
   Tensor norm1, norm2;  // gamma (Cin), (Cout) as stored ([C, 1, 1, 1])
-  WanConv conv1, conv2;  // 3x3x3 causal
-  WanConv shortcut;      // 1x1x1; undefined when Cin == Cout
+  Conv3d conv1, conv2;  // WanCausalConv3d 3x3x3: (Cout, Cin, 3, 3, 3), (Cout, Cout, 3, 3, 3)
+  Conv3d shortcut;      // 1x1x1 (Cout, Cin, 1, 1, 1); undefined when Cin == Cout
 };
 
 // WanAttentionBlock: RMS norm, to_qkv (1x1), one head of C channels over the
@@ -99,12 +95,16 @@ struct WanUpBlock {
   std::vector<WanResnet> resnets;  // num_res_blocks + 1
   bool upsample = false;           // all but the last block
   bool temporal = false;           // upsample3d (time_conv) rather than upsample2d
-  WanConv time_conv;               // (2C, C, 3, 1, 1); temporal only
+  Conv3d time_conv;                // causal (2C, C, 3, 1, 1); temporal only
   Tensor up_w, up_b;               // resample.1: (C/2, C, 3, 3), (C/2)
 };
 
-class AutoencoderKLWan {
+// Placement, config, Cache, decode() of a whole video and the seam's Stream
+// come from CausalVae (models/vae_decoder_parts.h).
+class AutoencoderKLWan : public CausalVae<AutoencoderKLWan, AutoencoderKLWanConfig> {
  public:
+  static constexpr CausalVaeNames kNames = {"Wan VAE", "frame"};
+
   // Validates every decoder tensor's name and shape against `cfg`, then
   // loads onto `place` (convolution weights and the attention's fused qkv
   // in the compute dtype, the rest float32 on the CPU; on CUDA everything
@@ -112,72 +112,54 @@ class AutoencoderKLWan {
   static AutoencoderKLWan load(const io::WeightStore& weights, const AutoencoderKLWanConfig& cfg,
                                const Placement& place = {});
 
-  // The causal feature cache of one video's decode: the last two input
-  // frames of every causal 3x3x3 / (3,1,1) conv, kept between latent frames.
-  // All of it is allocated at the first frame, before any activation, at
-  // its exact size (zeros: the causal padding), and updated in place.
-  struct Cache {
-    std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in diffusers' feat_idx order
-    bool started = false;        // a latent frame has been decoded (the time convs run from the second on)
-    int64_t h = 0, w = 0;        // the latent grid of the first frame (every later one must match)
-    // The [cache | chunk] input of the current level's causal convs: one
-    // buffer per level, reused by each conv there, freed at the level's
-    // end (so the caching allocator sees one size of activation per level).
-    Tensor staging;
-  };
+  // The Cache (CausalCache) is the causal feature cache of one video's
+  // decode: the last two input frames of every causal 3x3x3 / (3,1,1) conv,
+  // kept between latent frames, one slot per conv in diffusers' feat_idx
+  // order. All of it is allocated at the first frame, before any
+  // activation, at its exact size (zeros: CausalPad::kZeros, the causal
+  // padding), and updated in place; `started` (a latent frame has been
+  // decoded) also says the time convs run, from the second frame on.
 
-  // One latent frame (1, z_dim, 1, h, w) on the placement, ALREADY
-  // un-normalised, through post_quant_conv and the decoder with `cache`
-  // (diffusers' _decode loop body): -> (1, out_channels, T, 8h, 8w) on the
-  // placement, raw (not clamped), T = 1 for the first frame of a cache and
-  // temporal_factor() after.
-  Tensor decode_frame(const Tensor& z, Cache& cache) const;
+  // One chunk, always one latent frame (1, z_dim, 1, h, w), on the
+  // placement, ALREADY un-normalised, through post_quant_conv and the
+  // decoder with `cache` (diffusers' _decode loop body): -> (1,
+  // out_channels, T, 8h, 8w) on the placement, raw (not clamped), T = 1 for
+  // the first frame of a cache and temporal_factor() after.
+  Tensor decode_chunk(const Tensor& z, Cache& cache) const;
 
-  // A whole latent video (1, z_dim, F, h, w), host float32, un-normalised
-  // -> (1, out_channels, 1 + 4 (F - 1), 8h, 8w) host float32, raw: what
-  // diffusers' AutoencoderKLWan.decode gives before its clamp. For tests;
-  // the pipeline decodes through the stream.
-  Tensor decode(const Tensor& z) const;
-
-  const AutoencoderKLWanConfig& config() const { return cfg_; }
-  const Placement& placement() const { return place_; }
-  int64_t causal_convs() const { return n_causal_; }
+  // decode() gives (1, out_channels, 1 + 4 (F - 1), 8h, 8w) for F latent
+  // frames: what diffusers' AutoencoderKLWan.decode gives before its clamp.
+  // Both it and the Stream run one decode_chunk per latent frame, whatever
+  // the chunk they are given.
+  ChunkedDecode chunked(int64_t latent_frames, const Cache& cache, bool stream) const;
+  int64_t latent_channels() const { return cfg_.z_dim; }
 
  private:
-  void init_cache(Cache& cache, int64_t h, int64_t w) const;
-  Tensor causal_conv(Tensor x, const WanConv& c, Tensor& slot, Tensor& staging, bool spatial_pad) const;
-  Tensor resnet(Tensor x, const WanResnet& r, Cache& cache, size_t& idx) const;
+  Tensor resnet(Tensor x, const WanResnet& r, Cache& cache) const;
   Tensor attention(Tensor x, const WanAttention& a) const;
-  Tensor upsample(Tensor x, const WanUpBlock& b, Cache& cache, size_t& idx) const;
+  Tensor upsample(Tensor x, const WanUpBlock& b, Cache& cache) const;
   Tensor ones_row(int64_t n) const;
 
-  Placement place_;
-  AutoencoderKLWanConfig cfg_;
-  WanConv post_quant;  // (z, z, 1, 1, 1)
-  WanConv conv_in;     // (dims[0], z, 3, 3, 3)
+  Conv3d post_quant;  // (z, z, 1, 1, 1)
+  Conv3d conv_in;     // causal (dims[0], z, 3, 3, 3)
   WanResnet mid_resnet0, mid_resnet1;
   WanAttention mid_attn;
   std::vector<WanUpBlock> up_blocks;
   Tensor norm_out;   // gamma (C_last)
-  WanConv conv_out;  // (out_channels, C_last, 3, 3, 3)
-  int64_t n_causal_ = 0;  // cache slots
+  Conv3d conv_out;   // causal (out_channels, C_last, 3, 3, 3)
 };
 
-// The seam's view of an AutoencoderKLWan directory (vae/config.json).
-class AutoencoderKLWanSpec final : public ConfigSpec<VaeSpec, AutoencoderKLWanConfig> {
+// The seam's view of an AutoencoderKLWan directory (vae/config.json); out
+// channels, factors, force_upcast and the load are CausalVaeSpec's.
+class AutoencoderKLWanSpec final : public CausalVaeSpec<AutoencoderKLWan> {
  public:
-  using ConfigSpec::ConfigSpec;
+  using CausalVaeSpec::CausalVaeSpec;
   const char* family() const override { return "autoencoder_kl_wan"; }
   int64_t latent_channels() const override { return cfg_.z_dim; }
-  int64_t out_channels() const override { return cfg_.out_channels; }
-  int64_t spatial_factor() const override { return cfg_.spatial_factor(); }
-  int64_t temporal_factor() const override { return cfg_.temporal_factor(); }
   // WanPipeline: latents / (1 / latents_std) + latents_mean, per channel.
   LatentNormalization normalization() const override { return {1.0f, cfg_.latents_mean, cfg_.latents_std}; }
-  bool force_upcast() const override { return cfg_.force_upcast; }
   // diffusers' _decode: one latent frame per decoder call.
   int64_t chunk_latent_frames() const override { return 1; }
-  std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
 };
 
 // The registry's factory: parses vae/config.json (AutoencoderKLWanConfig::from_json).

@@ -13,7 +13,9 @@
 // 2^(levels - 1), no time axis (a video is decoded frame by frame), one
 // scaling factor. A causal video VAE (Wan's: temporal factor 4, frames
 // 1 + 4k, per-channel mean and std, one latent frame at a time through its
-// feature cache) fits the same interface.
+// feature cache) fits the same interface; the causal ones (Wan's,
+// CogVideoX's) share their Stream and spec through CausalVae and
+// CausalVaeSpec (models/vae_decoder_parts.h).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,0 +1,335 @@
+// The parts diffusers' VAE decoders share, written once for the families
+// built on them: AutoencoderKL (models/autoencoder_kl.h) and the causal
+// video VAEs, AutoencoderKLWan (models/autoencoder_kl_wan.h) and
+// AutoencoderKLCogVideoX (models/autoencoder_kl_cogvideox.h).
+//   walk_up_blocks, load_up_blocks
+//                       the up blocks' resnets (names, channels) and block
+//                       ends in decoder order, for the expected-tensor list
+//                       and for loading (all three).
+//   expect_decoder_tensors  every decoder tensor checked by name and shape
+//                       before any is loaded, and one the config does not
+//                       account for refused (the causal VAEs).
+//   Conv3d              a 3-D convolution's weight and bias, loaded onto a
+//                       placement (load_conv3d), run at stride 1.
+//   add_residual        the end of a residual block: plus the input, through
+//                       a 1x1x1 shortcut when the channel count changes.
+//   CausalCache, decoder_causal_slots, begin_causal_call,
+//   start_causal_cache, causal_conv3d, end_causal_call
+//                       the causal convs (kernel 3 in time) of a video
+//                       decoded a chunk at a time: each keeps the last two
+//                       frames of its input between calls, [cache | chunk]
+//                       is built in one staging buffer per level, and a
+//                       video's first chunk is padded as the family says
+//                       (CausalPad: Wan's zeros, CogVideoX's first frame).
+//   check_latent_video, check_stream_latents, decode_in_chunks
+//                       the host side of a causal VAE's decode() and of its
+//                       Stream::next: the latents checked, put on the
+//                       placement a chunk at a time through one cache, and
+//                       the frames each call makes gathered on the host.
+//   CausalVae, CausalVaeSpec
+//                       the causal VAE models' common base (placement,
+//                       config, Cache, decode() and the seam's Stream) and
+//                       their specs' (what the seam reads off the config).
+// Each family keeps what is its own: its blocks and norms, which convs are
+// causal, how its first chunk is padded, and how it chunks a video.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "models/config_spec.h"
+#include "models/placement.h"
+#include "models/vae_spec.h"
+#include "tensor/tensor.h"
+
+namespace ditgen::models {
+
+// ---- Up blocks and expected tensors -----------------------------------------------
+
+// The channels of a decoder's up blocks, one entry a block in decoder order:
+// the first resnet of block i goes from in[i] to out[i], the rest stay at
+// out[i].
+struct UpBlockChannels {
+  std::vector<int64_t> in, out;
+};
+
+// diffusers' Decoder and CogVideoXDecoder3D: block i goes from the previous
+// block's channels (the first block: its own) to
+// reversed(block_out_channels)[i].
+UpBlockChannels reversed_up_blocks(const std::vector<int64_t>& block_out_channels);
+
+// Resnet j of up block i.
+struct UpResnet {
+  size_t block;        // i
+  std::string prefix;  // "decoder.up_blocks.<i>.resnets.<j>."
+  int64_t cin, cout;
+};
+
+// For each up block i in order: resnet(r) for its `per_block` resnets, then
+// block_end(i, "decoder.up_blocks.<i>.") (where an upsampler goes).
+void walk_up_blocks(const UpBlockChannels& channels, int64_t per_block,
+                    const std::function<void(const UpResnet&)>& resnet,
+                    const std::function<void(size_t, const std::string&)>& block_end);
+
+// The up blocks in decoder order, each a Block with its resnets made by
+// resnet(r) (as walk_up_blocks walks them), then finished by
+// block_end(i, "decoder.up_blocks.<i>.", block) (its upsampler).
+template <class Block, class Resnet, class BlockEnd>
+std::vector<Block> load_up_blocks(const UpBlockChannels& channels, int64_t per_block, Resnet&& resnet,
+                                  BlockEnd&& block_end) {
+  std::vector<Block> blocks(channels.out.size());
+  walk_up_blocks(
+      channels, per_block, [&](const UpResnet& r) { blocks[r.block].resnets.push_back(resnet(r)); },
+      [&](size_t i, const std::string& ub) { block_end(i, ub, blocks[i]); });
+  return blocks;
+}
+
+// The (name, shape) of every tensor a config expects.
+using TensorList = std::vector<std::pair<std::string, Shape>>;
+
+// A convolution's prefix + "weight" of shape `weight` and prefix + "bias"
+// (weight[0]).
+void add_conv_tensors(TensorList& t, const std::string& prefix, Shape weight);
+
+// WeightStore::expect on each of `expected`, before anything is loaded;
+// then ModelError "<file>: holds '<name>', which config.json (<keys>) does
+// not account for" for any other tensor under "decoder." or
+// "post_quant_conv." (config and weights disagree). The encoder's tensors
+// are never read.
+void expect_decoder_tensors(const io::WeightStore& w, const TensorList& expected, const std::string& keys);
+
+// ---- Convolutions ----------------------------------------------------------------
+
+// A 3-D convolution, stride 1.
+struct Conv3d {
+  Tensor w;  // (Cout, Cin, kt, kh, kw), in the compute dtype (Placement::conv)
+  Tensor b;  // (Cout), Placement::put
+  bool defined() const { return w.defined(); }
+  // x (1, Cin, T, H, W) with zero padding `pad` (t, h, w) -> (1, Cout, T', H', W').
+  Tensor operator()(const Tensor& x, std::array<int64_t, 3> pad = {0, 0, 0}) const;
+};
+
+// The stored tensor `name` on `place`, through Placement::conv when `conv`
+// (a convolution weight), else put; `shape`, when given, reshapes the
+// stored tensor first (CogVideoX's 2-D upsampler kernel as 1 x 3 x 3). Its
+// file pages are released when that made a copy (release_source).
+Tensor load_placed(const io::WeightStore& w, const std::string& name, const Placement& place, bool conv,
+                   const Shape& shape = {});
+// prefix + "weight" (reshaped to `shape` when given) and prefix + "bias".
+Conv3d load_conv3d(const io::WeightStore& w, const std::string& prefix, const Placement& place,
+                   const Shape& shape = {});
+
+// The end of a residual block: h += x, through `shortcut` (a 1x1x1 conv)
+// when it is defined (the channel count changes). Profiled as vae.residual.
+void add_residual(Tensor& h, const Tensor& x, const Conv3d& shortcut);
+
+// ---- Causal convolutions over a chunked video ------------------------------------
+
+// What a causal conv puts in front of a video's first chunk in time (from
+// the second chunk on, the last two frames of its previous input do).
+enum class CausalPad {
+  kZeros,       // two zero frames (WanCausalConv3d: its cache starts as zeros)
+  kFirstFrame,  // the chunk's first frame, twice (CogVideoXCausalConv3d, pad_mode "first")
+};
+
+// A causal conv's cache slot: its input channels, at `scale` x the latent grid.
+struct CausalSlot {
+  int64_t channels, scale;
+};
+
+// A causal VAE's names in messages: "Wan VAE" decodes a latent "frame" per
+// call, "CogVideoX VAE" a "chunk".
+struct CausalVaeNames {
+  const char* model;
+  const char* call;
+};
+
+// The causal convs' state over one video's decode (a causal VAE's Cache).
+// A decode call is begin_causal_call, then causal_conv3d on each causal
+// conv in decoder order (each taking the next slot), then end_causal_call.
+struct CausalCache {
+  std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in decoder order
+  size_t next = 0;             // the slot of the current call's next causal conv
+  bool started = false;        // a call has completed (before that, `pad` decides the padding)
+  CausalPad pad = CausalPad::kZeros;
+  int64_t h = 0, w = 0;  // the latent grid of the first call (every later one must match)
+  // The [cache | chunk] input of the current level's causal convs: one
+  // buffer per level, reused by each conv there, released by the decoder at
+  // the level's end (so the caching allocator sees one size of activation
+  // per level).
+  Tensor staging;
+};
+
+// Begins a decode call of z on `cache`. z must be (1, channels, n, h, w)
+// with h, w >= 1 and n == frames (frames > 0) or n >= 1 (frames 0), else
+// RuntimeFailure "<model> decode: latent <call> <shape> is not [1,
+// <channels>, <frames, or n>, h, w]"; a later call must be on the first
+// call's grid, else RuntimeFailure "<model> decode: latent <call> of hxw
+// after <call>s of hxw". True on a video's first call: the caller then
+// allocates the slots (start_causal_cache).
+bool begin_causal_call(CausalCache& cache, const Tensor& z, int64_t channels, int64_t frames,
+                       const CausalVaeNames& names);
+
+// Allocates the slots of `slots` (the causal convs in decoder order) for
+// the first call's grid, once and before any activation, at their exact
+// sizes (allocated later, each would take a larger freed block from the
+// caching allocator): zeros under CausalPad::kZeros, uninitialised under
+// kFirstFrame (the first call writes each slot before any read).
+void start_causal_cache(CausalCache& cache, const std::vector<CausalSlot>& slots, CausalPad pad,
+                        const Placement& place);
+
+// x (1, Cin, T, H, W), consumed, through the causal conv c on the call's
+// next slot: [two padding frames | x] along time in cache.staging (grown
+// when too small; ops::copy_rows), the padding being the slot's two frames
+// or, on a video's first call under CausalPad::kFirstFrame, x's first frame
+// twice; the slot then keeps the last two frames of that input, and
+// ops::conv3d runs with time padding 0 and spatial zero padding
+// `spatial_pad`. -> (1, Cout, T, H', W'). Profiled as vae.conv3d.
+Tensor causal_conv3d(Tensor x, const Conv3d& c, CausalCache& cache, const Placement& place, int64_t spatial_pad);
+
+// The cache slots of a causal decoder laid out as both are, in the order
+// they run: conv_in and the mid block's resnets (conv1, conv2) at the
+// latent grid; then each up block's resnets and its extra(block) causal
+// conv when that is not null (Wan's time conv), the scale doubling after
+// every block that upsamples; then conv_out.
+template <class Resnet, class Block, class Extra>
+std::vector<CausalSlot> decoder_causal_slots(const Conv3d& conv_in, std::initializer_list<const Resnet*> mid,
+                                             const std::vector<Block>& up_blocks, const Conv3d& conv_out,
+                                             Extra&& extra) {
+  std::vector<CausalSlot> slots;
+  auto resnet = [&](const Resnet& r, int64_t scale) {
+    slots.push_back({r.conv1.w.dim(1), scale});
+    slots.push_back({r.conv2.w.dim(1), scale});
+  };
+  slots.push_back({conv_in.w.dim(1), 1});
+  for (const Resnet* r : mid) resnet(*r, 1);
+  int64_t scale = 1;
+  for (const Block& blk : up_blocks) {
+    for (const Resnet& r : blk.resnets) resnet(r, scale);
+    if (const Conv3d* c = extra(blk)) slots.push_back({c->w.dim(1), scale});
+    if (blk.upsample) scale *= 2;
+  }
+  slots.push_back({conv_out.w.dim(1), scale});
+  return slots;
+}
+
+// Ends a decode call: logic_error "<model> decode: cache slots used do not
+// match the model" unless it used every slot; from then on the cache has
+// started (its slots are the padding).
+void end_causal_call(CausalCache& cache, const CausalVaeNames& names);
+
+// ---- The host side of decode() and Stream::next ----------------------------------
+
+// RuntimeFailure "<model> decode: latents <shape> are not [1, <channels>, F,
+// h, w]" unless z is (1, channels, F >= 1, h, w).
+void check_latent_video(const Tensor& z, int64_t channels, const CausalVaeNames& names);
+// RuntimeFailure "<model> stream: latents <shape> are not [<channels>, n, h,
+// w]" unless a Stream::next's latents are (channels, n >= 1, h, w).
+void check_stream_latents(const Tensor& latents, int64_t channels, const CausalVaeNames& names);
+
+// A video's (or a stream call's) latent frames as decode calls.
+struct ChunkedDecode {
+  std::vector<int64_t> chunks;  // latent frames per decode call, in order (they sum to F)
+  int64_t frames = 0;           // the output frames those calls make
+  int64_t out_channels = 0;
+  int64_t factor = 1;         // pixels per latent, each side
+  bool frames_first = false;  // (frames, oc, H, W), Stream::next's, rather than (1, oc, frames, H, W)
+};
+
+// Latents (1, C, F, h, w) or (C, F, h, w), host float32, through `call`
+// (one decode call on one cache) in d.chunks: each chunk is put on `place`
+// as (1, C, n, h, w) (no copy when it is all F frames), and its (1, oc, t,
+// H, W) result, brought back as host float32, is the next t output frames.
+// logic_error unless the calls make d.frames frames of d.out_channels x
+// (h d.factor) x (w d.factor).
+Tensor decode_in_chunks(const Tensor& latents, const ChunkedDecode& d, const Placement& place,
+                        const std::function<Tensor(const Tensor&)>& call, const CausalVaeNames& names);
+
+// ---- The causal VAE models' base --------------------------------------------------
+
+// What AutoencoderKLWan and AutoencoderKLCogVideoX (Derived, CRTP) share
+// besides their blocks: the placement and config, the Cache, decode() of a
+// whole video and the seam's Stream, both through decode_in_chunks with one
+// cache. Derived's load sets place_, cfg_ and slots_ (its causal convs in
+// the order decode_chunk runs them: decoder_causal_slots). Derived provides
+// (public):
+//   static constexpr CausalVaeNames kNames;
+//   int64_t latent_channels() const;
+//   ChunkedDecode chunked(int64_t latent_frames, const Cache& cache, bool stream) const;
+//       the decoder calls of decode() (stream false: a whole video in the
+//       family's chunks) or of one Stream::next (stream true: the caller's
+//       chunk, at the cache's state), and the frames they make
+//   Tensor decode_chunk(const Tensor& z, Cache& cache) const;  one decoder call
+template <class Derived, class ConfigT>
+class CausalVae {
+ public:
+  using Config = ConfigT;
+  using Cache = CausalCache;
+
+  // A whole latent video (1, latent_channels, F, h, w), host float32,
+  // ALREADY un-normalised, through decode_chunk in Derived's chunks with one
+  // cache -> (1, out_channels, frames, H, W), host float32, raw (not
+  // clamped). For tests; the pipeline decodes through the Stream.
+  Tensor decode(const Tensor& z) const {
+    const Derived& m = self();
+    check_latent_video(z, m.latent_channels(), Derived::kNames);
+    Cache cache;
+    return decode_in_chunks(z, m.chunked(z.dim(2), cache, false), place_,
+                            [&](const Tensor& zi) { return m.decode_chunk(zi, cache); }, Derived::kNames);
+  }
+
+  // The seam's stream (VaeDecoderOf<Derived, Stream>): one video's latents
+  // through one cache, each next() (C, n, h, w) -> (frames, out_channels, H, W).
+  class Stream final : public VaeDecoder::Stream {
+   public:
+    explicit Stream(const Derived& vae) : vae_(vae) {}
+    Tensor next(const Tensor& latents) override {
+      check_stream_latents(latents, vae_.latent_channels(), Derived::kNames);
+      return decode_in_chunks(latents, vae_.chunked(latents.dim(1), cache_, true), vae_.placement(),
+                              [&](const Tensor& z) { return vae_.decode_chunk(z, cache_); }, Derived::kNames);
+    }
+
+   private:
+    const Derived& vae_;
+    Cache cache_;
+  };
+
+  const Config& config() const { return cfg_; }
+  const Placement& placement() const { return place_; }
+  int64_t causal_convs() const { return static_cast<int64_t>(slots_.size()); }
+
+ protected:
+  Placement place_;
+  Config cfg_;
+  std::vector<CausalSlot> slots_;  // one per causal conv, in the order decode_chunk runs them
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+// What a causal VAE's spec (VaeSpec over Model::Config) reads off the config
+// the same way for both: output channels, spatial and temporal factors,
+// force_upcast, and the load (Model::load behind VaeDecoderOf with
+// Model::Stream). The family's spec adds the rest (family, latent
+// channels, normalisation, chunking).
+template <class Model>
+class CausalVaeSpec : public ConfigSpec<VaeSpec, typename Model::Config> {
+ public:
+  using ConfigSpec<VaeSpec, typename Model::Config>::ConfigSpec;
+  int64_t out_channels() const override { return this->cfg_.out_channels; }
+  int64_t spatial_factor() const override { return this->cfg_.spatial_factor(); }
+  int64_t temporal_factor() const override { return this->cfg_.temporal_factor(); }
+  bool force_upcast() const override { return this->cfg_.force_upcast; }
+  std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override {
+    return std::make_unique<VaeDecoderOf<Model, typename Model::Stream>>(Model::load(weights, this->cfg_, place));
+  }
+};
+
+}  // namespace ditgen::models
