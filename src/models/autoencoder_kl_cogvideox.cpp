@@ -63,15 +63,17 @@ namespace ditgen::models {
 
 namespace {
 
-// Every key diffusers 0.42.1's AutoencoderKLCogVideoX.__init__ takes. Keys
-// starting with '_' are metadata.
+// Every key diffusers 0.42.1's AutoencoderKLCogVideoX.__init__ takes, and
+// sample_size, which diffusers 0.30's took (CogVideoX-2b's first vae/config.json
+// carries it; today's diffusers ignores it, and so does ditgen: tiling only).
+// Keys starting with '_' are metadata.
 const std::set<std::string> kKnownKeys = {
     "in_channels",     "out_channels",   "down_block_types",      "up_block_types",
     "block_out_channels", "latent_channels", "layers_per_block",   "act_fn",
     "norm_eps",        "norm_num_groups", "temporal_compression_ratio", "sample_height",
     "sample_width",    "scaling_factor", "shift_factor",          "latents_mean",
     "latents_std",     "force_upcast",   "use_quant_conv",        "use_post_quant_conv",
-    "invert_scale_latents"};
+    "invert_scale_latents", "sample_size"};
 
 // The GroupNorm eps of CogVideoXSpatialNorm3D (fixed in diffusers).
 constexpr float kSpatialNormEps = 1e-6f;
@@ -175,8 +177,8 @@ AutoencoderKLCogVideoXConfig AutoencoderKLCogVideoXConfig::from_json(const nlohm
                       {"latent_channels", &c.latent_channels}, {"norm_num_groups", &c.norm_num_groups},
                       {"sample_height", &c.sample_height}, {"sample_width", &c.sample_width}});
   c.layers_per_block = get_int_or(cfg, "layers_per_block", c.layers_per_block, path);
-  require(c.layers_per_block >= 0, path,
-          "layers_per_block: expected a non-negative integer, got " + std::to_string(c.layers_per_block));
+  require(c.layers_per_block >= 0 && c.layers_per_block <= 64, path,
+          "layers_per_block: expected an integer in [0, 64], got " + std::to_string(c.layers_per_block));
   c.force_upcast = get_bool_or(cfg, "force_upcast", c.force_upcast, path);
   c.use_quant_conv = get_bool_or(cfg, "use_quant_conv", c.use_quant_conv, path);
   c.invert_scale_latents = get_bool_or(cfg, "invert_scale_latents", c.invert_scale_latents, path);

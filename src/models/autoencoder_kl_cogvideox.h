@@ -165,7 +165,7 @@ class AutoencoderKLCogVideoX : public CausalVae<AutoencoderKLCogVideoX, Autoenco
 };
 
 // The seam's view of an AutoencoderKLCogVideoX directory (vae/config.json);
-// out channels, factors, force_upcast and the load are CausalVaeSpec's.
+// out channels, factors and the load are CausalVaeSpec's.
 class AutoencoderKLCogVideoXSpec final : public CausalVaeSpec<AutoencoderKLCogVideoX> {
  public:
   using CausalVaeSpec::CausalVaeSpec;
@@ -182,6 +182,9 @@ class AutoencoderKLCogVideoXSpec final : public CausalVaeSpec<AutoencoderKLCogVi
   LatentNormalization normalization() const override { return {cfg_.scaling_factor, {}, {}}; }
   // diffusers' num_latent_frames_batch_size.
   int64_t chunk_latent_frames() const override { return 2; }
+  // CogVideoXPipeline.decode_latents never reads force_upcast: the VAE decodes
+  // in the model's dtype (the published configs' force_upcast true included).
+  bool force_upcast() const override { return false; }
   std::vector<int64_t> latent_chunks(int64_t latent_frames) const override {
     return AutoencoderKLCogVideoXConfig::latent_chunks(latent_frames);
   }

@@ -11,8 +11,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <tuple>
 
 #include "io/model_dir.h"
+#include "models/config_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
 #include "parallel/patch_pipeline.h"
@@ -106,7 +109,6 @@ void rotary_axis(float pos, int64_t dim, float* cos_out, float* sin_out) {
 
 CogVideoXConfig CogVideoXConfig::from_json(const nlohmann::json& cfg, const std::string& path) {
   using io::get_bool_or;
-  using io::get_int_or;
   using io::get_number_or;
   using io::get_string_or;
   const std::string cls = get_string_or(cfg, "_class_name", "", path);
@@ -118,33 +120,35 @@ CogVideoXConfig CogVideoXConfig::from_json(const nlohmann::json& cfg, const std:
   };
   refuse_if_set("patch_size_t", "CogVideoX 1.5 models");
   refuse_if_set("ofs_embed_dim", "CogVideoX image-to-video models");
+  // diffusers' defaults (CogVideoX-2b's sizes); out_channels null: in_channels.
   CogVideoXConfig c;
-  c.num_heads = get_int_or(cfg, "num_attention_heads", 30, path);
-  c.head_dim = get_int_or(cfg, "attention_head_dim", 64, path);
-  c.in_channels = get_int_or(cfg, "in_channels", 16, path);
-  c.out_channels = get_int_or(cfg, "out_channels", c.in_channels, path);  // null: in_channels
-  c.time_embed_dim = get_int_or(cfg, "time_embed_dim", 512, path);
-  c.text_dim = get_int_or(cfg, "text_embed_dim", 4096, path);
-  c.num_layers = get_int_or(cfg, "num_layers", 30, path);
-  c.sample_width = get_int_or(cfg, "sample_width", 90, path);
-  c.sample_height = get_int_or(cfg, "sample_height", 60, path);
-  c.sample_frames = get_int_or(cfg, "sample_frames", 49, path);
-  c.patch_size = get_int_or(cfg, "patch_size", 2, path);
-  c.temporal_compression_ratio = get_int_or(cfg, "temporal_compression_ratio", 4, path);
-  c.max_text_seq_length = get_int_or(cfg, "max_text_seq_length", 226, path);
+  c.num_heads = 30, c.head_dim = 64, c.in_channels = 16, c.num_layers = 30, c.patch_size = 2;
+  read_positive_ints(cfg, path,
+                     {{"num_attention_heads", &c.num_heads}, {"attention_head_dim", &c.head_dim},
+                      {"in_channels", &c.in_channels}, {"out_channels", &c.out_channels, &c.in_channels},
+                      {"time_embed_dim", &c.time_embed_dim}, {"text_embed_dim", &c.text_dim},
+                      {"num_layers", &c.num_layers}, {"sample_width", &c.sample_width},
+                      {"sample_height", &c.sample_height}, {"sample_frames", &c.sample_frames},
+                      {"patch_size", &c.patch_size}, {"temporal_compression_ratio", &c.temporal_compression_ratio},
+                      {"max_text_seq_length", &c.max_text_seq_length}});
+  // Bounds no published model nears, so no product of sizes overflows.
+  for (auto [key, v, most] : {std::tuple{"num_attention_heads", c.num_heads, 1024}, {"attention_head_dim", c.head_dim, 4096},
+                              {"time_embed_dim", c.time_embed_dim, 65536}, {"text_embed_dim", c.text_dim, 65536},
+                              {"in_channels", c.in_channels, 4096}, {"num_layers", c.num_layers, 1024},
+                              {"patch_size", c.patch_size, 64}, {"sample_width", c.sample_width, 65536},
+                              {"sample_height", c.sample_height, 65536}, {"sample_frames", c.sample_frames, 65536},
+                              {"temporal_compression_ratio", c.temporal_compression_ratio, 64},
+                              {"max_text_seq_length", c.max_text_seq_length, 65536}})
+    require(v <= most, path, std::string(key) + ": " + std::to_string(v) + " is more than " + std::to_string(most));
+  for (auto [key, v] : {std::pair{"sample_height", c.sample_height}, {"sample_width", c.sample_width}})
+    require(v % c.patch_size == 0, path,
+            std::string(key) + ": " + std::to_string(v) + " must be a multiple of patch_size " +
+                std::to_string(c.patch_size) + " (the rotary grid and the default size are sample size / patch)");
   c.freq_shift = static_cast<float>(get_number_or(cfg, "freq_shift", 0.0, path));
   c.norm_eps = static_cast<float>(get_number_or(cfg, "norm_eps", 1e-5, path));
   c.spatial_interpolation_scale = get_number_or(cfg, "spatial_interpolation_scale", 1.875, path);
   c.temporal_interpolation_scale = get_number_or(cfg, "temporal_interpolation_scale", 1.0, path);
   c.rotary = get_bool_or(cfg, "use_rotary_positional_embeddings", false, path);
-  for (auto [key, v] : {std::pair{"num_attention_heads", c.num_heads}, {"attention_head_dim", c.head_dim},
-                        {"in_channels", c.in_channels}, {"out_channels", c.out_channels},
-                        {"time_embed_dim", c.time_embed_dim}, {"text_embed_dim", c.text_dim},
-                        {"num_layers", c.num_layers}, {"sample_width", c.sample_width},
-                        {"sample_height", c.sample_height}, {"sample_frames", c.sample_frames},
-                        {"patch_size", c.patch_size}, {"temporal_compression_ratio", c.temporal_compression_ratio},
-                        {"max_text_seq_length", c.max_text_seq_length}})
-    require(v > 0, path, std::string(key) + ": expected a positive integer, got " + std::to_string(v));
   require(c.norm_eps > 0, path, "norm_eps: expected a positive number");
   require(c.spatial_interpolation_scale > 0 && c.temporal_interpolation_scale > 0, path,
           "spatial_interpolation_scale / temporal_interpolation_scale: expected positive numbers");
@@ -164,9 +168,10 @@ CogVideoXConfig CogVideoXConfig::from_json(const nlohmann::json& cfg, const std:
   if (tact != "silu") not_supported("CogVideoX timestep_activation_fn '" + tact + "' (" + path + ")");
   const int64_t d = c.inner_dim();
   if (c.rotary)
-    require(c.head_dim % 8 == 0, path,
+    require(c.head_dim % 16 == 0, path,
             "attention_head_dim: " + std::to_string(c.head_dim) +
-                " must be a multiple of 8 (rotary channels: a quarter for frames, 3/8 each for rows and columns)");
+                " must be a multiple of 16 (rotary channels: a quarter for frames, 3/8 each for rows and columns, "
+                "each an even number of rotated pairs)");
   else
     require(d % 16 == 0, path,
             "num_attention_heads x attention_head_dim: " + std::to_string(d) +
@@ -216,8 +221,6 @@ Tensor CogVideoXBlock::NormZero::operator()(const Tensor& emb, const Placement& 
   // Chunks: shift 0, scale 1, gate 2 (video); enc_shift 3, enc_scale 4, enc_gate 5 (text).
   return fold_affine(linear(emb), weight.numel(), weight, bias, {{0, 1}, {3, 4}}, place);
 }
-
-Tensor CogVideoXBlock::attention_modulation(const Tensor& emb) const { return norm1_(emb, place_); }
 
 void CogVideoXBlock::forward(Tensor& text, Tensor& video, const Tensor& emb, const nn::AttentionCore& core,
                              const nn::Rotary& rotary, const nn::PabSite& pab) const {
@@ -287,6 +290,9 @@ CogVideoXTransformer CogVideoXTransformer::load(const io::WeightStore& w, const 
   m.final_ = nn::FinalLayer::load(w, kFinalLayer, place, c.norm_eps);
   m.norm_out_w_ = host_vector(w, "norm_out.norm.weight");
   m.norm_out_b_ = host_vector(w, "norm_out.norm.bias");
+  // The sin-cos table of the model's own size, made once (the first stage embeds).
+  if (!c.rotary && m.stage_.pipeline().first_stage())
+    m.native_positions_ = place.put(sincos_positions(c, c.native_grid()));
   // PipeFusion: a stage holds its own blocks only.
   const parallel::Range layers = m.stage_.layers();
   for (int64_t i = layers.begin; i < layers.end; ++i)
@@ -295,21 +301,33 @@ CogVideoXTransformer CogVideoXTransformer::load(const io::WeightStore& w, const 
 }
 
 Tensor CogVideoXTransformer::sincos_positions(const CogVideoXConfig& c, std::array<int64_t, 3> grid) {
-  const int64_t d = c.inner_dim(), dt = d / 4, ds = 3 * d / 4, half = ds / 2;
+  const int64_t d = c.inner_dim(), dt = d / 4, half = 3 * d / 8;
   const int64_t frames = grid[0], gh = grid[1], gw = grid[2];
+  // Positions are float32 in diffusers (arange / scale), widened for the
+  // float64 sin-cos; each axis's 1-D rows made once, then copied per token.
+  auto axis = [](int64_t n, int64_t dim, double scale) {
+    std::vector<float> rows(static_cast<size_t>(n * dim));
+    for (int64_t i = 0; i < n; ++i)
+      nn::sincos_1d(static_cast<double>(static_cast<float>(i) / static_cast<float>(scale)), dim, rows.data() + i * dim);
+    return rows;
+  };
+  const std::vector<float> t_rows = axis(frames, dt, c.temporal_interpolation_scale),
+                           x_rows = axis(gw, half, c.spatial_interpolation_scale),
+                           y_rows = axis(gh, half, c.spatial_interpolation_scale);
   Tensor t = Tensor::empty({frames * gh * gw, d});
-  // Positions are float32 in diffusers (arange / scale), widened for the float64 sin-cos.
-  const float spatial = static_cast<float>(c.spatial_interpolation_scale);
-  const float temporal = static_cast<float>(c.temporal_interpolation_scale);
   for (int64_t f = 0; f < frames; ++f)
     for (int64_t y = 0; y < gh; ++y)
       for (int64_t x = 0; x < gw; ++x) {
-        float* row = t.data() + ((f * gh + y) * gw + x) * d;
-        nn::sincos_1d(static_cast<double>(static_cast<float>(f) / temporal), dt, row);
-        nn::sincos_1d(static_cast<double>(static_cast<float>(x) / spatial), half, row + dt);  // w first ("xy")
-        nn::sincos_1d(static_cast<double>(static_cast<float>(y) / spatial), half, row + dt + half);
+        float* row = t.data() + ((f * gh + y) * gw + x) * d;  // frame, then column, then row ("xy")
+        std::memcpy(row, t_rows.data() + f * dt, static_cast<size_t>(dt) * sizeof(float));
+        std::memcpy(row + dt, x_rows.data() + x * half, static_cast<size_t>(half) * sizeof(float));
+        std::memcpy(row + dt + half, y_rows.data() + y * half, static_cast<size_t>(half) * sizeof(float));
       }
   return t;
+}
+
+std::array<int64_t, 3> CogVideoXConfig::native_grid() const {
+  return {(sample_frames - 1) / temporal_compression_ratio + 1, sample_height / patch_size, sample_width / patch_size};
 }
 
 ops::RotaryTables CogVideoXTransformer::rotary_tables(const CogVideoXConfig& c, int64_t text_rows,
@@ -379,18 +397,17 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
     throw RuntimeFailure("CogVideoX forward: sp = " + std::to_string(shard.sp_size()) + " exceeds the " +
                          std::to_string(n) + " tokens");
 
-  Tensor rope_cos, rope_sin, positions;  // (n, head_dim) on the device; (N, D) video positions
+  Tensor rope_cos, rope_sin;  // (n, head_dim) on the device
   if (c.rotary) {
     const ops::RotaryTables host = rotary_tables(c, text_rows, grid);
     rope_cos = host.cos.to(place.device, DType::kF32);
     rope_sin = host.sin.to(place.device, DType::kF32);
-  } else {
-    positions = place.put(sincos_positions(c, grid));
   }
-  Tensor patched, text;  // the first stage's (B, N, C*p*p) patches and (B, L, D) projected text
+  Tensor patched, text, positions;  // the first stage's (B, N, C*p*p) patches, (B, L, D) text, (N, D) positions
   if (stage_.pipeline().first_stage()) {
     patched = patch_.patches(x);
     text = text_proj_(place.put(*a.text));
+    if (!c.rotary) positions = grid == c.native_grid() ? native_positions_ : place.put(sincos_positions(c, grid));
   }
   const Tensor emb = time_(nn::TimestepEmbedding::sinusoid(a.timesteps, c.freq_shift, place, d));  // (B, T)
 

@@ -77,6 +77,8 @@ struct CogVideoXConfig : TransformerSizes {
   double spatial_interpolation_scale = 1.875, temporal_interpolation_scale = 1.0;
   bool rotary = false;  // use_rotary_positional_embeddings (5b); else 3-D sin-cos positions (2b)
 
+  // The (latent frames, h, w) token grid of the model's own size.
+  std::array<int64_t, 3> native_grid() const;
   // The rotary channels of the t, h, w axes (head_dim / 4, 3/8, 3/8).
   std::array<int64_t, 3> rotary_dims() const;
   // Values per token of proj_out: p * p * out_channels, in (c, i, j) order.
@@ -103,9 +105,6 @@ class CogVideoXBlock {
   // joint sequence in order (text first), updated in place; emb (B, T).
   void forward(Tensor& text, Tensor& video, const Tensor& emb, const nn::AttentionCore& core,
                const nn::Rotary& rotary, const nn::PabSite& pab) const;
-  // The norm1 modulation of emb (B, T): (B, 6D) as a LayerNorm without
-  // affine takes it (the affine folded in).
-  Tensor attention_modulation(const Tensor& emb) const;
 
  private:
   // A CogVideoXLayerNormZero: its linear and its LayerNorm's affine.
@@ -161,6 +160,7 @@ class CogVideoXTransformer {
   Tensor norm_final_w_, norm_final_b_;  // (D)
   nn::FinalLayer final_;                // norm_out.linear (2D, T), proj_out (p*p*out, D)
   Tensor norm_out_w_, norm_out_b_;      // (D) norm_out.norm, host float32: folded into its modulation
+  Tensor native_positions_;             // (N, D) the native grid's sin-cos table (2b layout, first stage)
   std::vector<CogVideoXBlock> blocks_;  // this stage's layers, in order
 };
 

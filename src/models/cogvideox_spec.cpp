@@ -12,6 +12,7 @@ namespace ditgen::models {
 TextPipelineRules CogVideoXSpec::text_pipeline_rules() const {
   TextPipelineRules r = pipeline_text_rules("CogVideoXPipeline");
   r.fixed_max_length = cfg_.rotary ? 0 : cfg_.max_text_seq_length;
+  r.fixed_max_length_key = cfg_.rotary ? nullptr : "max_text_seq_length";
   return r;
 }
 

@@ -50,6 +50,8 @@ std::unique_ptr<TextEncoderSpec> text_encoder_spec(const nlohmann::json& config,
 //   PixArtSigmaPipeline: lower().strip(), 300.
 //   LattePipeline:       lower().strip(), always 120, the negative cut to
 //                        the prompt's token count (LatteSpec's rules).
+//   CogVideoXPipeline:   the prompt as written, 226, the encoder without a
+//                        mask, every row seen.
 //   anything else:       lower().strip(), 120 (PixArtAlphaPipeline's).
 TextPipelineRules pipeline_text_rules(const std::string& pipeline_class);
 

@@ -76,8 +76,8 @@ enum class PromptCleaning {
 // Where a text-conditional family's diffusers pipeline differs from
 // another's: how it feeds the encoded texts (each tokenized and encoded at
 // max_length rows) to the cross-attention, and how it unscales latents.
-// The first three fields are the denoiser's side (each family's spec says
-// them); the last three are the text stage's, which the text stage takes
+// The first four fields are the denoiser's side (each family's spec says
+// them); the last four are the text stage's, which the text stage takes
 // from the pipeline class model_index.json names
 // (models::pipeline_text_rules, models/registry.h), so `ditgen encode`
 // applies them without building a transformer.
@@ -88,10 +88,16 @@ struct TextPipelineRules {
   // k real tokens, and the negative's first k rows (its EOS and padding
   // rows, unmasked) for the unconditional half.
   bool negative_cut_to_prompt = false;
-  // The tokenizer length when the family's pipeline has no
-  // max_sequence_length (LattePipeline: 120, hard-coded); 0 = configurable
-  // (generate.max_sequence_length, default from model_index.json).
+  // The tokenizer length when it is not the run's to choose: LattePipeline
+  // has no max_sequence_length (120, hard-coded); a CogVideoX model with
+  // sin-cos positions takes its table's text rows (max_text_seq_length).
+  // 0 = configurable (generate.max_sequence_length, default from
+  // model_index.json).
   int64_t fixed_max_length = 0;
+  // Where a fixed length comes from when the model fixes it: the key of
+  // transformer/config.json ("max_text_seq_length"); null = the pipeline
+  // (Latte's). Named in the error for another max_sequence_length.
+  const char* fixed_max_length_key = nullptr;
   // Decode: latents / scaling_factor (PixArt) or 1 / scaling_factor *
   // latents (Latte, DiT); the last bit differs.
   bool divide_by_scaling_factor = true;

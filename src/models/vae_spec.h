@@ -116,8 +116,10 @@ class VaeSpec {
   virtual LatentNormalization normalization() const = 0;
   // diffusers' force_upcast: a float16 pipeline decodes this VAE in float32.
   virtual bool force_upcast() const { return true; }
-  // Latent frames each Stream::next call should take: bounds the decoder's
-  // memory (AutoencoderKL: LattePipeline's decode_chunk_size; a causal VAE: 1).
+  // Latent frames a Stream::next call takes by default (latent_chunks' step):
+  // bounds the decoder's memory (AutoencoderKL: LattePipeline's
+  // decode_chunk_size; Wan's VAE: 1; CogVideoX's: 2, its first chunk 3 for
+  // an odd count).
   virtual int64_t chunk_latent_frames() const = 0;
   // The sizes of the chunks a video of `latent_frames` latent frames goes
   // through Stream::next in, in order (they sum to latent_frames): by

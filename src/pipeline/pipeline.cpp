@@ -141,7 +141,8 @@ Conditions Conditions::slice(int64_t first, int64_t count) const {
 }
 
 models::Placement vae_placement(Device device, DType vae_dtype, const models::VaeSpec& vae) {
-  // As diffusers' pipelines: a float16 VAE with force_upcast decodes in float32.
+  // As diffusers' pipelines: a float16 VAE with force_upcast decodes in
+  // float32 (a VAE spec answers false where its pipeline ignores the key).
   if (vae_dtype == DType::kF16 && vae.force_upcast()) return {device, DType::kF32};
   return {device, vae_dtype};
 }

@@ -35,14 +35,22 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
   r.prompts = g.prompts;
   r.captions = g.prompts;
   r.negative_prompt = g.negative_prompt;
-  const int64_t fixed = parts_.spec->text_pipeline_rules().fixed_max_length;
+  const models::TextPipelineRules rules = parts_.spec->text_pipeline_rules();
+  const int64_t fixed = rules.fixed_max_length;
+  // A length the model fixes is named by its transformer/config.json key.
+  const std::string fixed_by = rules.fixed_max_length_key
+                                   ? parts_.dir.part_config_path("transformer") + ": " + rules.fixed_max_length_key
+                                   : std::string();
   if (fixed > 0 && g.max_sequence_length > 0 && g.max_sequence_length != fixed)
     throw ConfigError(where + ": generate.max_sequence_length: " + std::to_string(g.max_sequence_length) + ": a " +
-                      parts_.spec->family() + " model's pipeline always tokenizes to " + std::to_string(fixed) +
-                      " tokens (it has no max_sequence_length); leave it unset or " + std::to_string(fixed));
+                      parts_.spec->family() +
+                      (fixed_by.empty() ? " model's pipeline always tokenizes to " + std::to_string(fixed) +
+                                              " tokens (it has no max_sequence_length)"
+                                        : " model takes " + std::to_string(fixed) + " text rows (" + fixed_by + ")") +
+                      "; leave it unset or " + std::to_string(fixed));
   r.max_sequence_length = text_tokens(g);
   if (r.max_sequence_length > TextStage::kMaxSequenceLength)
-    throw ConfigError(where + ": generate.max_sequence_length: at most " +
+    throw ConfigError((fixed_by.empty() ? where + ": generate.max_sequence_length" : fixed_by) + ": at most " +
                       std::to_string(TextStage::kMaxSequenceLength) + ", got " +
                       std::to_string(r.max_sequence_length));
   set_sampling(r, g, where);

@@ -10,7 +10,9 @@ namespace ditgen::sched {
 namespace {
 
 // torch.linspace(start, end, steps, dtype=float64) on the CPU: start + step * i
-// for the first half, end - step * (steps - 1 - i) for the rest.
+// for the first half, end - step * (steps - 1 - i) for the rest, each a fused
+// multiply-add as torch's build makes it (explicit: this file is built
+// without contraction).
 std::vector<double> torch_linspace_f64(double start, double end, int64_t steps) {
   std::vector<double> out(static_cast<size_t>(steps));
   if (steps == 1) out[0] = start;
@@ -18,8 +20,8 @@ std::vector<double> torch_linspace_f64(double start, double end, int64_t steps) 
   const double step = (end - start) / static_cast<double>(steps - 1);
   const int64_t halfway = steps / 2;
   for (int64_t i = 0; i < steps; ++i)
-    out[static_cast<size_t>(i)] = i < halfway ? start + step * static_cast<double>(i)
-                                              : end - step * static_cast<double>(steps - i - 1);
+    out[static_cast<size_t>(i)] = i < halfway ? std::fma(step, static_cast<double>(i), start)
+                                              : std::fma(-step, static_cast<double>(steps - i - 1), end);
   return out;
 }
 

@@ -92,7 +92,7 @@ TEST_CASE("CogVideoX VAE spec: factors, frames 1 + 8k, diffusers' chunking of th
   CHECK(spec->temporal_factor() == 4);
   CHECK(spec->frame_step() == 8);
   CHECK(spec->chunk_latent_frames() == 2);
-  CHECK(spec->force_upcast());
+  CHECK_FALSE(spec->force_upcast());  // CogVideoXPipeline ignores force_upcast
   const models::LatentNormalization norm = spec->normalization();
   CHECK_FALSE(norm.per_channel());
   CHECK(norm.scaling_factor == doctest::Approx(1.15258426));
@@ -193,6 +193,11 @@ TEST_CASE("CogVideoX VAE config errors name the file and key") {
   };
   nlohmann::json cfg = fixture_json();
   CHECK_NOTHROW(parse(cfg));
+  cfg["sample_size"] = 256;  // diffusers 0.30's key (CogVideoX-2b's first config): ignored, as diffusers does
+  CHECK_NOTHROW(parse(cfg));
+  cfg = fixture_json();
+  cfg["layers_per_block"] = 1000000;  // bounded before any tensor name is made
+  expect_model_error(cfg, "layers_per_block: expected an integer in [0, 64]");
 
   cfg = fixture_json();
   cfg["_class_name"] = "AutoencoderKLWan";

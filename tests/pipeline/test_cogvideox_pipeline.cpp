@@ -70,6 +70,8 @@ TEST_CASE("CogVideoX pipeline: defaults, and a request the model cannot make is 
   g = testing::cogvideox_fixture_config(2);
   g.max_sequence_length = 20;  // the sin-cos table has 16 text rows
   CHECK(prepare_error(*pipe, g).find("run.json: generate.max_sequence_length: 20") != std::string::npos);
+  CHECK(prepare_error(*pipe, g).find("takes 16 text rows (") != std::string::npos);
+  CHECK(prepare_error(*pipe, g).find("transformer/config.json: max_text_seq_length)") != std::string::npos);
   g = testing::cogvideox_fixture_config(2);
   g.height = 40;
   CHECK(prepare_error(*pipe, g).find("run.json: generate.height/width: 40x48") != std::string::npos);

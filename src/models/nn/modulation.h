@@ -72,7 +72,7 @@ class AdaLnZero {
   parallel::Communicator* tp_ = nullptr;
   Placement place_;
   int64_t local_ = 0;                         // D/tp
-  std::vector<ColumnParallelLinear> chunks_;  // K of (D/tp, D)
+  std::vector<ColumnParallelLinear> chunks_;  // K of (D/tp, C)
 };
 
 // Where an adaLN-single's two parts are stored.
