@@ -16,6 +16,7 @@
 
 #include "io/model_dir.h"
 #include "models/config_spec.h"
+#include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
 #include "parallel/patch_pipeline.h"
@@ -273,12 +274,8 @@ nn::TensorDecls CogVideoXTransformer::layer_tensors(const CogVideoXConfig& c, in
 
 CogVideoXTransformer CogVideoXTransformer::load(const io::WeightStore& w, const CogVideoXConfig& c,
                                                 const ShardGroups& shard, const Placement& place) {
-  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/true);
-  if (shard.sp_size() > 1 && shard.dsp())
-    throw ConfigError("sp_mode dsp: a CogVideoX model's attention spans the text and every frame's tokens at "
-                      "once, with no separate temporal attention to switch around (use ulysses or ring)");
-  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
-                          {"transformer_blocks"}, "norm1.linear.weight");
+  check_before_load<CogVideoXTransformer>(w, c, shard, FrameSharding::kWholeSequence, "CogVideoX",
+                                          {"transformer_blocks"}, "norm1.linear.weight");
   CogVideoXTransformer m;
   m.cfg_ = c;
   m.stage_ = Stage(shard, place, c.num_layers);
@@ -373,29 +370,33 @@ ops::RotaryTables CogVideoXTransformer::rotary_tables(const CogVideoXConfig& c, 
   return r;
 }
 
-void CogVideoXTransformer::check_args(const ForwardArgs& a) const {
+CogVideoXTransformer::Sequence CogVideoXTransformer::check_args(const ForwardArgs& a) const {
   const CogVideoXConfig& c = cfg_;
   auto fail = [](const std::string& msg) { throw RuntimeFailure("CogVideoX forward: " + msg); };
-  check_text_forward_args(a, c.in_channels, {1, c.patch_size, c.patch_size}, c.text_dim, fail);
-  if (!c.rotary && a.text->dim(1) != c.max_text_seq_length)
-    fail("text of " + std::to_string(a.text->dim(1)) + " rows: a CogVideoX model with sin-cos positions takes " +
+  const int64_t p = c.patch_size;
+  Sequence s;
+  s.batch = check_text_forward_args(a, c.in_channels, {1, p, p}, c.text_dim, fail);
+  s.text_rows = a.text->dim(1);
+  if (!c.rotary && s.text_rows != c.max_text_seq_length)
+    fail("text of " + std::to_string(s.text_rows) + " rows: a CogVideoX model with sin-cos positions takes " +
          std::to_string(c.max_text_seq_length) + " (max_text_seq_length)");
+  const Tensor& x = *a.latents;
+  s.grid = {x.dim(2), x.dim(3) / p, x.dim(4) / p};
+  s.tokens = s.text_rows + s.grid[0] * s.grid[1] * s.grid[2];
+  if (s.tokens < stage_.shard().sp_size())
+    fail("sp = " + std::to_string(stage_.shard().sp_size()) + " exceeds the " + std::to_string(s.tokens) + " tokens");
+  return s;
 }
 
 Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
-  check_args(a);
+  const Sequence seq = check_args(a);
+  // (Plain copies, not a structured binding: lambdas below capture them.)
+  const int64_t bsz = seq.batch, text_rows = seq.text_rows, n = seq.tokens;  // n: the joint sequence, text first
+  const std::array<int64_t, 3> grid = seq.grid;
   const CogVideoXConfig& c = cfg_;
   const ShardGroups& shard = stage_.shard();
   const Placement& place = stage_.place();
-  const Tensor& x = *a.latents;
-  const int64_t bsz = x.dim(0), p = c.patch_size, d = c.inner_dim();
-  const std::array<int64_t, 3> grid = {x.dim(2), x.dim(3) / p, x.dim(4) / p};
-  const int64_t video_tokens = grid[0] * grid[1] * grid[2];
-  const int64_t text_rows = a.text->dim(1);
-  const int64_t n = text_rows + video_tokens;  // the joint sequence: text first
-  if (n < shard.sp_size())
-    throw RuntimeFailure("CogVideoX forward: sp = " + std::to_string(shard.sp_size()) + " exceeds the " +
-                         std::to_string(n) + " tokens");
+  const int64_t d = c.inner_dim();
 
   Tensor rope_cos, rope_sin;  // (n, head_dim) on the device
   if (c.rotary) {
@@ -405,7 +406,7 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
   }
   Tensor patched, text, positions;  // the first stage's (B, N, C*p*p) patches, (B, L, D) text, (N, D) positions
   if (stage_.pipeline().first_stage()) {
-    patched = patch_.patches(x);
+    patched = patch_.patches(*a.latents);
     text = text_proj_(place.put(*a.text));
     if (!c.rotary) positions = grid == c.native_grid() ? native_positions_ : place.put(sincos_positions(c, grid));
   }
@@ -453,7 +454,8 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
   const Tensor out = stage_.run(n, bsz, d, c.out_per_token(), a.stale_kv, pass, a.step_cache)
                          .to(Device::kCPU, DType::kF32);  // (B, n, C*p*p)
   // The video rows, (F, h, w, C, p, p) per sample -> (C, F, h*p, w*p).
-  const int64_t frames = grid[0], gh = grid[1], gw = grid[2], ch = c.out_channels, hh = gh * p, ww = gw * p;
+  const int64_t p = c.patch_size, frames = grid[0], gh = grid[1], gw = grid[2], ch = c.out_channels;
+  const int64_t hh = gh * p, ww = gw * p;
   Tensor result = Tensor::empty({bsz, ch, frames, hh, ww});
   for (int64_t b = 0; b < bsz; ++b)
     for (int64_t f = 0; f < frames; ++f)

@@ -150,7 +150,16 @@ class CogVideoXTransformer {
   const CogVideoXConfig& config() const { return cfg_; }
 
  private:
-  void check_args(const ForwardArgs& args) const;
+  // A forward's sizes: the joint sequence of text rows and the video's
+  // (frames, h/p, w/p) token grid.
+  struct Sequence {
+    int64_t batch = 0;
+    std::array<int64_t, 3> grid = {0, 0, 0};
+    int64_t text_rows = 0;
+    int64_t tokens = 0;  // text_rows + frames * h/p * w/p
+  };
+  // The arguments checked (RuntimeFailure "CogVideoX forward: ..."), and their sizes.
+  Sequence check_args(const ForwardArgs& args) const;
 
   CogVideoXConfig cfg_;
   Stage stage_;                         // sp attention, PipeFusion stage, placement

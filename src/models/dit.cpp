@@ -7,6 +7,7 @@
 #include "models/dit.h"
 
 #include "io/model_dir.h"
+#include "models/family_spec.h"
 #include "parallel/shard.h"
 #include "parallel/token_shard.h"
 #include "ops/ops.h"
@@ -87,13 +88,10 @@ nn::TensorDecls DitTransformer::layer_tensors(const DitConfig& c, int64_t layer)
 
 DitTransformer DitTransformer::load(const io::WeightStore& w, const DitConfig& c, const ShardGroups& shard,
                                    const Placement& place) {
-  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/false);
+  check_before_load<DitTransformer>(w, c, shard, FrameSharding::kImage, "DiT", {kBlocks}, "norm1.linear.weight");
   if (c.grid() * c.grid() < shard.sp_size())
     throw ConfigError("sp = " + std::to_string(shard.sp_size()) + " exceeds the " +
                       std::to_string(c.grid() * c.grid()) + " tokens of this model");
-  // Validate every name and shape before loading anything.
-  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
-                          {kBlocks}, "norm1.linear.weight");
 
   const int64_t d = c.inner_dim();
   DitTransformer m;

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/nn/tensor_decl.h"
+#include "models/shard_groups.h"
 #include "models/transformer.h"
 #include "models/transformer_sizes.h"
 
@@ -80,6 +81,22 @@ class FamilySpec : public TransformerSpec {
 
   Config cfg_;
 };
+
+// What every family's Model::load checks before it reads any tensor: that
+// the layout's shard fits the model (check_shard_fits: tp and Ulysses
+// divide the heads and the MLP, dsp meets frames it can shard; `family`
+// names the model) and that every tensor the model declares is in the
+// store with its shape (nn::check_model_tensors over Model::stem_tensors and
+// each layer's Model::layer_tensors; `lists` the layer lists' prefixes, and
+// `probe` a tensor each layer holds, to catch layers past num_layers).
+template <class Model, class Config>
+void check_before_load(const io::WeightStore& weights, const Config& cfg, const ShardGroups& shard,
+                       FrameSharding frames, const char* family, const std::vector<std::string>& lists,
+                       const std::string& probe) {
+  check_shard_fits(shard, cfg.num_heads, cfg.ff_inner_dim, frames, family);
+  nn::check_model_tensors(weights, Model::stem_tensors(cfg), cfg.num_layers,
+                          [&](int64_t i) { return Model::layer_tensors(cfg, i); }, lists, probe);
+}
 
 // A registry row's factory: the Spec of a parsed config.json.
 template <class Spec>

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
@@ -94,10 +95,8 @@ nn::TensorDecls LatteTransformer::layer_tensors(const LatteConfig& c, int64_t la
 
 LatteTransformer LatteTransformer::load(const io::WeightStore& w, const LatteConfig& c, const ShardGroups& shard,
                                         const Placement& place) {
-  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/true);
-  // Validate every name and shape before loading anything.
-  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
-                          {"transformer_blocks", "temporal_transformer_blocks"}, "scale_shift_table");
+  check_before_load<LatteTransformer>(w, c, shard, FrameSharding::kFrames, "Latte",
+                                      {"transformer_blocks", "temporal_transformer_blocks"}, "scale_shift_table");
   for (int64_t i = 0; i < c.num_layers; ++i)
     if (w.contains(kTemporalBlocks + std::to_string(i) + ".attn2.to_q.weight"))
       throw ModelError(w.dir() + ": " + kTemporalBlocks + std::to_string(i) +

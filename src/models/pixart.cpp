@@ -10,6 +10,7 @@
 // eps 1e-6.
 #include "models/pixart.h"
 
+#include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
 #include "parallel/shard.h"
@@ -39,10 +40,8 @@ nn::TensorDecls PixArtTransformer::layer_tensors(const PixArtConfig& c, int64_t 
 
 PixArtTransformer PixArtTransformer::load(const io::WeightStore& w, const PixArtConfig& c, const ShardGroups& shard,
                                           const Placement& place) {
-  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/false);
-  // Validate every name and shape before loading anything.
-  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
-                          {"transformer_blocks"}, "scale_shift_table");
+  check_before_load<PixArtTransformer>(w, c, shard, FrameSharding::kImage, "PixArt", {"transformer_blocks"},
+                                       "scale_shift_table");
 
   PixArtTransformer m;
   m.load_stem(w, c, shard, place);

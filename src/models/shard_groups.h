@@ -40,10 +40,20 @@ struct ShardGroups {
   int64_t sent_bytes() const { return (tp ? tp->bytes_sent() : 0) + (sp ? sp->bytes_sent() : 0); }
 };
 
+// What a model's frames allow dsp (which shards a video's frames and
+// switches to tokens around a separate temporal attention).
+enum class FrameSharding {
+  kImage,          // no frames (DiT, PixArt)
+  kFrames,         // a separate temporal attention: dsp runs (Latte)
+  kWholeSequence,  // one attention over every frame's tokens at once (Wan, CogVideoX)
+};
+
 // The layout was validated against the config before loading
 // (parallel/layout.h); this guards a load's slicing arithmetic: ConfigError
 // unless tp divides `heads` and the MLP width `ff_inner`, Ulysses' sp * tp
-// divides `heads`, and dsp (which shards frames) meets a video model.
-void check_shard_fits(const ShardGroups& shard, int64_t heads, int64_t ff_inner, bool video);
+// divides `heads`, and dsp meets a model whose frames it can shard
+// (`family` names the model in the message: "Wan").
+void check_shard_fits(const ShardGroups& shard, int64_t heads, int64_t ff_inner, FrameSharding frames,
+                      const char* family);
 
 }  // namespace ditgen::models

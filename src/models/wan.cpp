@@ -10,6 +10,7 @@
 #include "models/wan.h"
 
 #include "io/model_dir.h"
+#include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
 #include "parallel/patch_pipeline.h"
@@ -117,12 +118,7 @@ nn::TensorDecls WanTransformer::layer_tensors(const WanConfig& c, int64_t layer)
 
 WanTransformer WanTransformer::load(const io::WeightStore& w, const WanConfig& c, const ShardGroups& shard,
                                     const Placement& place) {
-  check_shard_fits(shard, c.num_heads, c.ff_inner_dim, /*video=*/true);
-  if (shard.sp_size() > 1 && shard.dsp())
-    throw ConfigError("sp_mode dsp: a Wan model's self-attention spans every frame's tokens at once, with no "
-                      "separate temporal attention to switch around (use ulysses or ring)");
-  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
-                          {"blocks"}, "scale_shift_table");
+  check_before_load<WanTransformer>(w, c, shard, FrameSharding::kWholeSequence, "Wan", {"blocks"}, "scale_shift_table");
   WanTransformer m;
   m.cfg_ = c;
   m.stage_ = Stage(shard, place, c.num_layers);
