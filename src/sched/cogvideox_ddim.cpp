@@ -1,4 +1,4 @@
-// CogVideoXDdimScheduler (see cogvideox_ddim.h for the diffusers behaviour kept).
+// CogVideoXDDIMScheduler's schedule and update (see cogvideox_ddim.h).
 #include "sched/cogvideox_ddim.h"
 
 #include <cmath>
@@ -27,9 +27,9 @@ std::vector<double> torch_linspace_f64(double start, double end, int64_t steps) 
 
 }  // namespace
 
-CogVideoXDdimScheduler::CogVideoXDdimScheduler(const SchedulerConfig& config) : path_(config.path()) {
-  num_train_timesteps_ = config.get_int("num_train_timesteps", 1000);
-  if (num_train_timesteps_ < 2) config.bad_value("num_train_timesteps", "must be at least 2");
+std::vector<double> cogvideox_alphas_cumprod(const SchedulerConfig& config) {
+  const int64_t T = config.get_int("num_train_timesteps", 1000);
+  if (T < 2) config.bad_value("num_train_timesteps", "must be at least 2");
   if (config.get_optional_numbers("trained_betas"))
     config.unsupported("trained_betas", "trained_betas with CogVideoXDDIMScheduler");
   const std::string schedule = config.get_string("beta_schedule", "scaled_linear");
@@ -44,71 +44,39 @@ CogVideoXDdimScheduler::CogVideoXDdimScheduler(const SchedulerConfig& config) : 
 
   // betas = linspace(sqrt(beta_start), sqrt(beta_end)) ** 2; alphas_cumprod =
   // cumprod(1 - betas); all float64.
-  const std::vector<double> roots = torch_linspace_f64(std::sqrt(beta_start), std::sqrt(beta_end), num_train_timesteps_);
-  alphas_cumprod_.resize(roots.size());
+  const std::vector<double> roots = torch_linspace_f64(std::sqrt(beta_start), std::sqrt(beta_end), T);
+  std::vector<double> ac(roots.size());
   double acc = 1.0;
   for (size_t i = 0; i < roots.size(); ++i) {
     acc *= 1.0 - roots[i] * roots[i];
-    alphas_cumprod_[i] = acc;
+    ac[i] = acc;
   }
-  for (double& a : alphas_cumprod_) a = a / (snr_shift + (1.0 - snr_shift) * a);
+  for (double& a : ac) a = a / (snr_shift + (1.0 - snr_shift) * a);
   if (config.get_bool("rescale_betas_zero_snr", false)) {
     // rescale_zero_terminal_snr on alphas_cumprod: shift sqrt so the last is
     // 0, scale so the first keeps its value, square.
-    const double first = std::sqrt(alphas_cumprod_.front()), last = std::sqrt(alphas_cumprod_.back());
+    const double first = std::sqrt(ac.front()), last = std::sqrt(ac.back());
     const double scale = first / (first - last);
-    for (double& a : alphas_cumprod_) {
+    for (double& a : ac) {
       const double r = (std::sqrt(a) - last) * scale;
       a = r * r;
     }
   }
-  final_alpha_cumprod_ = config.get_bool("set_alpha_to_one", true) ? 1.0 : alphas_cumprod_.front();
-  steps_offset_ = config.get_int("steps_offset", 0);
-  spacing_ = config.get_string("timestep_spacing", "leading");
-  if (spacing_ != "leading" && spacing_ != "trailing" && spacing_ != "linspace")
-    config.bad_value("timestep_spacing", "expected leading, trailing or linspace");
-  prediction_ = read_prediction_type(config);
-  if (config.get_bool("thresholding", false)) config.unsupported("thresholding", "thresholding = true");
+  return ac;
 }
 
-void CogVideoXDdimScheduler::set_timesteps(int n) {
-  const int64_t T = num_train_timesteps_;
-  check_step_count(path_, n, T);
-  const std::vector<int64_t> ts = ddim_timesteps(spacing_, T, n, steps_offset_);
-  coef_.clear();
-  for (const int64_t t : ts) {
-    if (t < 0 || t >= T)
-      throw ConfigError(path_ + ": timestep " + std::to_string(t) + " (steps_offset " + std::to_string(steps_offset_) +
-                        ", " + std::to_string(n) + " steps) is outside the " + std::to_string(T) + " train timesteps");
-    const int64_t prev = t - T / n;
-    const double a = alphas_cumprod_[static_cast<size_t>(t)];
-    const double a_prev = prev >= 0 ? alphas_cumprod_[static_cast<size_t>(prev)] : final_alpha_cumprod_;
-    const double beta = 1.0 - a;
-    const double a_t = std::sqrt((1.0 - a_prev) / beta);
-    const double b_t = std::sqrt(a_prev) - std::sqrt(a) * a_t;
-    coef_.push_back(Coef{static_cast<float>(std::sqrt(a)), static_cast<float>(std::sqrt(beta)),
-                         static_cast<float>(a_t), static_cast<float>(b_t)});
-  }
-  timesteps_.assign(ts.begin(), ts.end());
-}
-
-void CogVideoXDdimScheduler::step(const Tensor& model_output, int step_index, Tensor& sample) {
-  check_step(model_output, sample, step_index, coef_.size());
-  const Coef c = coef_[static_cast<size_t>(step_index)];
-  const float* m = model_output.data();
-  float* s = sample.data();
-  const int64_t n = sample.numel();
-  const Prediction pred = prediction_;
+void cogvideox_ddim_update(const float* m, float* s, int64_t n, Prediction pred, float sqrt_alpha, float sqrt_beta,
+                           float a_t, float b_t) {
 #pragma omp parallel for simd schedule(static) if (n > 32768)
   for (int64_t i = 0; i < n; ++i) {
     float x0;
     if (pred == Prediction::kEpsilon)
-      x0 = (s[i] - c.sqrt_beta * m[i]) / c.sqrt_alpha;
+      x0 = (s[i] - sqrt_beta * m[i]) / sqrt_alpha;
     else if (pred == Prediction::kSample)
       x0 = m[i];
     else
-      x0 = c.sqrt_alpha * s[i] - c.sqrt_beta * m[i];
-    s[i] = c.a_t * s[i] + c.b_t * x0;
+      x0 = sqrt_alpha * s[i] - sqrt_beta * m[i];
+    s[i] = a_t * s[i] + b_t * x0;
   }
 }
 

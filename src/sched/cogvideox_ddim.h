@@ -1,7 +1,7 @@
-// CogVideoX's DDIM (eta = 0), exactly as diffusers 0.42.1's
-// CogVideoXDDIMScheduler (scheduling_ddim_cogvideox.py), the scheduler
-// CogVideoX-2b and -5b ship. It differs from DDIMScheduler (ddim.h) in
-// three ways, all kept:
+// What CogVideoX's DDIM (diffusers 0.42.1's CogVideoXDDIMScheduler,
+// scheduling_ddim_cogvideox.py, the scheduler CogVideoX-2b and -5b ship)
+// does differently from DDIMScheduler; DdimScheduler (ddim.h) runs it when
+// the model's scheduler config is of that class:
 //  - its noise schedule is float64: scaled_linear betas are
 //    torch.linspace(sqrt(beta_start), sqrt(beta_end), T, float64) ** 2, and
 //    alphas_cumprod stays float64 through the SNR shift
@@ -11,53 +11,29 @@
 //    timestep's alpha becomes 0: pure noise);
 //  - its update is prev = a_t * sample + b_t * x0 with
 //    a_t = ((1 - a_prev) / (1 - a)) ** 0.5, b_t = a_prev ** 0.5 - a ** 0.5 * a_t
-//    (the same DDIM step, rounded differently);
-//  - no clip_sample or thresholding.
+//    (the same DDIM step, rounded differently), with no clip_sample.
 // Each coefficient is a float64 0-dim tensor that torch rounds to float32
 // when it multiplies the float32 sample, and every product and sum is
-// rounded on its own, so the step is computed the same way here (the file
-// is built without fused multiply-adds). The timesteps are DDIM's
-// (ddim_timesteps); the previous timestep is t - T // n, below 0 the final
-// alpha (1 with set_alpha_to_one, else alphas_cumprod[0]).
+// rounded on its own: the update is built without fused multiply-adds.
 #pragma once
-#include <string>
+#include <cstdint>
 #include <vector>
 
-#include "sched/ddim.h"
 #include "sched/diffusion_scheduler.h"
 #include "sched/scheduler_config.h"
 
 namespace ditgen::sched {
 
-class CogVideoXDdimScheduler final : public Scheduler {
- public:
-  // Reads the config as CogVideoXDDIMScheduler.__init__; scaled_linear is
-  // the one beta_schedule ditgen reproduces here (the published models'),
-  // others and trained_betas are "not supported yet".
-  explicit CogVideoXDdimScheduler(const SchedulerConfig& config);
+// CogVideoXDDIMScheduler.__init__'s alphas_cumprod (T values, float64).
+// scaled_linear is the one beta_schedule reproduced (the published
+// models'); others and trained_betas are "not supported yet"; a
+// snr_shift_scale <= 0 is a ConfigError naming it.
+std::vector<double> cogvideox_alphas_cumprod(const SchedulerConfig& config);
 
-  void set_timesteps(int num_inference_steps) override;
-  void step(const Tensor& model_output, int step_index, Tensor& sample) override;
-  std::string name() const override { return "ddim"; }
-  SchedulerKind kind() const override { return SchedulerKind::kDiffusion; }
-
-  const std::vector<double>& alphas_cumprod() const { return alphas_cumprod_; }
-
- private:
-  struct Coef {  // float64 as computed, rounded to float32 where torch applies them
-    float sqrt_alpha;  // alpha_prod_t ** 0.5
-    float sqrt_beta;   // (1 - alpha_prod_t) ** 0.5
-    float a_t, b_t;
-  };
-
-  std::string path_;
-  int64_t num_train_timesteps_ = 1000;
-  std::vector<double> alphas_cumprod_;  // T
-  double final_alpha_cumprod_ = 1.0;
-  int64_t steps_offset_ = 0;
-  std::string spacing_;
-  Prediction prediction_ = Prediction::kEpsilon;
-  std::vector<Coef> coef_;  // one per step
-};
+// One update of n elements in place: x0 from the prediction `pred` (with
+// sqrt_alpha = a ** 0.5, sqrt_beta = (1 - a) ** 0.5), then
+// sample = a_t * sample + b_t * x0, every operation rounded to float32.
+void cogvideox_ddim_update(const float* model_output, float* sample, int64_t n, Prediction pred, float sqrt_alpha,
+                           float sqrt_beta, float a_t, float b_t);
 
 }  // namespace ditgen::sched

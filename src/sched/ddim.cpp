@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sched/cogvideox_ddim.h"
 #include "sched/numpy_compat.h"
 #include "util/error.h"
 
@@ -18,17 +19,38 @@ Prediction read_prediction_type(const SchedulerConfig& config) {
   config.bad_value("prediction_type", "expected epsilon, sample or v_prediction");
 }
 
-DdimScheduler::DdimScheduler(const SchedulerConfig& config)
-    : DiffusionScheduler(config) {
-  final_alpha_cumprod_ =
-      config.get_bool("set_alpha_to_one", true) ? 1.0f : train_.alphas_cumprod[0];
+namespace {
+
+bool cogvideox_form(const SchedulerConfig& config) {
+  return config.get_string("_class_name", "") == "CogVideoXDDIMScheduler";
+}
+
+// The training schedule the base holds: CogVideoX's float64 alphas rounded
+// to float32 (what alphas_cumprod() shows), or DDIMScheduler's own.
+TrainSchedule train_schedule(const SchedulerConfig& config) {
+  if (!cogvideox_form(config)) return make_train_schedule(config);
+  TrainSchedule t;
+  const std::vector<double> ac = cogvideox_alphas_cumprod(config);
+  t.num_train_timesteps = static_cast<int64_t>(ac.size());
+  t.alphas_cumprod.assign(ac.begin(), ac.end());
+  return t;
+}
+
+}  // namespace
+
+DdimScheduler::DdimScheduler(const SchedulerConfig& config) : DiffusionScheduler(config, train_schedule(config)) {
+  if (cogvideox_form(config)) cogvideox_alphas_ = cogvideox_alphas_cumprod(config);
+  const bool cogvideox = !cogvideox_alphas_.empty();
+  final_alpha_cumprod_ = config.get_bool("set_alpha_to_one", true)
+                             ? 1.0
+                             : (cogvideox ? cogvideox_alphas_[0] : static_cast<double>(train_.alphas_cumprod[0]));
   steps_offset_ = config.get_int("steps_offset", 0);
   spacing_ = config.get_string("timestep_spacing", "leading");
   if (spacing_ != "leading" && spacing_ != "trailing" && spacing_ != "linspace") {
     config.bad_value("timestep_spacing", "expected leading, trailing or linspace");
   }
   prediction_ = read_prediction_type(config);
-  clip_sample_ = config.get_bool("clip_sample", true);
+  clip_sample_ = !cogvideox && config.get_bool("clip_sample", true);  // CogVideoX's step never clips
   clip_range_ = static_cast<float>(config.get_number("clip_sample_range", 1.0));
   if (config.get_bool("thresholding", false)) {
     config.unsupported("thresholding", "thresholding = true");
@@ -66,8 +88,18 @@ void DdimScheduler::set_timesteps(int n) {
                         " steps) is outside the " + std::to_string(table) + " train timesteps");
     }
     const int64_t prev = t - T / n;  // diffusers uses T // n for every spacing
+    if (!cogvideox_alphas_.empty()) {
+      // CogVideoX's: float64 coefficients, each rounded once to float32.
+      const double a = cogvideox_alphas_[static_cast<size_t>(t)];
+      const double a_prev =
+          prev >= 0 ? cogvideox_alphas_[static_cast<size_t>(std::min(prev, table - 1))] : final_alpha_cumprod_;
+      const double a_t = std::sqrt((1.0 - a_prev) / (1.0 - a)), b_t = std::sqrt(a_prev) - std::sqrt(a) * a_t;
+      coef_.push_back(Coef{static_cast<float>(std::sqrt(a)), static_cast<float>(std::sqrt(1.0 - a)), 0.0f, 0.0f,
+                           static_cast<float>(a_t), static_cast<float>(b_t)});
+      continue;
+    }
     const float a = ac[t];
-    const float a_prev = prev >= 0 ? ac[std::min(prev, table - 1)] : final_alpha_cumprod_;
+    const float a_prev = prev >= 0 ? ac[std::min(prev, table - 1)] : static_cast<float>(final_alpha_cumprod_);
     coef_.push_back(Coef{std::sqrt(a), std::sqrt(1.0f - a), std::sqrt(a_prev),
                          // (1 - a_prev - std_dev_t**2) ** 0.5 with eta = 0
                          std::sqrt(1.0f - a_prev - 0.0f)});
@@ -81,6 +113,8 @@ void DdimScheduler::step(const Tensor& model_output, int step_index, Tensor& sam
   const float* m = model_output.data();
   float* s = sample.data();
   const int64_t n = sample.numel();
+  if (!cogvideox_alphas_.empty())
+    return cogvideox_ddim_update(m, s, n, prediction_, c.sqrt_alpha, c.sqrt_beta, c.a_t, c.b_t);
   const Prediction pred = prediction_;
   const bool clip = clip_sample_;
   const float lo = -clip_range_, hi = clip_range_;

@@ -9,6 +9,9 @@
 //  - clip_sample clamps only the predicted x0; epsilon is not re-derived;
 //  - coefficients are float32 scalars (torch 0-dim tensors), applied with
 //    one rounding per torch op.
+// A CogVideoXDDIMScheduler config (CogVideoX's own) runs that class's form
+// of the same sampler: its float64 schedule with the SNR shift and zero
+// terminal SNR, and its a_t / b_t update (cogvideox_ddim.h).
 #pragma once
 #include <vector>
 
@@ -23,6 +26,7 @@ std::vector<int64_t> ddim_timesteps(const std::string& spacing, int64_t T, int n
 
 class DdimScheduler final : public DiffusionScheduler {
  public:
+  // DDIMScheduler's form, or CogVideoXDDIMScheduler's for a config of that class.
   explicit DdimScheduler(const SchedulerConfig& config);
 
   void set_timesteps(int num_inference_steps) override;
@@ -35,9 +39,11 @@ class DdimScheduler final : public DiffusionScheduler {
     float sqrt_beta;        // (1 - alpha_prod_t) ** 0.5
     float sqrt_alpha_prev;  // alpha_prod_t_prev ** 0.5
     float direction;        // (1 - alpha_prod_t_prev) ** 0.5
+    float a_t = 0, b_t = 0;  // CogVideoX's form: sample and x0 weights
   };
 
-  float final_alpha_cumprod_;
+  std::vector<double> cogvideox_alphas_;  // CogVideoX's float64 alphas_cumprod; empty: DDIMScheduler's form
+  double final_alpha_cumprod_;
   int64_t steps_offset_;
   std::string spacing_;
   bool clip_sample_;

@@ -26,6 +26,9 @@ class DiffusionScheduler : public Scheduler {
   // its own order of checks.
   explicit DiffusionScheduler(const SchedulerConfig& config)
       : path_(config.path()), train_(make_train_schedule(config)) {}
+  // With a training schedule of the sampler's own making (CogVideoX's DDIM).
+  DiffusionScheduler(const SchedulerConfig& config, TrainSchedule train)
+      : path_(config.path()), train_(std::move(train)) {}
 
   std::string path_;
   TrainSchedule train_;

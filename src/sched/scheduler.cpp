@@ -5,7 +5,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "sched/cogvideox_ddim.h"
 #include "sched/ddim.h"
 #include "sched/dpmpp_2m.h"
 #include "sched/flow_config.h"
@@ -160,9 +159,7 @@ std::unique_ptr<Scheduler> make_scheduler(const std::string& name,
   const SchedulerConfig config(scheduler_config, config_path);
   // ddim on CogVideoX's own scheduler config keeps its float64 schedule
   // and SNR shift (DDIMScheduler.from_config would drop snr_shift_scale,
-  // a schedule the model was not trained on).
-  if (resolved == "ddim" && config.get_string("_class_name", "") == "CogVideoXDDIMScheduler")
-    return std::make_unique<CogVideoXDdimScheduler>(config);
+  // a schedule the model was not trained on): DdimScheduler's CogVideoX form.
   if (resolved == "ddim") return std::make_unique<DdimScheduler>(config);
   if (resolved == "dpmpp_2m") return std::make_unique<DpmSolverPP2MScheduler>(config);
   if (resolved == "unipc") return std::make_unique<UniPcFlowScheduler>(config, shift);

@@ -1,4 +1,4 @@
-// CogVideoX's DDIM (sched/cogvideox_ddim.h) against diffusers 0.42.1's
+// CogVideoX's DDIM (DdimScheduler's CogVideoX form, sched/cogvideox_ddim.h) against diffusers 0.42.1's
 // CogVideoXDDIMScheduler, recorded by scripts/fixtures/make_cogvideox_fixtures.py
 // (tests/fixtures/cogvideox_tiny/reference/scheduler.safetensors): for
 // CogVideoX-2b's scheduler config (snr_shift_scale 3) and -5b's (1.0), the
@@ -14,7 +14,7 @@
 
 #include "io/model_dir.h"
 #include "io/safetensors.h"
-#include "sched/cogvideox_ddim.h"
+#include "sched/ddim.h"
 #include "sched/scheduler.h"
 #include "sched/scheduler_config.h"
 #include "util/error.h"
@@ -60,7 +60,7 @@ TEST_CASE("CogVideoX DDIM matches diffusers' CogVideoXDDIMScheduler: CogVideoX-2
   for (const auto& [tag, snr] : {std::pair{std::string("2b"), 3.0}, std::pair{std::string("5b"), 1.0}}) {
     CAPTURE(tag);
     const auto s = make_scheduler("", config(snr), "scheduler_config.json");
-    REQUIRE(dynamic_cast<CogVideoXDdimScheduler*>(s.get()) != nullptr);
+    REQUIRE(dynamic_cast<DdimScheduler*>(s.get()) != nullptr);
     CHECK(s->name() == "ddim");
     s->set_timesteps(50);
     const Tensor ts = reference(tag + "_timesteps");
@@ -74,9 +74,9 @@ TEST_CASE("CogVideoX DDIM matches diffusers' CogVideoXDDIMScheduler: CogVideoX-2
 
 TEST_CASE("CogVideoX DDIM: the schedule is CogVideoX's, and named ddim keeps it") {
   const auto own = make_scheduler("ddim", config(3.0), "scheduler_config.json");
-  REQUIRE(dynamic_cast<CogVideoXDdimScheduler*>(own.get()) != nullptr);
-  const auto& ac = dynamic_cast<CogVideoXDdimScheduler&>(*own).alphas_cumprod();
-  CHECK(ac.back() == 0.0);  // zero terminal SNR
+  REQUIRE(dynamic_cast<DdimScheduler*>(own.get()) != nullptr);
+  const auto& ac = dynamic_cast<DdimScheduler&>(*own).alphas_cumprod();
+  CHECK(ac.back() == 0.0f);  // zero terminal SNR
   // The same config as a plain DDIMScheduler (no SNR shift, float32 schedule)
   // is refused: rescale_betas_zero_snr is CogVideoX's here.
   nlohmann::json plain = config(3.0);
