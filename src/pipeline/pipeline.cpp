@@ -254,7 +254,7 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
     Tensor keep;
     condition_batch(args, keep, first, count, halves);
 
-    const models::Transformer* last_model = nullptr;  // the expert of the last step
+    int last_expert = -1;  // the expert of the last step (-1: none yet)
     for (size_t s = 0; s < timesteps.size(); ++s) {
       for (int64_t c = 0; c < copies; ++c)
         std::memcpy(model_in.data() + c * count * per_image, latents.data(), latents.nbytes());
@@ -272,9 +272,9 @@ Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& re
       const StepDenoiser step = denoiser(static_cast<double>(timesteps[s]));
       // A two-expert model's switch (Wan 2.2 A14B): the next expert starts
       // with a state of its own, as a cache hook on each transformer would.
-      if (step_cache && last_model && step.model != last_model)
+      if (step_cache && last_expert >= 0 && step.expert != last_expert)
         step_cache->begin_batch(count, halves, halves_apart, static_cast<int>(timesteps.size()));
-      last_model = step.model;
+      last_expert = step.expert;
       Tensor out = step.model->forward(args);  // (model_batch, out_C, ...)
       profile::ScopedTimer timer("guidance+scheduler");
       // eps = the first in_channels channels (learned sigma dropped).

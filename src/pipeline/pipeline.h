@@ -129,6 +129,10 @@ struct Conditions {
 struct StepDenoiser {
   const models::Transformer* model = nullptr;
   float guidance_scale = 1.0f;
+  // Which of the model's experts this is (0: the only one, or the
+  // high-noise one). A switch is told by this, not by `model`: the next
+  // expert may be loaded where the last one was freed, at the same address.
+  int expert = 0;
 };
 // Which denoiser the step at `timestep` takes (two-expert models switch
 // experts at a boundary; a model may be loaded by the call).

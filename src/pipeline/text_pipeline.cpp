@@ -159,7 +159,7 @@ Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const S
   const DenoiserForStep denoiser = [&](double timestep) {
     const int expert = experts_.expert_for(timestep);
     return StepDenoiser{&experts_.get(expert),
-                        expert == Experts::kLowNoise ? req.guidance_scale_2 : req.guidance_scale};
+                        expert == Experts::kLowNoise ? req.guidance_scale_2 : req.guidance_scale, expert};
   };
   return denoise_loop(denoiser, req, one, cond.outputs(), condition_batch, on_step, pab_summary);
 }
