@@ -34,13 +34,12 @@ one will do):
 
 from __future__ import annotations
 
-import argparse
 import ast
-import json
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from published_configs import diffusers_config, git_show, main, version
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "configs" / "models"
@@ -88,36 +87,6 @@ T5_V1_1_XXL = {
 }
 
 
-def git_show(repo: Path, commit: str, path: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], check=True, capture_output=True,
-                          text=True).stdout
-
-
-def init_defaults(source: str, class_name: str) -> dict:
-    """The keyword defaults of class_name.__init__ in `source` (every parameter has one)."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    args = item.args.args[1:]
-                    defaults = item.args.defaults
-                    assert len(args) == len(defaults), f"{class_name}: a parameter without a default"
-                    out = {}
-                    for a, d in zip(args, defaults):
-                        v = ast.literal_eval(d)
-                        out[a.arg] = list(v) if isinstance(v, tuple) else v
-                    return out
-    raise KeyError(class_name)
-
-
-def version(repo: Path, commit: str) -> str:
-    for line in git_show(repo, commit, "src/diffusers/__init__.py").splitlines():
-        if line.startswith("__version__"):
-            return line.split('"')[1]
-    raise KeyError("__version__")
-
-
 def conversion_values(repo: Path, commit: str) -> dict:
     """{"2b": {...}, "5b": {...}}: the script's per-model arguments. The 2b's are the argparse
     defaults; each argument's comment ("# For CogVideoX-2B, <arg> is <v>. For 5B, it is <w>") gives
@@ -158,19 +127,6 @@ def scheduler_values(repo: Path, commit: str, args: dict) -> dict:
     raise KeyError("CogVideoXDDIMScheduler.from_config")
 
 
-def diffusers_config(repo, commit, where, values, ver) -> dict:
-    path, class_name = where
-    cfg = init_defaults(git_show(repo, commit, path), class_name)
-    unknown = set(values) - set(cfg)
-    assert not unknown, f"{class_name}@{commit}: {unknown}"
-    cfg.update({k: (list(v) if isinstance(v, tuple) else v) for k, v in values.items()})
-    return {"_class_name": class_name, "_diffusers_version": ver, **cfg}
-
-
-def dumps(obj) -> str:
-    return json.dumps(obj, indent=2, sort_keys=True) + "\n"
-
-
 def model_index(ver):
     return {"_class_name": "CogVideoXPipeline", "_diffusers_version": ver,
             "scheduler": ["diffusers", "CogVideoXDDIMScheduler"], "text_encoder": ["transformers", "T5EncoderModel"],
@@ -190,36 +146,15 @@ def build(repo: Path) -> dict:
         a = per_model[key]
         files[f"{name}/model_index.json"] = model_index(ver)
         files[f"{name}/transformer/config.json"] = diffusers_config(
-            repo, commit, TRANSFORMER,
+            repo, commit, *TRANSFORMER,
             {k: a[k] for k in ("num_layers", "num_attention_heads", "use_rotary_positional_embeddings")}, ver)
-        files[f"{name}/vae/config.json"] = diffusers_config(repo, commit, VAE, {"scaling_factor": a["scaling_factor"]},
+        files[f"{name}/vae/config.json"] = diffusers_config(repo, commit, *VAE, {"scaling_factor": a["scaling_factor"]},
                                                             ver)
         files[f"{name}/scheduler/scheduler_config.json"] = diffusers_config(
-            repo, commit, SCHEDULER, scheduler_values(repo, commit, a), ver)
+            repo, commit, *SCHEDULER, scheduler_values(repo, commit, a), ver)
         files[f"{name}/text_encoder/config.json"] = dict(T5_V1_1_XXL, torch_dtype=dtype)
     return files
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--diffusers-repo", required=True, type=Path, help="a git clone of huggingface/diffusers")
-    ap.add_argument("--check", action="store_true", help="compare with configs/models, write nothing")
-    args = ap.parse_args()
-    files = build(args.diffusers_repo)
-    bad = 0
-    for rel, obj in sorted(files.items()):
-        path = OUT / rel
-        text = dumps(obj)
-        if args.check:
-            same = path.exists() and path.read_text(encoding="utf-8") == text
-            bad += not same
-            print(("same   " if same else "DIFFERS"), f"{len(text.encode()):>5d}", rel)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            print(f"{len(text.encode()):>5d} {text.count(chr(10)):>3d} lines  {rel}")
-    return 1 if bad else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__, OUT, build))
