@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/family_spec.h"
+#include "models/registry.h"  // pipeline_text_rules
 #include "models/latte.h"
 #include "models/transformer.h"
 
@@ -27,9 +28,7 @@ class LatteSpec final : public FamilySpec<LatteConfig, LatteTransformer> {
   int64_t caption_channels() const override { return cfg_.caption_channels; }
   // LattePipeline: tokenized to 120, cut to the prompt's k tokens, the
   // negative to the same k rows; decoded from 1 / scaling_factor * latents.
-  TextPipelineRules text_pipeline_rules() const override {
-    return {.negative_cut_to_prompt = true, .fixed_max_length = kMaxSequenceLength, .divide_by_scaling_factor = false};
-  }
+  TextPipelineRules text_pipeline_rules() const override { return pipeline_text_rules("LattePipeline"); }
   // TeaCache's for Latte-1 (eval/teacache/experiments/latte.py).
   std::vector<double> teacache_coefficients() const override;
   // (C, F, h, w): height and width as PixArt (multiples of vae_factor *

@@ -22,33 +22,13 @@ using namespace ditgen;
 using testing::check_close;
 using testing::fixture_tensor;
 
-namespace {
-
-pipeline::Request request(const pipeline::Pipeline& pipe, const GenerateConfig& g) {
-  pipeline::Request req = pipe.prepare(g, "run.json");
-  req.text_encoder_dtype = "float32";
-  req.init_noise = fixture_tensor("cogvideox_tiny", "noise.safetensors", "noise");
-  return req;
-}
-
-std::string prepare_error(const pipeline::Pipeline& pipe, const GenerateConfig& g) {
-  try {
-    pipe.prepare(g, "run.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no ConfigError)";
-}
-
-}  // namespace
-
 TEST_CASE("CogVideoX pipeline latents and frames match diffusers: batch sizes 2 and 1") {
   const auto pipe = testing::open_fixture_pipeline("cogvideox_tiny");
   const Tensor latents_ref = fixture_tensor("cogvideox_tiny", "expected.safetensors", "latents");  // (B, C, F, h, w)
   const Tensor frames_ref = fixture_tensor("cogvideox_tiny", "expected.safetensors", "frames");    // (B, F, 3, H, W)
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Result r = pipe->generate(request(*pipe, testing::cogvideox_fixture_config(batch)));
+    const pipeline::Result r = pipe->generate(testing::fixture_request(*pipe, testing::cogvideox_fixture_config(batch), "cogvideox_tiny"));
     CHECK(r.scheduler == "ddim");
     REQUIRE(r.latents.shape() == Shape{2, 4, 5, 4, 6});
     check_close(r.latents, latents_ref, "latents (batch " + std::to_string(batch) + ")", 1e-4);
@@ -65,19 +45,19 @@ TEST_CASE("CogVideoX pipeline: defaults, and a request the model cannot make is 
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("cogvideox_tiny"));
   GenerateConfig g = testing::cogvideox_fixture_config(2);
   g.frames = 13;  // 4 latent frames: the VAE's pairs after an odd first chunk need 1 + 8k
-  CHECK(prepare_error(*pipe, g).find("run.json: generate.frames: 13 frames") != std::string::npos);
-  CHECK(prepare_error(*pipe, g).find("9 or 17") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("run.json: generate.frames: 13 frames") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("9 or 17") != std::string::npos);
   g = testing::cogvideox_fixture_config(2);
   g.max_sequence_length = 20;  // the sin-cos table has 16 text rows
-  CHECK(prepare_error(*pipe, g).find("run.json: generate.max_sequence_length: 20") != std::string::npos);
-  CHECK(prepare_error(*pipe, g).find("takes 16 text rows (") != std::string::npos);
-  CHECK(prepare_error(*pipe, g).find("transformer/config.json: max_text_seq_length)") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("run.json: generate.max_sequence_length: 20") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("takes 16 text rows (") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("transformer/config.json: max_text_seq_length)") != std::string::npos);
   g = testing::cogvideox_fixture_config(2);
   g.height = 40;
-  CHECK(prepare_error(*pipe, g).find("run.json: generate.height/width: 40x48") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("run.json: generate.height/width: 40x48") != std::string::npos);
   g = testing::cogvideox_fixture_config(2);
   g.scheduler = sched::Sampler::kUnipc;
-  CHECK(prepare_error(*pipe, g).find("use ddim or dpmpp_2m") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("use ddim or dpmpp_2m") != std::string::npos);
   // Unset: the transformer's sample size and frames (32 x 48, 17), 16 tokens.
   g = testing::cogvideox_fixture_config(2);
   g.frames = g.height = g.width = 0;

@@ -27,7 +27,7 @@ pipeline::Result run(const pipeline::Pipeline& pipe, int batch, std::optional<do
   GenerateConfig g = testing::wan_fixture_config(sched::Sampler::kEuler, batch);
   g.negative_prompt = "low quality";
   g.steps = 6;
-  pipeline::Request req = testing::wan_fixture_request(pipe, g, "wan_tiny");
+  pipeline::Request req = testing::fixture_request(pipe, g, "wan_tiny");
   if (threshold) req.step_cache = pab::StepCacheSettings{pab::StepCacheRule::kFirstBlock, *threshold, {}};
   return pipe.generate(req);
 }

@@ -30,15 +30,6 @@ namespace {
 
 Tensor first(const Tensor& t) { return t.slice0(0, 1).clone(); }
 
-std::string prepare_error(const pipeline::Pipeline& pipe, const GenerateConfig& g) {
-  try {
-    pipe.prepare(g, "run.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no ConfigError)";
-}
-
 }  // namespace
 
 TEST_CASE("Wan pipeline: the text encoder is released when conditioning returns, before denoising") {
@@ -48,7 +39,7 @@ TEST_CASE("Wan pipeline: the text encoder is released when conditioning returns,
   // float32 weights run in float32 stay mapped (zero copy): the transformer's are, from load_weights on.
   REQUIRE(testing::mapped_bytes_of(transformer) > 0);
   CHECK(testing::mapped_bytes_of(encoder) == 0);  // load_weights does not load the encoder
-  const pipeline::Request req = testing::wan_fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kUnipc, 2), "wan_tiny");
+  const pipeline::Request req = testing::fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kUnipc, 2), "wan_tiny");
   const pipeline::Conditions cond = pipe->condition(req);
   CHECK(testing::mapped_bytes_of(encoder) == 0);
   int steps_seen = 0;
@@ -65,7 +56,7 @@ TEST_CASE("Wan pipeline latents and frames match diffusers: UniPC, batch sizes 2
   const Tensor frames_ref = fixture_tensor("wan_tiny", "expected.safetensors", "frames_unipc");  // (B, F, 3, H, W)
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
-    const pipeline::Result r = pipe->generate(testing::wan_fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kUnipc, batch), "wan_tiny"));
+    const pipeline::Result r = pipe->generate(testing::fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kUnipc, batch), "wan_tiny"));
     CHECK(r.scheduler == "unipc");
     REQUIRE(r.latents.shape() == Shape{2, 6, 3, 6, 10});
     check_close(r.latents, latents_ref, "latents_unipc (batch " + std::to_string(batch) + ")", 1e-4);
@@ -76,7 +67,7 @@ TEST_CASE("Wan pipeline latents and frames match diffusers: UniPC, batch sizes 2
 
 TEST_CASE("Wan pipeline with Euler (flow_shift carried over as shift) matches diffusers") {
   const auto pipe = testing::open_fixture_pipeline("wan_tiny");
-  const pipeline::Result r = pipe->generate(testing::wan_fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kEuler, 2), "wan_tiny"));
+  const pipeline::Result r = pipe->generate(testing::fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kEuler, 2), "wan_tiny"));
   check_close(r.latents, fixture_tensor("wan_tiny", "expected.safetensors", "latents_euler"), "latents_euler", 1e-4);
   check_close(first(r.frames), fixture_tensor("wan_tiny", "expected.safetensors", "frames_euler"), "frames_euler",
               1e-4);
@@ -87,7 +78,7 @@ TEST_CASE("Wan pipeline at the call's default 512 tokens: the zero rows are keys
   GenerateConfig g = testing::wan_fixture_config(sched::Sampler::kUnipc, 1);
   g.prompts.resize(1);
   g.max_sequence_length = 0;
-  pipeline::Request req = testing::wan_fixture_request(*pipe, g, "wan_tiny");
+  pipeline::Request req = testing::fixture_request(*pipe, g, "wan_tiny");
   CHECK(req.max_sequence_length == 512);
   req.init_noise = first(*req.init_noise);
   const Tensor latents = pipe->sample(req);
@@ -103,7 +94,7 @@ TEST_CASE("Wan 2.2 A14B: the high-noise expert above the boundary, transformer_2
     GenerateConfig g = testing::wan_fixture_config(scheduler, 2);
     g.guidance_scale = 4.0;
     g.guidance_scale_2 = 3.0;
-    const pipeline::Request req = testing::wan_fixture_request(*pipe, g, "wan22_tiny");
+    const pipeline::Request req = testing::fixture_request(*pipe, g, "wan22_tiny");
     CHECK(req.guidance_scale_2 == 3.0f);
     const pipeline::Result r = pipe->generate(req);
     check_close(r.latents, fixture_tensor("wan22_tiny", "expected.safetensors", "latents_" + name),
@@ -115,7 +106,7 @@ TEST_CASE("Wan 2.2 A14B: the high-noise expert above the boundary, transformer_2
   // guidance_scale_2 defaults to guidance_scale (diffusers: 4.0 instead of 3.0 moves the latents).
   GenerateConfig g = testing::wan_fixture_config(sched::Sampler::kUnipc, 2);
   g.guidance_scale = 4.0;
-  const pipeline::Request req = testing::wan_fixture_request(*pipe, g, "wan22_tiny");
+  const pipeline::Request req = testing::fixture_request(*pipe, g, "wan22_tiny");
   CHECK(req.guidance_scale_2 == 4.0f);
   CHECK(testing::rel_l2(pipe->sample(req), fixture_tensor("wan22_tiny", "expected.safetensors", "latents_unipc")) >
         1e-2);
@@ -125,17 +116,17 @@ TEST_CASE("Wan pipeline: a request the model cannot make is a ConfigError naming
   const auto pipe = pipeline::Pipeline::open(testing::fixture_dir("wan_tiny"));
   GenerateConfig g = testing::wan_fixture_config(sched::Sampler::kUnipc, 2);
   g.guidance_scale_2 = 3.0;  // one transformer (boundary_ratio null): diffusers raises
-  CHECK(prepare_error(*pipe, g).find("run.json: generate.guidance_scale_2: this model has one transformer") !=
+  CHECK(testing::prepare_error(*pipe, g).find("run.json: generate.guidance_scale_2: this model has one transformer") !=
         std::string::npos);
   g = testing::wan_fixture_config(sched::Sampler::kUnipc, 2);
   g.frames = 10;
-  CHECK(prepare_error(*pipe, g).find("run.json: generate.frames: 10 frames") != std::string::npos);
-  CHECK(prepare_error(*pipe, g).find("9 or 13") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("run.json: generate.frames: 10 frames") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("9 or 13") != std::string::npos);
   g = testing::wan_fixture_config(sched::Sampler::kUnipc, 2);
   g.height = 40;
-  CHECK(prepare_error(*pipe, g).find("run.json: generate.height/width: 40x80") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("run.json: generate.height/width: 40x80") != std::string::npos);
   g = testing::wan_fixture_config(sched::Sampler::kDdim, 2);
-  CHECK(prepare_error(*pipe, g).find("use unipc or euler") != std::string::npos);
+  CHECK(testing::prepare_error(*pipe, g).find("use unipc or euler") != std::string::npos);
   // Defaults: WanPipeline's 81 frames of 480 x 832.
   g = testing::wan_fixture_config(sched::Sampler::kUnipc, 2);
   g.frames = g.height = g.width = 0;

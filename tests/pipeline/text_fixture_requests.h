@@ -12,6 +12,7 @@
 #include "models/fixture.h"
 #include "models/placement.h"
 #include "pipeline/pipeline.h"
+#include "util/error.h"
 
 namespace ditgen::testing {
 
@@ -80,8 +81,9 @@ inline GenerateConfig wan_fixture_config(sched::Sampler scheduler, int batch_siz
   return g;
 }
 
-// `g` on the fixture's pipeline with diffusers' noise, the text encoder in float32.
-inline pipeline::Request wan_fixture_request(const pipeline::Pipeline& pipe, const GenerateConfig& g,
+// `g` on the fixture's pipeline with diffusers' noise (its
+// reference/noise.safetensors), the text encoder in float32.
+inline pipeline::Request fixture_request(const pipeline::Pipeline& pipe, const GenerateConfig& g,
                                              const std::string& fixture) {
   pipeline::Request req = pipe.prepare(g, "run.json");
   req.text_encoder_dtype = "float32";
@@ -103,6 +105,16 @@ inline GenerateConfig cogvideox_fixture_config(int batch_size) {
   g.max_sequence_length = 16;
   g.batch_size = batch_size;
   return g;
+}
+
+// The ConfigError prepare() gives `g`, or "(no ConfigError)".
+inline std::string prepare_error(const pipeline::Pipeline& pipe, const GenerateConfig& g) {
+  try {
+    pipe.prepare(g, "run.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no ConfigError)";
 }
 
 }  // namespace ditgen::testing
