@@ -446,10 +446,11 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
   };
   // TeaCache4CogVideoX's signal: the time embedding, whole on every rank.
   pass.teacache_signal = [&](const Tensor&) { return Stage::Pass::Signal{emb, false}; };
+  // norm_out's (B, 2D) shift and scale, its LayerNorm's affine folded in: once, not per patch.
+  const Tensor out_shift_scale = fold_affine(final_.shift_scale(emb), d, norm_out_w_, norm_out_b_, {{0, 1}}, place);
   pass.head = [&](const Tensor& hidden) {
     const Tensor normed = ops::layer_norm(hidden, &norm_final_w_, &norm_final_b_, c.norm_eps);
-    const Tensor shift_scale = fold_affine(final_.shift_scale(emb), d, norm_out_w_, norm_out_b_, {{0, 1}}, place);
-    return final_(normed, shift_scale);
+    return final_(normed, out_shift_scale);
   };
   const Tensor out = stage_.run(n, bsz, d, c.out_per_token(), a.stale_kv, pass, a.step_cache)
                          .to(Device::kCPU, DType::kF32);  // (B, n, C*p*p)

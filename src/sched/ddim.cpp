@@ -21,25 +21,29 @@ Prediction read_prediction_type(const SchedulerConfig& config) {
 
 namespace {
 
-bool cogvideox_form(const SchedulerConfig& config) {
-  return config.get_string("_class_name", "") == "CogVideoXDDIMScheduler";
+// CogVideoX's float64 alphas_cumprod for a config of its class, else empty.
+std::vector<double> cogvideox_alphas_of(const SchedulerConfig& config) {
+  if (config.get_string("_class_name", "") != "CogVideoXDDIMScheduler") return {};
+  return cogvideox_alphas_cumprod(config);
 }
 
 // The training schedule the base holds: CogVideoX's float64 alphas rounded
 // to float32 (what alphas_cumprod() shows), or DDIMScheduler's own.
-TrainSchedule train_schedule(const SchedulerConfig& config) {
-  if (!cogvideox_form(config)) return make_train_schedule(config);
+TrainSchedule train_schedule(const SchedulerConfig& config, const std::vector<double>& cogvideox_alphas) {
+  if (cogvideox_alphas.empty()) return make_train_schedule(config);
   TrainSchedule t;
-  const std::vector<double> ac = cogvideox_alphas_cumprod(config);
-  t.num_train_timesteps = static_cast<int64_t>(ac.size());
-  t.alphas_cumprod.assign(ac.begin(), ac.end());
+  t.num_train_timesteps = static_cast<int64_t>(cogvideox_alphas.size());
+  t.alphas_cumprod.assign(cogvideox_alphas.begin(), cogvideox_alphas.end());
   return t;
 }
 
 }  // namespace
 
-DdimScheduler::DdimScheduler(const SchedulerConfig& config) : DiffusionScheduler(config, train_schedule(config)) {
-  if (cogvideox_form(config)) cogvideox_alphas_ = cogvideox_alphas_cumprod(config);
+DdimScheduler::DdimScheduler(const SchedulerConfig& config) : DdimScheduler(config, cogvideox_alphas_of(config)) {}
+
+DdimScheduler::DdimScheduler(const SchedulerConfig& config, std::vector<double> cogvideox_alphas)
+    : DiffusionScheduler(config, train_schedule(config, cogvideox_alphas)),
+      cogvideox_alphas_(std::move(cogvideox_alphas)) {
   const bool cogvideox = !cogvideox_alphas_.empty();
   final_alpha_cumprod_ = config.get_bool("set_alpha_to_one", true)
                              ? 1.0

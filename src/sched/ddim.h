@@ -34,6 +34,9 @@ class DdimScheduler final : public DiffusionScheduler {
   std::string name() const override { return "ddim"; }
 
  private:
+  // The schedule made once: CogVideoX's alphas (empty: DDIMScheduler's form).
+  DdimScheduler(const SchedulerConfig& config, std::vector<double> cogvideox_alphas);
+
   struct Coef {  // float32, as torch computes them
     float sqrt_alpha;       // alpha_prod_t ** 0.5
     float sqrt_beta;        // (1 - alpha_prod_t) ** 0.5
