@@ -92,7 +92,7 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
   const std::vector<int64_t>& pending = in.work->pending;
   const int64_t total = all.outputs(), todo = static_cast<int64_t>(pending.size());
   BatchOutcome out;
-  out.scheduler = all.scheduler.empty() ? pipe.default_scheduler() : all.scheduler;
+  out.scheduler = pipe.sampler_of(all);
 
   std::optional<Manifest> manifest;
   if (in.output_rank) {
@@ -195,7 +195,7 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
       item.caption = all.captions[static_cast<size_t>(i)];
       const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
       item.text = {{"parameters", png_parameters(item.caption, all.labels.empty() ? all.negative_of(i) : "",
-                                                 *in.cfg, out.scheduler, all.seed_of(i), w, h,
+                                                 *in.cfg, sched::name_of(out.scheduler), all.seed_of(i), w, h,
                                                  static_cast<int>(frames.dim(1)), in.ran_parameters)},
                    {"ditgen_config", in.config_json},
                    {"ditgen_run", in.ran_json}};

@@ -37,7 +37,7 @@ struct BatchInputs {
 
 struct BatchOutcome {
   pipeline::PabSummary pab;
-  std::string scheduler;           // the one used
+  sched::Sampler scheduler = sched::Sampler::kModelDefault;  // the one used
   Tensor latents;                  // every output's final latents, when kept (--save-latents)
   std::vector<std::string> written;  // files written, in order
   int made = 0;                    // outputs generated

@@ -55,7 +55,7 @@ void run_encode(const CliOptions& opts) {
   const int64_t L = enc.max_sequence_length > 0 ? enc.max_sequence_length : stage.default_max_length();
 
   const DeviceChoice device =
-      choose_device(opts.device, "float32", "auto", ops::cuda_built(), ops::cuda_device_count(), false, "ditgen encode");
+      choose_device(opts.device, DTypeChoice::kFloat32, "auto", ops::cuda_built(), ops::cuda_device_count(), false);
   if (device.device == Device::kCUDA) ops::bind_cuda_device(0);
   ops::set_num_threads(opts.threads > 0 ? opts.threads : default_threads(1));
   const models::Placement place = pipeline::text_encoder_placement(device.device, enc.dtype);

@@ -29,6 +29,7 @@
 #include "ops/backend.h"
 #include "ops/ops.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/run_checks.h"
 #include "util/error.h"
 #include "util/interrupt_report.h"
 #include "util/profile.h"
@@ -42,8 +43,8 @@ namespace {
 // per rank: the node-local rank, DESIGN.md §4) and sets the attention mode.
 DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const models::TransformerSpec& model) {
   DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
-                                      ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);
-  choice.vae_dtype = choose_vae_dtype(cfg.model.vae_dtype, choice.device, opts.config_path);
+                                      ops::cuda_device_count(), ops::cpu_has_bf16());
+  choice.vae_dtype = choose_vae_dtype(cfg.model.vae_dtype, choice.device);
   if (choice.device == Device::kCUDA) {
     try {
       ops::bind_cuda_device(
@@ -96,7 +97,6 @@ RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& 
 void run_generate(const CliOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
   const RunConfig loaded = load_config(opts.config_path, opts.set_overrides);
-  reject_unsupported(loaded, opts.config_path);
   // The model's config files only: its family (registry) picks the pipeline,
   // and the settings the run left unset take the model's defaults.
   const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(loaded.model.path);
@@ -114,6 +114,9 @@ void run_generate(const CliOptions& opts) {
   apply_prompt_entries(req, entries, given);
   req.text_cache_dir = opts.text_cache;
   const RankLayout layout = setup_layout(cfg, opts.config_path, pipe->workload(cfg.generate, req.latent_shape), device.device);
+  pab::ChangeRecorder analysis;  // --pab-analyze
+  if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
+  pipeline::check_run(req, *pipe, layout.layout, opts.config_path);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
 
@@ -153,8 +156,6 @@ void run_generate(const CliOptions& opts) {
                  static_cast<long long>(model.head_dim()), layout.nccl ? ", NCCL" : "");
   inject_test_failure(layout.world_rank);
 
-  pab::ChangeRecorder analysis;
-  if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
   BatchInputs in;
   in.cfg = &given;
   in.opts = &opts;

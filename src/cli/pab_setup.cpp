@@ -45,8 +45,8 @@ std::optional<pab::StepCacheSettings> step_cache_settings(const RunConfig& cfg, 
   if (!cfg.cache.enabled()) return std::nullopt;
   pab::StepCacheSettings s;
   s.threshold = cfg.cache.threshold;
-  if (*cfg.cache.kind == CacheKind::kFirstBlock) return s;
-  s.rule = pab::StepCacheRule::kTeaCache;
+  s.kind = *cfg.cache.kind;
+  if (s.kind == CacheKind::kFirstBlock) return s;
   s.coefficients = cfg.cache.coefficients.empty() ? model.teacache_coefficients() : cfg.cache.coefficients;
   if (s.coefficients.empty())
     throw ConfigError(config_path + ": cache.coefficients: required for teacache on this " + model.family() +
@@ -86,14 +86,8 @@ nlohmann::json pab_summary_json(const pipeline::PabSummary& s, const pab::Schedu
   return j;
 }
 
-namespace {
-const char* rule_name(const pab::StepCacheSettings& settings) {
-  return settings.rule == pab::StepCacheRule::kTeaCache ? "teacache" : "first_block";
-}
-}  // namespace
-
 std::string cache_summary_line(const pab::StepCacheStats& s, const pab::StepCacheSettings& settings) {
-  return std::string("cache: ") + rule_name(settings) + " " + std::to_string(s.steps_computed) + " steps computed / " +
+  return std::string("cache: ") + name_of(settings.kind) + " " + std::to_string(s.steps_computed) + " steps computed / " +
          std::to_string(s.steps_skipped) + " skipped, communication skipped " +
          format_bytes(static_cast<double>(s.comm_bytes_skipped));
 }
@@ -101,9 +95,9 @@ std::string cache_summary_line(const pab::StepCacheStats& s, const pab::StepCach
 nlohmann::json cache_summary_json(const pab::StepCacheStats& s, const pab::StepCacheSettings& settings) {
   nlohmann::json j;
   j["per"] = "rank 0; forwards (steps of a batch) over every generation of the run; decisions per output (and CFG half where they decide apart)";
-  j["kind"] = rule_name(settings);
+  j["kind"] = name_of(settings.kind);
   j["threshold"] = settings.threshold;
-  if (settings.rule == pab::StepCacheRule::kTeaCache) j["coefficients"] = settings.coefficients;
+  if (settings.kind == CacheKind::kTeaCache) j["coefficients"] = settings.coefficients;
   j["steps_computed"] = s.steps_computed;
   j["steps_skipped"] = s.steps_skipped;
   j["comm_bytes_skipped"] = s.comm_bytes_skipped;
@@ -111,7 +105,7 @@ nlohmann::json cache_summary_json(const pab::StepCacheStats& s, const pab::StepC
   for (const pab::StepDecision& d : s.decisions) {
     nlohmann::json e = {{"step", d.step}, {"timestep", d.timestep}, {"output", d.output}, {"computed", d.computed}};
     if (d.half >= 0) e["half"] = d.half == 0 ? "cond" : "uncond";  // the family's halves decide apart
-    if (settings.rule == pab::StepCacheRule::kTeaCache) e["accumulated"] = d.accumulated;
+    if (settings.kind == CacheKind::kTeaCache) e["accumulated"] = d.accumulated;
     e["metric"] = d.metric < 0 ? nlohmann::json(nullptr) : nlohmann::json(d.metric);
     decisions.push_back(e);
   }

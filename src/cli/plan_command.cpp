@@ -30,7 +30,7 @@ void run_plan(const CliOptions& opts) {
                                           pipe->vae().factors(), opts.config_path + ": generate");
   const parallel::Workload work = pipe->workload(cfg.generate, latent);  // the text's rows: the run's
   const DeviceChoice device = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
-                                            ops::cuda_device_count(), ops::cpu_has_bf16(), opts.config_path);
+                                            ops::cuda_device_count(), ops::cpu_has_bf16());
   // On the CPU only the GEMM weights take the compute dtype; activations
   // and messages are float32 (models/placement.h).
   const parallel::ElementSizes bytes(static_cast<int>(dtype_size(device.dtype)),

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdint>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -121,8 +122,12 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
                      "tokens per prompt after padding/truncation (default: the pipeline's)")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 20));
+  // auto, float32, bfloat16 (float16 computes as float32 on the CPU: not offered).
+  std::map<std::string, DTypeChoice> encode_dtypes;
+  for (const auto& entry : kDTypeChoiceNames)
+    if (entry.value != DTypeChoice::kFloat16) encode_dtypes.emplace(entry.name, entry.value);
   encode->add_option("--dtype", enc.dtype, "text encoder dtype")
-      ->check(CLI::IsMember({"auto", "float32", "bfloat16"}));
+      ->transform(CLI::CheckedTransformer(encode_dtypes, CLI::ignore_case));
   encode->add_flag("--ids-only", enc.ids_only, "write ids and masks only (no encoder run)");
   encode->add_option("--device", options.device, "compute device")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   encode->add_option("--threads", options.threads, "CPU threads (default: all cores)")

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "vocab/dtype_choice.h"
+
 namespace ditgen {
 
 // `ditgen encode` (DESIGN.md §1).
@@ -26,7 +28,7 @@ struct EncodeOptions {
   std::string prompt_file;           // or --prompt-file
   std::string output;                // FILE.safetensors
   int max_sequence_length = 0;       // 0 = the pipeline's default
-  std::string dtype = "auto";        // auto | float32 | bfloat16
+  DTypeChoice dtype = DTypeChoice::kAuto;  // auto | float32 | bfloat16
   bool ids_only = false;
 };
 

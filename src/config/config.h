@@ -25,6 +25,8 @@
 #include "config/enum_names.h"
 #include "parallel/sp_mode.h"
 #include "sched/sampler.h"
+#include "vocab/cache_kind.h"
+#include "vocab/dtype_choice.h"
 
 namespace ditgen {
 
@@ -33,8 +35,8 @@ using ClassLabel = std::variant<int, std::string>;
 
 struct ModelConfig {
   std::string path;            // diffusers-layout directory, as written
-  std::string dtype = "auto";  // auto | float32 | bfloat16 | float16
-  std::string vae_dtype = "float32";  // the VAE decoder's: float32 | bfloat16 | float16
+  DTypeChoice dtype = DTypeChoice::kAuto;          // the transformer's and the text encoder's
+  DTypeChoice vae_dtype = DTypeChoice::kFloat32;   // the VAE decoder's (no auto)
   bool operator==(const ModelConfig&) const = default;
 };
 
@@ -105,11 +107,8 @@ struct PabConfig {
 };
 
 // A step cache (DESIGN.md §8, docs/step-caches.md): skips the rest of a
-// forward when the first block says the step changed little.
-enum class CacheKind { kFirstBlock, kTeaCache };
-inline constexpr EnumName<CacheKind> kCacheKindNames[] = {{CacheKind::kFirstBlock, "first_block"},
-                                                          {CacheKind::kTeaCache, "teacache"}};
-inline const char* name_of(CacheKind k) { return name_in(kCacheKindNames, k); }
+// forward when the first block says the step changed little. Its kinds:
+// vocab/cache_kind.h.
 
 // TeaCache's rescaling polynomial: numpy.poly1d's coefficients, highest
 // power first (its reference code's degree 4).
@@ -166,10 +165,5 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& s
 // by load_config. Settings left at "unset" (no prompts, frames 0, scheduler "",
 // PAB kinds off) are omitted.
 nlohmann::json to_json(const RunConfig& config);
-
-// Throws not_supported for the parts of the contract this milestone does not
-// build yet. Kept apart from validation so later work deletes lines here.
-// `path` is the config file, for the message.
-void reject_unsupported(const RunConfig& config, const std::string& path);
 
 }  // namespace ditgen

@@ -6,9 +6,8 @@
 
 namespace ditgen {
 
-DeviceChoice choose_device(const std::string& device_option, const std::string& model_dtype,
-                           const std::string& attention_option, bool cuda_built, int cuda_devices, bool cpu_bf16,
-                           const std::string& config_path) {
+DeviceChoice choose_device(const std::string& device_option, DTypeChoice model_dtype,
+                           const std::string& attention_option, bool cuda_built, int cuda_devices, bool cpu_bf16) {
   DeviceChoice c;
   if (device_option == "cuda") {
     if (!cuda_built)
@@ -26,20 +25,8 @@ DeviceChoice choose_device(const std::string& device_option, const std::string& 
   } else if (device_option != "cpu") {
     throw ConfigError("--device: expected auto, cpu or cuda, got '" + device_option + "'");
   }
-
   const bool cuda = c.device == Device::kCUDA;
-  if (model_dtype == "auto") {
-    c.dtype = cuda || cpu_bf16 ? DType::kBF16 : DType::kF32;
-  } else if (model_dtype == "float32") {
-    c.dtype = DType::kF32;
-  } else if (model_dtype == "bfloat16") {
-    c.dtype = DType::kBF16;
-  } else if (model_dtype == "float16") {
-    c.dtype = cuda ? DType::kF16 : DType::kF32;  // no float16 arithmetic on CPUs
-  } else {
-    throw ConfigError(config_path + ": model.dtype: expected auto, float32, bfloat16 or float16, got '" +
-                      model_dtype + "'");
-  }
+  c.dtype = resolve_dtype(model_dtype, c.device, cpu_bf16);
 
   if (attention_option != "auto" && attention_option != "flash" && attention_option != "math")
     throw ConfigError("--attention: expected auto, flash or math, got '" + attention_option + "'");
@@ -50,11 +37,8 @@ DeviceChoice choose_device(const std::string& device_option, const std::string& 
   return c;
 }
 
-DType choose_vae_dtype(const std::string& vae_dtype, Device device, const std::string& config_path) {
-  if (vae_dtype == "float32") return DType::kF32;
-  if (vae_dtype == "bfloat16") return DType::kBF16;
-  if (vae_dtype == "float16") return device == Device::kCUDA ? DType::kF16 : DType::kF32;
-  throw ConfigError(config_path + ": model.vae_dtype: expected float32, bfloat16 or float16, got '" + vae_dtype + "'");
+DType choose_vae_dtype(DTypeChoice vae_dtype, Device device) {
+  return resolve_dtype(vae_dtype, device, /*cpu_bf16=*/false);  // no auto here: the CPU's bf16 does not matter
 }
 
 }  // namespace ditgen

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "tensor/dtype.h"
+#include "vocab/dtype_choice.h"
 
 namespace ditgen {
 
@@ -28,15 +29,14 @@ struct DeviceChoice {
 // The VAE decoder's compute dtype from model.vae_dtype (float32 unless it
 // says otherwise, DESIGN.md §2): float32, bfloat16 (its convolutions' and
 // GEMMs' arithmetic on the CPU, as model.dtype's), float16 (CUDA; float32 on
-// the CPU). ConfigError naming config_path for another value.
-DType choose_vae_dtype(const std::string& vae_dtype, Device device, const std::string& config_path);
+// the CPU): resolve_dtype's rule (vocab/dtype_choice.h).
+DType choose_vae_dtype(DTypeChoice vae_dtype, Device device);
 
 // ConfigError / not supported (exit 2) for what no machine could run
 // (--device cuda in a CPU-only build, a forced attention kernel on the CPU); RuntimeFailure (exit 4) for --device cuda on a machine
-// without a visible device. `config_path` names the file in messages.
+// without a visible device. model.dtype was checked when the config was read.
 // cpu_bf16: whether this CPU has bfloat16 dot products (ops::cpu_has_bf16).
-DeviceChoice choose_device(const std::string& device_option, const std::string& model_dtype,
-                           const std::string& attention_option, bool cuda_built, int cuda_devices, bool cpu_bf16,
-                           const std::string& config_path);
+DeviceChoice choose_device(const std::string& device_option, DTypeChoice model_dtype,
+                           const std::string& attention_option, bool cuda_built, int cuda_devices, bool cpu_bf16);
 
 }  // namespace ditgen

@@ -40,9 +40,10 @@ class ObjectReader {
   std::string required_string(const std::string& key, const std::string& what_it_is) const;
   std::string choice(const std::string& key, const std::string& fallback,
                      const std::vector<std::string>& allowed) const;
-  // choice() over an enum's name table (config/enum_names.h).
-  template <class E, std::size_t N>
-  E enum_choice(const std::string& key, E fallback, const EnumName<E> (&table)[N]) const {
+  // choice() over an enum's name table (config/enum_names.h, or any rows
+  // with a `value` and a `name`).
+  template <class Row, std::size_t N, class E>
+  E enum_choice(const std::string& key, E fallback, const Row (&table)[N]) const {
     const std::string name = choice(key, name_in(table, fallback), names_in(table));
     for (const auto& entry : table)
       if (name == entry.name) return entry.value;

@@ -14,8 +14,8 @@ using nlohmann::json;
 ModelConfig parse_model(const ObjectReader& model) {
   ModelConfig c;
   c.path = model.required_string("path", "the diffusers-layout model directory");
-  c.dtype = model.choice("dtype", c.dtype, {"auto", "float32", "bfloat16", "float16"});
-  c.vae_dtype = model.choice("vae_dtype", c.vae_dtype, {"float32", "bfloat16", "float16"});
+  c.dtype = model.enum_choice("dtype", c.dtype, kDTypeChoiceNames);
+  c.vae_dtype = model.enum_choice("vae_dtype", c.vae_dtype, kVaeDTypeChoiceNames);
   return c;
 }
 
@@ -71,7 +71,7 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   if (generate.find("guidance_scale_2"))
     c.guidance_scale_2 = generate.number("guidance_scale_2", 0, 0, /*min_exclusive=*/false);
   // "" keeps the model's own scheduler config, and lets --set undo a choice.
-  c.scheduler = generate.enum_choice("scheduler", c.scheduler, sched::kSamplerNames);
+  c.scheduler = generate.enum_choice("scheduler", c.scheduler, sched::kSamplers);
   // A flow sampler's shift (flow_shift / shift in the scheduler config);
   // that the model's scheduler is a flow one is checked with the model.
   if (generate.find("shift")) c.shift = generate.number("shift", 0, 0, /*min_exclusive=*/true);
@@ -232,12 +232,9 @@ RunConfig parse_run_config(const json& document, const ConfigContext& context) {
   c.cache = parse_cache(root.section("cache"));
   c.output = parse_output(root.section("output"));
 
-  // diffusers runs CFG only when guidance_scale > 1; without it there is no
-  // second half for the other cp rank.
-  if (c.parallel.cp == 2 && !(c.generate.guidance_scale > 1))
-    context.fail("parallel.cp", "cp=2 splits the two halves of classifier-free guidance and needs "
-                                "generate.guidance_scale > 1, got " +
-                                    json(c.generate.guidance_scale).dump());
+  // Rules across sections that the model or the layout decide (cp = 2
+  // needs guidance: parallel::layout_problems; PAB with PipeFusion:
+  // pipeline/run_checks.h) are checked once, where those are known.
   return c;
 }
 

@@ -3,6 +3,7 @@
 #include "config/schema.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "config/did_you_mean.h"
@@ -55,7 +56,26 @@ void reject_unknown_in(const nlohmann::json& object, const std::string& path,
 
 }  // namespace
 
-const char* not_built_yet(const std::string&) { return nullptr; }
+const char* not_built_yet(const std::string& dotted_path) {
+  // The round-4 keys of the design (docs/config.md), until each is built:
+  // a config that uses one fails now, not with "unknown key".
+  static const std::pair<const char*, const char*> kPlanned[] = {
+      {"model.transformer", "component files (model.transformer: one file for the transformer)"},
+      {"model.transformer_2", "component files (model.transformer_2: one file for the second expert)"},
+      {"model.text_encoder", "component files (model.text_encoder: one file for the text encoder)"},
+      {"model.vae", "component files (model.vae: one file for the VAE)"},
+      {"model.quantize", "model.quantize (int8 weights quantized at load)"},
+      {"generate.image", "image-to-video (generate.image)"},
+      {"generate.last_image", "first-last-frame video (generate.last_image)"},
+      {"lora", "LoRA adapters (the lora section)"},
+      {"lora_strict", "LoRA adapters (lora_strict)"},
+      {"lora_apply", "LoRA adapters (lora_apply)"},
+      {"vae", "VAE tiling (the vae section)"},
+  };
+  for (const auto& [path, feature] : kPlanned)
+    if (dotted_path == path) return feature;
+  return nullptr;
+}
 
 bool is_schema_path(const std::string& dotted_path) {
   const auto& paths = schema_paths();

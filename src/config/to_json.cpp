@@ -57,7 +57,7 @@ json to_json(const RunConfig& c) {
   if (c.pab.cross) pab["cross"] = pab_kind_json(*c.pab.cross, false);
   if (c.pab.mlp) pab["mlp"] = pab_kind_json(*c.pab.mlp, true);
   nlohmann::json j = {
-      {"model", {{"path", c.model.path}, {"dtype", c.model.dtype}, {"vae_dtype", c.model.vae_dtype}}},
+      {"model", {{"path", c.model.path}, {"dtype", name_of(c.model.dtype)}, {"vae_dtype", name_of(c.model.vae_dtype)}}},
       {"generate", generate_json(c.generate)},
       {"parallel", {{"sp", c.parallel.sp}, {"cp", c.parallel.cp}, {"tp", c.parallel.tp},
                     {"sp_mode", name_of(c.parallel.sp_mode)}}},

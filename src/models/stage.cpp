@@ -81,7 +81,7 @@ std::vector<bool> Stage::decide(const Tensor& signal, bool per_token, pab::StepC
 Stage::Prepared Stage::prepare_cached(const std::vector<parallel::Range>& patches, int64_t n, const Pass& pass,
                                       pab::StepCache& cache) const {
   const parallel::Range all = pipe_.layers();
-  const bool first_block = cache.rule() == pab::StepCacheRule::kFirstBlock;
+  const bool first_block = cache.kind() == CacheKind::kFirstBlock;
   Prepared p;
   p.span = {first_block && pipe_.first_stage() ? all.begin + 1 : all.begin, all.end};
   if (!pipe_.first_stage()) {  // the first stage's signal decides: a stand-in of the kept shape

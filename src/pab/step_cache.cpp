@@ -15,7 +15,7 @@ double polynomial(const std::vector<double>& coefficients, double x) {
 
 StepCache::StepCache(StepCacheSettings settings) : settings_(std::move(settings)) {
   if (!(settings_.threshold > 0)) throw std::invalid_argument("StepCache: threshold must be positive");
-  if (settings_.rule == StepCacheRule::kTeaCache && settings_.coefficients.empty())
+  if (settings_.kind == CacheKind::kTeaCache && settings_.coefficients.empty())
     throw std::invalid_argument("StepCache: teacache needs its coefficients");
 }
 
@@ -69,7 +69,7 @@ std::vector<bool> StepCache::decide(const std::vector<float>& sums, const Tensor
   if (signal.numel() % samples_ != 0)
     throw std::logic_error("StepCache::decide: the signal's " + std::to_string(signal.numel()) +
                            " values are not " + std::to_string(samples_) + " samples' worth");
-  const bool tea = settings_.rule == StepCacheRule::kTeaCache;
+  const bool tea = settings_.kind == CacheKind::kTeaCache;
   std::vector<bool> compute(static_cast<size_t>(units()), true);
   for (int64_t u = 0; u < units(); ++u) {
     // Unit u: output u % outputs, of half u / outputs when the halves decide apart.

@@ -39,13 +39,12 @@
 
 #include "pab/broadcast.h"
 #include "tensor/tensor.h"
+#include "vocab/cache_kind.h"
 
 namespace ditgen::pab {
 
-enum class StepCacheRule { kFirstBlock, kTeaCache };
-
 struct StepCacheSettings {
-  StepCacheRule rule = StepCacheRule::kFirstBlock;
+  CacheKind kind = CacheKind::kFirstBlock;
   double threshold = 0.05;           // > 0
   std::vector<double> coefficients;  // teacache: the rescaling polynomial, highest power first
 };
@@ -83,7 +82,7 @@ class StepCache {
   void begin_batch(int64_t outputs, const std::vector<bool>& halves, bool halves_apart, int steps);
   void begin_step(int step, double timestep);
 
-  StepCacheRule rule() const { return settings_.rule; }
+  CacheKind kind() const { return settings_.kind; }
   // This rank's decision units, and the unit each of its samples is in.
   int64_t units() const { return halves_apart_ ? samples_ : outputs_; }
   int64_t samples() const { return samples_; }

@@ -10,7 +10,9 @@
 #include <type_traits>
 
 #include "models/registry.h"
+#include "pipeline/cfg_combiner.h"
 #include "pipeline/class_pipeline.h"
+#include "pipeline/generation.h"
 #include "pipeline/text_pipeline.h"
 #include "sched/noise.h"
 #include "sched/scheduler.h"
@@ -22,37 +24,6 @@
 namespace ditgen::pipeline {
 
 namespace {
-
-// Every cp rank's step cache decisions, rank 0's first: each field travels as
-// a double's bytes (two floats), so the metric arrives exactly. Both ranks
-// hold as many decisions (one per step and output).
-std::vector<pab::StepDecision> gather_decisions(const std::vector<pab::StepDecision>& mine,
-                                                parallel::Communicator& cp) {
-  constexpr size_t kFields = 6, kFloats = 2 * kFields;
-  std::vector<float> send(mine.size() * kFloats);
-  for (size_t i = 0; i < mine.size(); ++i) {
-    const pab::StepDecision& d = mine[i];
-    const double f[kFields] = {static_cast<double>(d.step), d.timestep, static_cast<double>(d.output),
-                               static_cast<double>(d.half), d.metric, d.computed ? 1.0 : 0.0};
-    std::memcpy(send.data() + i * kFloats, f, sizeof f);
-  }
-  std::vector<float> recv(send.size() * static_cast<size_t>(cp.size()));
-  cp.all_gather(send.data(), static_cast<int64_t>(send.size()), recv.data());
-  std::vector<pab::StepDecision> all(recv.size() / kFloats);
-  for (size_t i = 0; i < all.size(); ++i) {
-    double f[kFields];
-    std::memcpy(f, recv.data() + i * kFloats, sizeof f);
-    all[i] = {static_cast<int>(f[0]), f[1], static_cast<int64_t>(f[2]), static_cast<int>(f[3]), f[4], f[5] != 0};
-  }
-  return all;
-}
-
-// (count, ...one)
-Shape in_one(const Shape& one, int64_t count) {
-  Shape s = one;
-  s.insert(s.begin(), count);
-  return s;
-}
 
 template <class T>
 std::vector<T> sub(const std::vector<T>& v, int64_t first, int64_t count) {
@@ -160,7 +131,7 @@ ModelParts ModelParts::read(const std::string& model_dir) {
   const std::string s_path = p.dir.part_config_path("scheduler");
   p.scheduler_config = sched::load_scheduler_config(s_path);
   // Check the scheduler config now rather than after the weights are loaded.
-  p.default_scheduler = sched::make_scheduler("", p.scheduler_config, s_path)->name();
+  p.default_scheduler = sched::make_scheduler(sched::Sampler::kModelDefault, p.scheduler_config, s_path)->sampler();
   read_second_expert(p);
   return p;
 }
@@ -179,158 +150,25 @@ std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir, OpenFor p
 Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& req, const Shape& one,
                               int64_t outputs, const ConditionBatch& condition_batch, const StepCallback& on_step,
                               PabSummary* pab_summary) const {
-  const models::TransformerSpec& spec = *parts_.spec;
-  const int64_t per_image = shape_numel(one);
-  const int64_t channels = spec.in_channels();
   Shape all = one;
   all.insert(all.begin(), outputs);
   if (req.init_noise && req.init_noise->shape() != all)
     throw ConfigError("--init-noise: tensor 'noise' has shape " + shape_str(req.init_noise->shape()) +
                       ", expected " + shape_str(all) + (one.size() == 4 ? " (outputs, C, F, h, w)" : " (outputs, C, h, w)"));
-  const bool cfg_guidance = req.guidance_scale > 1.0f;
-  const bool cfg_split = par_.cp && par_.cp->size() == 2;  // each cp rank runs one CFG half
-  if (cfg_split && !cfg_guidance)
-    throw ConfigError("parallel.cp = 2 needs guidance_scale > 1 (got " + std::to_string(req.guidance_scale) + ")");
-  const bool uncond_half = cfg_split && par_.cp->rank() == 1;
-  std::vector<bool> halves;  // the CFG halves in this rank's model batch
-  if (cfg_split) halves = {uncond_half};
-  else if (cfg_guidance) halves = {false, true};
-  else halves = {false};
+  const CfgCombiner cfg(req.guidance_scale > 1.0f, par_.cp);
+  const GenerationSetup setup{&parts_, &req, &par_, &cfg, &denoiser, &condition_batch, one};
   const int64_t batch_size = std::max(1, req.batch_size);
   const int batches = static_cast<int>((outputs + batch_size - 1) / batch_size);
-  const int64_t spatial = per_image / channels;  // values per channel (h*w, or F*h*w)
-
   Tensor result = Tensor::empty(all);
   for (int bi = 0; bi < batches; ++bi) {
     const int64_t first = bi * batch_size, count = std::min(batch_size, outputs - first);
-    // This batch's starting noise: drawn per output with seed + index.
-    Tensor latents = req.init_noise ? req.init_noise->slice0(first, first + count).clone() : Tensor::empty(in_one(one, count));
-    if (!req.init_noise)
-      for (int64_t i = 0; i < count; ++i)  // image i of a batch at seed s is image 0 at seed s + i
-        latents.slice0(i, i + 1).copy_from(sched::gaussian_noise(one, 1, req.seed_of(first + i)));
-    auto scheduler = sched::make_scheduler(req.scheduler, parts_.scheduler_config,
-                                           parts_.dir.part_config_path("scheduler"), req.shift);
-    scheduler->set_timesteps(req.steps);
-    const auto& timesteps = scheduler->timesteps();
-
-    const int64_t copies = static_cast<int64_t>(halves.size());
-    const int64_t model_batch = copies * count;
-    Shape in_shape = one;
-    in_shape.insert(in_shape.begin(), model_batch);
-    Shape eps_shape = one;
-    eps_shape.insert(eps_shape.begin(), count);
-    Tensor model_in = Tensor::empty(in_shape);
-    Tensor eps = Tensor::empty(eps_shape);
-    const int64_t n = channels * spatial;                    // eps values per sample
-    const int64_t out_stride = spec.out_channels() * spatial;  // per-sample stride of the model output
-    Tensor halves_eps = Tensor::empty({2, count, n});        // cp: [cond, uncond] eps
-    // One PAB cache per generation: the count starts at 0, and the CFG
-    // halves (one forward here, or the two cp ranks) share each step.
-    std::optional<pab::BroadcastCache> pab;
-    if (req.pab.enabled() || req.pab_analysis) {
-      pab.emplace(req.pab, static_cast<int>(spec.num_layers()));
-      pab->set_recorder(req.pab_analysis);
+    Generation generation(setup, first, count);
+    for (int s = 0; s < generation.steps(); ++s) {
+      generation.step(s);
+      if (on_step) on_step(s, generation.steps(), bi, batches);
     }
-    // PipeFusion: the keys and values each stage keeps across this
-    // generation's steps (parallel/patch_pipeline.h).
-    std::optional<parallel::StaleKeyValues> stale_kv;
-    if (par_.shard.pp_size() > 1) {
-      if (pab) throw ConfigError("not supported yet: PAB or --pab-analyze together with PipeFusion (parallel.pp > 1)");
-      stale_kv.emplace(par_.shard.pipeline.warmup_steps);
-    }
-    // The step cache: one per batch, its decisions per output; the CFG
-    // halves of an output decide together (summed over the cp pair) or,
-    // where the family's pipeline caches them apart, each alone.
-    std::optional<pab::StepCache> step_cache;
-    const bool halves_apart = spec.cfg_halves_cached_apart();
-    if (req.step_cache) {
-      step_cache.emplace(*req.step_cache);
-      step_cache->begin_batch(count, halves, halves_apart, static_cast<int>(timesteps.size()));
-      if (pab) step_cache->set_pab(&*pab);  // PAB counts only the steps its layers ran
-      if (cfg_split && !halves_apart)
-        step_cache->set_combine_halves([this](float* sums, int64_t n) { par_.cp->all_reduce_sum(sums, n); });
-    }
-    models::ForwardArgs args;
-    Tensor keep;
-    condition_batch(args, keep, first, count, halves);
-
-    int last_expert = -1;  // the expert of the last step (-1: none yet)
-    for (size_t s = 0; s < timesteps.size(); ++s) {
-      for (int64_t c = 0; c < copies; ++c)
-        std::memcpy(model_in.data() + c * count * per_image, latents.data(), latents.nbytes());
-      if (pab)
-        pab->begin_step(static_cast<double>(timesteps[s]),
-                        s + 1 < timesteps.size() ? std::optional<double>(static_cast<double>(timesteps[s + 1]))
-                                                 : std::nullopt);
-      args.latents = &model_in;
-      args.timesteps.assign(model_batch, static_cast<float>(timesteps[s]));
-      args.pab = pab ? &*pab : nullptr;
-      if (step_cache) step_cache->begin_step(static_cast<int>(s), static_cast<double>(timesteps[s]));
-      args.step_cache = step_cache ? &*step_cache : nullptr;
-      if (stale_kv) stale_kv->begin_step(static_cast<int64_t>(s));
-      args.stale_kv = stale_kv ? &*stale_kv : nullptr;
-      const StepDenoiser step = denoiser(static_cast<double>(timesteps[s]));
-      // A two-expert model's switch (Wan 2.2 A14B): the next expert starts
-      // with a state of its own, as a cache hook on each transformer would.
-      if (step_cache && last_expert >= 0 && step.expert != last_expert)
-        step_cache->begin_batch(count, halves, halves_apart, static_cast<int>(timesteps.size()));
-      last_expert = step.expert;
-      Tensor out = step.model->forward(args);  // (model_batch, out_C, ...)
-      profile::ScopedTimer timer("guidance+scheduler");
-      // eps = the first in_channels channels (learned sigma dropped).
-      const float* cond_eps = out.data();
-      const float* uncond_eps = cfg_guidance ? out.data() + count * out_stride : nullptr;
-      int64_t stride = out_stride;
-      if (cfg_split) {  // exchange halves with the cp peer
-        Tensor mine = Tensor::empty({count, n});
-        for (int64_t i = 0; i < count; ++i)
-          std::memcpy(mine.data() + i * n, out.data() + i * out_stride, n * sizeof(float));
-        par_.cp->all_gather(mine.data(), mine.numel(), halves_eps.data());
-        cond_eps = halves_eps.data();
-        uncond_eps = halves_eps.data() + count * n;
-        stride = n;
-      }
-      const float g = step.guidance_scale;
-      for (int64_t i = 0; i < count; ++i) {
-        const float* cond = cond_eps + i * stride;
-        float* e = eps.data() + i * per_image;
-        if (cfg_guidance) {
-          const float* uncond = uncond_eps + i * stride;
-          for (int64_t j = 0; j < n; ++j) e[j] = uncond[j] + g * (cond[j] - uncond[j]);
-        } else {
-          std::memcpy(e, cond, n * sizeof(float));
-        }
-      }
-      scheduler->step(eps, static_cast<int>(s), latents);
-      if (on_step) on_step(static_cast<int>(s), static_cast<int>(timesteps.size()), bi, batches);
-    }
-    if (pab && pab_summary) {
-      pab::accumulate(pab_summary->kinds, *pab);
-      pab_summary->cache_peak_bytes = std::max(pab_summary->cache_peak_bytes, pab->cache_peak_bytes());
-    }
-    if (pab) pab->release();
-    if (step_cache) {
-      // Halves apart over the cp pair: each rank decided its own half; the
-      // summary lists both (one exchange per batch, none per step).
-      std::vector<pab::StepDecision> decisions = step_cache->stats().decisions;
-      if (cfg_split && halves_apart) {  // rank 0's steps, then rank 1's: in one process's order
-        decisions = gather_decisions(decisions, *par_.cp);
-        std::stable_sort(decisions.begin(), decisions.end(),
-                         [](const pab::StepDecision& x, const pab::StepDecision& y) { return x.step < y.step; });
-      }
-      if (pab_summary) {
-        pab::StepCacheStats& total = pab_summary->step_cache;
-        const pab::StepCacheStats& mine = step_cache->stats();
-        total.steps_computed += mine.steps_computed;
-        total.steps_skipped += mine.steps_skipped;
-        total.comm_bytes_skipped += mine.comm_bytes_skipped;
-        for (pab::StepDecision d : decisions) {
-          d.output += first;
-          total.decisions.push_back(d);
-        }
-      }
-    }
-    std::memcpy(result.data() + first * per_image, latents.data(), latents.nbytes());
+    generation.finish(pab_summary);
+    result.slice0(first, first + count).copy_from(generation.latents());
   }
   return result;
 }
@@ -344,7 +182,7 @@ void Pipeline::set_sampling(Request& r, const GenerateConfig& g, const std::stri
   r.steps = g.steps;
   r.guidance_scale = static_cast<float>(g.guidance_scale);
   r.guidance_scale_2 = static_cast<float>(g.guidance_scale_2.value_or(g.guidance_scale));
-  r.scheduler = sched::name_of(g.scheduler);
+  r.scheduler = g.scheduler;
   r.shift = g.shift;
   r.batch_size = g.batch_size;
   sched::make_scheduler(r.scheduler, parts_.scheduler_config, parts_.dir.part_config_path("scheduler"), r.shift)
@@ -459,7 +297,7 @@ Result Pipeline::generate(const Request& req, const StepCallback& on_step, const
   }
   StageScope stage("decode");
   if (par_.output_rank) r.frames = decode(r.latents, on_stage);
-  r.scheduler = req.scheduler.empty() ? default_scheduler() : req.scheduler;
+  r.scheduler = sampler_of(req);
   return r;
 }
 

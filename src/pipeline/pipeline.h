@@ -27,6 +27,7 @@
 #include "pab/change_recorder.h"
 #include "pab/step_cache.h"
 #include "parallel/communicator.h"
+#include "sched/sampler.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::pipeline {
@@ -44,7 +45,7 @@ struct Request {
   // (pipeline/text_cache.h); "" = no cache.
   std::string text_cache_dir;
   int64_t max_sequence_length = 0;    // text-conditional: tokens per prompt; 0 = the pipeline's default
-  std::string text_encoder_dtype = "auto";  // model.dtype as written (the text encoder's placement)
+  DTypeChoice text_encoder_dtype = DTypeChoice::kAuto;  // model.dtype (the text encoder's placement)
   std::vector<std::string> captions;  // per output: what it shows (class name, prompt); for metadata
   uint64_t seed = 0;                  // output i uses seed + i
   // Per output: its own seed (a batch: each output keeps the seed of its
@@ -56,7 +57,7 @@ struct Request {
   // steps (generate.guidance_scale_2, default guidance_scale). CFG runs when
   // guidance_scale > 1, as diffusers decides it.
   float guidance_scale_2 = 4.0f;
-  std::string scheduler;              // a sampler's name (sched/sampler.h); "" = the model's scheduler_config.json
+  sched::Sampler scheduler = sched::Sampler::kModelDefault;  // kModelDefault: the model's scheduler_config.json
   std::optional<double> shift;        // generate.shift: a flow sampler's flow_shift / shift
   int batch_size = 4;
   Shape latent_shape;                 // of one output, (C, h, w) or a video's (C, F, h, w); empty = the model's default
@@ -94,7 +95,7 @@ struct PabSummary {
 struct Result {
   Tensor latents;         // (outputs, C, h, w) or (outputs, C, F, h, w) final latents, before 1/scaling_factor
   Tensor frames;          // (outputs, F, 3, H, W) in [0, 1]; F = 1 for images; output rank only
-  std::string scheduler;  // the scheduler actually used ("ddim", "dpmpp_2m", "unipc", "euler")
+  sched::Sampler scheduler = sched::Sampler::kModelDefault;  // the sampler actually used (never kModelDefault)
   PabSummary pab;
 };
 
@@ -138,6 +139,13 @@ struct StepDenoiser {
 // experts at a boundary; a model may be loaded by the call).
 using DenoiserForStep = std::function<StepDenoiser(double timestep)>;
 
+// Conditions one model batch of the denoising loop: outputs [first,
+// first + count), once per entry of `halves` in that order (false: the
+// conditional half, true: the unconditional one). Fills args.class_labels
+// or args.text / text_lengths (keeping the text tensor alive in `keep`).
+using ConditionBatch = std::function<void(models::ForwardArgs& args, Tensor& keep, int64_t first, int64_t count,
+                                          const std::vector<bool>& halves)>;
+
 // Called after each denoising step: (step index 0-based, steps, batch index, batches).
 using StepCallback = std::function<void(int, int, int, int)>;
 // The stages around the denoising loop, for progress reports: (stage,
@@ -152,7 +160,7 @@ struct ModelParts {
   std::unique_ptr<models::TransformerSpec> spec;  // transformer/config.json, through the registry
   std::unique_ptr<models::VaeSpec> vae;           // vae/config.json, through the registry
   nlohmann::json scheduler_config;
-  std::string default_scheduler;  // the scheduler scheduler_config.json makes ("ddim", "dpmpp_2m", "unipc", "euler")
+  sched::Sampler default_scheduler = sched::Sampler::kModelDefault;  // the one scheduler_config.json makes
   // Two-expert models (Wan 2.2 A14B: model_index.json's boundary_ratio):
   // transformer_2/config.json, the low-noise expert for timesteps below
   // boundary_timestep = boundary_ratio x num_train_timesteps; null = one
@@ -183,7 +191,12 @@ class Pipeline {
   const io::ModelDir& model_dir() const { return parts_.dir; }
   const models::TransformerSpec& transformer() const { return *parts_.spec; }
   const models::VaeSpec& vae() const { return *parts_.vae; }
-  const std::string& default_scheduler() const { return parts_.default_scheduler; }
+  // Two experts (Wan 2.2 A14B: model_index.json's boundary_ratio).
+  bool two_experts() const { return parts_.spec_2 != nullptr; }
+  // The sampler a request runs: its own, or the model's scheduler_config.json's.
+  sched::Sampler sampler_of(const Request& req) const {
+    return req.scheduler == sched::Sampler::kModelDefault ? parts_.default_scheduler : req.scheduler;
+  }
 
   // Stage 0, no weights: the config's generate section checked against the
   // model and turned into a Request (conditions resolved, latent shape, the
@@ -243,20 +256,11 @@ class Pipeline {
   // `where` (the config file).
   void set_sampling(Request& r, const GenerateConfig& g, const std::string& where) const;
 
-  // Conditions one model batch of the denoising loop: outputs [first,
-  // first + count), once per entry of `halves` in that order (false: the
-  // conditional half, true: the unconditional one). Fills args.class_labels
-  // or args.text / text_lengths (keeping the text tensor alive in `keep`).
-  using ConditionBatch = std::function<void(models::ForwardArgs& args, Tensor& keep, int64_t first, int64_t count,
-                                            const std::vector<bool>& halves)>;
-  // The denoising loop every pipeline shares: per batch of outputs, the
-  // starting noise (Philox per output with seed + i, or --init-noise), the
-  // scheduler's timesteps, the model batch of CFG halves [cond; uncond] (or
-  // this rank's half under cp = 2, the halves' eps exchanged) through each
-  // step's denoiser, guidance on the eps channels (learned sigma dropped)
-  // with that denoiser's scale, the scheduler step on the un-doubled
-  // latents, PAB's cache per generation. Returns the final latents
-  // (outputs, ...latent shape).
+  // The denoising loop every pipeline shares: the request's outputs in
+  // batches of batch_size, each a Generation (pipeline/generation.h: its
+  // noise, scheduler, CFG halves, PAB and step caches) run step by step
+  // through each step's denoiser. Returns the final latents (outputs,
+  // ...latent shape).
   Tensor denoise_loop(const DenoiserForStep& denoiser, const Request& req, const Shape& one, int64_t outputs,
                       const ConditionBatch& condition_batch, const StepCallback& on_step,
                       PabSummary* pab_summary) const;

@@ -14,17 +14,9 @@ namespace ditgen::pipeline {
 
 namespace fs = std::filesystem;
 
-models::Placement text_encoder_placement(Device device, const std::string& dtype) {
-  DType want = DType::kF32;
-  if (dtype == "auto")
-    want = device == Device::kCUDA || ops::cpu_has_bf16() ? DType::kBF16 : DType::kF32;
-  else if (dtype == "bfloat16")
-    want = DType::kBF16;
-  else if (dtype == "float16")
-    want = device == Device::kCUDA ? DType::kF16 : DType::kF32;  // no float16 arithmetic on CPUs
-  else if (dtype != "float32")
-    throw ConfigError("text encoder dtype: expected auto, float32, bfloat16 or float16, got '" + dtype + "'");
-  return {device, want, /*pack=*/false};  // read once per prompt: packing would cost more than it saves
+models::Placement text_encoder_placement(Device device, DTypeChoice dtype) {
+  // Read once per prompt: packing would cost more than it saves.
+  return {device, resolve_dtype(dtype, device, ops::cpu_has_bf16()), /*pack=*/false};
 }
 
 int64_t TextStage::default_max_length() const {

@@ -20,6 +20,7 @@
 #include "io/t5_tokenizer.h"
 #include "io/text_tokenizer.h"
 #include "models/placement.h"
+#include "vocab/dtype_choice.h"
 #include "models/text_encoder.h"
 #include "models/transformer.h"
 #include "tensor/tensor.h"
@@ -38,7 +39,7 @@ struct PromptEmbeddings {
 // bfloat16 on CUDA and on CPUs with bfloat16 dot products
 // (ops::cpu_has_bf16), float32 elsewhere; "float16" computes as float32 on
 // the CPU.
-models::Placement text_encoder_placement(Device device, const std::string& dtype);
+models::Placement text_encoder_placement(Device device, DTypeChoice dtype);
 
 class TextStage {
  public:

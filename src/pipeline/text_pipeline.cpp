@@ -122,10 +122,6 @@ Conditions TextPipeline::condition(const Request& req) const {
 Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const StepCallback& on_step,
                              PabSummary* pab_summary) const {
   if (!experts_.loaded()) throw std::logic_error("TextPipeline::denoise before load_weights");
-  // A PAB cache keeps one model's branches; the experts' differ.
-  if (experts_.two() && (req.pab.enabled() || req.pab_analysis))
-    not_supported("PAB or --pab-analyze with a two-expert model (" + parts_.dir.root() +
-                  "/model_index.json: boundary_ratio)");
   const Shape one = req.latent_shape;
   const int64_t L = cond.prompt_embeds.dim(1), D = cond.prompt_embeds.dim(2);
   const int64_t vae_factor = parts_.vae->spatial_factor();

@@ -31,7 +31,7 @@ class DdimScheduler final : public DiffusionScheduler {
 
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
-  std::string name() const override { return "ddim"; }
+  Sampler sampler() const override { return Sampler::kDdim; }
 
  private:
   // The schedule made once: CogVideoX's alphas (empty: DDIMScheduler's form).

@@ -18,7 +18,6 @@ Prediction read_prediction_type(const SchedulerConfig& config);
 
 class DiffusionScheduler : public Scheduler {
  public:
-  SchedulerKind kind() const override { return SchedulerKind::kDiffusion; }
   const std::vector<float>& alphas_cumprod() const { return train_.alphas_cumprod; }
 
  protected:

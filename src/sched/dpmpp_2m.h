@@ -26,7 +26,7 @@ class DpmSolverPP2MScheduler final : public DiffusionScheduler {
 
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
-  std::string name() const override { return "dpmpp_2m"; }
+  Sampler sampler() const override { return Sampler::kDpmpp2m; }
   // sigmas[i] for step i, plus the final sigma (0 or sigma_min): n + 1 values.
   const std::vector<float>& sigmas() const { return sigmas_; }
 

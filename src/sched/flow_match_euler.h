@@ -28,7 +28,7 @@ class FlowMatchEulerScheduler final : public FlowScheduler {
 
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
-  std::string name() const override { return "euler"; }
+  Sampler sampler() const override { return Sampler::kEuler; }
 
  private:
   double sigma_max_, sigma_min_;  // float32 values, from the constructor's schedule

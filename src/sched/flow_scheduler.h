@@ -15,7 +15,6 @@ namespace ditgen::sched {
 
 class FlowScheduler : public Scheduler {
  public:
-  SchedulerKind kind() const override { return SchedulerKind::kFlow; }
 
   double shift() const { return shift_; }
   // sigmas[i] for step i, plus the final 0: n + 1 float32 values.

@@ -44,20 +44,34 @@ bool Scheduler::needs_history(int step_index, const Tensor& history, const Tenso
   return false;
 }
 
-const std::vector<std::string>& scheduler_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> all;
-    for (const auto& entry : kSamplerNames)
-      if (entry.value != Sampler::kModelDefault) all.emplace_back(entry.name);
-    return all;
-  }();
+std::vector<std::string> scheduler_names() {
+  std::vector<std::string> names;
+  for (const SamplerRow& row : kSamplers)
+    if (row.make) names.emplace_back(row.name);
   return names;
 }
 
-const std::vector<std::string>& scheduler_names(SchedulerKind kind) {
-  static const std::vector<std::string> diffusion{"ddim", "dpmpp_2m"};
-  static const std::vector<std::string> flow{"unipc", "euler"};
-  return kind == SchedulerKind::kFlow ? flow : diffusion;
+std::vector<std::string> scheduler_names(SchedulerKind kind) {
+  std::vector<std::string> names;
+  for (const SamplerRow& row : kSamplers)
+    if (row.make && row.kind == kind) names.emplace_back(row.name);
+  return names;
+}
+
+std::unique_ptr<Scheduler> make_ddim(const SchedulerConfig& config, std::optional<double>) {
+  // ddim on CogVideoX's own scheduler config keeps its float64 schedule
+  // and SNR shift (DDIMScheduler.from_config would drop snr_shift_scale,
+  // a schedule the model was not trained on): DdimScheduler's CogVideoX form.
+  return std::make_unique<DdimScheduler>(config);
+}
+std::unique_ptr<Scheduler> make_dpmpp_2m(const SchedulerConfig& config, std::optional<double>) {
+  return std::make_unique<DpmSolverPP2MScheduler>(config);
+}
+std::unique_ptr<Scheduler> make_unipc(const SchedulerConfig& config, std::optional<double> shift) {
+  return std::make_unique<UniPcFlowScheduler>(config, shift);
+}
+std::unique_ptr<Scheduler> make_euler(const SchedulerConfig& config, std::optional<double> shift) {
+  return std::make_unique<FlowMatchEulerScheduler>(config, shift);
 }
 
 SchedulerKind config_kind(const nlohmann::json& scheduler_config, const std::string& config_path,
@@ -89,18 +103,11 @@ std::string kind_text(SchedulerKind kind) {
   return kind == SchedulerKind::kFlow ? "a flow-matching model" : "an epsilon / v-prediction model";
 }
 
-SchedulerKind kind_of_name(const std::string& name) {
-  for (const auto& n : scheduler_names(SchedulerKind::kFlow)) {
-    if (n == name) return SchedulerKind::kFlow;
-  }
-  return SchedulerKind::kDiffusion;
-}
-
-// The model's own class -> its sampler name, refusing a class ditgen does
-// not implement or one whose config is of the other kind (an epsilon UniPC,
-// a DPM-Solver on flow sigmas).
-std::string name_from_class(const nlohmann::json& config, const std::string& path,
-                            SchedulerKind model_kind, const std::string& kind_reason) {
+// The model's own class -> its sampler, refusing a class ditgen does not
+// implement or one whose config is of the other kind (an epsilon UniPC, a
+// DPM-Solver on flow sigmas).
+Sampler sampler_from_class(const nlohmann::json& config, const std::string& path, SchedulerKind model_kind,
+                           const std::string& kind_reason) {
   const auto it = config.find("_class_name");
   if (it == config.end()) {
     throw ModelError(path + ": no \"_class_name\": cannot tell the model's scheduler");
@@ -110,60 +117,55 @@ std::string name_from_class(const nlohmann::json& config, const std::string& pat
   }
   const std::string cls = it->get<std::string>();
   const std::string fitting = "set generate.scheduler to " + or_list(scheduler_names(model_kind));
-  std::string name;
-  if (cls == "DDIMScheduler" || cls == "CogVideoXDDIMScheduler") name = "ddim";
-  if (cls == "DPMSolverMultistepScheduler") name = "dpmpp_2m";
-  if (cls == "UniPCMultistepScheduler") name = "unipc";
-  if (cls == "FlowMatchEulerDiscreteScheduler") name = "euler";
-  if (name.empty()) not_supported("scheduler " + cls + " (_class_name in " + path + "); " + fitting);
-  if (kind_of_name(name) != model_kind) {
+  const SamplerRow* found = nullptr;
+  for (const SamplerRow& row : kSamplers)
+    for (const char* c : row.classes)
+      if (c && cls == c) found = &row;
+  if (!found) not_supported("scheduler " + cls + " (_class_name in " + path + "); " + fitting);
+  if (found->kind != model_kind) {
     const std::string how = model_kind == SchedulerKind::kFlow
                                 ? " on flow sigmas (" + kind_reason + ")"
                                 : " for epsilon / v-prediction (no flow_prediction, no use_flow_sigmas)";
     not_supported("scheduler " + cls + how + " in " + path + "; " + fitting);
   }
-  return name;
+  return found->value;
 }
 
 }  // namespace
 
-std::unique_ptr<Scheduler> make_scheduler(const std::string& name,
-                                          const nlohmann::json& scheduler_config,
-                                          const std::string& config_path,
-                                          std::optional<double> shift) {
+Sampler model_sampler(const nlohmann::json& scheduler_config, const std::string& config_path) {
   if (!scheduler_config.is_object()) {
     throw ModelError(config_path + ": a scheduler config must be a JSON object");
   }
   std::string kind_reason;
   const SchedulerKind model_kind = config_kind(scheduler_config, config_path, &kind_reason);
-  const std::string resolved =
-      name.empty() ? name_from_class(scheduler_config, config_path, model_kind, kind_reason) : name;
-  bool known = false;
-  for (const auto& n : scheduler_names()) known = known || n == resolved;
-  if (!known) not_supported("scheduler " + resolved + " (known: " + or_list(scheduler_names()) + ")");
+  return sampler_from_class(scheduler_config, config_path, model_kind, kind_reason);
+}
 
-  if (kind_of_name(resolved) != model_kind) {
+std::unique_ptr<Scheduler> make_scheduler(Sampler sampler, const nlohmann::json& scheduler_config,
+                                          const std::string& config_path, std::optional<double> shift) {
+  if (!scheduler_config.is_object()) {
+    throw ModelError(config_path + ": a scheduler config must be a JSON object");
+  }
+  std::string kind_reason;
+  const SchedulerKind model_kind = config_kind(scheduler_config, config_path, &kind_reason);
+  const SamplerRow& row = row_of(sampler == Sampler::kModelDefault
+                                     ? sampler_from_class(scheduler_config, config_path, model_kind, kind_reason)
+                                     : sampler);
+  if (row.kind != model_kind) {
     const std::string why = model_kind == SchedulerKind::kFlow
                                 ? " (" + kind_reason + ")"
                                 : " (no flow_prediction, no use_flow_sigmas, not a FlowMatch class)";
-    throw ConfigError("generate.scheduler = " + resolved + " is a sampler for " +
-                      kind_text(kind_of_name(resolved)) + ", but " + config_path + " belongs to " +
-                      kind_text(model_kind) + why + ": use " + or_list(scheduler_names(model_kind)));
+    throw ConfigError(std::string("generate.scheduler = ") + row.name + " is a sampler for " +
+                      kind_text(row.kind) + ", but " + config_path + " belongs to " + kind_text(model_kind) + why +
+                      ": use " + or_list(scheduler_names(model_kind)));
   }
   if (shift && model_kind != SchedulerKind::kFlow) {
     throw ConfigError("generate.shift applies to the flow-matching samplers (" +
-                      or_list(scheduler_names(SchedulerKind::kFlow)) + "), not to " + resolved +
-                      " on " + config_path);
+                      or_list(scheduler_names(SchedulerKind::kFlow)) + "), not to " + row.name + " on " +
+                      config_path);
   }
-
-  const SchedulerConfig config(scheduler_config, config_path);
-  // ddim on CogVideoX's own scheduler config keeps its float64 schedule
-  // and SNR shift (DDIMScheduler.from_config would drop snr_shift_scale,
-  // a schedule the model was not trained on): DdimScheduler's CogVideoX form.
-  if (resolved == "ddim") return std::make_unique<DdimScheduler>(config);
-  if (resolved == "dpmpp_2m") return std::make_unique<DpmSolverPP2MScheduler>(config);
-  if (resolved == "unipc") return std::make_unique<UniPcFlowScheduler>(config, shift);
-  return std::make_unique<FlowMatchEulerScheduler>(config, shift);
+  return row.make(SchedulerConfig(scheduler_config, config_path), shift);
 }
 
 }  // namespace ditgen::sched

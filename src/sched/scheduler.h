@@ -24,15 +24,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sched/sampler.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::sched {
-
-// What the model predicts, and so which samplers fit it.
-enum class SchedulerKind {
-  kDiffusion,  // epsilon / v / sample prediction on a beta schedule: ddim, dpmpp_2m
-  kFlow,       // flow matching (velocity on sigmas from 1 to 0): unipc, euler
-};
 
 class Scheduler {
  public:
@@ -55,9 +50,11 @@ class Scheduler {
   // schedulers (0 starts a new run).
   virtual void step(const Tensor& model_output, int step_index, Tensor& sample) = 0;
 
-  // stable-diffusion.cpp sampler name: "ddim", "dpmpp_2m", "unipc", "euler".
-  virtual std::string name() const = 0;
-  virtual SchedulerKind kind() const = 0;
+  // Which sampler of the table (sched/sampler.h) this is; its name and
+  // kind are the table's.
+  virtual Sampler sampler() const = 0;
+  std::string name() const { return name_of(sampler()); }
+  SchedulerKind kind() const { return row_of(sampler()).kind; }
 
  protected:
   // What step() checks first, std::logic_error headed by name() where it
@@ -78,14 +75,12 @@ class Scheduler {
   std::vector<double> timesteps_;
 };
 
-// name: one of scheduler_names(), or "" for the model's own scheduler from
-// the config's _class_name (DDIMScheduler -> ddim, CogVideoXDDIMScheduler -> ddim
-// in its own form (cogvideox_ddim.h), DPMSolverMultistepScheduler
-// -> dpmpp_2m, UniPCMultistepScheduler -> unipc, FlowMatchEulerDiscrete-
-// Scheduler -> euler; another class: ConfigError "not supported yet:
-// scheduler X"). scheduler_config is the parsed
-// scheduler/scheduler_config.json (see parse_scheduler_config for diffusers'
-// -Infinity tokens); config_path names it in error messages.
+// The scheduler of `sampler` (sched/sampler.h), or for kModelDefault the
+// model's own: the table's row whose diffusers classes hold the config's
+// _class_name (another class: ConfigError "not supported yet: scheduler
+// X"). scheduler_config is the parsed scheduler/scheduler_config.json (see
+// parse_scheduler_config for diffusers' -Infinity tokens); config_path names
+// it in error messages.
 //
 // A named scheduler is built from any class's config as diffusers'
 // from_config does: keys it does not know are ignored, absent keys take its
@@ -100,15 +95,16 @@ class Scheduler {
 // shift (generate.shift) overrides the flow samplers' flow_shift / shift; it
 // must be a positive number, and on a ddim / dpmpp_2m scheduler it is a
 // ConfigError.
-std::unique_ptr<Scheduler> make_scheduler(const std::string& name,
-                                          const nlohmann::json& scheduler_config,
+std::unique_ptr<Scheduler> make_scheduler(Sampler sampler, const nlohmann::json& scheduler_config,
                                           const std::string& config_path,
                                           std::optional<double> shift = std::nullopt);
+// The sampler make_scheduler(kModelDefault, ...) builds for this config.
+Sampler model_sampler(const nlohmann::json& scheduler_config, const std::string& config_path);
 
-// The names make_scheduler accepts (for --help and config validation).
-const std::vector<std::string>& scheduler_names();
+// The samplers' names, in the table's order (for messages).
+std::vector<std::string> scheduler_names();
 // Those of one kind: {"ddim", "dpmpp_2m"} or {"unipc", "euler"}.
-const std::vector<std::string>& scheduler_names(SchedulerKind kind);
+std::vector<std::string> scheduler_names(SchedulerKind kind);
 
 // The kind of model a scheduler config belongs to: flow when its _class_name
 // is a FlowMatch* class, its prediction_type is flow_prediction or its

@@ -35,7 +35,7 @@ class UniPcFlowScheduler final : public FlowScheduler {
 
   void set_timesteps(int num_inference_steps) override;
   void step(const Tensor& model_output, int step_index, Tensor& sample) override;
-  std::string name() const override { return "unipc"; }
+  Sampler sampler() const override { return Sampler::kUnipc; }
 
  private:
   // Coefficients of one step, float32 as torch computes them. A predictor or

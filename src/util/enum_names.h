@@ -14,15 +14,17 @@ struct EnumName {
   const char* name;
 };
 
-template <class E, std::size_t N>
-const char* name_in(const EnumName<E> (&table)[N], E value) {
+// The name of `value` in `table`, any array of rows with a `value` and a
+// `name` (EnumName, or a richer row such as sched::SamplerRow).
+template <class Row, std::size_t N, class E>
+const char* name_in(const Row (&table)[N], E value) {
   for (const auto& entry : table)
     if (entry.value == value) return entry.name;
   return "?";
 }
 
-template <class E, std::size_t N>
-std::vector<std::string> names_in(const EnumName<E> (&table)[N]) {
+template <class Row, std::size_t N>
+std::vector<std::string> names_in(const Row (&table)[N]) {
   std::vector<std::string> names;
   for (const auto& entry : table) names.emplace_back(entry.name);
   return names;

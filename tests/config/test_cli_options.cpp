@@ -205,7 +205,7 @@ TEST_CASE("encode: its options, and what it requires") {
   CHECK(o.encode.prompts == std::vector<std::string>{"a cat", "b"});
   CHECK(o.encode.output == "e.safetensors");
   CHECK(o.encode.max_sequence_length == 24);
-  CHECK(o.encode.dtype == "bfloat16");
+  CHECK(o.encode.dtype == DTypeChoice::kBFloat16);
   CHECK(o.encode.ids_only);
   CHECK(o.threads == 2);
   CHECK(parse_error({"encode", "--model", "m", "--output", "e.safetensors"}).find("--prompt") != std::string::npos);

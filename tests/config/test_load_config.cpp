@@ -36,7 +36,7 @@ json full_config() {
 TEST_CASE("a minimal config takes the documented defaults") {
   const RunConfig c = load_config(write_config(minimal_config()), {});
   CHECK(c.model.path == (temp_dir() / "models/DiT-XL-2-256").string());  // beside the file
-  CHECK(c.model.dtype == "auto");
+  CHECK(c.model.dtype == DTypeChoice::kAuto);
   REQUIRE(c.generate.class_labels.size() == 2);
   CHECK(c.generate.class_labels[0] == ClassLabel(207));
   CHECK(c.generate.class_labels[1] == ClassLabel(std::string("umbrella")));
@@ -81,7 +81,7 @@ TEST_CASE("PipeFusion and sp_weights settings load, and to_json writes them back
 
 TEST_CASE("a full config loads every field") {
   const RunConfig c = load_config(write_config(full_config()), {});
-  CHECK(c.model.dtype == "float32");
+  CHECK(c.model.dtype == DTypeChoice::kFloat32);
   CHECK(c.generate.class_labels.size() == 3);
   CHECK(c.generate.seed == 18446744073709551615ull);
   CHECK(c.generate.steps == 25);

@@ -23,7 +23,7 @@ TEST_CASE("--set parses numbers, booleans, strings and lists") {
   CHECK(c.output.grid);
   CHECK(c.output.path == "out/other dir/x.png");
   CHECK(c.generate.scheduler == sched::Sampler::kDdim);
-  CHECK(c.model.dtype == "float32");
+  CHECK(c.model.dtype == DTypeChoice::kFloat32);
   REQUIRE(c.generate.class_labels.size() == 3);
   CHECK(c.generate.class_labels[1] == ClassLabel(std::string("tabby")));
   CHECK(c.generate.seed == 18446744073709551615ull);

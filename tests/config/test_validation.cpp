@@ -125,13 +125,6 @@ TEST_CASE("accepted edge values") {
   }
 }
 
-TEST_CASE("cp=2 needs guidance_scale > 1") {
-  json document = with(minimal_config(), "parallel.cp", 2);
-  check_rejected(with(document, "generate.guidance_scale", 1.0), "parallel.cp", "guidance_scale > 1");
-  check_rejected(with(document, "generate.guidance_scale", 0), "parallel.cp", "guidance_scale > 1");
-  CHECK_NOTHROW(load_config(write_config(with(document, "generate.guidance_scale", 1.01)), {}));
-}
-
 TEST_CASE("wrong JSON types: null, object for list, list for object") {
   check_rejected(with(minimal_config(), "generate.steps", nullptr), "generate.steps", "got null");
   check_rejected(with(minimal_config(), "generate.class_labels", json::object()), "generate.class_labels",

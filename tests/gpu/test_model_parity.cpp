@@ -103,7 +103,7 @@ TEST_CASE("model parity: samples/dit-shapes on CUDA bfloat16 stays near diffuser
   req.labels = {pipe.label_id(std::string("red circle"), "test"), pipe.label_id(std::string("blue star"), "test")};
   req.steps = 25;
   req.guidance_scale = 4.0f;
-  req.scheduler = "ddim";
+  req.scheduler = sched::Sampler::kDdim;
   req.init_noise = shapes_reference("noise.safetensors", "noise");
   const Tensor latents = pipe.sample(req);
   CHECK(reported_rel_l2(latents, shapes_reference("expected.safetensors", "latents"), "dit-shapes cuda bfloat16 latents") <
@@ -128,7 +128,7 @@ TEST_CASE("model parity: CUDA float32 pipeline equals the CPU pipeline on the sa
   req.seed = 5;
   req.steps = 10;
   req.guidance_scale = 4.0f;
-  req.scheduler = "ddim";
+  req.scheduler = sched::Sampler::kDdim;
   req.batch_size = 2;
   const pipeline::Result want = cpu.generate(req);
   const pipeline::Result got = gpu.generate(req);
@@ -136,7 +136,7 @@ TEST_CASE("model parity: CUDA float32 pipeline equals the CPU pipeline on the sa
   check_close(got.latents, want.latents, "dit-shapes cuda float32 vs cpu: ddim latents", 1e-4);
   check_close(got.frames, want.frames, "dit-shapes cuda float32 vs cpu: images", 1e-4);
 
-  req.scheduler = "dpmpp_2m";
+  req.scheduler = sched::Sampler::kDpmpp2m;
   req.guidance_scale = 1.0f;  // and without CFG
   check_close(gpu.sample(req), cpu.sample(req), "dit-shapes cuda float32 vs cpu: dpmpp_2m latents, no CFG", 1e-4);
 }

@@ -56,7 +56,7 @@ TEST_CASE("first_block: compares with the last computed step's signal, computes 
     if (compute) prev = v;
     want.push_back(compute);
   }
-  pab::StepCache cache({pab::StepCacheRule::kFirstBlock, 0.1, {}});
+  pab::StepCache cache({CacheKind::kFirstBlock, 0.1, {}});
   CHECK(drive(cache, signal) == want);
   CHECK(want == std::vector<bool>{true, false, true, true, false, true});  // 1.12 against 1.0: 12% > 10%
 }
@@ -81,7 +81,7 @@ TEST_CASE("teacache: the rescaled change accumulates while below the threshold, 
     prev = signal[s];  // every step's
     want.push_back(compute);
   }
-  pab::StepCache cache({pab::StepCacheRule::kTeaCache, threshold, coefficients});
+  pab::StepCache cache({CacheKind::kTeaCache, threshold, coefficients});
   const std::vector<bool> got = drive(cache, signal);
   CHECK(got == want);
   int skipped = 0;
@@ -95,7 +95,7 @@ TEST_CASE("units: an output's halves together sum their rows, apart each decides
   // Two outputs, both halves on this rank: samples [cond 0, cond 1, uncond 0, uncond 1].
   for (bool apart : {false, true}) {
     CAPTURE(apart);
-    pab::StepCache cache({pab::StepCacheRule::kFirstBlock, 0.08, {}});
+    pab::StepCache cache({CacheKind::kFirstBlock, 0.08, {}});
     cache.begin_batch(2, {false, true}, apart, 3);
     CHECK(cache.units() == (apart ? 4 : 2));
     cache.begin_step(0, 999);
@@ -113,7 +113,7 @@ TEST_CASE("units: an output's halves together sum their rows, apart each decides
 Tensor span_rows(const std::vector<float>& v) { return rows_of(v).reshape({static_cast<int64_t>(v.size()), 1, 3}); }
 
 TEST_CASE("span: computed units keep out - in, skipped units' rows take in + their kept residual") {
-  pab::StepCache cache({pab::StepCacheRule::kFirstBlock, 0.5, {}});
+  pab::StepCache cache({CacheKind::kFirstBlock, 0.5, {}});
   cache.begin_batch(2, {false}, false, 3);
   cache.begin_step(0, 999);
   (void)cache.decide({}, rows_of({1, 1}));
@@ -144,7 +144,7 @@ TEST_CASE("span: computed units keep out - in, skipped units' rows take in + the
 
 TEST_CASE("span over patches: each patch's tokens keep and take their own rows of the residual") {
   // 1 output, 2 rows (e.g. CFG halves together), 3 tokens in patches [0, 2) and [2, 3), width 1.
-  pab::StepCache cache({pab::StepCacheRule::kFirstBlock, 0.5, {}});
+  pab::StepCache cache({CacheKind::kFirstBlock, 0.5, {}});
   cache.begin_batch(1, {false, true}, false, 2);
   cache.begin_step(0, 999);
   (void)cache.decide({}, rows_of({1, 1}));

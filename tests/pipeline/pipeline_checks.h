@@ -33,7 +33,7 @@ inline Tensor run_fixture(const pipeline::ClassPipeline& pipe, const FixtureCase
   req.labels = c.labels;
   req.steps = c.steps;
   req.guidance_scale = guidance;
-  req.scheduler = scheduler;
+  req.scheduler = *sched::sampler_named(scheduler);
   req.batch_size = batch_size;
   req.init_noise = fixture_tensor(c.fixture, "noise.safetensors", "noise");
   return pipe.sample(req);
@@ -86,7 +86,7 @@ inline ClassAgreement class_agreement(const pipeline::ClassPipeline& pipe, const
     for (int64_t id = 0; id < classes; ++id) req.labels.push_back(id);
   req.steps = 25;
   req.guidance_scale = 4.0f;
-  req.scheduler = "ddim";
+  req.scheduler = sched::Sampler::kDdim;
   req.batch_size = 30;
   const pipeline::Result result = pipe.generate(req);
 

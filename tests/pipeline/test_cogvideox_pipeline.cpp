@@ -29,7 +29,7 @@ TEST_CASE("CogVideoX pipeline latents and frames match diffusers: batch sizes 2 
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
     const pipeline::Result r = pipe->generate(testing::fixture_request(*pipe, testing::cogvideox_fixture_config(batch), "cogvideox_tiny"));
-    CHECK(r.scheduler == "ddim");
+    CHECK(r.scheduler == sched::Sampler::kDdim);
     REQUIRE(r.latents.shape() == Shape{2, 4, 5, 4, 6});
     check_close(r.latents, latents_ref, "latents (batch " + std::to_string(batch) + ")", 1e-4);
     REQUIRE(r.frames.shape() == Shape{2, 17, 3, 32, 48});

@@ -36,7 +36,7 @@ TEST_CASE("default model: ditgen matches diffusers for 'red circle' and 'blue st
   req.labels = {pipe.label_id(std::string("red circle"), "test"), pipe.label_id(std::string("blue star"), "test")};
   req.steps = 25;
   req.guidance_scale = 4.0f;
-  req.scheduler = "ddim";
+  req.scheduler = sched::Sampler::kDdim;
   req.init_noise = reference("noise.safetensors", "noise");
   const Tensor latents = pipe.sample(req);
   const Tensor want = reference("expected.safetensors", "latents");

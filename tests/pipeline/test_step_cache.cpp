@@ -28,7 +28,7 @@ pipeline::Result run(const pipeline::Pipeline& pipe, int batch, std::optional<do
   g.negative_prompt = "low quality";
   g.steps = 6;
   pipeline::Request req = testing::fixture_request(pipe, g, "wan_tiny");
-  if (threshold) req.step_cache = pab::StepCacheSettings{pab::StepCacheRule::kFirstBlock, *threshold, {}};
+  if (threshold) req.step_cache = pab::StepCacheSettings{CacheKind::kFirstBlock, *threshold, {}};
   return pipe.generate(req);
 }
 

@@ -33,7 +33,7 @@ std::string case_path(const std::string& name) {
 
 pab::StepCacheSettings settings_of(const nlohmann::json& cache) {
   pab::StepCacheSettings s;
-  s.rule = cache["kind"] == "teacache" ? pab::StepCacheRule::kTeaCache : pab::StepCacheRule::kFirstBlock;
+  s.kind = cache["kind"] == "teacache" ? CacheKind::kTeaCache : CacheKind::kFirstBlock;
   s.threshold = cache["threshold"].get<double>();
   if (cache.contains("coefficients")) s.coefficients = cache["coefficients"].get<std::vector<double>>();
   return s;
@@ -49,7 +49,7 @@ void check_case(const std::string& fixture, const std::string& name) {
   const RunConfig rc = load_config(config, {"model.path=" + testing::fixture_dir(fixture)});
   const auto pipe = testing::open_fixture_pipeline(fixture);
   pipeline::Request req = pipe->prepare(rc.generate, config);
-  req.text_encoder_dtype = "float32";
+  req.text_encoder_dtype = DTypeChoice::kFloat32;
   const nlohmann::json& noise = c["run"]["noise"];
   const int64_t row = noise["row"].get<int64_t>();
   req.init_noise = io::SafetensorsFile::open(std::string(DITGEN_SOURCE_DIR) + "/" + noise["file"].get<std::string>())

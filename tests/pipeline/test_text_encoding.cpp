@@ -72,18 +72,17 @@ TEST_CASE("text stage: a repeated prompt is encoded once and gets the same rows"
 }
 
 TEST_CASE("text stage: model.dtype to the encoder's placement") {
-  const models::Placement f32 = pipeline::text_encoder_placement(Device::kCPU, "float32");
+  const models::Placement f32 = pipeline::text_encoder_placement(Device::kCPU, DTypeChoice::kFloat32);
   CHECK(f32.dtype == DType::kF32);
   CHECK(f32.storage() == DType::kF32);
-  const models::Placement bf16 = pipeline::text_encoder_placement(Device::kCPU, "bfloat16");
+  const models::Placement bf16 = pipeline::text_encoder_placement(Device::kCPU, DTypeChoice::kBFloat16);
   CHECK(bf16.dtype == DType::kBF16);           // bfloat16 GEMMs ...
   CHECK(bf16.storage() == DType::kF32);        // ... between float32 activations
-  CHECK(pipeline::text_encoder_placement(Device::kCPU, "float16").dtype == DType::kF32);
-  CHECK(pipeline::text_encoder_placement(Device::kCUDA, "bfloat16").dtype == DType::kBF16);
-  CHECK(pipeline::text_encoder_placement(Device::kCUDA, "auto").dtype == DType::kBF16);
-  const models::Placement cpu_auto = pipeline::text_encoder_placement(Device::kCPU, "auto");
+  CHECK(pipeline::text_encoder_placement(Device::kCPU, DTypeChoice::kFloat16).dtype == DType::kF32);
+  CHECK(pipeline::text_encoder_placement(Device::kCUDA, DTypeChoice::kBFloat16).dtype == DType::kBF16);
+  CHECK(pipeline::text_encoder_placement(Device::kCUDA, DTypeChoice::kAuto).dtype == DType::kBF16);
+  const models::Placement cpu_auto = pipeline::text_encoder_placement(Device::kCPU, DTypeChoice::kAuto);
   CHECK((cpu_auto.dtype == DType::kBF16) == ops::cpu_has_bf16());
-  CHECK_THROWS_AS(pipeline::text_encoder_placement(Device::kCPU, "float8"), ConfigError);
 }
 
 TEST_CASE("text stage: missing parts and a bad max length") {

@@ -72,7 +72,7 @@ TEST_CASE("default video model: ditgen matches diffusers' LattePipeline for two 
   g.steps = 10;  // scripts/fixtures/make_video_default_reference.py
   g.batch_size = 2;
   pipeline::Request req = pipe->prepare(g, "test");
-  req.text_encoder_dtype = "float32";
+  req.text_encoder_dtype = DTypeChoice::kFloat32;
   req.init_noise = reference("noise.safetensors", "noise");
   const pipeline::Result r = pipe->generate(req);
   testing::check_close(r.latents, reference("expected.safetensors", "latents"), "latents", 1e-4);
@@ -106,7 +106,7 @@ TEST_CASE("default video model: clips show the requested colour, shape and motio
   MESSAGE("compute dtype " << std::string(dtype_name(dtype)));
   const auto pipe = open_default(dtype);
   pipeline::Request req = pipe->prepare(default_sampling(prompts), "test");
-  req.text_encoder_dtype = "auto";
+  req.text_encoder_dtype = DTypeChoice::kAuto;
   const pipeline::Result r = pipe->generate(req);
   REQUIRE(r.frames.dim(0) == n);
   int colour = 0, shape = 0, motion = 0;

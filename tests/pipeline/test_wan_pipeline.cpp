@@ -57,7 +57,7 @@ TEST_CASE("Wan pipeline latents and frames match diffusers: UniPC, batch sizes 2
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
     const pipeline::Result r = pipe->generate(testing::fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kUnipc, batch), "wan_tiny"));
-    CHECK(r.scheduler == "unipc");
+    CHECK(r.scheduler == sched::Sampler::kUnipc);
     REQUIRE(r.latents.shape() == Shape{2, 6, 3, 6, 10});
     check_close(r.latents, latents_ref, "latents_unipc (batch " + std::to_string(batch) + ")", 1e-4);
     REQUIRE(r.frames.shape() == Shape{2, 9, 3, 48, 80});

@@ -35,7 +35,7 @@ inline pipeline::Request pixart_fixture_request(const pipeline::Pipeline& pipe, 
   g.batch_size = batch_size;
   g.max_sequence_length = 16;
   pipeline::Request req = pipe.prepare(g, "run.json");
-  req.text_encoder_dtype = "float32";
+  req.text_encoder_dtype = DTypeChoice::kFloat32;
   req.init_noise = fixture_tensor("pixart_tiny", "noise.safetensors", "noise");
   return req;
 }
@@ -57,7 +57,7 @@ inline GenerateConfig latte_fixture_config(int batch_size, int steps = 3) {
 
 inline pipeline::Request latte_fixture_request(const pipeline::Pipeline& pipe, int batch_size, int steps = 3) {
   pipeline::Request req = pipe.prepare(latte_fixture_config(batch_size, steps), "run.json");
-  req.text_encoder_dtype = "float32";
+  req.text_encoder_dtype = DTypeChoice::kFloat32;
   req.init_noise = fixture_tensor("latte_tiny", "noise.safetensors", "noise");
   return req;
 }
@@ -86,7 +86,7 @@ inline GenerateConfig wan_fixture_config(sched::Sampler scheduler, int batch_siz
 inline pipeline::Request fixture_request(const pipeline::Pipeline& pipe, const GenerateConfig& g,
                                              const std::string& fixture) {
   pipeline::Request req = pipe.prepare(g, "run.json");
-  req.text_encoder_dtype = "float32";
+  req.text_encoder_dtype = DTypeChoice::kFloat32;
   req.init_noise = fixture_tensor(fixture, "noise.safetensors", "noise");
   return req;
 }

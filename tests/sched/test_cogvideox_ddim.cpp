@@ -59,7 +59,7 @@ Tensor run(Scheduler& s, const std::string& tag) {
 TEST_CASE("CogVideoX DDIM matches diffusers' CogVideoXDDIMScheduler: CogVideoX-2b's and -5b's configs") {
   for (const auto& [tag, snr] : {std::pair{std::string("2b"), 3.0}, std::pair{std::string("5b"), 1.0}}) {
     CAPTURE(tag);
-    const auto s = make_scheduler("", config(snr), "scheduler_config.json");
+    const auto s = make_scheduler(Sampler::kModelDefault, config(snr), "scheduler_config.json");
     REQUIRE(dynamic_cast<DdimScheduler*>(s.get()) != nullptr);
     CHECK(s->name() == "ddim");
     s->set_timesteps(50);
@@ -73,7 +73,7 @@ TEST_CASE("CogVideoX DDIM matches diffusers' CogVideoXDDIMScheduler: CogVideoX-2
 }
 
 TEST_CASE("CogVideoX DDIM: the schedule is CogVideoX's, and named ddim keeps it") {
-  const auto own = make_scheduler("ddim", config(3.0), "scheduler_config.json");
+  const auto own = make_scheduler(Sampler::kDdim, config(3.0), "scheduler_config.json");
   REQUIRE(dynamic_cast<DdimScheduler*>(own.get()) != nullptr);
   const auto& ac = dynamic_cast<DdimScheduler&>(*own).alphas_cumprod();
   CHECK(ac.back() == 0.0f);  // zero terminal SNR
@@ -81,20 +81,20 @@ TEST_CASE("CogVideoX DDIM: the schedule is CogVideoX's, and named ddim keeps it"
   // is refused: rescale_betas_zero_snr is CogVideoX's here.
   nlohmann::json plain = config(3.0);
   plain["_class_name"] = "DDIMScheduler";
-  CHECK_THROWS_WITH_AS(make_scheduler("", plain, "scheduler_config.json"),
+  CHECK_THROWS_WITH_AS(make_scheduler(Sampler::kModelDefault, plain, "scheduler_config.json"),
                        doctest::Contains("rescale_betas_zero_snr"), ConfigError);
   // The shift moves the run: 1.0 is not 3.0's result.
-  const auto five = make_scheduler("", config(1.0), "scheduler_config.json");
+  const auto five = make_scheduler(Sampler::kModelDefault, config(1.0), "scheduler_config.json");
   CHECK(normwise(run(*five, "2b"), reference("2b_result")) > 1e-3);
 }
 
 TEST_CASE("CogVideoX DDIM: a config it cannot reproduce names the key") {
   nlohmann::json c = config(3.0);
   c["beta_schedule"] = "linear";
-  CHECK_THROWS_WITH_AS(make_scheduler("", c, "scheduler_config.json"),
+  CHECK_THROWS_WITH_AS(make_scheduler(Sampler::kModelDefault, c, "scheduler_config.json"),
                        doctest::Contains("beta_schedule in scheduler_config.json"), ConfigError);
   c = config(3.0);
   c["snr_shift_scale"] = 0.0;
-  CHECK_THROWS_WITH_AS(make_scheduler("", c, "scheduler_config.json"),
+  CHECK_THROWS_WITH_AS(make_scheduler(Sampler::kModelDefault, c, "scheduler_config.json"),
                        doctest::Contains("scheduler_config.json: snr_shift_scale = 0.0"), ConfigError);
 }

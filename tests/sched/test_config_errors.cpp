@@ -39,7 +39,7 @@ void expect_error(F&& f, int exit_code, std::initializer_list<std::string> fragm
 }
 
 std::unique_ptr<Scheduler> build(const std::string& name, const json& cfg) {
-  auto s = make_scheduler(name, cfg, kPath);
+  auto s = make_scheduler(*sampler_named(name), cfg, kPath);
   s->set_timesteps(10);
   return s;
 }
@@ -47,25 +47,27 @@ std::unique_ptr<Scheduler> build(const std::string& name, const json& cfg) {
 }  // namespace
 
 TEST_CASE("the model's own scheduler comes from _class_name") {
-  CHECK(make_scheduler("", dit_config(), kPath)->name() == "ddim");
+  CHECK(make_scheduler(Sampler::kModelDefault, dit_config(), kPath)->name() == "ddim");
   json dpm = dit_config();
   dpm["_class_name"] = "DPMSolverMultistepScheduler";
-  CHECK(make_scheduler("", dpm, kPath)->name() == "dpmpp_2m");
+  CHECK(make_scheduler(Sampler::kModelDefault, dpm, kPath)->name() == "dpmpp_2m");
   // An explicit name builds that scheduler from any class's config.
-  CHECK(make_scheduler("dpmpp_2m", dit_config(), kPath)->name() == "dpmpp_2m");
-  CHECK(make_scheduler("ddim", dpm, kPath)->name() == "ddim");
+  CHECK(make_scheduler(Sampler::kDpmpp2m, dit_config(), kPath)->name() == "dpmpp_2m");
+  CHECK(make_scheduler(Sampler::kDdim, dpm, kPath)->name() == "ddim");
 }
 
 TEST_CASE("unsupported schedulers are 'not supported yet' (exit 2)") {
   json other = dit_config();
   other["_class_name"] = "EulerDiscreteScheduler";
-  expect_error([&] { make_scheduler("", other, kPath); }, kExitBadConfig,
+  expect_error([&] { make_scheduler(Sampler::kModelDefault, other, kPath); }, kExitBadConfig,
                {"not supported yet: scheduler EulerDiscreteScheduler", kPath});
-  expect_error([&] { make_scheduler("euler_a", dit_config(), kPath); }, kExitBadConfig,
-               {"not supported yet: scheduler euler_a"});
+  // A name outside the sampler table has no Sampler (the config refuses it
+  // with the table's names: tests/config/test_validation.cpp).
+  CHECK_FALSE(sampler_named("euler_a").has_value());
+  CHECK(sampler_named("dpmpp_2m") == Sampler::kDpmpp2m);
   json none = dit_config();
   none.erase("_class_name");
-  expect_error([&] { make_scheduler("", none, kPath); }, kExitBadModel, {"_class_name", kPath});
+  expect_error([&] { make_scheduler(Sampler::kModelDefault, none, kPath); }, kExitBadModel, {"_class_name", kPath});
 }
 
 TEST_CASE("a wrong JSON type is a ModelError naming the file and key") {
@@ -108,9 +110,9 @@ TEST_CASE("bad values are ConfigErrors naming the key") {
       expect_error([&] { build(name, cfg); }, kExitBadConfig, {kPath, key});
     }
   }
-  expect_error([&] { make_scheduler("ddim", dit_config(), kPath)->set_timesteps(1001); },
+  expect_error([&] { make_scheduler(Sampler::kDdim, dit_config(), kPath)->set_timesteps(1001); },
                kExitBadConfig, {"1001", kPath});
-  expect_error([&] { make_scheduler("dpmpp_2m", dit_config(), kPath)->set_timesteps(0); },
+  expect_error([&] { make_scheduler(Sampler::kDpmpp2m, dit_config(), kPath)->set_timesteps(0); },
                kExitBadConfig, {"0 inference steps"});
 }
 
@@ -169,7 +171,7 @@ TEST_CASE("parse_scheduler_config accepts Python's -Infinity / NaN tokens") {
 }
 
 TEST_CASE("step() checks its arguments") {
-  auto s = make_scheduler("dpmpp_2m", dit_config(), kPath);
+  auto s = make_scheduler(Sampler::kDpmpp2m, dit_config(), kPath);
   s->set_timesteps(5);
   Tensor x = Tensor::zeros({2, 3});
   Tensor m = Tensor::zeros({2, 3});

@@ -66,7 +66,7 @@ void expect_error(F&& f, int exit_code, std::initializer_list<std::string> fragm
 
 std::unique_ptr<Scheduler> build(const std::string& name, const json& cfg,
                                  std::optional<double> shift = std::nullopt) {
-  auto s = make_scheduler(name, cfg, kPath, shift);
+  auto s = make_scheduler(*sampler_named(name), cfg, kPath, shift);
   s->set_timesteps(10);
   return s;
 }
@@ -77,10 +77,10 @@ TEST_CASE("scheduler_names lists both kinds") {
   CHECK(scheduler_names() == std::vector<std::string>{"ddim", "dpmpp_2m", "unipc", "euler"});
   CHECK(scheduler_names(SchedulerKind::kDiffusion) == std::vector<std::string>{"ddim", "dpmpp_2m"});
   CHECK(scheduler_names(SchedulerKind::kFlow) == std::vector<std::string>{"unipc", "euler"});
-  CHECK(make_scheduler("ddim", dit_config(), kPath)->kind() == SchedulerKind::kDiffusion);
-  CHECK(make_scheduler("dpmpp_2m", dit_config(), kPath)->kind() == SchedulerKind::kDiffusion);
-  CHECK(make_scheduler("unipc", wan_config(), kPath)->kind() == SchedulerKind::kFlow);
-  CHECK(make_scheduler("euler", wan_config(), kPath)->kind() == SchedulerKind::kFlow);
+  CHECK(make_scheduler(Sampler::kDdim, dit_config(), kPath)->kind() == SchedulerKind::kDiffusion);
+  CHECK(make_scheduler(Sampler::kDpmpp2m, dit_config(), kPath)->kind() == SchedulerKind::kDiffusion);
+  CHECK(make_scheduler(Sampler::kUnipc, wan_config(), kPath)->kind() == SchedulerKind::kFlow);
+  CHECK(make_scheduler(Sampler::kEuler, wan_config(), kPath)->kind() == SchedulerKind::kFlow);
 }
 
 TEST_CASE("config_kind: a FlowMatch class, flow_prediction or use_flow_sigmas make a flow model") {
@@ -104,28 +104,28 @@ TEST_CASE("config_kind: a FlowMatch class, flow_prediction or use_flow_sigmas ma
 }
 
 TEST_CASE("the model's own flow scheduler, and own classes of the wrong kind") {
-  CHECK(make_scheduler("", wan_config(), kPath)->name() == "unipc");
-  CHECK(make_scheduler("", flow_match_config(), kPath)->name() == "euler");
+  CHECK(make_scheduler(Sampler::kModelDefault, wan_config(), kPath)->name() == "unipc");
+  CHECK(make_scheduler(Sampler::kModelDefault, flow_match_config(), kPath)->name() == "euler");
   // An epsilon UniPC (some image models ship one): ditgen's unipc is UniPC
   // on flow sigmas only.
   json eps_unipc = dit_config();
   eps_unipc["_class_name"] = "UniPCMultistepScheduler";
-  expect_error([&] { make_scheduler("", eps_unipc, kPath); }, kExitBadConfig,
+  expect_error([&] { make_scheduler(Sampler::kModelDefault, eps_unipc, kPath); }, kExitBadConfig,
                {"not supported yet: scheduler UniPCMultistepScheduler", kPath, "ddim or dpmpp_2m"});
   // A DPM-Solver on flow sigmas: dpmpp_2m is the epsilon / v sampler.
   json dpm_flow = wan_config();
   dpm_flow["_class_name"] = "DPMSolverMultistepScheduler";
-  expect_error([&] { make_scheduler("", dpm_flow, kPath); }, kExitBadConfig,
+  expect_error([&] { make_scheduler(Sampler::kModelDefault, dpm_flow, kPath); }, kExitBadConfig,
                {"not supported yet: scheduler DPMSolverMultistepScheduler", "flow_prediction", kPath,
                 "unipc or euler"});
   json heun = flow_match_config();
   heun["_class_name"] = "FlowMatchHeunDiscreteScheduler";
-  expect_error([&] { make_scheduler("", heun, kPath); }, kExitBadConfig,
+  expect_error([&] { make_scheduler(Sampler::kModelDefault, heun, kPath); }, kExitBadConfig,
                {"not supported yet: scheduler FlowMatchHeunDiscreteScheduler", kPath, "unipc or euler"});
   // A named sampler of the right kind still runs on those configs.
-  CHECK(make_scheduler("unipc", dpm_flow, kPath)->name() == "unipc");
-  CHECK(make_scheduler("euler", heun, kPath)->name() == "euler");
-  CHECK(make_scheduler("dpmpp_2m", eps_unipc, kPath)->name() == "dpmpp_2m");
+  CHECK(make_scheduler(Sampler::kUnipc, dpm_flow, kPath)->name() == "unipc");
+  CHECK(make_scheduler(Sampler::kEuler, heun, kPath)->name() == "euler");
+  CHECK(make_scheduler(Sampler::kDpmpp2m, eps_unipc, kPath)->name() == "dpmpp_2m");
 }
 
 TEST_CASE("a sampler of the other kind is a ConfigError naming the samplers that fit") {
@@ -144,7 +144,7 @@ TEST_CASE("a sampler of the other kind is a ConfigError naming the samplers that
     for (const char* name : {"ddim", "dpmpp_2m"}) {
       const std::string where = std::string(name) + " " + reason;
       CAPTURE(where);
-      expect_error([&] { make_scheduler(name, cfg, kPath); }, kExitBadConfig,
+      expect_error([&] { make_scheduler(*sampler_named(name), cfg, kPath); }, kExitBadConfig,
                    {std::string("generate.scheduler = ") + name, "flow-matching model", reason, kPath,
                     "use unipc or euler"});
     }
@@ -154,7 +154,7 @@ TEST_CASE("a sampler of the other kind is a ConfigError naming the samplers that
   for (const json& cfg : {dit_config(), v}) {
     for (const std::string name : {"unipc", "euler"}) {
       CAPTURE(name);
-      expect_error([&] { make_scheduler(name, cfg, kPath); }, kExitBadConfig,
+      expect_error([&] { make_scheduler(*sampler_named(name), cfg, kPath); }, kExitBadConfig,
                    {std::string("generate.scheduler = ") + name, "epsilon / v-prediction model", kPath,
                     "use ddim or dpmpp_2m"});
     }
@@ -174,14 +174,14 @@ TEST_CASE("the shift override: flow samplers only, a positive number") {
   CHECK(dynamic_cast<UniPcFlowScheduler&>(*build("unipc", no_shift)).shift() == 1.0);
 
   for (const char* name : {"ddim", "dpmpp_2m"}) {
-    expect_error([&] { make_scheduler(name, dit_config(), kPath, 3.0); }, kExitBadConfig,
+    expect_error([&] { make_scheduler(*sampler_named(name), dit_config(), kPath, 3.0); }, kExitBadConfig,
                  {"generate.shift", "unipc or euler", name, kPath});
   }
   for (const double bad : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(),
                            std::numeric_limits<double>::infinity()}) {
     for (const char* name : {"unipc", "euler"}) {
       CAPTURE(bad);
-      expect_error([&] { make_scheduler(name, wan_config(), kPath, bad); }, kExitBadConfig,
+      expect_error([&] { make_scheduler(*sampler_named(name), wan_config(), kPath, bad); }, kExitBadConfig,
                    {"generate.shift = ", "must be a positive number"});
     }
   }
@@ -285,19 +285,19 @@ TEST_CASE("bad flow values are ConfigErrors, wrong JSON types ModelErrors, namin
   // A positive shift so small that the schedule underflows (0 / 0, x / 0;
   // for unipc also a float32 sigma 0 before the end).
   for (const char* name : {"unipc", "euler"}) {
-    expect_error([&] { make_scheduler(name, wan_config(), kPath, 5e-324)->set_timesteps(10); },
+    expect_error([&] { make_scheduler(*sampler_named(name), wan_config(), kPath, 5e-324)->set_timesteps(10); },
                  kExitBadConfig, {kPath, "gives the sigma", "outside"});
   }
-  expect_error([&] { make_scheduler("unipc", wan_config(), kPath, 1e-300)->set_timesteps(10); },
+  expect_error([&] { make_scheduler(Sampler::kUnipc, wan_config(), kPath, 1e-300)->set_timesteps(10); },
                kExitBadConfig, {kPath, "gives the sigma", "outside (0, 1]"});
-  expect_error([] { make_scheduler("unipc", wan_config(), kPath)->set_timesteps(0); }, kExitBadConfig,
+  expect_error([] { make_scheduler(Sampler::kUnipc, wan_config(), kPath)->set_timesteps(0); }, kExitBadConfig,
                {"0 inference steps", kPath});
-  expect_error([] { make_scheduler("euler", wan_config(), kPath)->set_timesteps(1001); }, kExitBadConfig,
+  expect_error([] { make_scheduler(Sampler::kEuler, wan_config(), kPath)->set_timesteps(1001); }, kExitBadConfig,
                {"1001 inference steps", kPath});
 }
 
 TEST_CASE("flow step() checks its arguments") {
-  auto unipc = make_scheduler("unipc", wan_config(), kPath);
+  auto unipc = make_scheduler(Sampler::kUnipc, wan_config(), kPath);
   unipc->set_timesteps(5);
   Tensor x = Tensor::zeros({2, 3});
   Tensor m = Tensor::zeros({2, 3});
@@ -309,7 +309,7 @@ TEST_CASE("flow step() checks its arguments") {
   CHECK_THROWS(unipc->step(Tensor::zeros({4}), 1, other));  // the sample changed size mid-run
   CHECK_NOTHROW(unipc->step(m, 1, x));
   CHECK_NOTHROW(unipc->step(m, 0, x));  // 0 restarts
-  auto euler = make_scheduler("euler", wan_config(), kPath);
+  auto euler = make_scheduler(Sampler::kEuler, wan_config(), kPath);
   CHECK_THROWS(euler->step(m, 0, x));  // before set_timesteps
   euler->set_timesteps(5);
   CHECK_THROWS(euler->step(m, 5, x));

@@ -130,7 +130,7 @@ void check_fixture(const std::string& name) {
   for (const char* sampler : {"unipc", "euler"}) {
     if (!fx.contains(sampler)) continue;
     ++samplers;
-    auto sched = make_scheduler(sampler, fx.at("scheduler_config"), path, recorded_override(fx));
+    auto sched = make_scheduler(*sampler_named(sampler), fx.at("scheduler_config"), path, recorded_override(fx));
     REQUIRE(sched->name() == sampler);
     CHECK(sched->kind() == SchedulerKind::kFlow);
     check_runs(*sched, fx.at(sampler).at("runs"), name + " " + sampler);
@@ -168,25 +168,25 @@ TEST_CASE("the shift override (generate.shift) matches diffusers' from_config(sh
     const std::string reference = shift == 5.0 ? "flow_wan_unipc_shift5" : "flow_wan_unipc_shift1";
     const nlohmann::json want = load(reference);
     for (const char* sampler : {"unipc", "euler"}) {
-      auto sched = make_scheduler(sampler, wan, path, shift);
+      auto sched = make_scheduler(*sampler_named(sampler), wan, path, shift);
       check_runs(*sched, want.at(sampler).at("runs"),
                  std::string("Wan config, ") + sampler + " with shift override " + std::to_string(shift));
     }
   }
-  auto unipc = make_scheduler("unipc", wan, path, 5.0);
+  auto unipc = make_scheduler(Sampler::kUnipc, wan, path, 5.0);
   CHECK(dynamic_cast<UniPcFlowScheduler&>(*unipc).shift() == 5.0);
-  auto euler = make_scheduler("euler", wan, path);  // the model's flow_shift carries over
+  auto euler = make_scheduler(Sampler::kEuler, wan, path);  // the model's flow_shift carries over
   CHECK(dynamic_cast<FlowMatchEulerScheduler&>(*euler).shift() == 3.0);
 }
 
 TEST_CASE("the model's own flow scheduler comes from _class_name") {
-  auto own = make_scheduler("", load("flow_wan_unipc").at("scheduler_config"), "wan");
+  auto own = make_scheduler(Sampler::kModelDefault, load("flow_wan_unipc").at("scheduler_config"), "wan");
   CHECK(own->name() == "unipc");
   CHECK(own->kind() == SchedulerKind::kFlow);
   own->set_timesteps(50);
   CHECK(own->timesteps().front() == 999);  // int64(1000 * (1 - 1e-6))
   CHECK(own->timesteps().back() == 60);
-  auto euler = make_scheduler("", load("flow_euler_shift7_3").at("scheduler_config"), "euler");
+  auto euler = make_scheduler(Sampler::kModelDefault, load("flow_euler_shift7_3").at("scheduler_config"), "euler");
   CHECK(euler->name() == "euler");
   euler->set_timesteps(4);
   CHECK(euler->timesteps().front() == 1000.0);

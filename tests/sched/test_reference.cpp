@@ -82,7 +82,7 @@ void check_fixture(const std::string& name, const std::string& kind) {
   const std::string path = fixture_path(name);
   const nlohmann::json fx = load_scheduler_config(path);
   const nlohmann::json& ref = fx.at(kind);
-  auto sched = make_scheduler(kind, fx.at("scheduler_config"), path);
+  auto sched = make_scheduler(*sampler_named(kind), fx.at("scheduler_config"), path);
   REQUIRE(sched->name() == kind);
 
   const std::vector<float>* ac = nullptr;
@@ -165,12 +165,12 @@ TEST_CASE("reference match summary") {
 
 TEST_CASE("DiT's own scheduler: DDIM, 50 leading steps 980..0, DPM linspace 999..20") {
   const nlohmann::json dit = load_scheduler_config(fixture_path("dit")).at("scheduler_config");
-  auto own = make_scheduler("", dit, "dit/scheduler_config.json");
+  auto own = make_scheduler(Sampler::kModelDefault, dit, "dit/scheduler_config.json");
   CHECK(own->name() == "ddim");
   own->set_timesteps(50);
   CHECK(own->timesteps().front() == 980);
   CHECK(own->timesteps().back() == 0);
-  auto dpm = make_scheduler("dpmpp_2m", dit, "dit/scheduler_config.json");
+  auto dpm = make_scheduler(Sampler::kDpmpp2m, dit, "dit/scheduler_config.json");
   dpm->set_timesteps(50);
   CHECK(dpm->timesteps().front() == 999);
   CHECK(dpm->timesteps()[25] == 500);
