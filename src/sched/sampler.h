@@ -62,10 +62,6 @@ inline const SamplerRow& row_of(Sampler s) {
 }
 inline const char* name_of(Sampler s) { return row_of(s).name; }
 // The sampler named `name` ("": kModelDefault); none for a name not in the table.
-inline std::optional<Sampler> sampler_named(std::string_view name) {
-  for (const SamplerRow& r : kSamplers)
-    if (name == r.name) return r.value;
-  return std::nullopt;
-}
+inline std::optional<Sampler> sampler_named(std::string_view name) { return value_in(kSamplers, name); }
 
 }  // namespace ditgen::sched

@@ -3,7 +3,9 @@
 // parsed once and its name written in one place.
 #pragma once
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ditgen {
@@ -21,6 +23,14 @@ const char* name_in(const Row (&table)[N], E value) {
   for (const auto& entry : table)
     if (entry.value == value) return entry.name;
   return "?";
+}
+
+// The value named `name` in `table`; none for a name not in it.
+template <class Row, std::size_t N>
+auto value_in(const Row (&table)[N], std::string_view name) -> std::optional<decltype(table[0].value)> {
+  for (const auto& entry : table)
+    if (name == entry.name) return entry.value;
+  return std::nullopt;
 }
 
 template <class Row, std::size_t N>

@@ -39,9 +39,9 @@ inline std::vector<std::pair<std::string, pab::StepCacheSettings>> step_cache_se
     return std::string(b);
   };
   for (double t : {0.05, 0.1, 0.15, 0.2, 0.3})
-    out.push_back({name("first_block", t), {pab::StepCacheRule::kFirstBlock, t, {}}});
+    out.push_back({name("first_block", t), {CacheKind::kFirstBlock, t, {}}});
   for (double t : {0.1, 0.2, 0.3, 0.5})
-    out.push_back({name("teacache", t), {pab::StepCacheRule::kTeaCache, t, coefficients}});
+    out.push_back({name("teacache", t), {CacheKind::kTeaCache, t, coefficients}});
   return out;
 }
 

@@ -75,6 +75,15 @@ struct Args {
   std::string device = "cpu", dtype = "float32", attention = "auto";
 };
 
+[[noreturn]] void usage(int code);
+
+// --dtype as the config's model.dtype names it.
+DTypeChoice dtype_choice(const std::string& name) {
+  const auto choice = value_in(kDTypeChoiceNames, name);
+  if (!choice) usage(2);
+  return *choice;
+}
+
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_forward --model DIR [--batch 2] [--frames F] [--latent-size N] [--text-tokens 120]\n"
@@ -192,7 +201,7 @@ int run_text_encoder(const Args& a) {
   if (fs::exists(dir / "text_encoder" / "config.json")) dir /= "text_encoder";
   const std::string cfg_path = (dir / "config.json").string();
   const auto spec = models::text_encoder_spec(io::read_json_file(cfg_path), cfg_path);
-  const DeviceChoice where = choose_device("cpu", a.dtype, "auto", false, 0, ops::cpu_has_bf16(), "bench_forward");
+  const DeviceChoice where = choose_device("cpu", dtype_choice(a.dtype), "auto", false, 0, ops::cpu_has_bf16());
   std::printf("family %s\nvariant %s\ndtype %s\n", spec->family(), spec->variant(), dtype_name(where.dtype));
   const double t_load = now();
   const auto encoder =
@@ -229,8 +238,8 @@ int run_forward(const Args& a) {
   const double t_load = now();
   // The same rules as the ditgen command line (config/device_choice.h).
   const DeviceChoice where =
-      choose_device(a.device, a.dtype, a.attention, ops::cuda_built(), ops::cuda_device_count(), ops::cpu_has_bf16(),
-                    "bench_forward");
+      choose_device(a.device, dtype_choice(a.dtype), a.attention, ops::cuda_built(), ops::cuda_device_count(),
+                    ops::cpu_has_bf16());
   if (where.device == Device::kCUDA) {
     ops::bind_cuda_device(0);
     ops::set_attention_mode(ops::attention_mode_from_name(where.attention));

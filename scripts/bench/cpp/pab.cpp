@@ -144,7 +144,7 @@ int main(int argc, char** argv) try {
     }
   }
   req.steps = a.steps;
-  req.scheduler = "ddim";
+  req.scheduler = sched::Sampler::kDdim;
   req.guidance_scale = 4.0f;
   req.batch_size = a.batch;
 

@@ -134,9 +134,9 @@ int main(int argc, char** argv) try {
   const RunConfig rc = load_config(a.config, {});
   auto pipe = pipeline::Pipeline::open(rc.model.path);
   // The config's model.dtype and model.vae_dtype on this CPU, as ditgen resolves them.
-  const DeviceChoice where = choose_device("cpu", rc.model.dtype, "auto", false, 0, ops::cpu_has_bf16(), a.config);
-  pipe->load_weights({}, {where.device, where.dtype}, choose_vae_dtype(rc.model.vae_dtype, where.device, a.config));
-  std::fprintf(stderr, "model.dtype %s -> %s\n", rc.model.dtype.c_str(), dtype_name(where.dtype));
+  const DeviceChoice where = choose_device("cpu", rc.model.dtype, "auto", false, 0, ops::cpu_has_bf16());
+  pipe->load_weights({}, {where.device, where.dtype}, choose_vae_dtype(rc.model.vae_dtype, where.device));
+  std::fprintf(stderr, "model.dtype %s -> %s\n", name_of(rc.model.dtype), dtype_name(where.dtype));
   GenerateConfig g = rc.generate;
   const std::vector<Caption> caps = captions();
   g.prompts.clear();

@@ -16,7 +16,10 @@ enum ScratchTag {
   kWidenedWeight,      // gemm.cpp: a block of 16-bit weight rows widened to float32
   kRoundedInput,       // gemm.cpp: a block of input rows rounded to bfloat16
   kRoundedInputF32,    // gemm.cpp: the same as float32 values (the emulated bf16 path)
-  kDenseMatmulOutput,  // onednn_matmul.cpp: a strided output's contiguous stand-in
+  kDenseMatmulOutput,  // onednn_matmul.cpp, int8_matmul.cpp: a strided output's contiguous stand-in
+  kQuantizedInput,     // int8_matmul.cpp: the input rows quantized to int8
+  kQuantizedInputScales,  // int8_matmul.cpp: their per-row scales
+  kInt8MatmulSums,     // int8_matmul.cpp: the int32 sums before scaling
 };
 
 template <class T, ScratchTag Tag>

@@ -1,0 +1,50 @@
+// W8A8 linear layers on the CPU: int8 weights with one scale per output
+// channel, activations quantized per row (token) when the layer runs, and
+// oneDNN's int8 matmul (VNNI dot products: about twice its bfloat16 rate on
+// AVX512-VNNI machines, docs/cpu.md).
+//
+//   weights      w_q[n, k] = round(w[n, k] / s_w[n]),  s_w[n] = max_k |w[n, k]| / 127
+//                (symmetric, per output channel; made once at load from a
+//                float or a Q8_0 / fp8 weight)
+//   activations  x_q[m, k] = round(x[m, k] / s_x[m]),  s_x[m] = max_k |x[m, k]| / 127
+//                (symmetric, per row, at every call: "dynamic per-token")
+//   output       y[m, n] = s_x[m] s_w[n] sum_k x_q[m, k] w_q[n, k] + b[n], then the activation
+// round() is round-half-to-even, as torch.round; the integer sums are
+// exact (|sum| < 2^31 for K < 2^17), so the result is the quantized
+// operands' product to float rounding, whatever the kernel.
+//
+// oneDNN runs the integer product (u8 x s8 -> s32: the activations offset
+// by 128, corrected exactly afterwards); both scales, the bias and the
+// activation follow in one pass over the output. A weight is packed once
+// at load into the blocked layout oneDNN prefers, with its column sums
+// appended (for the correction), as the bfloat16 weights are packed
+// (onednn_matmul.h).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace ditgen::ops::cpu {
+
+// Row-wise symmetric int8 quantization of a (rows, k) float32 matrix with
+// leading dimension ld: q (rows, k) dense, scales (rows). A row of zeros
+// gets scale 0 and zeros (its product is then exactly 0).
+void quantize_rows_s8(const float* x, int64_t rows, int64_t k, int64_t ld, int8_t* q, float* scales);
+
+// Bytes of an (n, k) int8 weight packed for int8_linear (the values in
+// oneDNN's layout and its compensation), and the packing: w (n, k) dense
+// int8 values -> packed (packed_weight_bytes_s8(n, k) bytes).
+size_t packed_weight_bytes_s8(int64_t n, int64_t k);
+void pack_weight_s8(int64_t n, int64_t k, const int8_t* w, void* packed);
+
+// y[m, ldy] = act(s_x * s_w * (x_q · w_q^T) + bias): x (m, k) float32 with
+// leading dimension ldx, w packed by pack_weight_s8, w_scales (n), bias (n)
+// or null; y float32 (m, n) with leading dimension ldy.
+void int8_linear(const float* x, int64_t m, int64_t k, int64_t ldx, const void* packed_w, const float* w_scales,
+                 int64_t n, const float* bias, Activation act, float* y, int64_t ldy);
+
+// The kernel oneDNN runs for an (m, n, k) int8 matmul ("brg:avx512_core_vnni"), for benchmarks.
+const char* int8_kernel_name(int64_t m, int64_t n, int64_t k);
+
+}  // namespace ditgen::ops::cpu
