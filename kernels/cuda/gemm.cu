@@ -45,7 +45,8 @@ cudaDataType_t cuda_type(DType t) {
     case DType::kBF16: return CUDA_R_16BF;
     case DType::kF16: return CUDA_R_16F;
     case DType::kI32:
-    case DType::kI64: break;
+    case DType::kI64:
+    case DType::kI8: break;
   }
   throw std::invalid_argument(std::string("gemm: unsupported dtype ") + dtype_name(t));
 }

@@ -37,7 +37,8 @@ template <class F> void dispatch_dtype(DType t, F&& f) {
     case DType::kBF16: f(TypeTag<__nv_bfloat16>{}); return;
     case DType::kF16: f(TypeTag<__half>{}); return;
     case DType::kI32:
-    case DType::kI64: break;  // host-only integer tensors never reach a kernel
+    case DType::kI64:
+    case DType::kI8: break;  // host-only integer tensors never reach a kernel
   }
   throw std::invalid_argument(std::string("cuda: unsupported dtype ") + dtype_name(t));
 }

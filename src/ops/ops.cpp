@@ -57,8 +57,10 @@ void weight_place(const char* op, const Tensor& x, const Tensor& w) {
   if (w.device() != x.device() || (on_cuda(x) && w.dtype() != x.dtype()))
     throw std::invalid_argument(std::string(op) + ": tensors on different devices or dtypes: " + where(x) +
                                 " and weight " + where(w));
-  if (!is_floating(w.dtype()))
-    throw std::invalid_argument(std::string(op) + ": weight must be float32, bfloat16 or float16, got " + where(w));
+  const bool int8_weight = w.layout() == Layout::kInt8Packed && w.is_cpu();  // quantize_gemm_weight's
+  if (!is_floating(w.dtype()) && !int8_weight)
+    throw std::invalid_argument(std::string(op) + ": weight must be float32, bfloat16 or float16 (or a CPU int8 "
+                                "weight from quantize_gemm_weight), got " + where(w));
 }
 
 #ifndef DITGEN_WITH_CUDA
@@ -159,6 +161,11 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
 Tensor pack_gemm_weight(const Tensor& w) {
   if (!w.defined() || !w.is_cpu()) return w;
   return cpu::pack_gemm_weight(w);
+}
+
+Tensor quantize_gemm_weight(const Tensor& w) {
+  if (!w.is_cpu()) throw std::invalid_argument("quantize_gemm_weight: int8 weights are CPU weights");
+  return cpu::quantize_gemm_weight(w);
 }
 
 void silu_(Tensor& x) { DITGEN_DISPATCH(x, "silu_", silu_(x)); }

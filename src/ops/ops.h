@@ -61,6 +61,12 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
 // bytes; only linear, linear_into and gemm's b under trans_b read it) where
 // the CPU runs bfloat16 matmuls natively; otherwise w itself.
 Tensor pack_gemm_weight(const Tensor& w);
+// w (a GEMM weight [N, K] of any floating dtype) quantized for W8A8 compute
+// (model.quantize "int8"): symmetric int8 per output row, packed with its
+// scales (Layout::kInt8Packed; ops/cpu/int8_matmul.h). linear and
+// linear_into then quantize their input per row and run the int8 GEMM.
+// CPU only (a CUDA tensor: std::invalid_argument).
+Tensor quantize_gemm_weight(const Tensor& w);
 
 // ---- Elementwise ----------------------------------------------------------
 void silu_(Tensor& x);                       // x * sigmoid(x), in place

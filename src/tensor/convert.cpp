@@ -6,6 +6,7 @@
 #include "tensor/convert.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -34,7 +35,26 @@ inline void store_float(void* p, DType t, int64_t i, float v) {
 }
 
 inline int64_t load_int(const void* p, DType t, int64_t i) {
-  return t == DType::kI32 ? static_cast<const int32_t*>(p)[i] : static_cast<const int64_t*>(p)[i];
+  switch (t) {
+    case DType::kI8: return static_cast<const int8_t*>(p)[i];
+    case DType::kI32: return static_cast<const int32_t*>(p)[i];
+    default: return static_cast<const int64_t*>(p)[i];
+  }
+}
+
+// v stored as integer dtype t, or false when it does not fit.
+inline bool store_int(void* p, DType t, int64_t i, int64_t v) {
+  switch (t) {
+    case DType::kI8:
+      if (v < INT8_MIN || v > INT8_MAX) return false;
+      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
+      return true;
+    case DType::kI32:
+      if (v < INT32_MIN || v > INT32_MAX) return false;
+      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      return true;
+    default: static_cast<int64_t*>(p)[i] = v; return true;
+  }
 }
 
 [[noreturn]] void inexact(DType from, DType to, const std::string& value) {
@@ -61,20 +81,12 @@ void convert_host(const void* src, DType src_dtype, void* dst, DType dst_dtype, 
   for (int64_t i = 0; i < n; ++i) {
     if (!src_float && !dst_float) {
       const int64_t v = load_int(src, src_dtype, i);
-      if (dst_dtype == DType::kI32) {
-        if (v < INT32_MIN || v > INT32_MAX) inexact(src_dtype, dst_dtype, std::to_string(v));
-        static_cast<int32_t*>(dst)[i] = static_cast<int32_t>(v);
-      } else {
-        static_cast<int64_t*>(dst)[i] = v;
-      }
+      if (!store_int(dst, dst_dtype, i, v)) inexact(src_dtype, dst_dtype, std::to_string(v));
     } else if (src_float) {  // float -> integer: integral and in range
       const float f = load_float(src, src_dtype, i);
-      const float lo = dst_dtype == DType::kI32 ? -0x1p31f : -0x1p63f;
-      if (!(f >= lo && f < -lo) || std::trunc(f) != f) inexact(src_dtype, dst_dtype, std::to_string(f));
-      if (dst_dtype == DType::kI32)
-        static_cast<int32_t*>(dst)[i] = static_cast<int32_t>(f);
-      else
-        static_cast<int64_t*>(dst)[i] = static_cast<int64_t>(f);
+      if (!(f >= -0x1p63f && f < 0x1p63f) || std::trunc(f) != f ||
+          !store_int(dst, dst_dtype, i, static_cast<int64_t>(f)))
+        inexact(src_dtype, dst_dtype, std::to_string(f));
     } else {  // integer -> float: the float must give the integer back
       const int64_t v = load_int(src, src_dtype, i);
       store_float(dst, dst_dtype, i, static_cast<float>(v));

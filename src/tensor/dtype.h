@@ -1,7 +1,8 @@
 // Element types of tensor storage and devices. CPU tensors hold any of the
-// five: float32 (what the CPU ops compute in), bfloat16 and float16 (weights
+// six: float32 (what the CPU ops compute in), bfloat16 and float16 (weights
 // kept in their stored dtype, mmapped, and widened inside the GEMM), int32
-// and int64 (index tensors read from files). CUDA tensors hold the three
+// and int64 (index tensors read from files), int8 (W8A8 GEMM weights:
+// ops/cpu/int8_matmul.h). CUDA tensors hold the three
 // floating types, which the CUDA ops widen to float32 to compute (model.dtype,
 // DESIGN.md §3). Header-only and free of CUDA syntax: the tensor layer, the
 // CUDA kernels and the CPU tests share it.
@@ -12,7 +13,7 @@
 namespace ditgen {
 
 enum class Device { kCPU, kCUDA };
-enum class DType { kF32, kBF16, kF16, kI32, kI64 };
+enum class DType { kF32, kBF16, kF16, kI32, kI64, kI8 };
 
 constexpr size_t dtype_size(DType t) {
   switch (t) {
@@ -21,6 +22,7 @@ constexpr size_t dtype_size(DType t) {
     case DType::kF16: return 2;
     case DType::kI32: return 4;
     case DType::kI64: return 8;
+    case DType::kI8: return 1;
   }
   return 0;
 }
@@ -35,6 +37,7 @@ constexpr const char* dtype_name(DType t) {
     case DType::kF16: return "float16";
     case DType::kI32: return "int32";
     case DType::kI64: return "int64";
+    case DType::kI8: return "int8";
   }
   return "?";
 }

@@ -16,7 +16,7 @@ namespace {
 
 std::string describe(const Tensor& t) {
   return std::string(device_name(t.device())) + " " + dtype_name(t.dtype()) +
-         (t.layout() == Layout::kGemmPacked ? " packed GEMM weight " : " tensor ") + shape_str(t.shape());
+         (t.layout() != Layout::kRowMajor ? " packed GEMM weight " : " tensor ") + shape_str(t.shape());
 }
 
 }  // namespace
@@ -94,6 +94,16 @@ Tensor Tensor::borrow(void* data, DType dtype, Shape shape, std::shared_ptr<cons
 void Tensor::require_row_major(const char* what) const {
   if (layout_ != Layout::kRowMajor)
     throw std::logic_error(std::string(what) + " of a " + describe(*this) + " (only the CPU GEMM reads one)");
+}
+
+Tensor Tensor::packed(Shape shape, DType dtype, Layout layout, size_t bytes) {
+  if (layout == Layout::kRowMajor) throw std::invalid_argument("Tensor::packed: a row-major layout");
+  Tensor t = empty({static_cast<int64_t>(bytes)}, Device::kCPU, DType::kI8);
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.layout_ = layout;
+  t.packed_bytes_ = bytes;
+  return t;
 }
 
 Tensor Tensor::with_layout(Layout layout) const {

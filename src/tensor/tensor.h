@@ -13,11 +13,14 @@
 // BFloat16, Float16, int32_t, int64_t, float; checked against the dtype).
 // A CUDA tensor reached by CPU code is a clear error, never a bad pointer.
 //
-// One kind of tensor is not row-major: a CPU bfloat16 GEMM weight packed
-// into oneDNN's blocked layout at load (Layout::kGemmPacked, made only by
-// ops::pack_gemm_weight). It keeps its logical (N, K) shape, and only the
-// CPU GEMM reads it: element access, views and conversions of it are
-// std::logic_error.
+// Two kinds of tensor are not row-major, both CPU GEMM weights made once
+// at load: a bfloat16 weight packed into oneDNN's blocked layout
+// (Layout::kGemmPacked, made only by ops::pack_gemm_weight), and an int8
+// W8A8 weight (Layout::kInt8Packed, made only by ops::quantize_gemm_weight:
+// its values in oneDNN's int8 layout, then its column sums and per-row
+// scales, ops/cpu/int8_matmul.h). Each keeps its logical (N, K) shape, and
+// only the CPU GEMM reads it: element access, views and conversions of it
+// are std::logic_error; nbytes() is its storage's size.
 // Conversion is explicit: to(dtype) / copy_from (ops::convert in the op
 // front end). Everything device-agnostic goes through raw() and the ops.
 #pragma once
@@ -38,7 +41,7 @@ std::string shape_str(const Shape& s);  // "[2, 4, 32, 32]"
 int64_t shape_numel(const Shape& s);
 
 // How a tensor's elements are laid out in its storage (see above).
-enum class Layout { kRowMajor, kGemmPacked };
+enum class Layout { kRowMajor, kGemmPacked, kInt8Packed };
 
 class Tensor {
  public:
@@ -63,7 +66,7 @@ class Tensor {
   int64_t dim(int i) const { return shape_.at(i < 0 ? i + ndim() : i); }
   int64_t numel() const { return shape_numel(shape_); }
   size_t element_size() const { return dtype_size(dtype_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  size_t nbytes() const { return packed_bytes_ ? packed_bytes_ : static_cast<size_t>(numel()) * element_size(); }
   Device device() const { return device_; }
   DType dtype() const { return dtype_; }
   Layout layout() const { return layout_; }
@@ -107,6 +110,9 @@ class Tensor {
   // The same storage and shape, tagged as laid out by `layout` (for the
   // one function that packs a weight: its bytes must already be so).
   Tensor with_layout(Layout layout) const;
+  // Owned CPU storage of `bytes` for a weight of logical `shape` laid out
+  // by `layout` (not row-major), for the function that fills it.
+  static Tensor packed(Shape shape, DType dtype, Layout layout, size_t bytes);
   // Overwrites this tensor's elements with src's (same numel; any devices
   // and dtypes; converted as to()).
   void copy_from(const Tensor& src);
@@ -133,6 +139,7 @@ class Tensor {
   Device device_ = Device::kCPU;
   DType dtype_ = DType::kF32;
   Layout layout_ = Layout::kRowMajor;
+  size_t packed_bytes_ = 0;  // a packed layout's storage size when it is not numel x element size (0: it is)
 };
 
 }  // namespace ditgen

@@ -81,11 +81,11 @@ TEST_CASE("int8: the linear equals the quantized operands' product (odd shapes, 
     quantize_plain(w, c.n, c.k, wq, ws);
     std::vector<float> w_scales(ws.begin(), ws.end());
     std::vector<uint8_t> packed(ops::cpu::packed_weight_bytes_s8(c.n, c.k));
-    ops::cpu::pack_weight_s8(c.n, c.k, wq.data(), packed.data());
+    ops::cpu::pack_weight_s8(c.n, c.k, wq.data(), w_scales.data(), packed.data());
     const int64_t ldy = c.n + c.pad;
     std::vector<float> y(static_cast<size_t>(c.m * ldy), -7.0f);
-    ops::cpu::int8_linear(x.data(), c.m, c.k, c.k, packed.data(), w_scales.data(), c.n, c.bias ? b.data() : nullptr,
-                          c.act, y.data(), ldy);
+    ops::cpu::int8_linear(x.data(), c.m, c.k, c.k, packed.data(), c.n, c.bias ? b.data() : nullptr, c.act, y.data(),
+                          ldy);
     // Reference: its own quantization of x, exact integer sums.
     std::vector<int8_t> xq;
     std::vector<double> xs;
@@ -120,4 +120,34 @@ TEST_CASE("int8: the linear equals the quantized operands' product (odd shapes, 
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = c.n; j < ldy; ++j) CHECK(y[i * ldy + j] == -7.0f);
   }
+}
+
+TEST_CASE("int8: ops::linear and linear_into on a quantize_gemm_weight weight (float32, bfloat16, float16 sources)") {
+  const int64_t m = 9, n = 40, k = 72;
+  const Tensor x = testing::random_tensor({3, 3, k}, 21, -2.0f, 2.0f);
+  const Tensor w = testing::random_tensor({n, k}, 22, -0.3f, 0.3f);
+  const Tensor b = testing::random_tensor({n}, 23);
+  const Tensor ref = ops::linear(x, w, &b);  // float32
+  for (const DType source : {DType::kF32, DType::kBF16, DType::kF16}) {
+    CAPTURE(dtype_name(source));
+    const Tensor q = ops::quantize_gemm_weight(w.to(source));
+    CHECK(q.layout() == Layout::kInt8Packed);
+    CHECK(q.dtype() == DType::kI8);
+    CHECK(q.shape() == Shape{n, k});
+    CHECK(q.nbytes() == ops::cpu::packed_weight_bytes_s8(n, k));
+    CHECK_THROWS_AS(q.clone(), std::logic_error);  // only the GEMM reads it
+    const Tensor y = ops::linear(x, q, &b);
+    CHECK(y.shape() == Shape{3, 3, n});
+    const double rel = testing::rel_l2(y, ref);
+    CHECK(rel < 2e-2);
+    CHECK(rel > 1e-5);
+    // Into columns [5, 5 + n) of a wider output: the same values.
+    Tensor wide = Tensor::full({m, n + 8}, -3.0f);
+    ops::linear_into(x.reshape({m, k}), q, &b, wide, 5);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) CHECK(wide[i * (n + 8) + 5 + j] == y[i * n + j]);
+      CHECK(wide[i * (n + 8)] == -3.0f);
+    }
+  }
+  CHECK_THROWS_AS(ops::quantize_gemm_weight(Tensor::zeros({4}, Device::kCPU)), std::invalid_argument);
 }

@@ -1,6 +1,8 @@
 // Guards against the compiler bug that made CMakeLists.txt keep GCC 12 off
-// AVX-512: with -mavx512f, GCC 12.2 built constant int64 lists ending in zero
-// as a broadcast of their first element. Shapes are such lists.
+// AVX-512 (and off the 256-bit "by pieces" stores of the Intel AVX-512
+// tunings, which do the same without AVX-512): GCC 12.2 built constant
+// int64 lists ending in zero as a broadcast of their first element. Shapes
+// are such lists.
 #include <doctest/doctest.h>
 
 #include <cstdint>

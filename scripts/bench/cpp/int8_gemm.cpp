@@ -80,15 +80,15 @@ int main(int argc, char** argv) {
     std::vector<float> ws(static_cast<size_t>(s.n));
     ops::cpu::quantize_rows_s8(w.data(), s.n, s.k, s.k, wq.data(), ws.data());
     std::vector<uint8_t> packed(ops::cpu::packed_weight_bytes_s8(s.n, s.k));
-    ops::cpu::pack_weight_s8(s.n, s.k, wq.data(), packed.data());
+    ops::cpu::pack_weight_s8(s.n, s.k, wq.data(), ws.data(), packed.data());
     Tensor y = Tensor::empty({s.m, s.n});
     const double flops = 2.0 * static_cast<double>(s.m) * s.n * s.k;
     const double t32 = seconds_of([&] { ops::linear(x, w, &bias); }, repeat);
     const double t16 = seconds_of([&] { ops::linear(x, w_bf16, &bias); }, repeat);
     const double t8 = seconds_of(
         [&] {
-          ops::cpu::int8_linear(x.data(), s.m, s.k, s.k, packed.data(), ws.data(), s.n, bias.data(),
-                                ops::Activation::kNone, y.data(), s.n);
+          ops::cpu::int8_linear(x.data(), s.m, s.k, s.k, packed.data(), s.n, bias.data(), ops::Activation::kNone,
+                                y.data(), s.n);
         },
         repeat);
     std::printf("%-16s %6lld %6lld %6lld | %9.1f %9.1f %9.1f | %7.2f %6.1fms | %s\n", s.what,

@@ -58,9 +58,11 @@
 #include "kernels/math/activations.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cpu/bf16_round.h"
+#include "ops/cpu/int8_matmul.h"
 #include "ops/cpu/onednn_matmul.h"
 #include "ops/cpu/small_gemm_bf16.h"
 #include "ops/cpu/thread_scratch.h"
+#include "tensor/convert.h"
 #include "tensor/half.h"
 
 extern "C" {
@@ -367,6 +369,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           Activation act, Layout b_layout) {
   if (m == 0 || n == 0) return;
   if (k == 0) return scale_rows(c, m, n, ldc, beta, bias, act);
+  if (b_layout == Layout::kInt8Packed) {
+    if (!trans_b || ldb != k || trans_a || alpha != 1.0f || beta != 0.0f)
+      throw std::invalid_argument("gemm: an int8 weight is the b of a linear (trans_b, ldb = k, alpha 1, beta 0)");
+    return int8_linear(a, m, k, lda, b, n, bias, act, c, ldc);
+  }
   if (b_layout == Layout::kGemmPacked) {
     if (b_dtype != DType::kBF16 || !trans_b || ldb != k)
       throw std::invalid_argument("gemm: a packed weight is the bfloat16 b of a trans_b GEMM with ldb = k");
@@ -404,6 +411,27 @@ Tensor pack_gemm_weight(const Tensor& w) {
   Tensor packed = Tensor::empty(w.shape(), Device::kCPU, DType::kBF16);
   onednn_pack_weight(w.dim(0), w.dim(1), w.raw(), packed.raw());
   return packed.with_layout(Layout::kGemmPacked);
+}
+
+Tensor quantize_gemm_weight(const Tensor& w) {
+  if (w.ndim() != 2 || w.layout() != Layout::kRowMajor || !is_floating(w.dtype()))
+    throw std::invalid_argument("quantize_gemm_weight: a row-major floating [N, K] weight, not " + shape_str(w.shape()));
+  const int64_t n = w.dim(0), k = w.dim(1);
+  // Rows quantized a band at a time from their float32 widening, so no
+  // float32 copy of the whole weight exists; the dense int8 values (n x k
+  // bytes) live until they are packed.
+  std::vector<int8_t> values(static_cast<size_t>(n * k));
+  std::vector<float> scales(static_cast<size_t>(n));
+  const int64_t band = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(k, 1));
+  std::vector<float> rows(static_cast<size_t>(std::min(band, n) * k));
+  for (int64_t r0 = 0; r0 < n; r0 += band) {
+    const int64_t rb = std::min(band, n - r0);
+    convert_host(w.raw_at(r0 * k), w.dtype(), rows.data(), DType::kF32, rb * k);
+    quantize_rows_s8(rows.data(), rb, k, k, values.data() + r0 * k, scales.data() + r0);
+  }
+  Tensor packed = Tensor::packed(w.shape(), DType::kI8, Layout::kInt8Packed, packed_weight_bytes_s8(n, k));
+  pack_weight_s8(n, k, values.data(), scales.data(), packed.raw());
+  return packed;
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act) {

@@ -117,24 +117,32 @@ void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ld, uint8
   }
 }
 
-// The packed weight's bytes: oneDNN's layout, then n int32 column sums.
+// The packed weight's bytes: oneDNN's layout (rounded up to 64 bytes),
+// then n int32 column sums, then n float32 scales.
 size_t packed_values_bytes(int64_t n, int64_t k) { return (packed_desc(n, k).get_size() + 63) / 64 * 64; }
+const int32_t* column_sums(const void* packed, int64_t n, int64_t k) {
+  return reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(packed) + packed_values_bytes(n, k));
+}
+const float* row_scales(const void* packed, int64_t n, int64_t k) {
+  return reinterpret_cast<const float*>(column_sums(packed, n, k) + n);
+}
 
 }  // namespace
 
 size_t packed_weight_bytes_s8(int64_t n, int64_t k) {
   size_t bytes = 0;
-  with_onednn_errors([&] { bytes = packed_values_bytes(n, k) + static_cast<size_t>(n) * sizeof(int32_t); });
+  with_onednn_errors([&] { bytes = packed_values_bytes(n, k) + static_cast<size_t>(n) * 8; });
   return bytes;
 }
 
-void pack_weight_s8(int64_t n, int64_t k, const int8_t* w, void* packed) {
-  int32_t* sums = reinterpret_cast<int32_t*>(static_cast<uint8_t*>(packed) + packed_values_bytes(n, k));
+void pack_weight_s8(int64_t n, int64_t k, const int8_t* w, const float* scales, void* packed) {
+  int32_t* sums = const_cast<int32_t*>(column_sums(packed, n, k));
   for (int64_t j = 0; j < n; ++j) {
     int32_t sum = 0;
     for (int64_t t = 0; t < k; ++t) sum += w[j * k + t];
     sums[j] = sum;
   }
+  std::memcpy(const_cast<float*>(row_scales(packed, n, k)), scales, static_cast<size_t>(n) * sizeof(float));
   with_onednn_errors([&] {
     auto& e = onednn_engine();
     // The plain weight: (k, n) as the transpose of the stored (n, k) rows.
@@ -145,8 +153,8 @@ void pack_weight_s8(int64_t n, int64_t k, const int8_t* w, void* packed) {
   });
 }
 
-void int8_linear(const float* x, int64_t m, int64_t k, int64_t ldx, const void* packed_w, const float* w_scales,
-                 int64_t n, const float* bias, Activation act, float* y, int64_t ldy) {
+void int8_linear(const float* x, int64_t m, int64_t k, int64_t ldx, const void* packed_w, int64_t n,
+                 const float* bias, Activation act, float* y, int64_t ldy) {
   if (m <= 0 || n <= 0 || k <= 0)
     throw std::invalid_argument("int8 linear: empty shape " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                 std::to_string(k));
@@ -155,9 +163,11 @@ void int8_linear(const float* x, int64_t m, int64_t k, int64_t ldx, const void* 
   quantize_rows_u8(x, m, k, ldx, xq, x_scales);
   int32_t* acc = thread_scratch<int32_t, kInt8MatmulSums>(m * n);
   const int32_t* sums = nullptr;
+  const float* w_scales = nullptr;
   with_onednn_errors([&] {
     const Prepared& p = cached(m, n, k);
-    sums = reinterpret_cast<const int32_t*>(static_cast<const uint8_t*>(packed_w) + packed_values_bytes(n, k));
+    sums = column_sums(packed_w, n, k);
+    w_scales = row_scales(packed_w, n, k);
     auto& e = onednn_engine();
     dnnl::memory am(p.a, e, xq), bm(p.b, e, const_cast<void*>(packed_w)), cm(p.c, e, acc);
     p.primitive.execute(onednn_stream(), {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});

@@ -32,17 +32,18 @@ namespace ditgen::ops::cpu {
 // gets scale 0 and zeros (its product is then exactly 0).
 void quantize_rows_s8(const float* x, int64_t rows, int64_t k, int64_t ld, int8_t* q, float* scales);
 
-// Bytes of an (n, k) int8 weight packed for int8_linear (the values in
-// oneDNN's layout and its compensation), and the packing: w (n, k) dense
-// int8 values -> packed (packed_weight_bytes_s8(n, k) bytes).
+// Bytes of an (n, k) int8 weight packed for int8_linear: its values in
+// oneDNN's layout, its n column sums (int32) and its n scales (float32).
 size_t packed_weight_bytes_s8(int64_t n, int64_t k);
-void pack_weight_s8(int64_t n, int64_t k, const int8_t* w, void* packed);
+// w (n, k) dense int8 values with their per-row scales (n) -> packed
+// (packed_weight_bytes_s8(n, k) bytes).
+void pack_weight_s8(int64_t n, int64_t k, const int8_t* w, const float* scales, void* packed);
 
 // y[m, ldy] = act(s_x * s_w * (x_q · w_q^T) + bias): x (m, k) float32 with
-// leading dimension ldx, w packed by pack_weight_s8, w_scales (n), bias (n)
-// or null; y float32 (m, n) with leading dimension ldy.
-void int8_linear(const float* x, int64_t m, int64_t k, int64_t ldx, const void* packed_w, const float* w_scales,
-                 int64_t n, const float* bias, Activation act, float* y, int64_t ldy);
+// leading dimension ldx, w packed by pack_weight_s8, bias (n) or null; y
+// float32 (m, n) with leading dimension ldy.
+void int8_linear(const float* x, int64_t m, int64_t k, int64_t ldx, const void* packed_w, int64_t n,
+                 const float* bias, Activation act, float* y, int64_t ldy);
 
 // The kernel oneDNN runs for an (m, n, k) int8 matmul ("brg:avx512_core_vnni"), for benchmarks.
 const char* int8_kernel_name(int64_t m, int64_t n, int64_t k);
