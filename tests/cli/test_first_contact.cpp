@@ -241,3 +241,46 @@ TEST_CASE("--resume writes the contact sheet of an MP4 batch, its earlier videos
   CHECK(mean[0] > 0.0);  // read back through the lossy codec, not recomputed
   CHECK(mean[2] == 0.0);  // made again by this run: exactly the earlier run's
 }
+
+// Several machines (docs/parallel.md, "Across machines"): each rank may
+// keep the model and the prompt file at a path of its own. Emulated here
+// by Open MPI's one-command-per-rank form, each rank given other copies:
+// cp2 across the two "machines" gives the single process's latents
+// exactly. A rank whose model differs (another model_index.json) still
+// stops the job before the weights are read.
+TEST_CASE("under mpirun each rank may read the model and the prompt file at a path of its own") {
+  testing::TempDir tmp("first_nodes");
+  for (const char* node : {"a", "b"}) {
+    fs::create_directories(fs::path(tmp.path) / node);
+    fs::copy(testing::fixture_dir("pixart_tiny"), fs::path(tmp.path) / node / "model", fs::copy_options::recursive);
+    tmp.write(std::string(node) + "/prompts.txt", "a red circle\na blue square on the grass\n");
+  }
+  const std::string cfg = tmp.write("run.json", R"({
+  "model": {"path": ")" + tmp.file("a/model") + R"(", "dtype": "float32"},
+  "generate": {"height": 80, "width": 80, "max_sequence_length": 16, "seed": 10, "steps": 3,
+               "guidance_scale": 4.5, "scheduler": "dpmpp_2m", "batch_size": 2},
+  "output": {"path": ")" + tmp.file("out/m.png") + R"("}
+})");
+  const testing::Run one = run_ditgen("--config " + cfg + " --prompt-file " + tmp.file("a/prompts.txt") +
+                                      " --save-latents " + tmp.file("one.safetensors") + " --output " +
+                                      tmp.file("one/m.png") + " --quiet");
+  REQUIRE_MESSAGE(one.code == 0, one.output);
+  auto rank = [&](const char* node) {
+    return std::string(" -np 1 -x OMP_NUM_THREADS=1 ") + DITGEN_EXE + " --device cpu --threads 1 --config " + cfg +
+           " --set model.path=" + tmp.file(std::string(node) + "/model") + " --prompt-file " +
+           tmp.file(std::string(node) + "/prompts.txt") + " --set parallel.cp=2 --save-latents " +
+           tmp.file("two.safetensors") + " --output " + tmp.file("two/m.png") + " --quiet";
+  };
+  const std::string mpmd = std::string(DITGEN_MPIEXEC) + " --oversubscribe" + rank("a") + " :" + rank("b");
+  const testing::Run two = testing::run_command(mpmd);
+  REQUIRE_MESSAGE(two.code == 0, two.output);
+  CHECK(read_file(tmp.file("two.safetensors")) == read_file(tmp.file("one.safetensors")));
+  CHECK(fs::exists(tmp.file("two/m_0001.png")));
+  // Another model on rank 1: the agreement fails, nothing written.
+  std::ofstream(tmp.file("b/model/model_index.json"), std::ios::app) << "\n";
+  fs::remove_all(tmp.file("two"));
+  const testing::Run differs = testing::run_command(mpmd);
+  CHECK(differs.code == 2);
+  CHECK_MESSAGE(has(differs, "1 of 2 ranks read different work than rank 0"), differs.output);
+  CHECK_FALSE(fs::exists(tmp.file("two/m_0000.png")));
+}
