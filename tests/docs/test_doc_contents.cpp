@@ -18,16 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "doc_files.h"
+
 namespace fs = std::filesystem;
+using ditgen::testing::documentation;
+using ditgen::testing::read_text;
 
 namespace {
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -49,14 +46,6 @@ std::vector<std::string> registry_families(const fs::path& root) {
 std::string readme_opening(const fs::path& root) {
   const std::string readme = read_text(root / "README.md");
   return readme.substr(0, readme.find("\n## "));
-}
-
-// README.md and docs/*.md.
-std::vector<fs::path> documentation(const fs::path& root) {
-  std::vector<fs::path> files{root / "README.md"};
-  for (const auto& entry : fs::directory_iterator(root / "docs"))
-    if (entry.path().extension() == ".md") files.push_back(entry.path());
-  return files;
 }
 
 }  // namespace
