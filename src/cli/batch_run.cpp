@@ -110,8 +110,8 @@ void finish_whole_run(const BatchInputs& in, const std::vector<int64_t>& on_disk
         if (!in.quiet)
           std::fprintf(stderr, "ditgen: the contact sheet %s is not written: output %lld's files (%s) cannot be read "
                                "back at %dx%d\n",
-                       grid.c_str(), static_cast<long long>(i), files_text(in.work->files[static_cast<size_t>(i)]).c_str(),
-                       width, height);
+                       grid.c_str(), static_cast<long long>(i),
+                       files_text(in.work->files[static_cast<size_t>(i)]).c_str(), width, height);
         return;
       }
       for (auto& writer : *in.writers) writer->add_existing(item);

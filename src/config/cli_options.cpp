@@ -105,8 +105,8 @@ void append_flag_overrides(Entries& entries, const ValueFlag& output, const Valu
     const auto [end, error] = std::from_chars(begin, begin + guidance.text.size(), value);
     if (guidance.text.empty() || error != std::errc() || end != begin + guidance.text.size() ||
         !std::isfinite(value) || value < 0)
-      throw ConfigError(guidance.typed + ": expected a non-negative number (the classifier-free guidance scale), got \"" +
-                        guidance.text + "\"");
+      throw ConfigError(guidance.typed + ": expected a non-negative number (the classifier-free guidance scale), " +
+                        "got \"" + guidance.text + "\"");
     entries.add("generate.guidance_scale=" + nlohmann::json(value).dump(), origin(guidance));
   }
   if (height.option->count() > 0)
@@ -268,7 +268,8 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   // --prompt and --prompt-file each replace both of the config's prompt sources.
   if (prompt_opt->count() > 0) {
     std::string typed;
-    for (const std::string& prompt : prompt_flags) typed += (typed.empty() ? "--prompt " : " --prompt ") + shell_word(prompt);
+    for (const std::string& prompt : prompt_flags)
+      typed += (typed.empty() ? "--prompt " : " --prompt ") + shell_word(prompt);
     entries.add("generate.prompts=" + nlohmann::json(prompt_flags).dump(), typed);
     entries.add("generate.prompt_file=\"\"", typed);
   }

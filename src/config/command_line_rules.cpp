@@ -144,8 +144,10 @@ void apply_command_line_rules(json& document, const json& file_document, const C
   if (!document.is_object()) return;
   command_line_prompts_replace_the_files(document, context);
   settle_output_format(document, file_document, context, notes);
-  settle_parallel(document, file_document, context, "sp", {"sp_mode"}, "sequence parallelism (parallel.sp > 1)",
-                  notes);
+  // sp_mode serves PipeFusion too: retired only when pp is 1 as well.
+  if (integer_or(document, "parallel", "pp", 1) == 1)
+    settle_parallel(document, file_document, context, "sp", {"sp_mode"}, "sequence parallelism (parallel.sp > 1)",
+                    notes);
   settle_parallel(document, file_document, context, "pp", {"patches", "warmup_steps"},
                   "PipeFusion (parallel.pp > 1)", notes);
 }

@@ -12,7 +12,8 @@
 //     (DESIGN.md §2, round 4);
 //   - a field of the file that the command line made inapplicable
 //     (output.fps / output.crf once the format became png; parallel.sp_mode
-//     once sp became 1; parallel.patches / warmup_steps once pp became 1)
+//     once sp became 1, pp being 1; parallel.patches / warmup_steps once pp
+//     became 1)
 //     is removed, each removal said in one note line. The same fields set
 //     inapplicably by the file itself are left for parse_run_config to
 //     reject, as before.

@@ -119,10 +119,11 @@ ParallelConfig parse_parallel(const ObjectReader& parallel) {
   // A setting of what sp > 1 or pp > 1 enables means nothing without it:
   // a mistake to report, as an unknown key is (config/command_line_rules.h
   // drops those the command line retired).
-  if (c.sp == 1 && parallel.find("sp_mode") && c.sp_mode != ditgen::parallel::SpMode::kAuto)
+  // (sp_mode also picks how PipeFusion shares a patch, so pp > 1 uses it.)
+  if (c.sp == 1 && c.pp == 1 && parallel.find("sp_mode") && c.sp_mode != ditgen::parallel::SpMode::kAuto)
     parallel.context().fail(parallel.path_of("sp_mode"),
-                            "applies to sequence parallelism only (parallel.sp > 1), and parallel.sp is 1; remove "
-                            "it or set parallel.sp");
+                            "applies to sequence parallelism and PipeFusion only (parallel.sp or parallel.pp > 1), "
+                            "and both are 1; remove it or set parallel.sp");
   if (c.pp == 1)
     for (const char* key : {"patches", "warmup_steps"})
       if (parallel.find(key))

@@ -24,7 +24,8 @@ Tensor frames_from_rgb(const std::vector<RgbImage>& frames) {
   for (const RgbImage& frame : frames) {
     if (frame.height != h || frame.width != w) return {};
     for (int c = 0; c < 3; ++c)
-      for (int64_t p = 0; p < h * w; ++p) *dst++ = static_cast<float>(frame.pixels[static_cast<size_t>(p * 3 + c)]) / 255.0f;
+      for (int64_t p = 0; p < h * w; ++p)
+        *dst++ = static_cast<float>(frame.pixels[static_cast<size_t>(p * 3 + c)]) / 255.0f;
   }
   return out;
 }

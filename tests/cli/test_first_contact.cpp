@@ -4,6 +4,7 @@
 // flag typed, other tools' option names, `plan` on a machine with fewer
 // cores than ranks, and a resumed batch's contact sheet.
 #include <doctest/doctest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -131,7 +132,7 @@ TEST_CASE("--output x.png on an MP4 config writes PNG frames, dropping fps and c
   CHECK_FALSE(fs::exists(tmp.file("c")));
 }
 
-TEST_CASE("command-line prompts replace the config's prompt file; errors name the flag typed") {
+TEST_CASE("command-line prompts replace the config's prompt file, and errors name the flag typed") {
   testing::TempDir tmp("first_prompts");
   const std::string prompts = tmp.write("p.txt", "a yellow star moving up\n");
   const std::string cfg = shapes_video_config(tmp, tmp.file("out/v.mp4"));
@@ -144,7 +145,7 @@ TEST_CASE("command-line prompts replace the config's prompt file; errors name th
   CHECK_FALSE(has(empty, "--set generate.prompts"));
 }
 
-TEST_CASE("other tools' option names get one line and ditgen's name; the shorthands work") {
+TEST_CASE("other tools' option names get one line and ditgen's name, and the shorthands work") {
   const testing::Run cfg = run_ditgen("--config " + repo("configs/default.json") + " --cfg 7");
   CHECK(cfg.code == 2);
   CHECK(cfg.output == "ditgen: error: --cfg: no such option; did you mean --guidance? (see ditgen --help)\n");
@@ -159,8 +160,13 @@ TEST_CASE("other tools' option names get one line and ditgen's name; the shortha
 }
 
 TEST_CASE("plan says when a layout needs more ranks than the machine has cores") {
-  // One core for the process (taskset), two ranks for the layout.
-  const testing::Run r = testing::run_command("taskset -c 0 " + std::string(DITGEN_EXE) + " plan --config " +
+  // One core for the process (taskset: the first CPU it may use), two ranks for the layout.
+  cpu_set_t allowed;
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  int cpu = 0;
+  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &allowed)) ++cpu;
+  const testing::Run r = testing::run_command("taskset -c " + std::to_string(cpu) + " " + std::string(DITGEN_EXE) +
+                                              " plan --config " +
                                               repo("configs/shapes-image.json") + " --set parallel.cp=2");
   REQUIRE_MESSAGE(r.code == 0, r.output);
   CHECK(has(r, "this layout needs 2 ranks and this machine has 1 core: mpirun starts at most one rank per core unless "

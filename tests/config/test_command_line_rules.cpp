@@ -136,10 +136,13 @@ TEST_CASE("generate.frames, height and width of 0 are errors, not the model's de
   }
 }
 
-TEST_CASE("sp_mode with sp 1, patches and warmup_steps with pp 1 are errors; retired by the command line, dropped") {
+TEST_CASE("sp_mode with sp 1, patches or warmup_steps with pp 1: errors, dropped if the command line made them so") {
   const json ring = with(with(minimal_config(), "parallel.sp", 1), "parallel.sp_mode", "ring");
-  CHECK(contains(load_error(ring), "parallel.sp_mode: applies to sequence parallelism only (parallel.sp > 1), and "
-                                   "parallel.sp is 1"));
+  CHECK(contains(load_error(ring), "parallel.sp_mode: applies to sequence parallelism and PipeFusion only "
+                                   "(parallel.sp or parallel.pp > 1), and both are 1"));
+  // PipeFusion shares its patches by sp_mode: with pp 2 it applies.
+  CHECK_NOTHROW(load_config(write_config(with(with(minimal_config(), "parallel.pp", 2), "parallel.sp_mode", "ulysses")),
+                            {}));
   CHECK_NOTHROW(load_config(write_config(with(minimal_config(), "parallel.sp_mode", "auto")), {}));
   CHECK(contains(load_error(with(minimal_config(), "parallel.patches", 4)),
                  "parallel.patches: applies to PipeFusion only (parallel.pp > 1), and parallel.pp is 1"));
@@ -162,6 +165,12 @@ TEST_CASE("sp_mode with sp 1, patches and warmup_steps with pp 1 are errors; ret
   CHECK(pp1.parallel.patches == 0);
   CHECK(pp1.parallel.warmup_steps == 1);
   CHECK(has_note(pp1, "parallel.patches and parallel.warmup_steps are dropped"));
+  // sp made 1 while pp stays 2: sp_mode still applies (PipeFusion), kept.
+  const json sp2_pp2 = with(with(with(minimal_config(), "parallel.sp", 2), "parallel.pp", 2), "parallel.sp_mode",
+                            "ulysses");
+  const RunConfig kept = load_with_flags(write_config(sp2_pp2, "sp2pp2.json"), {"--set", "parallel.sp=1"});
+  CHECK(kept.parallel.sp_mode == parallel::SpMode::kUlysses);
+  CHECK(kept.notes.empty());
 }
 
 TEST_CASE("model.source: a string, kept, written back") {

@@ -89,7 +89,7 @@ TEST_CASE("type and range checks name the file and the dotted path") {
 // Issue 33: fields that do not apply to the run are errors naming the
 // field, as unknown keys are. (negative_prompt and max_sequence_length on a
 // class-label model: tests/pipeline, where the model's kind is known.)
-TEST_CASE("fps and crf with png output are errors naming the field; a command-line png drops the file's") {
+TEST_CASE("fps and crf with png output are errors naming the field, and a command-line png drops the file's") {
   check_rejected(with(minimal_config(), "output.fps", 8), "output.fps", "applies to mp4 output only");
   check_rejected(with(minimal_config(), "output.crf", 18), "output.crf",
                  "applies to mp4 output only, and output.format is \"png\"");
