@@ -320,9 +320,11 @@ class Mp4Encoder {
 // The frames of an MP4 this writer wrote, decoded back to 8-bit RGB as a
 // player shows them (BT.709, limited range), cropped to width x height
 // (the writer padded odd sizes by one); empty when the file cannot be read
-// or is not that size. For a resumed run's contact sheet: H.264 is lossy,
-// so these frames are near, not equal to, the ones the earlier run encoded.
-std::vector<RgbImage> decode_mp4(const std::string& path, int width, int height) {
+// or is not that size, or holds more than `max_frames` frames (a file
+// replaced by another video must not fill the memory). For a resumed run's
+// contact sheet: H.264 is lossy, so these frames are near, not equal to,
+// the ones the earlier run encoded.
+std::vector<RgbImage> decode_mp4(const std::string& path, int width, int height, size_t max_frames) {
   struct InputClose {
     void operator()(AVFormatContext* c) const { avformat_close_input(&c); }
   };
@@ -351,6 +353,7 @@ std::vector<RgbImage> decode_mp4(const std::string& path, int width, int height)
       const int ret = avcodec_receive_frame(codec.get(), frame.get());
       if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return true;
       if (ret < 0 || frame->width != par->width || frame->height != par->height) return false;
+      if (frames.size() >= max_frames) return false;
       if (!sws) {
         constexpr int kFlags = SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT;
         sws.reset(sws_getContext(frame->width, frame->height, static_cast<AVPixelFormat>(frame->format), frame->width,
@@ -410,7 +413,7 @@ class Mp4Writer final : public PerOutputWriter {
   }
 
   Tensor read_back(int index, int height, int width) const override {
-    return frames_from_rgb(decode_mp4(paths_of(index).front(), width, height));
+    return frames_from_rgb(decode_mp4(paths_of(index).front(), width, height, static_cast<size_t>(plan_.frames)));
   }
 
  private:
