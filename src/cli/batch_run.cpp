@@ -84,6 +84,48 @@ nlohmann::json manifest_line(const BatchInputs& in, int64_t i, const std::vector
   return line;
 }
 
+// The output's size in pixels: its latents' times the VAE's factor.
+std::pair<int, int> output_size(const BatchInputs& in) {
+  const Shape& latent = in.req->latent_shape;
+  const int64_t factor = in.pipe->vae().factors().spatial;
+  return {static_cast<int>(latent[latent.size() - 2] * factor), static_cast<int>(latent.back() * factor)};
+}
+
+// The files of the whole run (the contact sheet), once every output is in
+// the writers: those this run made or recomputed came through write() or
+// add_existing(); the ones an earlier run made (`on_disk`) are read back
+// from their files (--resume: the sheet shows every output present). A
+// file that cannot be read back leaves the sheet unwritten, said once.
+void finish_whole_run(const BatchInputs& in, const std::vector<int64_t>& on_disk, BatchOutcome& out) {
+  const std::string grid = io::grid_path_for(in.cfg->output.path);
+  if (!on_disk.empty() && in.cfg->output.grid) {
+    const auto [height, width] = output_size(in);
+    for (const int64_t i : on_disk) {
+      io::OutputItem item;
+      item.index = static_cast<int>(i);
+      item.caption = in.req->captions[static_cast<size_t>(i)];
+      for (const auto& writer : *in.writers)
+        if (!item.frames.defined()) item.frames = writer->read_back(item.index, height, width);
+      if (!item.frames.defined()) {
+        if (!in.quiet)
+          std::fprintf(stderr, "ditgen: the contact sheet %s is not written: output %lld's files (%s) cannot be read "
+                               "back at %dx%d\n",
+                       grid.c_str(), static_cast<long long>(i),
+                       files_text(in.work->files[static_cast<size_t>(i)]).c_str(), width, height);
+        return;
+      }
+      for (auto& writer : *in.writers) writer->add_existing(item);
+    }
+  }
+  for (auto& writer : *in.writers)
+    for (auto& path : writer->finish()) {
+      if (!in.quiet)
+        std::fprintf(stderr, "ditgen: wrote %s (the contact sheet%s)\n", path.c_str(),
+                     on_disk.empty() ? "" : ", with the outputs an earlier run made");
+      out.written.push_back(std::move(path));
+    }
+}
+
 }  // namespace
 
 BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
@@ -114,7 +156,16 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
   if (keep_latents && todo != total)
     throw ConfigError("--save-latents: needs every output generated, but " + std::to_string(total - todo) +
                       " exist and are skipped (output.skip_existing / --resume)");
-  if (todo == 0) return out;
+  if (todo == 0) {
+    // Every output is there; a contact sheet an interrupted run never wrote is made from them.
+    std::error_code ec;
+    if (in.output_rank && in.cfg->output.grid && !std::filesystem::exists(io::grid_path_for(in.cfg->output.path), ec)) {
+      std::vector<int64_t> all_outputs(static_cast<size_t>(total));
+      for (int64_t i = 0; i < total; ++i) all_outputs[static_cast<size_t>(i)] = i;
+      finish_whole_run(in, all_outputs, out);
+    }
+    return out;
+  }
 
   // Model batches are the uninterrupted run's: outputs [k B, (k+1) B). A
   // result depends (in its last bits) on the batch it was computed in, so a
@@ -188,11 +239,14 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
     const double seconds = seconds_since(chunk_start) / static_cast<double>(made_here);
     for (int64_t j = 0; j < count; ++j) {
       const int64_t i = run[static_cast<size_t>(first + j)];
-      if (!to_write[static_cast<size_t>(i)]) continue;  // on disk already: recomputed for its batch-mates only
       io::OutputItem item;
       item.index = static_cast<int>(i);
       item.frames = frames.slice0(j, j + 1).reshape({frames.dim(1), frames.dim(2), frames.dim(3), frames.dim(4)});
       item.caption = all.captions[static_cast<size_t>(i)];
+      if (!to_write[static_cast<size_t>(i)]) {  // on disk already: recomputed for its batch-mates
+        for (auto& writer : *in.writers) writer->add_existing(item);  // the contact sheet's cell, exactly
+        continue;
+      }
       const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
       item.text = {{"parameters", png_parameters(item.caption, all.labels.empty() ? all.negative_of(i) : "",
                                                  *in.cfg, sched::name_of(out.scheduler), all.seed_of(i), w, h,
@@ -213,18 +267,16 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
     }
     done += made_here;
   }
-  // What needs every output (the contact sheet) is written when this run
-  // made them all; a resumed run keeps the earlier run's sheet rather than
-  // replace it with one of only the outputs it made.
-  if (in.output_rank && todo == total)
-    for (auto& writer : *in.writers)
-      for (auto& path : writer->finish()) {
-        if (!in.quiet) std::fprintf(stderr, "ditgen: wrote %s (the contact sheet)\n", path.c_str());
-        out.written.push_back(std::move(path));
-      }
-  if (in.output_rank && todo < total && in.cfg->output.grid && !in.quiet)
-    std::fprintf(stderr, "ditgen: the contact sheet is not rewritten: %lld outputs were made by an earlier run\n",
-                 static_cast<long long>(total - todo));
+  // What needs every output (the contact sheet): a resumed run reads back
+  // the outputs of whole batches it skipped.
+  if (in.output_rank) {
+    std::vector<bool> in_memory(static_cast<size_t>(total), false);
+    for (const int64_t i : run) in_memory[static_cast<size_t>(i)] = true;
+    std::vector<int64_t> on_disk;
+    for (int64_t i = 0; i < total; ++i)
+      if (!in_memory[static_cast<size_t>(i)]) on_disk.push_back(i);
+    finish_whole_run(in, on_disk, out);
+  }
   return out;
 }
 

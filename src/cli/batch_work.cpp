@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/model_dir.h"
 #include "parallel/mpi_runtime.h"
 #include "util/content_hash.h"
 #include "util/error.h"
@@ -82,12 +83,19 @@ std::vector<std::string> output_names(const std::vector<config::PromptEntry>& en
 namespace {
 
 // What every rank must agree on: the effective settings and, per output,
-// what it shows and its seed.
+// what it shows and its seed. Not where each machine keeps the files: on
+// several machines a rank may read the model (or the prompt file) at a
+// path of its own (docs/parallel.md, "Across machines"); the model is told
+// by its model_index.json, the prompt file by the prompts it gave.
 std::string work_hash(const RunConfig& cfg, const pipeline::Request& req) {
   RunConfig settings = cfg;
   settings.output.skip_existing = false;
+  settings.model.path.clear();
+  settings.generate.prompt_file.clear();
   ContentHash h;
   h.update(to_json(settings).dump());
+  // (Read when the pipeline opened the model: there.)
+  h.update(io::read_file_bytes((std::filesystem::path(cfg.model.path) / "model_index.json").string()));
   for (int64_t i = 0; i < req.outputs(); ++i) {
     const nlohmann::json one = {{"label", req.labels.empty() ? -1 : req.labels[static_cast<size_t>(i)]},
                                 {"prompt", req.prompts.empty() ? "" : req.prompts[static_cast<size_t>(i)]},

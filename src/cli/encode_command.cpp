@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/model_presence.h"
 #include "config/device_choice.h"
 #include "config/prompt_file.h"
 #include "io/safetensors.h"
@@ -51,6 +52,7 @@ void run_encode(const CliOptions& opts) {
   // the model's configs and tokenizer.
   const std::vector<std::string> prompts = read_prompts(enc);
   if (enc.output.empty()) throw ConfigError("--output: expected a .safetensors file name");
+  require_model_folder(enc.model_dir, "--model");
   const pipeline::TextStage stage = pipeline::TextStage::open(enc.model_dir);
   const int64_t L = enc.max_sequence_length > 0 ? enc.max_sequence_length : stage.default_max_length();
 

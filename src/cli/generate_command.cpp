@@ -15,7 +15,9 @@
 
 #include "cli/batch_run.h"
 #include "cli/batch_work.h"
+#include "cli/config_notes.h"
 #include "cli/layout_setup.h"
+#include "cli/model_presence.h"
 #include "cli/pab_setup.h"
 #include "cli/preflight.h"
 #include "util/atomic_file.h"
@@ -96,7 +98,8 @@ RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& 
 
 void run_generate(const CliOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
-  const RunConfig loaded = load_config(opts.config_path, opts.set_overrides);
+  const RunConfig loaded = load_config(opts.config_path, opts.set_overrides, opts.override_origins);
+  require_model_folder(loaded, opts.config_path);
   // The model's config files only: its family (registry) picks the pipeline,
   // and the settings the run left unset take the model's defaults.
   const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(loaded.model.path);
@@ -119,6 +122,7 @@ void run_generate(const CliOptions& opts) {
   pipeline::check_run(req, *pipe, layout.layout, opts.config_path);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
+  if (!quiet) print_config_notes(loaded);
 
   const int threads = opts.threads > 0 ? opts.threads : default_threads(parallel::MpiRuntime::local_size());
   ops::set_num_threads(threads);
@@ -193,7 +197,7 @@ void run_generate(const CliOptions& opts) {
   if (!quiet) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const char* what = cfg.output.format == OutputFormat::kMp4 || frames > 1 ? "video" : "image";
-    if (result.written.empty())
+    if (result.made == 0)
       std::fprintf(stderr, "ditgen: nothing to make: all %d outputs exist (%.1f s)\n", outputs, secs);
     else
       std::fprintf(stderr, "ditgen: made %d %s%s in %.1f s\n", result.made, what, result.made == 1 ? "" : "s", secs);

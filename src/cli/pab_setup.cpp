@@ -50,8 +50,8 @@ std::optional<pab::StepCacheSettings> step_cache_settings(const RunConfig& cfg, 
   s.coefficients = cfg.cache.coefficients.empty() ? model.teacache_coefficients() : cfg.cache.coefficients;
   if (s.coefficients.empty())
     throw ConfigError(config_path + ": cache.coefficients: required for teacache on this " + model.family() +
-                      " model: TeaCache's authors published coefficients for Wan2.1-T2V-1.3B, Wan2.1-T2V-14B and "
-                      "Latte-1 only (docs/step-caches.md says how to fit them)");
+                      " model: TeaCache's authors published coefficients for Wan2.1-T2V-1.3B, Wan2.1-T2V-14B, "
+                      "CogVideoX-2b, CogVideoX-5b and Latte-1 only (docs/step-caches.md says how to fit them)");
   return s;
 }
 

@@ -10,8 +10,11 @@
 #include <cstdio>
 #include <string>
 
+#include "config/cli_options.h"
 #include "config/config.h"
+#include "cli/config_notes.h"
 #include "cli/layout_setup.h"
+#include "cli/model_presence.h"
 #include "config/device_choice.h"
 #include "ops/backend.h"
 #include "parallel/mpi_runtime.h"
@@ -22,7 +25,8 @@
 namespace ditgen::cli {
 
 void run_plan(const CliOptions& opts) {
-  const RunConfig loaded = load_config(opts.config_path, opts.set_overrides);
+  const RunConfig loaded = load_config(opts.config_path, opts.set_overrides, opts.override_origins);
+  require_model_folder(loaded, opts.config_path);
   const auto pipe = pipeline::Pipeline::open(loaded.model.path, pipeline::Pipeline::OpenFor::kPlan);
   const RunConfig cfg = pipeline::with_model_defaults(loaded, pipe->transformer());
   const models::TransformerSpec& model = pipe->transformer();
@@ -50,6 +54,7 @@ void run_plan(const CliOptions& opts) {
     title = "layout of " + opts.config_path + ", " + cfg.model.path;
   }
   if (parallel::MpiRuntime::world().rank() != 0) return;  // one table, not one per rank
+  print_config_notes(loaded);
   const char* unit = work.video() ? "video" : "image";
   std::string what = std::to_string(images) + " " + unit + (images == 1 ? "" : "s");
   if (work.video())
@@ -58,6 +63,16 @@ void run_plan(const CliOptions& opts) {
                                                           ", " + dtype_name(device.dtype) + " on " +
                                                           device_name(device.device) + ")")
                         .c_str());
+  // mpirun starts as many ranks as there are cores unless told
+  // --oversubscribe: say so before the user meets Open MPI's page of "not
+  // enough slots".
+  const int ranks = opts.world_size > 0 ? opts.world_size : rows.front().layout.world_size();
+  if (const int cores = available_cores(); ranks > cores)
+    std::printf("%s %d ranks and this machine has %d core%s: mpirun starts at most one rank per core "
+                "unless given --oversubscribe (mpirun --oversubscribe -np %d ...), and ranks sharing cores run each "
+                "step slower; or spread the ranks over several machines (docs/parallel.md)\n",
+                opts.world_size > 0 ? "these layouts need" : "this layout needs", ranks, cores, cores == 1 ? "" : "s",
+                ranks);
   if (rows.size() == 1) {
     // What one computation of each kind of branch sends: a PAB reuse skips exactly this.
     const parallel::PlanRow& r = rows.front();

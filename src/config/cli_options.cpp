@@ -1,19 +1,28 @@
-// See cli_options.h. CLI11 builds the parser; --seed, --steps and --frames are taken as
-// text and checked here, because CLI11 (2.1) reads integers with strtoull
-// base 0, which accepts "-1" (as 2^64-1) and reads "010" as octal.
+// See cli_options.h. CLI11 builds the parser; --seed, --steps, --frames,
+// --height, --width and --guidance are taken as text and checked here,
+// because CLI11 (2.1) reads integers with strtoull base 0, which accepts
+// "-1" (as 2^64-1) and reads "010" as octal.
 #include "config/cli_options.h"
 
 #include <sched.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
+#include <utility>
 #include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "config/did_you_mean.h"
+#include "config/foreign_names.h"
 #include "config/version.h"
 #include "util/error.h"
 
@@ -28,31 +37,107 @@ bool parse_decimal(const std::string& text, T& value) {
   return error == std::errc() && end == text.data() + text.size();
 }
 
+// A value as a shell user would type it: bare when plain, else quoted.
+std::string shell_word(const std::string& value) {
+  const bool plain = !value.empty() && value.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                               "0123456789_./:=,+-@%") == std::string::npos;
+  return plain ? value : nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Which of an option's names the user typed (the last one given), for
+// messages: "--cfg-scale" rather than "--guidance" when that is what was
+// written.
+std::string typed_name(int argc, const char* const* argv, std::initializer_list<const char*> names) {
+  std::string typed = *names.begin();
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    for (const char* name : names)
+      if (word == name || word.rfind(std::string(name) + "=", 0) == 0) typed = name;
+  }
+  return typed;
+}
+
+// The --set entries, each with what the user typed for it.
+class Entries {
+ public:
+  explicit Entries(CliOptions& options) : options_(options) {}
+  void add(const std::string& entry, const std::string& origin) {
+    options_.set_overrides.push_back(entry);
+    options_.override_origins.push_back(origin);
+  }
+
+ private:
+  CliOptions& options_;
+};
+
+int positive_integer(const std::string& flag, const std::string& text) {
+  int value = 0;
+  if (!parse_decimal(text, value) || value < 1)
+    throw ConfigError(flag + ": expected a positive integer, got \"" + text + "\"");
+  return value;
+}
+
 // The --set entries of the dedicated flags, after the user's --set list.
-void append_flag_overrides(CliOptions& options, const CLI::Option* output_flag, const std::string& output,
-                           const CLI::Option* seed_flag, const std::string& seed,
-                           const CLI::Option* steps_flag, const std::string& steps,
-                           const CLI::Option* frames_flag, const std::string& frames) {
-  if (output_flag->count() > 0)  // quoted as JSON: "true" or "123" stay paths
-    options.set_overrides.push_back("output.path=" + nlohmann::json(output).dump());
-  if (seed_flag->count() > 0) {
+struct ValueFlag {
+  const CLI::Option* option;
+  std::string text;
+  std::string typed;  // the name the user wrote
+};
+
+void append_flag_overrides(Entries& entries, const ValueFlag& output, const ValueFlag& seed, const ValueFlag& steps,
+                           const ValueFlag& frames, const ValueFlag& guidance, const ValueFlag& height,
+                           const ValueFlag& width) {
+  auto origin = [](const ValueFlag& f) { return f.typed + " " + shell_word(f.text); };
+  if (output.option->count() > 0)  // quoted as JSON: "true" or "123" stay paths
+    entries.add("output.path=" + nlohmann::json(output.text).dump(), origin(output));
+  if (seed.option->count() > 0) {
     std::uint64_t value = 0;
-    if (!parse_decimal(seed, value))
-      throw ConfigError("--seed: expected a non-negative integer, got \"" + seed + "\"");
-    options.set_overrides.push_back("generate.seed=" + std::to_string(value));
+    if (!parse_decimal(seed.text, value))
+      throw ConfigError("--seed: expected a non-negative integer, got \"" + seed.text + "\"");
+    entries.add("generate.seed=" + std::to_string(value), origin(seed));
   }
-  if (steps_flag->count() > 0) {
-    int value = 0;
-    if (!parse_decimal(steps, value) || value < 1)
-      throw ConfigError("--steps: expected a positive integer, got \"" + steps + "\"");
-    options.set_overrides.push_back("generate.steps=" + std::to_string(value));
+  if (steps.option->count() > 0)
+    entries.add("generate.steps=" + std::to_string(positive_integer("--steps", steps.text)), origin(steps));
+  if (frames.option->count() > 0)
+    entries.add("generate.frames=" + std::to_string(positive_integer("--frames", frames.text)), origin(frames));
+  if (guidance.option->count() > 0) {
+    double value = 0;
+    const char* begin = guidance.text.data();
+    const auto [end, error] = std::from_chars(begin, begin + guidance.text.size(), value);
+    if (guidance.text.empty() || error != std::errc() || end != begin + guidance.text.size() ||
+        !std::isfinite(value) || value < 0)
+      throw ConfigError(guidance.typed + ": expected a non-negative number (the classifier-free guidance scale), " +
+                        "got \"" + guidance.text + "\"");
+    entries.add("generate.guidance_scale=" + nlohmann::json(value).dump(), origin(guidance));
   }
-  if (frames_flag->count() > 0) {
-    int value = 0;
-    if (!parse_decimal(frames, value) || value < 1)
-      throw ConfigError("--frames: expected a positive integer, got \"" + frames + "\"");
-    options.set_overrides.push_back("generate.frames=" + std::to_string(value));
+  if (height.option->count() > 0)
+    entries.add("generate.height=" + std::to_string(positive_integer(height.typed, height.text)), origin(height));
+  if (width.option->count() > 0)
+    entries.add("generate.width=" + std::to_string(positive_integer(width.typed, width.text)), origin(width));
+}
+
+// ConfigError for the first argument no option took: an option ditgen does
+// not have (with what the user most likely meant), or a stray word.
+void reject_extras(const CLI::App& app, const std::vector<std::string>& extras) {
+  if (extras.empty()) return;
+  const std::string& word = extras.front();
+  if (word.size() < 2 || word[0] != '-')
+    throw ConfigError("\"" + word + "\": unexpected argument (every value follows its option; see ditgen --help)");
+  const std::string option = word.substr(0, word.find('='));
+  std::string meant = config::ditgen_option_for_foreign_option(option);
+  if (meant.empty()) {  // a typo of one of ditgen's own options
+    std::vector<std::string> names;
+    for (const CLI::Option* o : app.get_options())
+      for (const std::string& name : o->get_lnames()) names.push_back(name);
+    const std::string bare = option.substr(option.find_first_not_of('-'));
+    if (const std::string close = config::closest_match(bare, names); !close.empty()) meant = "--" + close;
+    // Or the start of one ("--world" for --world-size).
+    if (meant.empty() && bare.size() >= 3)
+      for (const std::string& name : names)
+        if (name.rfind(bare, 0) == 0) meant = "--" + name;
   }
+  throw ConfigError(option + ": " + (app.get_parent() ? app.get_name() + " has no such option" : "no such option") +
+                    (meant.empty() ? "" : "; did you mean " + meant + "?") + " (see ditgen --help)");
 }
 
 }  // namespace
@@ -62,8 +147,9 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   CLI::App app{"ditgen: image and video generation with Diffusion Transformers", "ditgen"};
   app.set_version_flag("--version", std::string("ditgen ") + kDitgenVersion);
   app.require_subcommand(0, 1);
+  app.allow_extras();  // reported by reject_extras, with a did-you-mean
 
-  std::string output, seed, steps, frames;
+  std::string output, seed, steps, frames, guidance, height, width;
   std::vector<std::string> user_sets;
   app.add_option("--config", options.config_path, "JSON run config (required)")->type_name("FILE");
   auto* output_flag = app.add_option("--output", output, "output path (overrides output.path)")->type_name("PATH");
@@ -72,6 +158,13 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   auto* steps_flag = app.add_option("--steps", steps, "denoising steps (overrides generate.steps)")->type_name("N");
   auto* frames_flag = app.add_option("--frames", frames, "video frames per output (video models; overrides "
                                                          "generate.frames)")->type_name("N");
+  auto* guidance_flag = app.add_option("--guidance,--cfg-scale", guidance,
+                                       "classifier-free guidance scale (overrides generate.guidance_scale)")
+                            ->type_name("X");
+  auto* height_flag = app.add_option("-H,--height", height, "output height in pixels (overrides generate.height)")
+                          ->type_name("N");
+  auto* width_flag = app.add_option("-W,--width", width, "output width in pixels (overrides generate.width)")
+                         ->type_name("N");
   app.add_option("--set", user_sets, "override a config field: --set key.path=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
@@ -110,6 +203,7 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   EncodeOptions& enc = options.encode;
   CLI::App* encode = app.add_subcommand(
       "encode", "run only the tokenizer and text encoder; write ids, masks and embeddings to safetensors");
+  encode->allow_extras();
   encode->add_option("--model", enc.model_dir, "model directory (or a text_encoder/ + tokenizer/ pair)")
       ->type_name("DIR")
       ->required();
@@ -139,6 +233,7 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   std::vector<std::string> plan_sets;
   CLI::App* plan = app.add_subcommand(
       "plan", "check the layout and print per-rank memory and communication, without loading weights");
+  plan->allow_extras();
   plan->add_option("--config", plan_config, "JSON run config")->type_name("FILE")->required();
   plan->add_option("--world-size", options.world_size, "list every valid layout of N ranks")
       ->check(CLI::Range(1, 1 << 20));
@@ -148,6 +243,9 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
 
   try {
     app.parse(argc, argv);
+    reject_extras(*encode, encode->remaining());
+    reject_extras(*plan, plan->remaining());
+    reject_extras(app, app.remaining());
     if (encode->parsed()) {
       if (enc.prompts.empty() && enc.prompt_file.empty())
         throw ConfigError("encode: give --prompt TEXT (repeatable) or --prompt-file FILE");
@@ -170,24 +268,54 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
     throw ConfigError(std::string(e.what()) + " (see ditgen --help)");
   }
 
-  options.set_overrides = user_sets;
+  Entries entries(options);
+  for (const std::string& entry : user_sets) entries.add(entry, "");
   // --prompt and --prompt-file each replace both of the config's prompt sources.
   if (prompt_opt->count() > 0) {
-    options.set_overrides.push_back("generate.prompts=" + nlohmann::json(prompt_flags).dump());
-    options.set_overrides.push_back("generate.prompt_file=\"\"");
+    std::string typed;
+    for (const std::string& prompt : prompt_flags)
+      typed += (typed.empty() ? "--prompt " : " --prompt ") + shell_word(prompt);
+    entries.add("generate.prompts=" + nlohmann::json(prompt_flags).dump(), typed);
+    entries.add("generate.prompt_file=\"\"", typed);
   }
   if (prompt_file_opt->count() > 0) {
-    options.set_overrides.push_back("generate.prompts=[]");
-    options.set_overrides.push_back("generate.prompt_file=" + nlohmann::json(prompt_file_flag).dump());
+    const std::string typed = "--prompt-file " + shell_word(prompt_file_flag);
+    entries.add("generate.prompts=[]", typed);
+    entries.add("generate.prompt_file=" + nlohmann::json(prompt_file_flag).dump(), typed);
   }
-  if (resume) options.set_overrides.push_back("output.skip_existing=true");
+  if (resume) entries.add("output.skip_existing=true", "--resume");
   if (negative_opt->count() > 0)
-    options.set_overrides.push_back("generate.negative_prompt=" + nlohmann::json(negative_flag).dump());
-  append_flag_overrides(options, output_flag, output, seed_flag, seed, steps_flag, steps, frames_flag, frames);
+    entries.add("generate.negative_prompt=" + nlohmann::json(negative_flag).dump(),
+                "--negative-prompt " + shell_word(negative_flag));
+  append_flag_overrides(entries, {output_flag, output, "--output"}, {seed_flag, seed, "--seed"},
+                        {steps_flag, steps, "--steps"}, {frames_flag, frames, "--frames"},
+                        {guidance_flag, guidance, typed_name(argc, argv, {"--guidance", "--cfg-scale"})},
+                        {height_flag, height, typed_name(argc, argv, {"-H", "--height"})},
+                        {width_flag, width, typed_name(argc, argv, {"-W", "--width"})});
   return options;
 }
 
 CliOptions parse_cli(int argc, char** argv) { return parse_cli(argc, argv, std::cout); }
+
+int available_cores() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::set<std::pair<std::string, std::string>> cores;  // (package, core)
+  int cpus = 0;
+  bool topology = true;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    ++cpus;
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::string package, core;
+    std::ifstream(dir + "physical_package_id") >> package;
+    std::ifstream(dir + "core_id") >> core;
+    if (package.empty() || core.empty()) topology = false;
+    cores.emplace(package, core);
+  }
+  return std::max(1, topology ? static_cast<int>(cores.size()) : cpus);
+}
 
 int default_threads(int ranks_on_node) {
   int cores = 0;

@@ -7,7 +7,15 @@
 // (config/device_choice.h), and --world-size's layouts by the plan command.
 // --prompt, --prompt-file, --negative-prompt, --frames and --resume are
 // --set entries too (generate.prompts, generate.prompt_file,
-// generate.negative_prompt, generate.frames, output.skip_existing).
+// generate.negative_prompt, generate.frames, output.skip_existing), and so
+// are the shorthands --guidance (alias --cfg-scale), -H/--height and
+// -W/--width (generate.guidance_scale, generate.height, generate.width).
+// Each entry remembers what the user typed for it, so a message about its
+// value names the flag (`--prompt ""`), not the --set it became.
+//
+// An option ditgen does not have is one line naming it, with a did-you-mean
+// from ditgen's own options and from the names other tools use
+// (config/foreign_names.h: --cfg -> --guidance, -p -> --prompt).
 //
 // --output/--seed/--steps become --set entries appended after the user's own
 // --set list, so one precedence rule holds for every field:
@@ -41,6 +49,9 @@ struct CliOptions {
 
   std::string config_path;
   std::vector<std::string> set_overrides;  // "key.path=value", in application order
+  // Per entry of set_overrides: what the user typed for it ("--output x.png");
+  // "" for a --set entry itself. For load_config's messages.
+  std::vector<std::string> override_origins;
   std::string device = "auto";             // auto | cpu | cuda
   int threads = 0;                         // 0 = default_threads(ranks on this node)
   std::string attention = "auto";          // auto | flash | math
@@ -64,5 +75,11 @@ CliOptions parse_cli(int argc, char** argv);
 // may run on (its affinity mask, which respects taskset and cgroup cpusets)
 // divided among the ranks on this node, at least 1.
 int default_threads(int ranks_on_node);
+
+// The physical cores this process may run on (its affinity mask, hyper-
+// threads of one core counted once; the CPU count where the topology is
+// not readable): how many ranks `mpirun` starts here without
+// --oversubscribe (Open MPI's default slots are the cores).
+int available_cores();
 
 }  // namespace ditgen

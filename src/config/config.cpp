@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "config/command_line_rules.h"
 #include "config/config_context.h"
 #include "config/json_file.h"
 #include "config/overrides.h"
@@ -38,7 +39,8 @@ void resolve_paths_against(nlohmann::json& document, const std::filesystem::path
 
 }  // namespace
 
-RunConfig load_config(const std::string& path, const std::vector<std::string>& set_overrides) {
+RunConfig load_config(const std::string& path, const std::vector<std::string>& set_overrides,
+                      const std::vector<std::string>& override_origins) {
   config::ConfigContext context(path);
   const nlohmann::json file_document = config::read_json_file(path);
   if (!file_document.is_object())
@@ -46,14 +48,18 @@ RunConfig load_config(const std::string& path, const std::vector<std::string>& s
 
   nlohmann::json document = file_document;
   resolve_paths_against(document, std::filesystem::path(path).parent_path());
-  for (const auto& text : set_overrides) {
-    const config::SetOverride entry = config::parse_set_override(text, context);
+  for (size_t i = 0; i < set_overrides.size(); ++i) {
+    const config::SetOverride entry = config::parse_set_override(set_overrides[i], context);
     config::apply_set_override(document, entry, context);
-    context.note_override(entry.path, entry.text);
+    const bool typed = i < override_origins.size() && !override_origins[i].empty();
+    context.note_override(entry.path, typed ? override_origins[i] : "--set " + entry.text);
   }
 
   config::reject_unknown_keys(document, context);
+  std::vector<std::string> notes;
+  config::apply_command_line_rules(document, file_document, context, notes);
   RunConfig run = config::parse_run_config(document, context);
+  run.notes = std::move(notes);
   run.source_file = path;
   run.source_json = file_document;
   run.overrides = set_overrides;

@@ -35,6 +35,9 @@ using ClassLabel = std::variant<int, std::string>;
 
 struct ModelConfig {
   std::string path;            // diffusers-layout directory, as written
+  // Where the model comes from (a Hub id or URL): informational, quoted by
+  // the error for a model that is not there yet. "" = not said.
+  std::string source;
   DTypeChoice dtype = DTypeChoice::kAuto;          // the transformer's and the text encoder's
   DTypeChoice vae_dtype = DTypeChoice::kFloat32;   // the VAE decoder's (no auto)
   bool operator==(const ModelConfig&) const = default;
@@ -146,6 +149,9 @@ struct RunConfig {
   std::string source_file;              // the config path as given
   nlohmann::json source_json;           // the file as read, before overrides
   std::vector<std::string> overrides;   // the --set entries applied, in order
+  // What the command line's values changed beyond their own fields, one
+  // line each (config/command_line_rules.h), for the user to read.
+  std::vector<std::string> notes;
   // The file with the overrides applied, before any default: which keys the
   // run set itself (the model's own defaults fill the others, given_key).
   nlohmann::json document;
@@ -158,8 +164,11 @@ bool given_key(const RunConfig& config, const std::string& section, const std::s
 // Reads, overrides, validates. set_overrides are "key.path=value" strings,
 // applied in order (later wins); a value is parsed as JSON when it parses
 // (numbers, true/false, arrays, "quoted"), else taken as a plain string.
-// Throws ConfigError.
-RunConfig load_config(const std::string& path, const std::vector<std::string>& set_overrides);
+// override_origins[i], when given and not empty, is what the user typed
+// for set_overrides[i] (`--prompt ""`, `--output x.png`), for messages;
+// otherwise "--set <entry>". Throws ConfigError.
+RunConfig load_config(const std::string& path, const std::vector<std::string>& set_overrides,
+                      const std::vector<std::string>& override_origins = {});
 
 // The effective config (after overrides and defaults) as JSON, loadable again
 // by load_config. Settings left at "unset" (no prompts, frames 0, scheduler "",

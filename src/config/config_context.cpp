@@ -14,21 +14,22 @@ bool path_within(const std::string& path, const std::string& prefix) {
 
 }  // namespace
 
-void ConfigContext::note_override(const std::string& path, const std::string& set_text) {
-  overrides_.emplace_back(path, set_text);
+void ConfigContext::note_override(const std::string& path, const std::string& origin) {
+  overrides_.emplace_back(path, origin);
+}
+
+const std::string* ConfigContext::override_origin(const std::string& path) const {
+  // The last override that wrote this value (later overrides win).
+  for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it)
+    if (!path.empty() && path_within(path, it->first)) return &it->second;
+  return nullptr;
 }
 
 void ConfigContext::fail(const std::string& path, const std::string& what) const {
   std::string message = file_ + ": ";
   if (!path.empty()) message += path + ": ";
   message += what;
-  // The last override that wrote this value (later overrides win).
-  for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it) {
-    if (!path.empty() && path_within(path, it->first)) {
-      message += " (from --set " + it->second + ")";
-      break;
-    }
-  }
+  if (const std::string* origin = override_origin(path)) message += " (from " + *origin + ")";
   throw ConfigError(message);
 }
 

@@ -1,7 +1,8 @@
 // Error reporting shared by every stage of config loading. All messages have
-// one shape, "FILE: dotted.path: what is wrong[, (from --set ...)]", so a user
-// can find the line to fix; when a --set override supplied the value at
-// fault, the message says so (the file itself may be fine).
+// one shape, "FILE: dotted.path: what is wrong[ (from --set ...)]", so a user
+// can find the line to fix; when the command line supplied the value at
+// fault, the message names what the user typed (--set ..., --prompt ...,
+// --output ...), since the file itself may be fine.
 #pragma once
 #include <string>
 #include <utility>
@@ -17,8 +18,14 @@ class ConfigContext {
 
   const std::string& file() const { return file_; }
 
-  // Records that `set_text` (the whole "key.path=value") wrote `path`.
-  void note_override(const std::string& path, const std::string& set_text);
+  // Records that the command line wrote `path`; `origin` is what the user
+  // typed for it ("--set generate.steps=20", "--prompt \"\"", "--output x.png"),
+  // quoted by messages about the value.
+  void note_override(const std::string& path, const std::string& origin);
+
+  // The origin of the last override that wrote `path` or a section holding
+  // it; nullptr when the value is the file's own.
+  const std::string* override_origin(const std::string& path) const;
 
   // Throws ConfigError("FILE: path: what (from --set ...)"). An empty path
   // means the document as a whole.
@@ -26,7 +33,7 @@ class ConfigContext {
 
  private:
   std::string file_;
-  std::vector<std::pair<std::string, std::string>> overrides_;  // path, set text
+  std::vector<std::pair<std::string, std::string>> overrides_;  // path, origin
 };
 
 // A JSON value as it appears in messages: compact, truncated when long.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/utf8.h"
 
 namespace ditgen::config {
 namespace {
@@ -84,8 +85,10 @@ json parse_json_text(const std::string& text, const std::string& file) {
   try {
     document = json::parse(text, watch_keys);
   } catch (const json::exception& e) {
-    // parse_error, and out_of_range for a number beyond double ("1e400")
-    throw ConfigError(file + ": invalid JSON: " + without_exception_tag(e.what()));
+    // parse_error, and out_of_range for a number beyond double ("1e400").
+    // The message quotes the bytes read last ("last read: '...'"): from a
+    // binary file they are escaped, not sent to the terminal raw.
+    throw ConfigError(file + ": invalid JSON: " + printable_text(without_exception_tag(e.what())));
   }
   if (!duplicate_path.empty())
     throw ConfigError(file + ": " + duplicate_path + ": duplicate key (each key may appear once)");

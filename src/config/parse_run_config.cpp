@@ -14,6 +14,7 @@ using nlohmann::json;
 ModelConfig parse_model(const ObjectReader& model) {
   ModelConfig c;
   c.path = model.required_string("path", "the diffusers-layout model directory");
+  c.source = model.string("source", c.source);
   c.dtype = model.enum_choice("dtype", c.dtype, kDTypeChoiceNames);
   c.vae_dtype = model.enum_choice("vae_dtype", c.vae_dtype, kVaeDTypeChoiceNames);
   return c;
@@ -76,9 +77,11 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   // that the model's scheduler is a flow one is checked with the model.
   if (generate.find("shift")) c.shift = generate.number("shift", 0, 0, /*min_exclusive=*/true);
   c.batch_size = generate.integer("batch_size", c.batch_size, 1);
-  c.frames = generate.integer("frames", c.frames, 0);
-  c.height = generate.integer("height", c.height, 0);
-  c.width = generate.integer("width", c.width, 0);
+  // 0 stands for "the model's default" inside, and is no count to give:
+  // leave the key out for the default.
+  c.frames = generate.integer("frames", c.frames, 1);
+  c.height = generate.integer("height", c.height, 1);
+  c.width = generate.integer("width", c.width, 1);
 
   // A list given empty is named (with no prompt file taking its place).
   if (c.prompt_file.empty() && generate.find("prompts") && c.prompts.empty() && c.class_labels.empty())
@@ -113,6 +116,20 @@ ParallelConfig parse_parallel(const ObjectReader& parallel) {
     for (size_t i = 0; i < list.size(); ++i)
       c.sp_weights.push_back(read_integer(list[i], path + "[" + std::to_string(i) + "]", 1, parallel.context()));
   }
+  // A setting of what sp > 1 or pp > 1 enables means nothing without it:
+  // a mistake to report, as an unknown key is (config/command_line_rules.h
+  // drops those the command line retired).
+  // (sp_mode also picks how PipeFusion shares a patch, so pp > 1 uses it.)
+  if (c.sp == 1 && c.pp == 1 && parallel.find("sp_mode") && c.sp_mode != ditgen::parallel::SpMode::kAuto)
+    parallel.context().fail(parallel.path_of("sp_mode"),
+                            "applies to sequence parallelism and PipeFusion only (parallel.sp or parallel.pp > 1), "
+                            "and both are 1; remove it or set parallel.sp");
+  if (c.pp == 1)
+    for (const char* key : {"patches", "warmup_steps"})
+      if (parallel.find(key))
+        parallel.context().fail(parallel.path_of(key),
+                                "applies to PipeFusion only (parallel.pp > 1), and parallel.pp is 1; remove it or set "
+                                "parallel.pp");
   if (c.cp > 2)
     parallel.context().fail(parallel.path_of("cp"),
                             "expected 1 or 2 (the two halves of classifier-free guidance), got " +

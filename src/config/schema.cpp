@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/did_you_mean.h"
+#include "config/foreign_names.h"
 
 namespace ditgen::config {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 const std::vector<std::string>& schema_paths() {
   static const std::vector<std::string> paths = [] {
     std::vector<std::string> p = {
-        "model", "model.path", "model.dtype", "model.vae_dtype",
+        "model", "model.path", "model.source", "model.dtype", "model.vae_dtype",
         "generate", "generate.class_labels", "generate.prompts", "generate.negative_prompt",
         "generate.prompt_file", "generate.max_sequence_length",
         "generate.seed", "generate.steps", "generate.guidance_scale", "generate.guidance_scale_2",
@@ -90,6 +91,8 @@ bool is_schema_section(const std::string& dotted_path) {
 }
 
 std::string suggest_schema_path(const std::string& dotted_path) {
+  // Another tool's name for a setting ("num_inference_steps" -> "generate.steps").
+  if (const char* meant = schema_path_for_foreign_name(last_segment(dotted_path))) return meant;
   // A typo in any segment: nearest whole path, within the reach a typo of
   // the last segment would have ("generate.stpes" -> "generate.steps").
   const std::size_t reach = last_segment(dotted_path).size() <= 4 ? 1 : 2;

@@ -64,6 +64,7 @@ json to_json(const RunConfig& c) {
       {"pab", pab},
       {"output", {{"path", c.output.path}, {"format", name_of(c.output.format)}, {"grid", c.output.grid}}},
   };
+  if (!c.model.source.empty()) j["model"]["source"] = c.model.source;
   // The encoder's settings only for mp4 (with png they are an error).
   if (c.output.format == OutputFormat::kMp4) {
     j["output"]["fps"] = c.output.fps;

@@ -317,6 +317,74 @@ class Mp4Encoder {
   std::unique_ptr<AVPacket, PacketFree> packet_;
 };
 
+// The frames of an MP4 this writer wrote, decoded back to 8-bit RGB as a
+// player shows them (BT.709, limited range), cropped to width x height
+// (the writer padded odd sizes by one); empty when the file cannot be read
+// or is not that size, or holds more than `max_frames` frames (a file
+// replaced by another video must not fill the memory). For a resumed run's
+// contact sheet: H.264 is lossy, so these frames are near, not equal to,
+// the ones the earlier run encoded.
+std::vector<RgbImage> decode_mp4(const std::string& path, int width, int height, size_t max_frames) {
+  struct InputClose {
+    void operator()(AVFormatContext* c) const { avformat_close_input(&c); }
+  };
+  AVFormatContext* opened = nullptr;
+  if (avformat_open_input(&opened, path.c_str(), nullptr, nullptr) < 0) return {};
+  const std::unique_ptr<AVFormatContext, InputClose> format(opened);
+  if (avformat_find_stream_info(format.get(), nullptr) < 0) return {};
+  const int stream = av_find_best_stream(format.get(), AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+  if (stream < 0) return {};
+  const AVCodecParameters* par = format->streams[stream]->codecpar;
+  if (par->width != width + width % 2 || par->height != height + height % 2) return {};
+  const AVCodec* decoder = avcodec_find_decoder(par->codec_id);
+  if (!decoder) return {};
+  std::unique_ptr<AVCodecContext, CodecContextFree> codec(avcodec_alloc_context3(decoder));
+  std::unique_ptr<AVFrame, FrameFree> frame(av_frame_alloc());
+  std::unique_ptr<AVPacket, PacketFree> packet(av_packet_alloc());
+  if (!codec || !frame || !packet || avcodec_parameters_to_context(codec.get(), par) < 0 ||
+      avcodec_open2(codec.get(), decoder, nullptr) < 0)
+    return {};
+  std::unique_ptr<SwsContext, SwsFree> sws;
+  std::vector<RgbImage> frames;
+  const int stride = (par->width * 3 + 63) / 64 * 64;
+  std::vector<uint8_t> rgb(static_cast<size_t>(stride) * static_cast<size_t>(par->height));
+  auto receive = [&]() -> bool {
+    for (;;) {
+      const int ret = avcodec_receive_frame(codec.get(), frame.get());
+      if (ret == AVERROR(EAGAIN) || ret == AVERROR_EOF) return true;
+      if (ret < 0 || frame->width != par->width || frame->height != par->height) return false;
+      if (frames.size() >= max_frames) return false;
+      if (!sws) {
+        constexpr int kFlags = SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT;
+        sws.reset(sws_getContext(frame->width, frame->height, static_cast<AVPixelFormat>(frame->format), frame->width,
+                                 frame->height, AV_PIX_FMT_RGB24, kFlags, nullptr, nullptr, nullptr));
+        if (!sws) return false;
+        const int* bt709 = sws_getCoefficients(SWS_CS_ITU709);
+        sws_setColorspaceDetails(sws.get(), bt709, 0, bt709, 1, 0, 1 << 16, 1 << 16);
+      }
+      uint8_t* planes[1] = {rgb.data()};
+      const int strides[1] = {stride};
+      sws_scale(sws.get(), frame->data, frame->linesize, 0, frame->height, planes, strides);
+      RgbImage& image = frames.emplace_back();
+      image.width = width;
+      image.height = height;
+      image.pixels.resize(static_cast<size_t>(width) * static_cast<size_t>(height) * 3);
+      for (int y = 0; y < height; ++y)
+        std::memcpy(image.pixels.data() + static_cast<size_t>(y) * static_cast<size_t>(width) * 3,
+                    rgb.data() + static_cast<size_t>(y) * static_cast<size_t>(stride), static_cast<size_t>(width) * 3);
+      av_frame_unref(frame.get());
+    }
+  };
+  while (av_read_frame(format.get(), packet.get()) >= 0) {
+    const bool ours = packet->stream_index == stream;
+    const bool sent = !ours || avcodec_send_packet(codec.get(), packet.get()) >= 0;
+    av_packet_unref(packet.get());
+    if (!sent || !receive()) return {};
+  }
+  if (avcodec_send_packet(codec.get(), nullptr) < 0 || !receive()) return {};
+  return frames;
+}
+
 class Mp4Writer final : public PerOutputWriter {
  public:
   Mp4Writer(OutputPlan plan, Mp4Settings settings) : PerOutputWriter(std::move(plan)), settings_(std::move(settings)) {}
@@ -342,6 +410,10 @@ class Mp4Writer final : public PerOutputWriter {
       encoder.finish();
     });
     return {path};
+  }
+
+  Tensor read_back(int index, int height, int width) const override {
+    return frames_from_rgb(decode_mp4(paths_of(index).front(), width, height, static_cast<size_t>(plan_.frames)));
   }
 
  private:

@@ -4,6 +4,7 @@
 #include "io/output_writer.h"
 
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include "io/output_paths.h"
@@ -13,6 +14,25 @@ namespace ditgen::io {
 RgbImage output_frame_rgb(const Tensor& frames, int64_t f) {
   const Tensor chw = frames.slice0(f, f + 1).reshape({frames.dim(1), frames.dim(2), frames.dim(3)});
   return {static_cast<int>(chw.dim(2)), static_cast<int>(chw.dim(1)), float_image_to_rgb8(chw)};
+}
+
+Tensor frames_from_rgb(const std::vector<RgbImage>& frames) {
+  if (frames.empty()) return {};
+  const int64_t h = frames.front().height, w = frames.front().width;
+  Tensor out = Tensor::empty({static_cast<int64_t>(frames.size()), 3, h, w});
+  float* dst = out.data();
+  for (const RgbImage& frame : frames) {
+    if (frame.height != h || frame.width != w) return {};
+    for (int c = 0; c < 3; ++c)
+      for (int64_t p = 0; p < h * w; ++p)
+        *dst++ = static_cast<float>(frame.pixels[static_cast<size_t>(p * 3 + c)]) / 255.0f;
+  }
+  return out;
+}
+
+// A PNG file as one RgbImage of height x width, or false.
+bool read_rgb_png(const std::string& path, int height, int width, RgbImage& image) {
+  return read_png_rgb(path, width, height, image.pixels, image.width, image.height);
 }
 
 void check_output_item(const OutputItem& item, const OutputPlan& plan, const char* who) {
@@ -48,6 +68,11 @@ class PngWriter final : public PerOutputWriter {
     write_png(path, output_frame_rgb(item.frames, 0), item.text);
     return {path};
   }
+  Tensor read_back(int index, int height, int width) const override {
+    RgbImage image;
+    if (!read_rgb_png(paths_of(index).front(), height, width, image)) return {};
+    return frames_from_rgb({image});
+  }
 };
 
 class PngFramesWriter final : public PerOutputWriter {
@@ -69,6 +94,12 @@ class PngFramesWriter final : public PerOutputWriter {
     }
     return written;
   }
+  Tensor read_back(int index, int height, int width) const override {
+    std::vector<RgbImage> frames;
+    for (const std::string& path : paths_of(index))
+      if (!read_rgb_png(path, height, width, frames.emplace_back())) return {};
+    return frames_from_rgb(frames);
+  }
 };
 
 class ContactSheetWriter final : public OutputWriter {
@@ -79,24 +110,31 @@ class ContactSheetWriter final : public OutputWriter {
   std::vector<std::string> write(const OutputItem& item) override {
     check_output_item(item, plan_, "contact sheet writer");
     const int frames = static_cast<int>(item.frames.dim(0));
+    std::vector<Tile>& tiles = tiles_[item.index];
+    tiles.clear();
     if (frames == 1) {
-      tiles_.push_back({output_frame_rgb(item.frames, 0), item.caption});
+      tiles.push_back({output_frame_rgb(item.frames, 0), item.caption});
     } else {
       strip_ = std::min(frames, max_strip_);
       const auto picked = filmstrip_frames(frames, strip_);
       for (size_t k = 0; k < picked.size(); ++k)
-        tiles_.push_back({output_frame_rgb(item.frames, picked[k]), k == 0 ? item.caption : ""});
+        tiles.push_back({output_frame_rgb(item.frames, picked[k]), k == 0 ? item.caption : ""});
     }
     return {};
   }
+  void add_existing(const OutputItem& item) override { write(item); }
   std::vector<std::string> finish() override {
-    if (tiles_.empty()) return {};
+    // In output order, whatever order they came in (a resumed run's
+    // earlier outputs come after the ones it made).
+    std::vector<Tile> all;
+    for (const auto& entry : tiles_) all.insert(all.end(), entry.second.begin(), entry.second.end());
+    if (all.empty()) return {};
     ContactSheetOptions sheet;
     // Images: a grid; videos: one filmstrip row per output.
-    sheet.columns = strip_ > 0 ? strip_ : grid_columns(static_cast<int>(tiles_.size()));
+    sheet.columns = strip_ > 0 ? strip_ : grid_columns(static_cast<int>(all.size()));
     sheet.caption_spans_empty = strip_ > 0;  // the prompt under its whole row, not cut to one frame
     const std::string path = grid_path_for(plan_.pattern);
-    write_png(path, make_contact_sheet(tiles_, sheet), text_);
+    write_png(path, make_contact_sheet(all, sheet), text_);
     return {path};
   }
 
@@ -105,7 +143,7 @@ class ContactSheetWriter final : public OutputWriter {
   PngText text_;
   int max_strip_;
   int strip_ = 0;  // frames per filmstrip row; 0 while the outputs are images
-  std::vector<Tile> tiles_;
+  std::map<int, std::vector<Tile>> tiles_;  // per output index
 };
 
 }  // namespace

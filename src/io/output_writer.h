@@ -37,6 +37,17 @@ class OutputWriter {
   virtual std::vector<std::string> write(const OutputItem& item) = 0;
   // After the last output; returns the paths written then.
   virtual std::vector<std::string> finish() { return {}; }
+
+  // A resumed run (--resume) did not make every output: the ones an
+  // earlier run made are read back from their files for what needs them
+  // all (the contact sheet). read_back: output `index`'s frames as its
+  // files hold them, (F, 3, height, width) float32 in [0, 1]; undefined
+  // when the files are missing, unreadable or of another size, or the
+  // writer writes no per-output files. add_existing: such an output, for
+  // the writers of the whole run (the contact sheet takes it as it takes
+  // write()'s; the others ignore it).
+  virtual Tensor read_back(int /*index*/, int /*height*/, int /*width*/) const { return {}; }
+  virtual void add_existing(const OutputItem& /*item*/) {}
 };
 
 // Where and how the outputs go: output.path's pattern, the run's output
@@ -71,6 +82,9 @@ void check_output_item(const OutputItem& item, const OutputPlan& plan, const cha
 // Frame f of an output's (F, 3, H, W) frames as 8-bit RGB
 // (float_image_to_rgb8: the one rounding rule of every output format).
 RgbImage output_frame_rgb(const Tensor& frames, int64_t f);
+// The inverse for read_back: 8-bit RGB frames as (F, 3, H, W) float32 in
+// [0, 1] (x / 255, which output_frame_rgb maps back to the same bytes).
+Tensor frames_from_rgb(const std::vector<RgbImage>& frames);
 
 // One PNG per image (frames == 1) at output_path_for.
 std::unique_ptr<OutputWriter> make_png_writer(const OutputPlan& plan);

@@ -34,6 +34,14 @@ std::vector<uint8_t> float_image_to_rgb8(const float* chw, int channels, int hei
 // Same for a tensor of shape [C, H, W].
 std::vector<uint8_t> float_image_to_rgb8(const Tensor& chw);
 
+// Reads a PNG's pixels as 8-bit RGB (interleaved, row-major; gray and
+// alpha converted as stb_image does), for a resumed run's contact sheet
+// (output_writer.h, read_back): false when the file is missing, not a
+// PNG, or not `width` x `height` (0: any size). The image is checked by
+// size before its pixels are decoded.
+bool read_png_rgb(const std::string& path, int width, int height, std::vector<uint8_t>& pixels, int& out_width,
+                  int& out_height);
+
 // CRC-32 as PNG chunks use it (ISO 3309 / zlib polynomial).
 uint32_t png_crc32(const uint8_t* bytes, size_t size, uint32_t crc = 0);
 

@@ -439,6 +439,17 @@ std::string pick_one(const std::string& dir, const std::vector<std::string>& can
                    "); expected one, or one named diffusion_pytorch_model" + suffix + " or model" + suffix);
 }
 
+// A PyTorch checkpoint (.bin, .pt, .pth, .ckpt) in `dir`: weights ditgen
+// cannot read, as against no weights at all.
+bool pickled_checkpoint_in(const std::string& dir) {
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = e.path().extension().string();
+    if (ext == ".bin" || ext == ".pt" || ext == ".pth" || ext == ".ckpt") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 WeightStore WeightStore::open_dir(const std::string& dir) {
@@ -464,7 +475,11 @@ WeightStore WeightStore::open_dir(const std::string& dir) {
   store.dir_ = dir;
   if (indexes.empty()) {
     if (weights.empty())
-      throw ModelError(dir + ": no *.safetensors weights (a .bin/.pt checkpoint must be converted: see scripts/)");
+      throw ModelError(dir + (pickled_checkpoint_in(dir)
+                                  ? ": no *.safetensors weights, only a .bin/.pt checkpoint (convert it to safetensors: "
+                                    "docs/real-models.md)"
+                                  : ": the weights are missing (no *.safetensors in this folder, only its config?): the "
+                                    "download is incomplete; fetch the model's weights"));
     const std::string file = (fs::path(dir) / pick_one(dir, weights, weights_suffix, "*.safetensors files")).string();
     store.source_ = file;
     store.files_.push_back(SafetensorsFile::open(file));

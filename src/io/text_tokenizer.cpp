@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "io/unigram_t5_tokenizer.h"
+#include "util/error.h"
 
 namespace fs = std::filesystem;
 
@@ -63,6 +64,14 @@ T5TokenizerKind t5_tokenizer_kind(const std::string& dir, const std::string& pip
 }
 
 std::unique_ptr<PromptTokenizer> open_t5_tokenizer(const std::string& dir, const std::string& pipeline_tokenizer_class) {
+  // A model folder (it has model_index.json) without its tokenizer/: a
+  // download that missed it. Said of tokenizer/, not of the model folder
+  // where a bare tokenizer folder's files would be looked for.
+  std::error_code ec;
+  if (!fs::is_directory(fs::path(dir) / "tokenizer", ec) && fs::is_regular_file(fs::path(dir) / "model_index.json", ec))
+    throw ModelError((fs::path(dir) / "tokenizer").string() +
+                     ": missing (the model's tokenizer folder, with spiece.model or tokenizer.json): the download "
+                     "is incomplete; fetch the whole model again");
   if (t5_tokenizer_kind(dir, pipeline_tokenizer_class) == T5TokenizerKind::kUnigram)
     return std::make_unique<UnigramTokenizer>(UnigramT5Tokenizer::open(dir));
   return std::make_unique<SentencePieceTokenizer>(T5Tokenizer::open(dir));

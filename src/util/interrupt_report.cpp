@@ -84,9 +84,9 @@ void say_interrupted(int sig, int removed_folders) {
   }
   say("; the unfinished output's temporary files are removed");
   if (removed_folders > 0) {
-    say(", and the empty folder ");
+    say(", and so is the empty folder ");
     say(first_removed_folder());
-    say(" the run created");
+    say(" that the run created");
   }
   say("\n");
 }

@@ -68,12 +68,16 @@ void Progress::step_done(int i) {
     out_ << '\r' << bar_line(done, seconds_per_step) << "\x1b[K" << std::flush;
     line_open_ = true;
   } else {
+    // The first step's line at once, so a log shows the rate and the ETA
+    // from the start (issue 43), then one every kLineInterval, and the last.
     const bool last = done >= total_steps_;
-    if (!last && std::chrono::duration<double>(now - last_line_).count() < kLineInterval) return;
+    if (lines_printed_ > 0 && !last && std::chrono::duration<double>(now - last_line_).count() < kLineInterval) return;
     last_line_ = now;
+    ++lines_printed_;
     out_ << (label_.empty() ? "" : label_ + ": ") << "step " << done << "/" << total_steps_ << " "
-         << fixed(seconds_per_step, 2) << " s/it\n"
-         << std::flush;
+         << fixed(seconds_per_step, 2) << " s/it";
+    if (!last) out_ << ", ETA " << duration(seconds_per_step * (total_steps_ - done));
+    out_ << "\n" << std::flush;
   }
 }
 

@@ -1,9 +1,10 @@
 // Progress of the denoising loop on stderr (DESIGN.md §1): on a terminal one
 // line redrawn in place, "[#####-----] 12/50  1.23 s/it  ETA 46.7 s"; when
-// stderr is a file or pipe (CI logs) plain lines, "step 12/50 1.23 s/it",
-// because carriage returns make logs unreadable: at most one every
+// stderr is a file or pipe (CI logs) plain lines, "step 12/50 1.23 s/it,
+// ETA 46.7 s", because carriage returns make logs unreadable: the first
+// step's at once (the ETA from the start), then at most one every
 // kLineInterval seconds, and the last step's (a line per step flooded logs
-// of fast runs, issue 36); nothing when disabled (--quiet, or any rank but 0).
+// of fast runs); nothing when disabled (--quiet, or any rank but 0).
 //
 // Time per step is the mean since construction, so construct it right before
 // the loop. The rate includes the first step's warm-up, which is what the
@@ -49,6 +50,7 @@ class Progress {
   std::function<Clock::time_point()> now_;
   Clock::time_point start_;
   Clock::time_point last_line_;  // lines style: when the last line was printed (start_ before any)
+  int lines_printed_ = 0;        // lines style
   bool line_open_ = false;  // a bar is drawn and its line not yet ended
 };
 

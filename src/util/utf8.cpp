@@ -81,4 +81,25 @@ std::string utf8_encode(const std::u32string& s) {
   return out;
 }
 
+std::string printable_text(const std::string& s) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  size_t i = 0;
+  char32_t cp = 0;
+  while (i < s.size()) {
+    const size_t at = i;
+    if (decode_one(s, i, cp) && (cp >= 0x80 ? cp >= 0xA0 : cp >= 0x20 && cp != 0x7F)) {
+      out.append(s, at, i - at);
+      continue;
+    }
+    // One byte escaped; an invalid sequence's next byte is looked at again.
+    const auto byte = static_cast<unsigned char>(s[at]);
+    out += "\\x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 0xF];
+    i = at + 1;
+  }
+  return out;
+}
+
 }  // namespace ditgen

@@ -17,4 +17,10 @@ size_t first_invalid_utf8(const std::string& s);
 std::u32string utf8_decode(const std::string& s);
 std::string utf8_encode(const std::u32string& s);
 
+// `s` safe to print on a terminal: control bytes and bytes that are not
+// part of valid UTF-8 become "\xNN"; valid UTF-8 and printable ASCII stay
+// (a binary file's bytes quoted in an error message must not reach the
+// terminal raw).
+std::string printable_text(const std::string& s);
+
 }  // namespace ditgen

@@ -475,7 +475,9 @@ TEST_CASE("SIGINT says what was interrupted and what is kept, and removes the em
   INFO("stderr: " << said);
   CHECK(said.find("ditgen: interrupted by SIGINT during ") != std::string::npos);
   CHECK(said.find("no output was finished") != std::string::npos);
-  CHECK(said.find("the empty folder " + (s.dir / "kept" / "new").string() + " the run created") != std::string::npos);
+  // A whole sentence: "..., and so is the empty folder X that the run created" (issue 43: it lacked its verb).
+  CHECK(said.find("temporary files are removed, and so is the empty folder " + (s.dir / "kept" / "new").string() +
+                  " that the run created") != std::string::npos);
   CHECK_FALSE(fs::exists(s.dir / "kept" / "new"));
   CHECK(fs::is_directory(s.dir / "kept"));  // there before the run: stays
 }

@@ -170,7 +170,7 @@ TEST_CASE("mp4 cli: a bad crf or an unwritable path fail with exit 2 before the 
   CHECK(r.code == 2);
   CHECK(r.output.find("output.crf") != std::string::npos);
   CHECK(r.output.find("0..51") != std::string::npos);
-  r = run_ditgen("--config " + cfg + " --set output.format=\\\"mp4\\\" --output /dev/null/clip.png");
+  r = run_ditgen("--config " + cfg + " --set output.format=\\\"mp4\\\" --output /dev/null/clip.mp4");
   CHECK(r.code == 2);
   CHECK(r.output.find("/dev/null/clip_0000.mp4") != std::string::npos);
   CHECK(s.files().empty());
@@ -336,8 +336,9 @@ TEST_CASE("mp4 cli: a resumed batch remakes a missing MP4 with the uninterrupted
 }
 
 // Issue 36: the lines a run prints when stderr is not a terminal: one per
-// output as it lands (and the contact sheet's), progress at most every 5 s
-// and each loop's last step (a fast run: its last step only), then the
+// output as it lands (and the contact sheet's), progress: each loop's first
+// step, then at most every 5 s, and its last (a fast run: its first and
+// last only), then the
 // total; and the MP4's metadata records what ran beside the config.
 TEST_CASE("mp4 cli: one line per output, few progress lines off a terminal, and what ran in the metadata") {
   Scratch s("lines");
@@ -352,11 +353,15 @@ TEST_CASE("mp4 cli: one line per output, few progress lines off a terminal, and 
   const std::vector<std::string> expected_tail = {
       "ditgen: wrote " + (s.dir / "d_0000.mp4").string(), "ditgen: wrote " + (s.dir / "d_0001.mp4").string(),
       "ditgen: wrote " + (s.dir / "d_grid.png").string() + " (the contact sheet)"};
-  REQUIRE_MESSAGE(lines.size() == 6, r.output);  // the text encoder's line, the denoising loop's, 3 wrote, made
+  // The text encoder's line, the denoising loop's first (with its ETA,
+  // issue 43) and last, 3 wrote, made.
+  REQUIRE_MESSAGE(lines.size() == 7, r.output);
   CHECK(lines[0].rfind("text encoder: step 1/1 ", 0) == 0);
-  CHECK(lines[1].rfind("outputs 0/2: step 5/5 ", 0) == 0);
-  CHECK(std::vector<std::string>(lines.begin() + 2, lines.begin() + 5) == expected_tail);
-  CHECK(lines[5].rfind("ditgen: made 2 videos in ", 0) == 0);
+  CHECK(lines[1].rfind("outputs 0/2: step 1/5 ", 0) == 0);
+  CHECK(lines[1].find(", ETA ") != std::string::npos);
+  CHECK(lines[2].rfind("outputs 0/2: step 5/5 ", 0) == 0);
+  CHECK(std::vector<std::string>(lines.begin() + 3, lines.begin() + 6) == expected_tail);
+  CHECK(lines[6].rfind("ditgen: made 2 videos in ", 0) == 0);
 
   const auto v = testing::decode_mp4((s.dir / "d_0000.mp4").string());
   CHECK(v.metadata.at("comment").find(", Model: latte-shapes, Device: cpu, Dtype: ") != std::string::npos);

@@ -301,6 +301,8 @@ TEST_CASE("step caches: teacache without coefficients on a model with no publish
         " --set 'cache={\"kind\":\"teacache\",\"threshold\":0.1}'");
     CHECK(r.code == 2);
     CHECK(r.output.find(std::string(config) + ": cache.coefficients: required for teacache") != std::string::npos);
+    // Every family with published coefficients is listed (issue 43: CogVideoX's were missing).
+    CHECK(r.output.find("Wan2.1-T2V-1.3B, Wan2.1-T2V-14B, CogVideoX-2b, CogVideoX-5b and Latte-1") != std::string::npos);
     CHECK_FALSE(std::filesystem::exists(dir.file(std::string(fixture) + ".png")));
   }
 }

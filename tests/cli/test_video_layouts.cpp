@@ -46,10 +46,11 @@ std::string launcher(int ranks, const std::string& env) {
 
 // ditgen on the fixture's DDIM run (3 steps, CFG 7.5, two prompts in one
 // batch), pinned to the CPU, one thread per rank.
-std::string ditgen_command(const testing::TempDir& dir, int ranks, const std::string& args, const std::string& env = "") {
+std::string ditgen_command(const testing::TempDir& dir, int ranks, const std::string& args, const std::string& env = "",
+                           const std::string& output = "video.png") {
   return launcher(ranks, env) + DITGEN_EXE + " --device cpu --threads 1 --config " + kRef +
          "run_ddim.json --set model.path=" + testing::fixture_dir("latte_tiny") + " --output " +
-         dir.file("video.png") + " --quiet " + args;
+         dir.file(output) + " --quiet " + args;
 }
 
 struct Outcome {
@@ -247,8 +248,8 @@ TEST_CASE("a rank killed mid-video ends the whole job within 10 s, no output lef
   // Rank 1 of sp2 x tp2 kills itself as step 3 of 8 begins; the other
   // ranks are then inside that step's all-to-alls and all-reduces.
   const std::string cmd = "timeout 60 sh -c \"" +
-                          ditgen_command(dir, 4, "--set parallel.sp=2 --set parallel.tp=2 --steps 8 --set output.format=mp4",
-                                 "DITGEN_TEST_KILL_AT_STEP=1:3") +
+                          ditgen_command(dir, 4, "--set parallel.sp=2 --set parallel.tp=2 --steps 8",
+                                         "DITGEN_TEST_KILL_AT_STEP=1:3", "video.mp4") +
                           "\"";
   const testing::Run r = testing::run_command(cmd);
   MESSAGE("exit " << r.code << " after " << r.seconds << " s");

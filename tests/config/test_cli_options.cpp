@@ -235,3 +235,56 @@ TEST_CASE("--prompt and --negative-prompt become generate.prompts / generate.neg
 }
 
 }  // namespace ditgen::test
+
+namespace ditgen::test {
+
+// Issue 43: the shorthands other tools taught users, and a did-you-mean for
+// the names those tools use.
+TEST_CASE("--guidance (alias --cfg-scale), -H/--height and -W/--width become their fields' --set entries") {
+  const CliOptions o = parse({"--config", "r.json", "--guidance", "7.5", "-H", "256", "--width", "320"});
+  CHECK(o.set_overrides == std::vector<std::string>{"generate.guidance_scale=7.5", "generate.height=256",
+                                                    "generate.width=320"});
+  CHECK(o.override_origins == std::vector<std::string>{"--guidance 7.5", "-H 256", "--width 320"});
+  const CliOptions alias = parse({"--config", "r.json", "--cfg-scale", "3", "--height", "64", "-W", "96"});
+  CHECK(alias.set_overrides == std::vector<std::string>{"generate.guidance_scale=3.0", "generate.height=64",
+                                                        "generate.width=96"});
+  CHECK(alias.override_origins.front() == "--cfg-scale 3");
+  // Each flag's value is checked, and the message names the name typed.
+  CHECK(contains(parse_error({"--config", "r.json", "--cfg-scale", "-1"}), "--cfg-scale: expected a non-negative number"));
+  CHECK(contains(parse_error({"--config", "r.json", "--guidance", "seven"}), "--guidance: expected a non-negative"));
+  CHECK(contains(parse_error({"--config", "r.json", "-H", "0"}), "-H: expected a positive integer, got \"0\""));
+  CHECK(contains(parse_error({"--config", "r.json", "--width", "1.5"}), "--width: expected a positive integer"));
+  // The user's own --set entries have no origin of their own ("--set ..." is said).
+  CHECK(parse({"--config", "r.json", "--set", "generate.steps=2"}).override_origins == std::vector<std::string>{""});
+}
+
+TEST_CASE("an unknown option is one line with a did-you-mean from ditgen's and other tools' names") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> rows = {
+      {{"--config", "r.json", "--cfg", "7"}, "--cfg: no such option; did you mean --guidance?"},
+      {{"--config", "r.json", "--cfg=7"}, "--cfg: no such option; did you mean --guidance?"},
+      {{"--config", "r.json", "--guidance-scale", "7"}, "did you mean --guidance?"},
+      {{"--config", "r.json", "--num-inference-steps", "20"}, "did you mean --steps?"},
+      {{"--config", "r.json", "--sampling-steps", "20"}, "did you mean --steps?"},
+      {{"--config", "r.json", "--num-frames", "9"}, "did you mean --frames?"},
+      {{"--config", "r.json", "--video-frames", "9"}, "did you mean --frames?"},
+      {{"--config", "r.json", "-p", "a cat"}, "-p: no such option; did you mean --prompt?"},
+      {{"--config", "r.json", "-n", "blur"}, "did you mean --negative-prompt?"},
+      {{"--config", "r.json", "-o", "x.png"}, "did you mean --output?"},
+      {{"--config", "r.json", "--sampling-method", "euler"}, "did you mean --set generate.scheduler=NAME?"},
+      {{"--config", "r.json", "--flow-shift", "3"}, "did you mean --set generate.shift=N?"},
+      {{"--config", "r.json", "-m", "models/x"}, "did you mean --set model.path=DIR?"},
+      {{"--config", "r.json", "--sead", "1"}, "--sead: no such option; did you mean --seed?"},
+      {{"--config", "r.json", "--promt", "a"}, "did you mean --prompt?"},
+      {{"plan", "--config", "r.json", "--world", "4"}, "--world: plan has no such option; did you mean --world-size?"},
+  };
+  for (const auto& [args, expected] : rows) {
+    CAPTURE(args.back());
+    const std::string message = parse_error(args);
+    CHECK_MESSAGE(contains(message, expected), message);
+    CHECK(message.find('\n') == std::string::npos);
+  }
+  CHECK(contains(parse_error({"--config", "r.json", "--bogus-flag"}), "--bogus-flag: no such option (see ditgen --help)"));
+  CHECK(contains(parse_error({"--config", "r.json", "stray"}), "\"stray\": unexpected argument"));
+}
+
+}  // namespace ditgen::test

@@ -21,7 +21,7 @@ struct FakeClock {
   }
 };
 
-TEST_CASE("lines style: a plain line at most every 5 seconds, and the last step's") {
+TEST_CASE("lines style: the first step's line with its ETA, then at most one every 5 seconds, and the last step's") {
   std::ostringstream out;
   FakeClock clock;
   {
@@ -33,11 +33,14 @@ TEST_CASE("lines style: a plain line at most every 5 seconds, and the last step'
     progress.finish();
   }
   const std::string text = out.str();
-  CHECK(text == "step 5/12 1.00 s/it\nstep 10/12 1.00 s/it\nstep 12/12 1.00 s/it\n");
+  // Off a terminal the ETA is there from the first step (issue 43).
+  CHECK(text ==
+        "step 1/12 1.00 s/it, ETA 11.0 s\nstep 6/12 1.00 s/it, ETA 6.0 s\nstep 11/12 1.00 s/it, ETA 1.0 s\n"
+        "step 12/12 1.00 s/it\n");
   CHECK_FALSE(contains(text, "\r"));
 }
 
-TEST_CASE("lines style: slow steps each get their line, a fast run only its last") {
+TEST_CASE("lines style: slow steps each get their line, a fast run only its first and last") {
   std::ostringstream slow, fast;
   FakeClock clock;
   {
@@ -56,7 +59,7 @@ TEST_CASE("lines style: slow steps each get their line, a fast run only its last
       progress.step_done(i);
     }
   }
-  CHECK(fast.str() == "step 50/50 0.01 s/it\n");
+  CHECK(fast.str() == "step 1/50 0.01 s/it, ETA 0.5 s\nstep 50/50 0.01 s/it\n");
 }
 
 TEST_CASE("lines style carries the label") {

@@ -42,6 +42,27 @@ TEST_CASE("every config in configs/ loads, with at least one output and an outpu
   }
 }
 
+// Issue 43: a real-model config run before its download says where the
+// model comes from (cli/model_presence.h quotes model.source).
+TEST_CASE("every config of a real model names its Hub source in model.source") {
+  int real = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(DITGEN_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".json") continue;
+    CAPTURE(entry.path().string());
+    const RunConfig c = load_config(entry.path().string(), {});
+    if (c.model.path.find("/samples/") != std::string::npos) {  // the shipped toys need no download
+      CHECK(c.model.source.empty());
+      continue;
+    }
+    ++real;
+    const std::string& source = c.model.source;
+    CHECK(std::count(source.begin(), source.end(), '/') == 1);  // owner/name, as the Hub spells it
+    const std::string name = source.substr(source.find('/') + 1);
+    CHECK(std::filesystem::path(c.model.path).filename() == name);  // downloaded into models/<name>
+  }
+  CHECK(real >= 8);
+}
+
 TEST_CASE("configs/wan2.1-t2v-1.3b.json: Wan 2.1 T2V-1.3B as diffusers' WanPipeline example runs it") {
   const RunConfig c = load_config(shipped("wan2.1-t2v-1.3b.json"), {});
   CHECK(c.model.path == in_repo("models/Wan2.1-T2V-1.3B-Diffusers"));

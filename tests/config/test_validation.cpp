@@ -43,9 +43,9 @@ TEST_CASE("type and range checks name the file and the dotted path") {
       {"generate.seed", 1.5, "expected a non-negative integer"},
       {"generate.seed", "0", "expected a non-negative integer"},
       {"generate.seed", 1e30, "expected a non-negative integer"},
-      {"generate.frames", -1, "expected a non-negative integer"},
-      {"generate.height", -8, "expected a non-negative integer"},
-      {"generate.width", "256", "expected a non-negative integer"},
+      {"generate.frames", -1, "expected a positive integer"},
+      {"generate.height", -8, "expected a positive integer"},
+      {"generate.width", "256", "expected a positive integer"},
       {"generate.scheduler", "heun", "expected one of \"\", \"ddim\", \"dpmpp_2m\", \"unipc\", \"euler\", got \"heun\""},
       {"generate.shift", 0, "expected a positive number, got 0"},
       {"generate.scheduler", "dpmpp2m", "did you mean \"dpmpp_2m\"?"},
@@ -89,14 +89,19 @@ TEST_CASE("type and range checks name the file and the dotted path") {
 // Issue 33: fields that do not apply to the run are errors naming the
 // field, as unknown keys are. (negative_prompt and max_sequence_length on a
 // class-label model: tests/pipeline, where the model's kind is known.)
-TEST_CASE("fps and crf with png output are errors naming the field, --set key=null removes them") {
+TEST_CASE("fps and crf with png output are errors naming the field, and a command-line png drops the file's") {
   check_rejected(with(minimal_config(), "output.fps", 8), "output.fps", "applies to mp4 output only");
   check_rejected(with(minimal_config(), "output.crf", 18), "output.crf",
                  "applies to mp4 output only, and output.format is \"png\"");
   const json mp4 = with(with(with(minimal_config(), "output.format", "mp4"), "output.fps", 8), "output.crf", 18);
   const std::string path = write_config(mp4);
-  CHECK(contains(load_error(path, {"output.format=png"}), "output.fps: applies to mp4 output only"));
+  // Issue 43: --set output.format=png on an MP4 config drops the file's
+  // fps and crf with a note (config/command_line_rules.h); nulling them works as before.
+  const RunConfig dropped = load_config(path, {"output.format=png"});
+  CHECK(dropped.output.format == OutputFormat::kPng);
+  CHECK(dropped.notes.size() == 1);
   const RunConfig png = load_config(path, {"output.format=png", "output.fps=null", "output.crf=null"});
+  CHECK(png.notes.empty());
   CHECK(png.output.format == OutputFormat::kPng);
   CHECK_FALSE(to_json(png)["output"].contains("fps"));  // to_json loads back
   CHECK(to_json(load_config(path, {}))["output"]["fps"] == 8);

@@ -17,9 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "doc_files.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
+using ditgen::testing::documentation;
+using ditgen::testing::read_text;
 
 namespace {
 
@@ -120,16 +123,6 @@ std::vector<Link> broken_links(const fs::path& root, const std::vector<fs::path>
   return broken;
 }
 
-// README.md and every docs/*.md of the repository at `root`.
-std::vector<fs::path> documentation(const fs::path& root) {
-  std::vector<fs::path> files{root / "README.md"};
-  if (fs::is_directory(root / "docs"))
-    for (const auto& entry : fs::directory_iterator(root / "docs"))
-      if (entry.is_regular_file() && entry.path().extension() == ".md") files.push_back(entry.path());
-  std::sort(files.begin() + 1, files.end());
-  return files;
-}
-
 std::string describe(const fs::path& root, const Link& link) {
   std::ostringstream s;
   s << fs::relative(link.file, root).string() << ":" << link.line << ": link target '" << link.target
@@ -179,13 +172,6 @@ TEST_CASE("the link check finds a broken link and passes the others") {
 }
 
 namespace {
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The ```sh blocks of the README's "## Quick start" section, in order.
 std::vector<std::string> quick_start_commands(const std::string& readme) {

@@ -502,7 +502,12 @@ TEST_CASE("WeightStore: a single file, preferred names, and no weights") {
   write_bytes(bin_only.file("diffusion_pytorch_model.bin"), "not really");
   CHECK(model_error_of([&] { WeightStore::open_dir(bin_only.path.string()); }) ==
         bin_only.path.string() +
-            ": no *.safetensors weights (a .bin/.pt checkpoint must be converted: see scripts/)");
+            ": no *.safetensors weights, only a .bin/.pt checkpoint (convert it to safetensors: docs/real-models.md)");
+  // A folder with only its config (a download that stopped): the weights are missing, said so.
+  TempDir config_only;
+  write_bytes(config_only.file("config.json"), "{}");
+  CHECK(contains(model_error_of([&] { WeightStore::open_dir(config_only.path.string()); }),
+                 config_only.path.string() + ": the weights are missing"));
   CHECK(contains(model_error_of([&] { WeightStore::open_dir(dir.file("nope")); }), "not a directory"));
 }
 
