@@ -290,7 +290,7 @@ TEST_CASE("wan pp2 x sp2 ulysses PipeFusion, warm-up over every step") {
 // PAB on Wan: spatial is the self-attention over every frame's tokens,
 // cross the cross-attention, mlp the feed-forward. 6 UniPC steps, all inside
 // (0, 1000): range 2 reuses at counts 1, 3, 5, range 3 at 1, 2, 4, 5.
-TEST_CASE("wan PAB: near the PAB-off run, ulysses sp2 equal to one process, skipped bytes = reuses x plan's per-branch bytes") {
+TEST_CASE("wan PAB: outputs computed and reused exactly, ulysses sp2 equal to one process, skipped bytes = reuses x plan's per-branch bytes") {
   const std::string steps = "--steps 6 ";
   const std::string pab = steps +
                           "--set 'pab={\"spatial\":{\"range\":2,\"threshold\":[0,1000]},"
