@@ -183,7 +183,7 @@ TEST_CASE("cogvideox PAB: ulysses sp2 equal to one process, skipped bytes = reus
 // output computes steps 0 and 2 and skips 1 and 3 (the metric against
 // ditgen's rule over diffusers' blocks: test_step_cache_parity.cpp); ulysses
 // sp2 and cp2 make the same decisions and give one process's latents.
-TEST_CASE("cogvideox first-block cache: skips steps 1 and 3; ulysses sp2 and cp2 make those decisions, one process's latents") {
+TEST_CASE("cogvideox first-block cache: skips steps 1 and 3, and ulysses sp2 and cp2 make those decisions with one process's latents") {
   const std::string cache = "--set 'cache={\"kind\":\"first_block\",\"threshold\":2.0}' --cache-stats ";
   testing::TempDir dir("cogvideox_cache");
   const Tensor off = run_layout(dir, "off", 1, "").latents;
