@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -50,19 +51,36 @@ Run run_ditgen(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
 }
 
-// Starts ditgen on `cfg` (--quiet, its stderr into `stderr_file` unless ""),
-// sends `sig` after 1.5 s and returns its exit code (-1: not a normal exit).
-int exit_code_after_signal(const std::string& cfg, int sig, const std::string& stderr_file = "") {
+// Starts ditgen on `cfg` with its stderr into `stderr_file`, waits until
+// that file holds `wait_for` (a line the run prints once it has reached the
+// point the test needs), sends `sig` and returns the exit code (-1: not a
+// normal exit). The wait is for the event, not for a time: the deadline only
+// guards against a hang (the run is minutes long; the lines come within
+// seconds even on a slow, loaded machine).
+int exit_code_after_signal(const std::string& cfg, int sig, const std::string& stderr_file, const std::string& wait_for) {
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
-    if (!stderr_file.empty() && !freopen(stderr_file.c_str(), "w", stderr)) _exit(126);
-    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), "--quiet", (char*)nullptr);
+    if (!freopen(stderr_file.c_str(), "w", stderr)) _exit(126);
+    execl(DITGEN_EXE, DITGEN_EXE, "--device", "cpu", "--config", cfg.c_str(), (char*)nullptr);
     _exit(127);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  kill(pid, sig);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  bool seen = false, exited = false;
   int status = 0;
+  while (!seen && !exited && std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(stderr_file);
+    const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    seen = said.find(wait_for) != std::string::npos;
+    if (!seen) {
+      exited = waitpid(pid, &status, WNOHANG) == pid;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the polling interval
+    }
+  }
+  INFO("waited for '" << wait_for << "' on stderr");
+  CHECK_MESSAGE(seen, (exited ? "the run ended first" : "not within 300 s"));
+  if (exited) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  kill(pid, sig);
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -282,9 +300,12 @@ TEST_CASE("bad model files exit 3 naming the file and tensor, writing nothing") 
   CHECK(s.empty_of_outputs());
 }
 
+// The text encoder's progress line: the run is past its checks and setup
+// (the output folder made, the weights loaded) and into its minutes of work.
 TEST_CASE("SIGTERM stops a run with exit code 143 and leaves no output") {
   Scratch s("sig");
-  CHECK(exit_code_after_signal(long_video_config(s, s.dir / "out" / "clip.png"), SIGTERM) == 143);
+  CHECK(exit_code_after_signal(long_video_config(s, s.dir / "out" / "clip.png"), SIGTERM,
+                               (s.dir / "stderr.txt").string(), "text encoder: step 1/1") == 143);
   CHECK(s.empty_of_outputs());
 }
 
@@ -470,7 +491,9 @@ TEST_CASE("SIGINT says what was interrupted and what is kept, and removes the em
   fs::create_directories(s.dir / "kept");
   const std::string cfg = long_video_config(s, s.dir / "kept" / "new" / "deeper" / "clip.png");
   const std::string err = (s.dir / "stderr.txt").string();
-  CHECK(exit_code_after_signal(cfg, SIGINT, err) == 130);
+  // The denoising loop's first progress line (lines come at most every 5 s
+  // off a terminal): the run is inside a stage, its output folders made.
+  CHECK(exit_code_after_signal(cfg, SIGINT, err, "outputs 0/1: step ") == 130);
   const std::string said = read_file(err);
   INFO("stderr: " << said);
   CHECK(said.find("ditgen: interrupted by SIGINT during ") != std::string::npos);

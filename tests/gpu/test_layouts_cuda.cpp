@@ -7,21 +7,16 @@
 // < 1e-4: float32 without TF32; only the summation order of the sharded
 // GEMMs, the all-reduces and the ring merge differs) and stay within the
 // CPU test's 1e-4 of diffusers' reference.
-// A layout needs one visible GPU per rank; with fewer, the test prints
-// "SKIPPED: ..." and exits 77, which ctest (SKIP_RETURN_CODE 77, each test
-// case its own process) reports as skipped rather than passed. When test_gpu
-// runs unfiltered (no test-case filter on its command line), such a test only
-// prints the line and returns, so the cases after it still run.
+// A layout needs one visible GPU per rank; with fewer, the test skips
+// (gpu_skip.h: ctest reports it as skipped, not passed).
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 
+#include "gpu/gpu_skip.h"
 #include "io/safetensors.h"
 #include "models/fixture.h"
 #include "ops/backend.h"
@@ -33,27 +28,11 @@ using namespace ditgen;
 
 namespace {
 
-constexpr int kSkipExitCode = 77;
-
-// Whether this run of test_gpu was restricted to chosen test cases (how
-// ctest runs each discovered case: --test-case=<name>).
-bool filtered_run() {
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
-  const std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  for (const char* opt : {"--test-case=", "-tc=", "--dt-test-case=", "--dt-tc="})
-    if (cmdline.find(std::string(1, '\0') + opt) != std::string::npos) return true;
-  return false;
-}
-
-// False (after printing why) when fewer than `ranks` GPUs are visible; a
-// filtered run (ctest) exits 77 right here instead.
+// False (after skipping: gpu_skip.h) when fewer than `ranks` GPUs are visible.
 bool have_gpus(int ranks) {
   const int visible = ops::cuda_device_count();
   if (visible >= ranks) return true;
-  std::printf("SKIPPED: needs %d GPUs, %d visible\n", ranks, visible);
-  std::fflush(stdout);
-  if (filtered_run()) std::exit(kSkipExitCode);
-  MESSAGE("SKIPPED: needs " << ranks << " GPUs, " << visible << " visible");
+  gputest::skip_test("needs " + std::to_string(ranks) + " GPUs, " + std::to_string(visible) + " visible");
   return false;
 }
 

@@ -26,6 +26,14 @@ TEST_CASE("CogVideoX pipeline latents and frames match diffusers: batch sizes 2 
   const auto pipe = testing::open_fixture_pipeline("cogvideox_tiny");
   const Tensor latents_ref = fixture_tensor("cogvideox_tiny", "expected.safetensors", "latents");  // (B, C, F, h, w)
   const Tensor frames_ref = fixture_tensor("cogvideox_tiny", "expected.safetensors", "frames");    // (B, F, 3, H, W)
+  // A reference that checks the values: the fixture's VAE has its last layer
+  // scaled (the tiny random transformer's latents have std ~56), so its
+  // frames are mostly inside (0, 1), not clamped to exact 0s and 1s (they
+  // were 97% so before: then a 1e-3 check tested 3% of the values).
+  int64_t inside = 0;
+  for (int64_t i = 0; i < frames_ref.numel(); ++i) inside += frames_ref[i] > 0.0f && frames_ref[i] < 1.0f ? 1 : 0;
+  MESSAGE("frames reference: " << inside << " of " << frames_ref.numel() << " values inside (0, 1)");
+  REQUIRE(inside >= frames_ref.numel() * 9 / 10);
   for (const int batch : {2, 1}) {
     CAPTURE(batch);
     const pipeline::Result r = pipe->generate(testing::fixture_request(*pipe, testing::cogvideox_fixture_config(batch), "cogvideox_tiny"));
@@ -33,11 +41,7 @@ TEST_CASE("CogVideoX pipeline latents and frames match diffusers: batch sizes 2 
     REQUIRE(r.latents.shape() == Shape{2, 4, 5, 4, 6});
     check_close(r.latents, latents_ref, "latents (batch " + std::to_string(batch) + ")", 1e-4);
     REQUIRE(r.frames.shape() == Shape{2, 17, 3, 32, 48});
-    // The tiny random VAE has a gain of hundreds (outputs up to ~265 before
-    // the clamp): in diffusers itself a 1.7e-6 relative change of these
-    // latents moves a frame value by 8e-4, so the frames get 1e-3 (measured
-    // here: max 2.5e-4, relative L2 1e-5).
-    check_close(r.frames, frames_ref, "frames (batch " + std::to_string(batch) + ")", 1e-3);
+    check_close(r.frames, frames_ref, "frames (batch " + std::to_string(batch) + ")", 1e-4);
   }
 }
 

@@ -3,9 +3,12 @@
 // diffusers 0.42.1's apply_first_block_cache inside DiTPipeline,
 // PixArtAlphaPipeline (both under one cache context: the CFG halves decide
 // together) and WanPipeline (its "cond" and "uncond" contexts: each half
-// alone), and Latte against ditgen's rule re-implemented over diffusers'
-// LatteTransformer3DModel; TeaCache against the ali-vilab/TeaCache rule
-// re-implemented in the script on every family, with a made-up polynomial.
+// alone), Latte against ditgen's rule re-implemented over diffusers'
+// LatteTransformer3DModel, and CogVideoX against ditgen's rule (the metric
+// over the joint text and video rows) around the blocks of diffusers'
+// CogVideoXPipeline; TeaCache against the ali-vilab/TeaCache rule
+// re-implemented in the script on every family (CogVideoX: its time
+// embedding, as TeaCache's cogvideox.py), with a made-up polynomial.
 // One output, 10 steps, CFG on: every decision (and its metric) and the
 // final latents. The thresholds sit at least 2.9% from any metric, so the
 // decisions must agree exactly.
@@ -106,4 +109,10 @@ TEST_CASE("step cache parity: TeaCache on DiT, PixArt, Latte and Wan equals the 
   check_case("pixart_tiny", "pixart_teacache");
   check_case("latte_tiny", "latte_teacache");
   check_case("wan_tiny", "wan_teacache");
+}
+TEST_CASE("step cache parity: First-Block Cache on CogVideoX equals ditgen's rule over diffusers' blocks, joint rows") {
+  check_case("cogvideox_tiny", "cogvideox_fbc");
+}
+TEST_CASE("step cache parity: TeaCache on CogVideoX (its time embedding) equals the reference rule") {
+  check_case("cogvideox_tiny", "cogvideox_teacache");
 }

@@ -8,11 +8,14 @@
 // 2.2 A14B's two experts (the high-noise one for t >= 875, guidance 4, the
 // low-noise one below, guidance_scale_2 3); and the request checks against
 // the model (guidance_scale_2 on a one-expert model, frame counts, sizes,
-// samplers of the other kind); the text encoder's weights are released
-// before the denoising loop starts.
+// samplers of the other kind); the text encoder computes from its mapped
+// file and releases it before the denoising loop starts.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
@@ -21,6 +24,7 @@
 #include "pipeline/text_fixture_requests.h"
 #include "pipeline/text_pipeline.h"
 #include "util/error.h"
+#include "util/profile.h"
 
 using namespace ditgen;
 using testing::check_close;
@@ -32,15 +36,59 @@ Tensor first(const Tensor& t) { return t.slice0(0, 1).clone(); }
 
 }  // namespace
 
-TEST_CASE("Wan pipeline: the text encoder is released when conditioning returns, before denoising") {
+namespace {
+
+// What profile's sync hook saw: every timed op (profile::ScopedTimer, each
+// of the T5 encoder's among them) calls it as it starts and ends, so it
+// looks at this process's mappings from inside the encoder's forward.
+std::string g_watched_file;
+std::vector<uint64_t> g_mapped_at_ops;
+void record_mapping() { g_mapped_at_ops.push_back(testing::mapped_bytes_of(g_watched_file)); }
+
+}  // namespace
+
+// The encoder computes from its mmapped file (float32 weights run in float32
+// are borrowed, not copied) and unmaps it when conditioning returns: its
+// file is seen mapped, whole, at every one of its ops, and not mapped after,
+// nor at any denoising step. (An encoder that copied its weights and kept
+// them would show no mapping while it runs.)
+TEST_CASE("Wan pipeline: the text encoder's file is mapped while it encodes and released before denoising") {
   const auto pipe = testing::open_fixture_pipeline("wan_tiny");
   const std::string encoder = testing::fixture_dir("wan_tiny") + "/text_encoder/model.safetensors";
   const std::string transformer = testing::fixture_dir("wan_tiny") + "/transformer/diffusion_pytorch_model.safetensors";
   // float32 weights run in float32 stay mapped (zero copy): the transformer's are, from load_weights on.
   REQUIRE(testing::mapped_bytes_of(transformer) > 0);
   CHECK(testing::mapped_bytes_of(encoder) == 0);  // load_weights does not load the encoder
+  // fixture_request runs the encoder in float32: its weights borrowed from the mapping.
   const pipeline::Request req = testing::fixture_request(*pipe, testing::wan_fixture_config(sched::Sampler::kUnipc, 2), "wan_tiny");
+
+  g_watched_file = encoder;
+  g_mapped_at_ops.clear();
+  profile::reset();
+  profile::enable(true);
+  profile::set_sync(&record_mapping);
   const pipeline::Conditions cond = pipe->condition(req);
+  profile::set_sync(nullptr);
+  profile::enable(false);
+  // The timers: condition()'s own ("text_encoder": its first look is before
+  // the encoder is loaded, its last after it is released) around the
+  // encoder's ops ("t5.*"), two looks per op.
+  long encoder_ops = 0, stage = 0, other = 0;
+  for (const auto& [name, total] : profile::totals())
+    (name.rfind("t5.", 0) == 0 ? encoder_ops : name == "text_encoder" ? stage : other) += total.second;
+  profile::reset();
+  CHECK(stage == 1);
+  CHECK(other == 0);
+  REQUIRE(encoder_ops > 0);
+  REQUIRE(g_mapped_at_ops.size() == 2 * static_cast<size_t>(encoder_ops + 1));
+  CHECK(g_mapped_at_ops.front() == 0);
+  CHECK(g_mapped_at_ops.back() == 0);
+  const uint64_t file_size = std::filesystem::file_size(encoder);
+  for (size_t i = 1; i + 1 < g_mapped_at_ops.size(); ++i) {
+    CAPTURE(i);
+    CHECK(g_mapped_at_ops[i] >= file_size);  // whole, while it computes
+  }
+
   CHECK(testing::mapped_bytes_of(encoder) == 0);
   int steps_seen = 0;
   pipe->denoise(req, cond, [&](int, int, int, int) {

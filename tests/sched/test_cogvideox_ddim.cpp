@@ -3,9 +3,10 @@
 // (tests/fixtures/cogvideox_tiny/reference/scheduler.safetensors): for
 // CogVideoX-2b's scheduler config (snr_shift_scale 3) and -5b's (1.0), the
 // 50 trailing timesteps exactly, and a 50-step run on a fixed v prediction
-// from a fixed sample within 1e-6 of the largest value. Plain DDIM on the
-// same config misses the run (the schedule matters), and the model's own
-// scheduler (no name) is this one.
+// from a fixed sample within 1e-6 of the largest value. The same config
+// named as a plain DDIMScheduler is refused, not run (ditgen's plain DDIM
+// takes no rescale_betas_zero_snr), -5b's shift misses -2b's run (the
+// schedule matters), and the model's own scheduler (no name) is this one.
 #include <doctest/doctest.h>
 
 #include <algorithm>
