@@ -99,9 +99,10 @@ std::vector<fs::path> files_under(const fs::path& root, const std::vector<std::s
   return files;
 }
 
-// Every line of `files` that cites a section `design` does not have.
-std::vector<Finding> unknown_section_citations(const fs::path& root, const std::vector<fs::path>& files,
-                                               const std::vector<int>& design) {
+// What `problems` finds on each line of `files` (one text per problem), as
+// file:line findings.
+template <class Problems>
+std::vector<Finding> findings(const fs::path& root, const std::vector<fs::path>& files, Problems problems) {
   std::vector<Finding> found;
   for (const fs::path& file : files) {
     std::ifstream in(file);
@@ -109,32 +110,34 @@ std::vector<Finding> unknown_section_citations(const fs::path& root, const std::
     int number = 0;
     while (std::getline(in, line)) {
       ++number;
-      for (int section : cited_sections(line))
-        if (std::find(design.begin(), design.end(), section) == design.end())
-          found.push_back({fs::relative(file, root).string() + ":" + std::to_string(number),
-                           "cites design.md §" + std::to_string(section) + ", which docs/design.md does not have"});
+      for (const std::string& what : problems(line))
+        found.push_back({fs::relative(file, root).string() + ":" + std::to_string(number), what});
     }
   }
   return found;
+}
+
+// Every citation in `files` of a section `design` does not have.
+std::vector<Finding> unknown_section_citations(const fs::path& root, const std::vector<fs::path>& files,
+                                               const std::vector<int>& design) {
+  return findings(root, files, [&](const std::string& line) {
+    std::vector<std::string> problems;
+    for (int section : cited_sections(line))
+      if (std::find(design.begin(), design.end(), section) == design.end())
+        problems.push_back("cites design.md §" + std::to_string(section) + ", which docs/design.md does not have");
+    return problems;
+  });
 }
 
 // Every line of `files` that names the contract's file (only_sections: only
 // where it cites a section, `<name> §N`).
 std::vector<Finding> contract_citations(const fs::path& root, const std::vector<fs::path>& files, bool only_sections) {
   const std::string needle = contract_name() + (only_sections ? " §" : "");
-  std::vector<Finding> found;
-  for (const fs::path& file : files) {
-    std::ifstream in(file);
-    std::string line;
-    int number = 0;
-    while (std::getline(in, line)) {
-      ++number;
-      if (line.find(needle) != std::string::npos)
-        found.push_back({fs::relative(file, root).string() + ":" + std::to_string(number),
-                         "cites " + contract_name() + ", which the repository does not have (cite docs/design.md)"});
-    }
-  }
-  return found;
+  return findings(root, files, [&](const std::string& line) {
+    if (line.find(needle) == std::string::npos) return std::vector<std::string>{};
+    return std::vector<std::string>{"cites " + contract_name() +
+                                    ", which the repository does not have (cite docs/design.md)"};
+  });
 }
 
 const std::vector<std::string> kCitingPlaces = {"src", "kernels", "tests", "scripts", "fuzz", "cmake", "CMakeLists.txt"};
@@ -154,11 +157,10 @@ TEST_CASE("every design.md section citation names a section of docs/design.md") 
   const std::vector<fs::path> pages = documentation(root);
   files.insert(files.end(), pages.begin(), pages.end());
   int citations = 0;
-  for (const fs::path& file : files) {
-    std::ifstream in(file);
-    std::string line;
-    while (std::getline(in, line)) citations += static_cast<int>(cited_sections(line).size());
-  }
+  findings(root, files, [&](const std::string& line) {
+    citations += static_cast<int>(cited_sections(line).size());
+    return std::vector<std::string>{};
+  });
   MESSAGE(files.size() << " files, " << citations << " section citations");
   CHECK(citations > 0);  // the scan finds the citations it is meant to check
   for (const Finding& f : unknown_section_citations(root, files, design)) FAIL_CHECK(describe(f));

@@ -33,26 +33,25 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The family name of each transformer row of the registry table:
-// {Part::kTransformer, "DiTTransformer2DModel", "dit", ...}.
-std::vector<std::string> registry_families(const fs::path& root) {
+// The rows of the registry table: {Part::kTransformer, "DiTTransformer2DModel", "dit", ...}.
+struct RegistryRow {
+  std::string part, class_name, family;  // part: Transformer, Vae, TextEncoder
+};
+std::vector<RegistryRow> registry_rows(const fs::path& root) {
   const std::string registry = read_text(root / "src/models/registry.cpp");
-  static const std::regex row(R"re(\{\s*Part::kTransformer,\s*"(\w+)",\s*"(\w+)")re");
-  std::set<std::string> families;
+  static const std::regex row(R"re(\{\s*Part::k(\w+),\s*"(\w+)",\s*"(\w+)")re");
+  std::vector<RegistryRow> rows;
   for (auto it = std::sregex_iterator(registry.begin(), registry.end(), row); it != std::sregex_iterator(); ++it)
-    families.insert((*it)[2].str());
-  return {families.begin(), families.end()};
+    rows.push_back({(*it)[1].str(), (*it)[2].str(), (*it)[3].str()});
+  return rows;
 }
 
-// Every class name of the registry table, of every part (transformers,
-// VAEs, text encoders): {Part::kVae, "AutoencoderKL", "vae", ...}.
-std::vector<std::string> registry_classes(const fs::path& root) {
-  const std::string registry = read_text(root / "src/models/registry.cpp");
-  static const std::regex row(R"re(\{\s*Part::k\w+,\s*"(\w+)",\s*"(\w+)")re");
-  std::vector<std::string> classes;
-  for (auto it = std::sregex_iterator(registry.begin(), registry.end(), row); it != std::sregex_iterator(); ++it)
-    classes.push_back((*it)[1].str());
-  return classes;
+// The family name of each transformer row.
+std::vector<std::string> registry_families(const fs::path& root) {
+  std::set<std::string> families;
+  for (const RegistryRow& r : registry_rows(root))
+    if (r.part == "Transformer") families.insert(r.family);
+  return {families.begin(), families.end()};
 }
 
 // The text of a page's section: from its `## title` line to the next `## `.
@@ -84,13 +83,13 @@ TEST_CASE("the README's opening names every model family of the registry") {
 
 TEST_CASE("docs/models.md's family table names every class of the registry, and the pages link to it") {
   const fs::path root = DITGEN_SOURCE_DIR;
-  const std::vector<std::string> classes = registry_classes(root);
-  REQUIRE(classes.size() >= 13);  // 5 transformers, 3 VAEs, 5 text encoders: the table was read
+  const std::vector<RegistryRow> rows = registry_rows(root);
+  REQUIRE(rows.size() >= 13);  // 5 transformers, 3 VAEs, 5 text encoders: the table was read
   const std::string families = section_of(read_text(root / "docs/models.md"), "Families");
   REQUIRE(!families.empty());
-  for (const std::string& cls : classes) {
-    CAPTURE(cls);
-    CHECK(families.find("`" + cls + "`") != std::string::npos);
+  for (const RegistryRow& r : rows) {
+    CAPTURE(r.class_name);
+    CHECK(families.find("`" + r.class_name + "`") != std::string::npos);
   }
   // The pages that would otherwise restate the list link to it.
   CHECK(read_text(root / "README.md").find("(docs/models.md#families)") != std::string::npos);
