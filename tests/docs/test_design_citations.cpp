@@ -63,7 +63,8 @@ std::vector<int> design_sections(const std::string& page) {
 // name is not matched: the search is case-sensitive.
 std::vector<int> cited_sections(const std::string& line) {
   // (§ is two bytes in UTF-8: "(?:§)?" makes both optional.)
-  static const std::regex citation(R"((^|[^A-Za-z0-9_])design\.md\s*(§\s?[0-9]+(\s*(?:[-,/]|and)\s*(?:§)?\s?[0-9]+)*))");
+  static const std::regex citation(
+      R"((^|[^A-Za-z0-9_])design\.md\s*(§\s?[0-9]+(\s*(?:[-,/]|and)\s*(?:§)?\s?[0-9]+)*))");
   static const std::regex number("[0-9]+");
   std::vector<int> numbers;
   for (auto it = std::sregex_iterator(line.begin(), line.end(), citation); it != std::sregex_iterator(); ++it) {
@@ -140,7 +141,9 @@ std::vector<Finding> contract_citations(const fs::path& root, const std::vector<
   });
 }
 
-const std::vector<std::string> kCitingPlaces = {"src", "kernels", "tests", "scripts", "fuzz", "cmake", "CMakeLists.txt"};
+// Where code and scripts may cite the design (the pages are added to it).
+const std::vector<std::string> kCitingPlaces = {"src",  "kernels", "tests",         "scripts",
+                                                "fuzz", "cmake",   "CMakeLists.txt"};
 
 }  // namespace
 
