@@ -1,6 +1,8 @@
 // What the documentation must say for a new user (issue 43), checked
 // against the sources it describes: the README's opening names every model
-// family of the registry (src/models/registry.cpp); docs/real-models.md has
+// family of the registry (src/models/registry.cpp), and docs/models.md's
+// family table, the one list of them that the README, architecture.md and
+// design.md link to, every class of it; docs/real-models.md has
 // each family, each shipped real-model config's Hub source and its GPU
 // status; the pages name no place only this project's machines have (a
 // virtual environment in root's home, /tmp scratch folders) nor issue
@@ -31,15 +33,33 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The family name of each transformer row of the registry table:
-// {Part::kTransformer, "DiTTransformer2DModel", "dit", ...}.
-std::vector<std::string> registry_families(const fs::path& root) {
+// The rows of the registry table: {Part::kTransformer, "DiTTransformer2DModel", "dit", ...}.
+struct RegistryRow {
+  std::string part, class_name, family;  // part: Transformer, Vae, TextEncoder
+};
+std::vector<RegistryRow> registry_rows(const fs::path& root) {
   const std::string registry = read_text(root / "src/models/registry.cpp");
-  static const std::regex row(R"re(\{\s*Part::kTransformer,\s*"(\w+)",\s*"(\w+)")re");
-  std::set<std::string> families;
+  static const std::regex row(R"re(\{\s*Part::k(\w+),\s*"(\w+)",\s*"(\w+)")re");
+  std::vector<RegistryRow> rows;
   for (auto it = std::sregex_iterator(registry.begin(), registry.end(), row); it != std::sregex_iterator(); ++it)
-    families.insert((*it)[2].str());
+    rows.push_back({(*it)[1].str(), (*it)[2].str(), (*it)[3].str()});
+  return rows;
+}
+
+// The family name of each transformer row.
+std::vector<std::string> registry_families(const fs::path& root) {
+  std::set<std::string> families;
+  for (const RegistryRow& r : registry_rows(root))
+    if (r.part == "Transformer") families.insert(r.family);
   return {families.begin(), families.end()};
+}
+
+// The text of a page's section: from its `## title` line to the next `## `.
+std::string section_of(const std::string& page, const std::string& title) {
+  const size_t start = page.find("\n## " + title + "\n");
+  if (start == std::string::npos) return "";
+  const size_t end = page.find("\n## ", start + 1);
+  return page.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
 // The README's text up to its first section heading.
@@ -58,6 +78,24 @@ TEST_CASE("the README's opening names every model family of the registry") {
   for (const std::string& family : families) {
     CAPTURE(family);
     CHECK(opening.find("**" + family + "**") != std::string::npos);  // bold, as the opening lists them
+  }
+}
+
+TEST_CASE("docs/models.md's family table names every class of the registry, and the pages link to it") {
+  const fs::path root = DITGEN_SOURCE_DIR;
+  const std::vector<RegistryRow> rows = registry_rows(root);
+  REQUIRE(rows.size() >= 13);  // 5 transformers, 3 VAEs, 5 text encoders: the table was read
+  const std::string families = section_of(read_text(root / "docs/models.md"), "Families");
+  REQUIRE(!families.empty());
+  for (const RegistryRow& r : rows) {
+    CAPTURE(r.class_name);
+    CHECK(families.find("`" + r.class_name + "`") != std::string::npos);
+  }
+  // The pages that would otherwise restate the list link to it.
+  CHECK(read_text(root / "README.md").find("(docs/models.md#families)") != std::string::npos);
+  for (const std::string page : {"docs/architecture.md", "docs/design.md"}) {
+    CAPTURE(page);
+    CHECK(read_text(root / page).find("(models.md#families)") != std::string::npos);
   }
 }
 

@@ -5,7 +5,9 @@
 // (http:, https:, mailto:, ...) or only an #anchor is skipped; a #fragment
 // is cut off; the rest must name an existing file or directory, relative to
 // the page (a leading / means the repository root). Each broken link is
-// reported as file:line and target.
+// reported as file:line and target. A #fragment of a link to a markdown
+// page (or a bare #anchor on its own page) must name one of that page's
+// headings, as GitHub makes their anchors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -168,6 +171,133 @@ TEST_CASE("the link check finds a broken link and passes the others") {
                      "README.md:6: link target 'samples/none.png' does not exist",
                      "README.md:7: link target 'docs/also-missing.md' does not exist",
                      "docs/guide.md:1: link target '../nowhere/' does not exist",
+                 });
+}
+
+namespace {
+
+// The code point at s[i] (UTF-8), advancing i past it; a stray byte is itself.
+char32_t next_code_point(const std::string& s, size_t& i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b = byte(i);
+  const size_t length = b < 0x80 ? 1 : (b >> 5) == 0x6 ? 2 : (b >> 4) == 0xE ? 3 : (b >> 3) == 0x1E ? 4 : 1;
+  if (length == 1 || i + length > s.size()) return byte(i++);
+  char32_t c = b & (0xFF >> (length + 1));
+  for (size_t k = 1; k < length; ++k) c = (c << 6) | (byte(i + k) & 0x3F);
+  i += length;
+  return c;
+}
+
+// A heading's anchor as GitHub makes it: lower case, letters, digits, '-'
+// and '_' kept, each space a '-', all else (punctuation, symbols such as
+// '—' and '×', inline code's backticks) dropped. Non-ASCII letters of the
+// Latin, Greek and Cyrillic blocks are kept as written (GitHub would also
+// lower-case them; no heading here needs that).
+std::string heading_slug(const std::string& heading) {
+  std::string slug;
+  size_t i = 0;
+  while (i < heading.size()) {
+    const size_t start = i;
+    const char32_t c = next_code_point(heading, i);
+    if (c < 0x80) {
+      const char a = static_cast<char>(c);
+      if (std::isalnum(static_cast<unsigned char>(a)) || a == '-' || a == '_')
+        slug += static_cast<char>(std::tolower(static_cast<unsigned char>(a)));
+      else if (a == ' ')
+        slug += '-';
+    } else if ((c >= 0xC0 && c <= 0x24F && c != 0xD7 && c != 0xF7) || (c >= 0x370 && c <= 0x4FF)) {
+      slug += heading.substr(start, i - start);
+    }
+  }
+  return slug;
+}
+
+// The anchors of a markdown page's headings (`#`..`######`, outside fenced
+// code blocks), a repeated one numbered -1, -2, ... as GitHub does.
+std::set<std::string> heading_anchors(const fs::path& file) {
+  static const std::regex heading(R"(^ {0,3}#{1,6}[ \t]+(.*?)[ \t#]*$)");
+  std::set<std::string> anchors;
+  std::ifstream in(file);
+  std::string line, fence;
+  while (std::getline(in, line)) {
+    const size_t start = line.find_first_not_of(' ');
+    if (start != std::string::npos && start < 4 &&
+        (line.compare(start, 3, "```") == 0 || line.compare(start, 3, "~~~") == 0)) {
+      const std::string marker = line.substr(start, 3);
+      if (fence.empty()) fence = marker;
+      else if (fence == marker) fence.clear();
+      continue;
+    }
+    std::smatch m;
+    if (!fence.empty() || !std::regex_match(line, m, heading)) continue;
+    const std::string slug = heading_slug(m[1].str());
+    std::string anchor = slug;
+    for (int n = 1; anchors.count(anchor) > 0; ++n) anchor = slug + "-" + std::to_string(n);
+    anchors.insert(anchor);
+  }
+  return anchors;
+}
+
+// The links of `files` whose #fragment names no heading of the markdown
+// page they point to; `checked` counts the fragments looked at. Links to
+// other files, to URLs and to pages that do not exist (the link check's
+// finding) are not looked at.
+std::vector<Link> broken_anchors(const fs::path& root, const std::vector<fs::path>& files, int& checked) {
+  static const std::regex scheme(R"(^[A-Za-z][A-Za-z0-9+.-]*:)");
+  std::vector<Link> broken;
+  checked = 0;
+  for (const fs::path& file : files) {
+    for (const Link& link : links_in(file)) {
+      const size_t hash = link.target.find('#');
+      if (hash == std::string::npos || std::regex_search(link.target, scheme)) continue;
+      const std::string path = percent_decoded(link.target.substr(0, hash));
+      const fs::path page = path.empty()         ? file
+                            : path.front() == '/' ? root / path.substr(1)
+                                                  : file.parent_path() / path;
+      if (page.extension() != ".md" || !fs::is_regular_file(page)) continue;
+      ++checked;
+      if (heading_anchors(page).count(percent_decoded(link.target.substr(hash + 1))) == 0) broken.push_back(link);
+    }
+  }
+  return broken;
+}
+
+std::string describe_anchor(const fs::path& root, const Link& link) {
+  return fs::relative(link.file, root).string() + ":" + std::to_string(link.line) + ": link target '" + link.target +
+         "' names no heading of that page";
+}
+
+}  // namespace
+
+TEST_CASE("every #fragment of a link to a page names one of its headings") {
+  const fs::path root = DITGEN_SOURCE_DIR;
+  int checked = 0;
+  const std::vector<Link> broken = broken_anchors(root, documentation(root), checked);
+  MESSAGE(checked << " fragments checked");
+  CHECK(checked > 0);
+  for (const Link& link : broken) FAIL_CHECK(describe_anchor(root, link));
+}
+
+TEST_CASE("the anchor check finds a fragment that names no heading") {
+  CHECK(heading_slug("5. PAB — Pyramid Attention Broadcast") == "5-pab--pyramid-attention-broadcast");
+  CHECK(heading_slug("Plan for 81 × 480 × 832") == "plan-for-81--480--832");
+  CHECK(heading_slug("Text encoder: `ditgen encode`") == "text-encoder-ditgen-encode");
+  CHECK(heading_slug("PixArt-α / PixArt-σ") == "pixart-α--pixart-σ");
+  const ditgen::testing::TempDir dir("ditgen_doc_anchors");
+  dir.write("docs/page.md", "# Page\n## 4. Parallel layouts\n```\n## not a heading\n```\n## Notes\n## Notes ##\n");
+  dir.write("README.md",
+            "[ok](docs/page.md#4-parallel-layouts), [twice](docs/page.md#notes-1), [self](#readme),\n"
+            "[gone](docs/page.md#5-pab), [fenced](docs/page.md#not-a-heading), [web](https://x.org/a.md#b)\n"
+            "# README\n");
+  int checked = 0;
+  std::vector<std::string> found;
+  for (const Link& link : broken_anchors(dir.path, documentation(dir.path), checked))
+    found.push_back(describe_anchor(dir.path, link));
+  for (const std::string& f : found) MESSAGE(f);
+  CHECK(checked == 5);
+  CHECK(found == std::vector<std::string>{
+                     "README.md:2: link target 'docs/page.md#5-pab' names no heading of that page",
+                     "README.md:2: link target 'docs/page.md#not-a-heading' names no heading of that page",
                  });
 }
 
