@@ -1,4 +1,4 @@
-# The CUDA backend switch (DESIGN.md §3): DITGEN_CUDA=AUTO|ON|OFF.
+# The CUDA backend switch (docs/design.md §3): DITGEN_CUDA=AUTO|ON|OFF.
 #   AUTO (default): on when a working nvcc is found (PATH, CUDACXX, or
 #        /usr/local/cuda/bin/nvcc), else a CPU-only build as before.
 #   ON:  the toolkit is required; configuring fails without it.

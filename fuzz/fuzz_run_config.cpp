@@ -1,5 +1,5 @@
 /* fuzz_run_config: the input up to its first NUL byte is a run config file
- * (DESIGN.md §2); what follows, split on '\n', is the list of --set
+ * (docs/design.md §2); what follows, split on '\n', is the list of --set
  * overrides. load_config(file, overrides); when it succeeds, to_json of the
  * result is written to a second file and loaded again without overrides: that
  * must succeed and give the same settings (model, generate, parallel, pab,

@@ -1,7 +1,7 @@
 // Which CUDA attention implementation runs, as a pure function of the device's
 // compute capability, the head size, the storage type, whether the call
 // has a score bias and whether cuDNN's attention can take it, so the rule of
-// DESIGN.md §3 is testable on a machine without a GPU.
+// docs/design.md §3 is testable on a machine without a GPU.
 //
 // cuDNN's fused flash attention (SDPA through its graph API,
 // attention_cudnn.cpp) comes first where it can run: compute capability

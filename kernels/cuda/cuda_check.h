@@ -1,5 +1,5 @@
 // Error checks for the CUDA runtime, cuBLAS and NCCL: a failing call becomes
-// ditgen::RuntimeFailure (exit code 4, DESIGN.md §1) whose message names the
+// ditgen::RuntimeFailure (exit code 4, docs/design.md §1) whose message names the
 // call as written, the library's own message, and the source location, e.g.
 //   CUDA error: cudaMalloc(&p, bytes): out of memory (kernels/cuda/device.cpp:42)
 // NCCL's check lives with the NCCL communicator (src/parallel), the only NCCL user.

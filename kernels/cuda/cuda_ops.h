@@ -29,7 +29,7 @@ namespace ditgen::cuda {
 
 // ---- GEMM (gemm.cu) ----------------------------------------------------------
 // float32 GEMMs are true float32 unless TF32 was allowed (cuda::set_allow_tf32
-// of device.h; DESIGN.md §3: "float32 means float32"); bf16/f16 GEMMs always
+// of device.h; docs/design.md §3: "float32 means float32"); bf16/f16 GEMMs always
 // accumulate in float32.
 // C[M,N] = alpha * op(A) * op(B) + beta * C, row-major, A, B, C of one dtype.
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda,

@@ -1,5 +1,5 @@
 // The CUDA runtime as ditgen uses it: one device per process (the launcher's
-// local rank, DESIGN.md §4), one compute stream, one cuBLAS handle bound to
+// local rank, docs/design.md §4), one compute stream, one cuBLAS handle bound to
 // it, and a caching allocator so the denoising loop never calls cudaMalloc.
 // Every kernel in kernels/cuda/ runs on stream(); host code that reads a
 // result calls synchronize() (or copies with the blocking helpers below).
@@ -37,7 +37,7 @@ cudaStream_t stream();      // the compute stream (non-blocking)
 cublasHandle_t cublas();    // bound to stream(), with a workspace from the allocator
 void synchronize();         // waits for stream(); turns async faults into RuntimeFailure
 
-// float32 means float32 (DESIGN.md §3): cuBLAS runs in CUBLAS_DEFAULT_MATH
+// float32 means float32 (docs/design.md §3): cuBLAS runs in CUBLAS_DEFAULT_MATH
 // unless TF32 tensor-core math is allowed here (CUBLAS_TF32_TENSOR_OP_MATH).
 // Kernels and cuBLASLt calls that pick a compute type read tf32_allowed().
 void set_allow_tf32(bool allow);

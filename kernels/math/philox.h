@@ -6,7 +6,7 @@
 // A counter-based generator is a pure function (counter, key) -> 4 random
 // words: any element of any image can be drawn independently, in any order, on
 // any thread or rank, which is what makes the noise identical whatever the
-// batch size or parallel layout (DESIGN.md §2, `seed`). The constants and
+// batch size or parallel layout (docs/design.md §2, `seed`). The constants and
 // round structure are Random123's / cuRAND's, so the published known-answer
 // vectors check this implementation.
 //

@@ -1,4 +1,4 @@
-// The run's manifest, <stem>_manifest.jsonl beside the outputs (DESIGN.md
+// The run's manifest, <stem>_manifest.jsonl beside the outputs (docs/design.md
 // §2): one JSON line per output as it lands, {"index", "files", "prompt" or
 // "label", "seed", "steps", "seconds"} (plus "negative_prompt" and the
 // prompt file's "line" when there are any), so a script can follow a batch

@@ -1,7 +1,7 @@
 // The generate run's main loop, one model load for every output: the
 // condition stage over every output still to make (the text encoder sees
 // each distinct prompt once, through the embedding cache when there is
-// one, and is released before denoising: DESIGN.md §2), then per model
+// one, and is released before denoising: docs/design.md §2), then per model
 // batch the denoising loop and, on the output rank, the decode and the
 // landing of each output: its files (temporary name, renamed) and its
 // manifest line, inside a LandingScope so a signal leaves either both or

@@ -1,5 +1,5 @@
 // What a run makes, output by output, decided before any weight is read
-// (DESIGN.md §1-2: generate.prompt_file, --prompt-file, --resume,
+// (docs/design.md §1-2: generate.prompt_file, --prompt-file, --resume,
 // output.skip_existing):
 //
 //   - the prompt file, when there is one: every line read and checked

@@ -1,6 +1,6 @@
 // `ditgen encode --model DIR (--prompt TEXT ... | --prompt-file FILE)
 // --output FILE.safetensors [--max-sequence-length N] [--dtype ...]
-// [--ids-only]` (DESIGN.md §1): the text stage alone. Per prompt i it
+// [--ids-only]` (docs/design.md §1): the text stage alone. Per prompt i it
 // writes ids_i and mask_i (int64 [L]) and, unless --ids-only, embeds_i
 // (float32 [L, D]): exactly what the pipelines feed the transformer, so
 // anyone can diff ditgen against transformers, or precompute embeddings.

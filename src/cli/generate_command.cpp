@@ -1,4 +1,4 @@
-// The generate job, wiring only, in the order of DESIGN.md §3: the config,
+// The generate job, wiring only, in the order of docs/design.md §3: the config,
 // the pipeline its model's family selects (config files only), everything
 // that can be checked without weights (a prompt file's every line, request,
 // layout, output paths, the outputs still to make) so a bad run fails in
@@ -42,7 +42,7 @@ namespace ditgen::cli {
 namespace {
 
 // Resolves --device / model.dtype / model.vae_dtype / --attention, binds this rank's GPU (one
-// per rank: the node-local rank, DESIGN.md §4) and sets the attention mode.
+// per rank: the node-local rank, docs/design.md §4) and sets the attention mode.
 DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const models::TransformerSpec& model) {
   DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
                                       ops::cuda_device_count(), ops::cpu_has_bf16());

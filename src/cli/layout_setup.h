@@ -1,7 +1,7 @@
 // From the config's `parallel` section to this rank's groups: validation of
 // the layout against the model (config.json only, no weights) and the world
 // size, then the tp / sp / cp communicators split from the world in the rank
-// order of DESIGN.md §4.
+// order of docs/design.md §4.
 #pragma once
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
 // ditgen entry point: parse the command line, run the job, and map every
-// failure to its exit code (DESIGN.md §1) with one message naming the file
+// failure to its exit code (docs/design.md §1) with one message naming the file
 // and field at fault. Temporary output files are removed on any failure and
 // on SIGINT/SIGTERM (util/signals.h). Under mpirun a failing rank aborts the whole job
 // (MPI_Abort with the same exit code), so no rank waits forever in a

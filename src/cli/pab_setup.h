@@ -1,6 +1,6 @@
 // The config's `pab` and `cache` sections as a pab::Schedule and step cache settings (block indices checked
 // against the model), and the run's PAB summary as a stderr line and as the
-// --pab-stats JSON of DESIGN.md §5.
+// --pab-stats JSON of docs/design.md §5.
 #pragma once
 #include <optional>
 #include <string>

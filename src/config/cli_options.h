@@ -1,4 +1,4 @@
-// The command line of DESIGN.md §1, parsed with CLI11 into plain options.
+// The command line of docs/design.md §1, parsed with CLI11 into plain options.
 // It lives in the config layer (not src/cli/) so it is unit-tested with the
 // config it feeds. Parsing checks the form of arguments (names in their
 // allowed sets, integers in range, --init-noise an existing file); whether
@@ -29,7 +29,7 @@
 
 namespace ditgen {
 
-// `ditgen encode` (DESIGN.md §1).
+// `ditgen encode` (docs/design.md §1).
 struct EncodeOptions {
   std::string model_dir;
   std::vector<std::string> prompts;  // --prompt, in order

@@ -9,7 +9,7 @@
 //     extension is .png or .mp4 decides output.format, unless the command
 //     line gives output.format too (the two disagreeing: ConfigError); a
 //     document without output.format takes its path's extension's
-//     (DESIGN.md §2, round 4);
+//     (docs/design.md §2, round 4);
 //   - a field of the file that the command line made inapplicable
 //     (output.fps / output.crf once the format became png; parallel.sp_mode
 //     once sp became 1, pp being 1; parallel.patches / warmup_steps once pp

@@ -1,4 +1,4 @@
-// The run configuration of DESIGN.md §2 as plain structs, and the functions
+// The run configuration of docs/design.md §2 as plain structs, and the functions
 // that load, check and write it back.
 //
 // Loading is one pipeline over the JSON document, so every check sees the
@@ -109,7 +109,7 @@ struct PabConfig {
   bool operator==(const PabConfig&) const = default;
 };
 
-// A step cache (DESIGN.md §8, docs/step-caches.md): skips the rest of a
+// A step cache (docs/design.md §8, docs/step-caches.md): skips the rest of a
 // forward when the first block says the step changed little. Its kinds:
 // vocab/cache_kind.h.
 

@@ -1,5 +1,5 @@
 // Where a run computes: --device, model.dtype and --attention resolved
-// against what this build and this machine have (DESIGN.md §1, §3). A pure
+// against what this build and this machine have (docs/design.md §1, §3). A pure
 // function of its inputs, so every combination is tested on the CPU.
 //   --device auto: CUDA when the build has it and a device is visible, else CPU.
 //   model.dtype auto: bfloat16 on CUDA and on CPUs with AVX512-BF16 or
@@ -27,7 +27,7 @@ struct DeviceChoice {
 };
 
 // The VAE decoder's compute dtype from model.vae_dtype (float32 unless it
-// says otherwise, DESIGN.md §2): float32, bfloat16 (its convolutions' and
+// says otherwise, docs/design.md §2): float32, bfloat16 (its convolutions' and
 // GEMMs' arithmetic on the CPU, as model.dtype's), float16 (CUDA; float32 on
 // the CPU): resolve_dtype's rule (vocab/dtype_choice.h).
 DType choose_vae_dtype(DTypeChoice vae_dtype, Device device);

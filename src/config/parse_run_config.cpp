@@ -179,7 +179,7 @@ PabConfig parse_pab(const ObjectReader& pab) {
   return c;
 }
 
-// DESIGN.md §8: kind and threshold required (no hidden defaults, as PAB's
+// docs/design.md §8: kind and threshold required (no hidden defaults, as PAB's
 // kinds); coefficients for teacache only, exactly kTeaCacheCoefficients.
 CacheConfig parse_cache(const ObjectReader& cache) {
   CacheConfig c;

@@ -1,4 +1,4 @@
-// Prompt files (DESIGN.md §2 generate.prompt_file, --prompt-file): plain
+// Prompt files (docs/design.md §2 generate.prompt_file, --prompt-file): plain
 // text, one prompt per line (blank lines and lines starting with '#'
 // skipped, a trailing '\r' dropped), or, for a `.jsonl` file, one JSON
 // object per line with `prompt` and optionally `negative_prompt`, `seed`,

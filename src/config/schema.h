@@ -1,4 +1,4 @@
-// The key schema of the config file (DESIGN.md §2): every valid dotted path.
+// The key schema of the config file (docs/design.md §2): every valid dotted path.
 // One list serves three checks: unknown keys in the file, the target of a
 // --set override, and the did-you-mean suggestion for either. Types and
 // ranges are not here: they live with the typed reads in parse_run_config.

@@ -1,5 +1,5 @@
 // Full-reference image quality measures, for comparing an output against a
-// reference output of the same size (PAB on vs off, DESIGN.md §5/§7).
+// reference output of the same size (PAB on vs off, docs/design.md §5/§7).
 // Images are row-major [height, width, channels] uint8.
 //  PSNR: 10·log10(255² / MSE) over all values; +infinity for identical images.
 //  SSIM: Wang et al. (2004) with their constants: 11x11 Gaussian window,

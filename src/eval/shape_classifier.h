@@ -1,6 +1,6 @@
 // A simple, explainable classifier for the coloured-shapes images of
 // ditgen's default model (scripts/shapes_dataset.py): the quality measure of
-// DESIGN.md §7 ("does the output show the requested class?").
+// docs/design.md §7 ("does the output show the requested class?").
 // Colour: the background is estimated as the per-channel median of the image
 // border; pixels further than 0.3 (RGB in [0,1], Euclidean) from it are the
 // foreground; its mean colour's hue picks the nearest of the six class hues.

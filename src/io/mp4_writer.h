@@ -1,4 +1,4 @@
-// MP4 output (DESIGN.md §2, output.format "mp4"): one H.264 video per
+// MP4 output (docs/design.md §2, output.format "mp4"): one H.264 video per
 // output, encoded with FFmpeg's libraries (libx264 through libavcodec,
 // libswscale for the colour conversion, libavformat for the container), so
 // the file plays everywhere and is tagged so that players reproduce the

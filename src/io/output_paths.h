@@ -1,4 +1,4 @@
-// File names of a run's outputs (DESIGN.md §2 output.path): the numbering
+// File names of a run's outputs (docs/design.md §2 output.path): the numbering
 // of several outputs, "{i}" patterns, a video's frame files and the contact
 // sheet. Plain string work on the last path component rather than
 // std::filesystem, so the directory part is returned exactly as the user
@@ -33,7 +33,7 @@ std::string frame_path_for(const std::string& pattern, int index, int count, int
 // "{i}" in the pattern becomes "grid").
 std::string grid_path_for(const std::string& pattern);
 
-// The run's manifest (DESIGN.md §2): "out/dit.png" -> "out/dit_manifest.jsonl"
+// The run's manifest (docs/design.md §2): "out/dit.png" -> "out/dit_manifest.jsonl"
 // ("{i}" in the pattern becomes "manifest").
 std::string manifest_path_for(const std::string& pattern);
 

@@ -1,4 +1,4 @@
-// What PixArt and Latte share (DESIGN.md §6), as compositions of the
+// What PixArt and Latte share (docs/design.md §6), as compositions of the
 // modules of models/nn/:
 //   AdaSingleBlock  diffusers' BasicTransformerBlock with norm_type
 //                   ada_norm_single (and, with its own dims, Wan's

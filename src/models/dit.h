@@ -9,7 +9,7 @@
 // reuse a block's attention and MLP outputs); around the blocks the patch
 // embedding and the final layer.
 //
-// Under a parallel layout (DESIGN.md §4, ShardGroups) each rank loads only its
+// Under a parallel layout (docs/design.md §4, ShardGroups) each rank loads only its
 // own slices of the weights (its heads and MLP features with tp) and runs
 // its own tokens (with sp); the parallel mechanisms themselves (token
 // sharding, Ulysses / ring attention, the tp splits and their collectives)

@@ -136,7 +136,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   const Tensor& x = *a.latents;
   const int64_t bsz = x.dim(0), frames = x.dim(2), p = c.patch_size;
   const int64_t grid_h = x.dim(3) / p, grid_w = x.dim(4) / p, n = grid_h * grid_w;
-  // This rank's part of the video outside the temporal attention (DESIGN.md
+  // This rank's part of the video outside the temporal attention (docs/design.md
   // §4): under dsp its frames, every token of them; under ulysses and ring
   // its tokens of every frame; single process all of it.
   const int sp = shard.sp_size();

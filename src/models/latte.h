@@ -19,7 +19,7 @@
 //
 // Under tp each rank loads its heads and MLP features of both blocks (the
 // block does the slicing); the text, the timestep embedding and the shared
-// modulation are small and held whole. Under sp (DESIGN.md §4):
+// modulation are small and held whole. Under sp (docs/design.md §4):
 //   dsp (Dynamic Sequence Parallel): each rank holds its frames of every
 //     video, all their tokens, so the spatial blocks run without
 //     communication; the temporal attention switches to a token shard

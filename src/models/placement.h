@@ -1,5 +1,5 @@
 // Where a model's weights and activations live, and in what dtype it
-// computes (model.dtype resolved, DESIGN.md §2-3). Weights are moved there
+// computes (model.dtype resolved, docs/design.md §2-3). Weights are moved there
 // once at load; forward passes take and return host float32 tensors, so
 // pipelines and schedulers stay on the CPU whatever the device.
 //

@@ -1,4 +1,4 @@
-// This rank's groups in a parallel layout (DESIGN.md §4), as a model and
+// This rank's groups in a parallel layout (docs/design.md §4), as a model and
 // its modules (models/nn/) see them: the tp, sp and pp communicators, the
 // sp mode and how the sp ranks share tokens or frames. Apart from the
 // family seam (transformer.h) so that the modules need not include it.

@@ -1,5 +1,5 @@
 // A model's place in a parallel layout, as every family's forward uses it
-// (DESIGN.md §4): its sp group's attention over the tokens of an image or
+// (docs/design.md §4): its sp group's attention over the tokens of an image or
 // frame (parallel/sequence_attention.h), its PipeFusion stage
 // (parallel/patch_pipeline.h) and where its tensors live; and the one loop
 // that takes a forward through the stage. Per patch of the tokens (the

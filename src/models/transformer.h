@@ -53,7 +53,7 @@ struct ForwardArgs {
   std::vector<std::array<float, 2>> resolution;  // B
   std::vector<float> aspect_ratio;               // B
   pab::BroadcastCache* pab = nullptr;   // Pyramid Attention Broadcast, or null
-  // The step cache (DESIGN.md §8), or null; the pipeline began its batch
+  // The step cache (docs/design.md §8), or null; the pipeline began its batch
   // and step. Stage::run applies it whatever the family.
   pab::StepCache* step_cache = nullptr;
   // PipeFusion (pp > 1): this generation's step and the keys and values

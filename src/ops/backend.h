@@ -22,7 +22,7 @@ int cuda_device_count();
 // "auto" / "flash" / "math" (--attention) as an AttentionMode;
 // std::invalid_argument for anything else.
 AttentionMode attention_mode_from_name(const std::string& name);
-// Binds this process to CUDA device `index` (one per rank, DESIGN.md §4):
+// Binds this process to CUDA device `index` (one per rank, docs/design.md §4):
 // every later CUDA tensor and op lives there.
 void bind_cuda_device(int index);
 // Peak bytes in use in the caching allocator of the bound device so far (0

@@ -1,10 +1,10 @@
-// Pyramid Attention Broadcast (DESIGN.md §5): per block and attention kind,
+// Pyramid Attention Broadcast (docs/design.md §5): per block and attention kind,
 // reuse the output computed at an earlier step instead of recomputing it.
 //
 // Rule, once per denoising step for each configured (block, kind), with t
 // the scheduler timestep and `count` the number of steps since the
 // generation started at which the block ran (a step cache's skipped span
-// does not count: DESIGN.md §8, "PAB counts only the steps that run"):
+// does not count: docs/design.md §8, "PAB counts only the steps that run"):
 //     reuse = lo < t < hi  and  count % range != 0
 //     a computed output is kept iff the next step's t lies inside (lo, hi)
 // so a kept output exists whenever reuse is true, and nothing is held outside

@@ -1,4 +1,4 @@
-// Step caches (DESIGN.md §8; docs/step-caches.md): once per step, decide per
+// Step caches (docs/design.md §8; docs/step-caches.md): once per step, decide per
 // unit whether a span of the transformer's blocks can be replaced by the
 // residual that span added at the unit's last computed step.
 //

@@ -1,5 +1,5 @@
 // Communicator: the collectives the model code calls for the parallel layouts
-// of DESIGN.md §4 (tp all-reduce / all-gather, ulysses all-to-all, ring
+// of docs/design.md §4 (tp all-reduce / all-gather, ulysses all-to-all, ring
 // send/recv, cp exchange), on float32 payloads with counts in elements.
 //
 // Design: a non-virtual interface. The public calls check their arguments,

@@ -1,4 +1,4 @@
-// Which CUDA device a rank uses (DESIGN.md §4: one GPU per rank, device =
+// Which CUDA device a rank uses (docs/design.md §4: one GPU per rank, device =
 // node-local rank, an error when the node has fewer GPUs than ranks).
 //
 // Design: a pure function of the environment and two numbers, so every case

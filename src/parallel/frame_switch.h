@@ -1,4 +1,4 @@
-// The Dynamic Sequence Parallel switch (DSP, DESIGN.md §4) for video
+// The Dynamic Sequence Parallel switch (DSP, docs/design.md §4) for video
 // activations (B, F, N, C): F frames of N tokens. Outside the temporal
 // attention the video is sharded by frames (rank r holds frames
 // split.range(F, sp, r), all their tokens), so spatial attention,

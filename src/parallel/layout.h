@@ -1,4 +1,4 @@
-// Parallel layout of a run (DESIGN.md §4): the sp / cp / tp sizes, where a
+// Parallel layout of a run (docs/design.md §4): the sp / cp / tp sizes, where a
 // rank sits in them, which ranks form its groups, and the checks that reject
 // an impossible layout before any weight is loaded.
 //
@@ -6,7 +6,7 @@
 // most, so its group stays inside a node), then sp, then pp (PipeFusion's
 // stages, xDiT's order), then cp:
 //     rank = ((cp_rank * pp + pp_rank) * sp + sp_rank) * tp + tp_rank
-// (with pp = 1 the formula of DESIGN.md §4).
+// (with pp = 1 the formula of docs/design.md §4).
 // Every group helper here derives from that one formula, so the MPI split
 // (color = the other coordinates, key = the coordinate along the axis)
 // and the tests agree by construction.

@@ -1,5 +1,5 @@
 // MpiCommunicator: Communicator over an MPI communicator (the CPU backend of
-// DESIGN.md §4; NCCL takes this place on CUDA).
+// docs/design.md §4; NCCL takes this place on CUDA).
 //
 // Design: the communicator owns its MPI_Comm (freed in the destructor, except
 // MPI_COMM_WORLD) and sets MPI_ERRORS_RETURN on it, so every MPI error comes

@@ -11,7 +11,7 @@
 //   catch (const std::exception& e) { report; MpiRuntime::abort(exit_code_for(e)); }
 //   catch (...)                      { report; MpiRuntime::abort(kExitOther); }
 //   return 0;                            // finalize() runs at exit
-// Failure rule (DESIGN.md §1): a failing rank must stop the whole job
+// Failure rule (docs/design.md §1): a failing rank must stop the whole job
 // promptly, never leave the others hanging in a collective. So every error
 // exit under MPI goes through abort(code), i.e. MPI_Abort(MPI_COMM_WORLD,
 // code): mpirun kills all ranks and itself exits with that code. Signals are

@@ -1,4 +1,4 @@
-// NcclCommunicator: the Communicator of the CUDA backend (DESIGN.md §4: MPI
+// NcclCommunicator: the Communicator of the CUDA backend (docs/design.md §4: MPI
 // on CPU, NCCL on CUDA). Built only when CUDA and NCCL are found
 // (DITGEN_WITH_NCCL).
 //

@@ -1,4 +1,4 @@
-// Sequence-parallel attention (DESIGN.md §4): the attention core of a
+// Sequence-parallel attention (docs/design.md §4): the attention core of a
 // transformer whose tokens are sharded over the sp ranks. Every rank holds
 // the q, k, v rows of its tokens [split.range(n, sp, rank)] (even shards,
 // or by per-rank weights: parallel/shard.h) for its heads

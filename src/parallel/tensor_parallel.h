@@ -1,4 +1,4 @@
-// Tensor parallelism (Megatron-style, DESIGN.md §4) over a tp group (null =
+// Tensor parallelism (Megatron-style, docs/design.md §4) over a tp group (null =
 // size 1). A column-split linear (QKV, MLP input, each adaLN chunk) keeps
 // rows column_split(total) of the weight: this rank's heads / features,
 // computed with no communication. A row-split linear (attention output, MLP

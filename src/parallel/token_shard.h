@@ -1,4 +1,4 @@
-// Token sharding for sequence parallelism (DESIGN.md §4). A sequence of n
+// Token sharding for sequence parallelism (docs/design.md §4). A sequence of n
 // tokens is split over `parts` ranks by a Sharding (parallel/shard.h): rank
 // j holds tokens [split.range(n, parts, j)]: even shards, differing by at
 // most one token when n does not divide, or shares by per-rank weights. Buffers the collectives move hold the shards

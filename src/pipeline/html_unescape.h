@@ -1,5 +1,5 @@
 // Python's html.unescape (CPython 3.x, Lib/html/__init__.py), which
-// diffusers' WanPipeline applies twice to every prompt (DESIGN.md §6,
+// diffusers' WanPipeline applies twice to every prompt (docs/design.md §6,
 // docs/text-wan.md). The same rules, code point for code point:
 //
 //   a reference is '&' followed by  #[0-9]+;?  |  #[xX][0-9a-fA-F]+;?  |

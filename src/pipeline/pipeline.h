@@ -1,5 +1,5 @@
 // The pipeline interface: condition -> denoise (scheduler + CFG +
-// transformer) -> decode, the same for every family (DESIGN.md §3). One
+// transformer) -> decode, the same for every family (docs/design.md §3). One
 // pipeline per conditioning kind (class labels now, text next), shared by
 // the families that condition alike; which one a model directory gets is
 // decided by its transformer's family (models/registry.h), in
@@ -64,7 +64,7 @@ struct Request {
   std::optional<Tensor> init_noise;   // (outputs, ...latent_shape) instead of drawn noise
   pab::Schedule pab;                  // Pyramid Attention Broadcast; default off
   pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
-  // The step cache (DESIGN.md §8, pab/step_cache.h): its rule, threshold
+  // The step cache (docs/design.md §8, pab/step_cache.h): its rule, threshold
   // and (teacache) coefficients; empty = none.
   std::optional<pab::StepCacheSettings> step_cache;
 
@@ -99,7 +99,7 @@ struct Result {
   PabSummary pab;
 };
 
-// This rank's place in a parallel layout (DESIGN.md §4); the default is a
+// This rank's place in a parallel layout (docs/design.md §4); the default is a
 // single process. Communicators must outlive the pipeline.
 struct ParallelRun {
   models::ShardGroups shard;             // tp and sp groups
@@ -112,7 +112,7 @@ struct ParallelRun {
 struct Conditions {
   std::vector<int64_t> class_labels;  // class-conditional: the class id of each output
   // Text-conditional: the prompt embeddings (encoded, and the encoder
-  // released, before the denoising loop starts: DESIGN.md §2) and how many
+  // released, before the denoising loop starts: docs/design.md §2) and how many
   // rows of each the transformer's cross-attention sees.
   Tensor prompt_embeds;                   // (N, L, D) one per output
   std::vector<int32_t> prompt_lengths;    // N
@@ -207,7 +207,7 @@ class Pipeline {
   // Reads, validates and places the weights this rank needs: the
   // transformer (and the text encoder, when the conditions are made) on
   // `place`, the VAE on the output rank only, computing in vae_dtype
-  // (model.vae_dtype resolved; float32 by default, DESIGN.md §2).
+  // (model.vae_dtype resolved; float32 by default, docs/design.md §2).
   virtual void load_weights(const ParallelRun& par, const models::Placement& place,
                             DType vae_dtype = DType::kF32) = 0;
 

@@ -1,5 +1,5 @@
 // The prompt preprocessing of the text pipelines, before the tokenizer
-// sees a prompt (DESIGN.md §6; models::PromptCleaning says which):
+// sees a prompt (docs/design.md §6; models::PromptCleaning says which):
 //
 // - diffusers' PixArt and Latte pipelines with clean_caption=False:
 //   `text.lower().strip()`, Python's Unicode-aware lower() and strip().

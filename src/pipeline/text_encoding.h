@@ -1,4 +1,4 @@
-// The text stage of the text-conditional pipelines (DESIGN.md §2, §6) and
+// The text stage of the text-conditional pipelines (docs/design.md §2, §6) and
 // of `ditgen encode`: prompts -> the pipeline's cleaning (prompt_text) ->
 // T5 tokenizer (padding to max_length, truncation, </s>; the kind the
 // tokenizer folder and the pipeline call for, io/text_tokenizer.h) -> text
@@ -10,7 +10,7 @@
 // prompt repeated in a file), alone (one text per encoder pass, so its
 // embeddings are the same bits whatever else is encoded), and the encoder is
 // released when encode() returns: its weights are unmapped before any
-// denoising starts, as DESIGN.md §2 asks.
+// denoising starts, as docs/design.md §2 asks.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,7 +35,7 @@ struct PromptEmbeddings {
 };
 
 // Where and in what dtype the text encoder runs, from --device and
-// model.dtype / --dtype (DESIGN.md §2, models/placement.h): "auto" is
+// model.dtype / --dtype (docs/design.md §2, models/placement.h): "auto" is
 // bfloat16 on CUDA and on CPUs with bfloat16 dot products
 // (ops::cpu_has_bf16), float32 elsewhere; "float16" computes as float32 on
 // the CPU.

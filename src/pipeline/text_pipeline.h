@@ -1,6 +1,6 @@
 // Text-conditional generation, images (PixArt) and videos (Latte), as
 // diffusers' PixArtAlphaPipeline / LattePipeline compute it for one prompt
-// (DESIGN.md §2: each output equals the diffusers batch-of-one result
+// (docs/design.md §2: each output equals the diffusers batch-of-one result
 // whatever the batch). Where the two differ, the transformer's
 // TextPipelineRules (models/transformer.h) say which, so no family is named
 // here:

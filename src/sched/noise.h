@@ -1,6 +1,6 @@
 // Initial latent noise: standard normals from Philox4x32-10
 // (kernels/math/philox.h), indexed by position so that the noise of an image
-// depends only on its own seed (DESIGN.md §2, `seed`).
+// depends only on its own seed (docs/design.md §2, `seed`).
 //
 // Layout: image i of the batch uses key = seed + i; element j of that image
 // (row-major within the per-image shape) is normal j % 4 of counter block

@@ -4,7 +4,7 @@
 // and int64 (index tensors read from files), int8 (W8A8 GEMM weights:
 // ops/cpu/int8_matmul.h). CUDA tensors hold the three
 // floating types, which the CUDA ops widen to float32 to compute (model.dtype,
-// DESIGN.md §3). Header-only and free of CUDA syntax: the tensor layer, the
+// docs/design.md §3). Header-only and free of CUDA syntax: the tensor layer, the
 // CUDA kernels and the CPU tests share it.
 #pragma once
 #include <cstddef>

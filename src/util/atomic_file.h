@@ -1,4 +1,4 @@
-// Atomic output files (DESIGN.md §1): every output is written to a temporary
+// Atomic output files (docs/design.md §1): every output is written to a temporary
 // name in the same directory ("<path>.tmp.<pid>.<n>") and renamed onto the
 // final path, so a reader never sees a half-written file.
 //

@@ -1,4 +1,4 @@
-// Error types of ditgen. Each carries the process exit code of DESIGN.md §1,
+// Error types of ditgen. Each carries the process exit code of docs/design.md §1,
 // and exit_code_for() below is the one rule from any caught exception to the
 // process exit code, used by the single catch in main(). Messages name the
 // file and the config path or tensor at fault.
@@ -45,7 +45,7 @@ struct RuntimeFailure : Error {
   explicit RuntimeFailure(const std::string& m) : Error(kExitRuntime, m) {}
 };
 
-// The process exit code for an exception that ends the run (DESIGN.md §1):
+// The process exit code for an exception that ends the run (docs/design.md §1):
 //
 //   ConfigError     2   bad config or arguments, "not supported yet"
 //   ModelError      3   bad or missing model files (config.json, tensor names,
@@ -88,7 +88,7 @@ void require(bool ok, const std::string& path, const std::string& msg) {
   if (!ok) throw E(path + ": " + msg);
 }
 
-// A part of the contract that is not built yet (DESIGN.md: exit 2).
+// A part of the contract that is not built yet (docs/design.md: exit 2).
 [[noreturn]] inline void not_supported(const std::string& what) {
   throw ConfigError("not supported yet: " + what);
 }

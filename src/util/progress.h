@@ -1,4 +1,4 @@
-// Progress of the denoising loop on stderr (DESIGN.md §1): on a terminal one
+// Progress of the denoising loop on stderr (docs/design.md §1): on a terminal one
 // line redrawn in place, "[#####-----] 12/50  1.23 s/it  ETA 46.7 s"; when
 // stderr is a file or pipe (CI logs) plain lines, "step 12/50 1.23 s/it,
 // ETA 46.7 s", because carriage returns make logs unreadable: the first

@@ -1,4 +1,4 @@
-// How ditgen meets the signals that can end a run (DESIGN.md §1: nothing
+// How ditgen meets the signals that can end a run (docs/design.md §1: nothing
 // half-written is ever left behind):
 //   SIGINT, SIGTERM  unlink the temporary outputs in flight, _exit(130 / 143);
 //                    while a batch output lands, held until it has landed

@@ -1,4 +1,4 @@
-// Batch generation from the command line (DESIGN.md §1-2: prompt_file,
+// Batch generation from the command line (docs/design.md §1-2: prompt_file,
 // --prompt-file, --resume / output.skip_existing, the manifest), on the
 // tiny PixArt fixture. Every check holds a batch against something made
 // another way: each output against the same prompt run alone with its own

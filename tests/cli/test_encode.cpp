@@ -1,4 +1,4 @@
-// `ditgen encode` as a user runs it (DESIGN.md §1): on the committed tiny
+// `ditgen encode` as a user runs it (docs/design.md §1): on the committed tiny
 // encoders its ids_i / mask_i / embeds_i equal transformers' (made from the
 // same raw prompts by scripts/fixtures/make_t5_encoder_fixtures.py), from --prompt
 // and from --prompt-file; on the Wan fixture they equal what diffusers'

@@ -1,4 +1,4 @@
-// Parallel layouts under mpirun (DESIGN.md §4): every layout reproduces the
+// Parallel layouts under mpirun (docs/design.md §4): every layout reproduces the
 // single-process latents of the 5x5-token, 12-head fixture (uneven token
 // shards for sp 2, 3, 4) and sends exactly the bytes per step that `plan`
 // computes for it (rank 0's count), an impossible layout fails fast with

@@ -277,7 +277,7 @@ TEST_CASE("step caches under PipeFusion with patches: never skipping is bit-iden
 }
 
 // With PAB: a skipped span runs no PAB branch and its layers' PAB count
-// stays (DESIGN.md §8); ulysses sp2 and cp2 still make one process's
+// stays (docs/design.md §8); ulysses sp2 and cp2 still make one process's
 // decisions and latents, and PAB reuses fewer outputs than without the cache.
 TEST_CASE("step caches with PAB on wan: ulysses sp2 and cp2 make one process's decisions and latents") {
   const Family f{"wan_tiny", "run_unipc.json"};

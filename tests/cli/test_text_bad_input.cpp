@@ -3,7 +3,7 @@
 // class-conditional DiT): the conditioning that does not fit the model, a
 // size the model cannot make, an unwritable output directory, and a model
 // directory whose text encoder is missing, disagrees with the transformer or
-// is corrupt. Each case: the exit code of DESIGN.md §1 (2 for the config, 3
+// is corrupt. Each case: the exit code of docs/design.md §1 (2 for the config, 3
 // for the model files), one message naming the field or the file, and
 // nothing written: no output, no grid, no manifest, no temporary file.
 #include <doctest/doctest.h>

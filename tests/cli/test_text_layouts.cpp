@@ -1,4 +1,4 @@
-// PixArt text-to-image under mpirun (DESIGN.md §4): cp, sp (Ulysses and
+// PixArt text-to-image under mpirun (docs/design.md §4): cp, sp (Ulysses and
 // ring, 25 tokens over uneven shards) and tp layouts of the whole pipeline
 // (text stage on every rank, CFG halves split across the cp pair) give
 // diffusers' latents from its noise, as the single process does.

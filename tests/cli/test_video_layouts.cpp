@@ -1,4 +1,4 @@
-// Video sequence parallelism under mpirun (DESIGN.md §4, §5), on the tiny
+// Video sequence parallelism under mpirun (docs/design.md §4, §5), on the tiny
 // Latte fixture (4 heads, 3 frames of 5x5 = 25 tokens, 2 videos with CFG):
 // dsp, ulysses and ring, alone and with cp and tp, give the single-process
 // latents (and diffusers' for the fixture's 3 frames), with uneven frame

@@ -1,4 +1,4 @@
-// The batch settings of the config schema (DESIGN.md §2): output.skip_existing
+// The batch settings of the config schema (docs/design.md §2): output.skip_existing
 // (what --resume sets) and generate.prompt_file against generate.prompts.
 #include "config_test_support.h"
 

@@ -68,7 +68,7 @@ TEST_CASE("the output path's extension decides the format when the command line 
   CHECK(video.notes.empty());
   // An extension that names neither keeps the file's format.
   CHECK(load_with_flags(mp4, {"--output", "clip.video"}).output.format == OutputFormat::kMp4);
-  // A file without output.format: its path's extension decides (DESIGN.md §2).
+  // A file without output.format: its path's extension decides (docs/design.md §2).
   const std::string no_format = write_config(with(minimal_config(), "output.path", "out/a.mp4"), "noformat.json");
   CHECK(load_config(no_format, {}).output.format == OutputFormat::kMp4);
   CHECK(config::output_format_of_extension("out/dir.mp4/a") == "");

@@ -3,7 +3,7 @@
 // rounding the storage type applies (so the CPU reference sees the very
 // inputs the GPU saw), and the tolerances per storage type. Host-only.
 //
-// Tolerances are relative L2 (DESIGN.md §7) against the CPU op on the
+// Tolerances are relative L2 (docs/design.md §7) against the CPU op on the
 // rounded inputs:
 //   float32  1e-5   same math, different summation order
 //   float16  2e-3   output (and attention's P) rounded to 11 bits: ~3e-4 each

@@ -1,4 +1,4 @@
-// Parallel layouts on CUDA under mpirun (DESIGN.md §4): one GPU per rank
+// Parallel layouts on CUDA under mpirun (docs/design.md §4): one GPU per rank
 // (the node-local rank), tp and sp groups over NCCL, the CFG pair over MPI.
 // Each layout runs the ditgen executable (--device cuda, model.dtype
 // float32) on the dit_odd fixture (5x5 tokens, 12 heads: uneven shards)

@@ -1,5 +1,5 @@
 // The flash / math choice of the CUDA attention (kernels/cuda/attention_path.h)
-// over the table of DESIGN.md §3: flash on every compute capability >= 8.0
+// over the table of docs/design.md §3: flash on every compute capability >= 8.0
 // for head sizes 64, 72 and 128, math below 8.0 or for other head sizes,
 // whatever the storage type, and math for every call with a score bias
 // (T5's relative position bias). Pure host code: runs without a GPU.

@@ -1,5 +1,5 @@
 // Shared helpers for op tests: deterministic random tensors and the error
-// measures DESIGN.md §7 prescribes (relative L2, max|Δ|/max|ref|).
+// measures docs/design.md §7 prescribes (relative L2, max|Δ|/max|ref|).
 #pragma once
 #include <cmath>
 #include <cstdint>

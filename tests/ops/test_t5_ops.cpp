@@ -30,7 +30,7 @@ std::vector<double> rms_norm_reference(const Tensor& x, const Tensor& w, double 
   return y;
 }
 
-// max |got - ref| / max |ref| (DESIGN.md §7's second measure).
+// max |got - ref| / max |ref| (docs/design.md §7's second measure).
 double max_rel(const Tensor& got, const std::vector<double>& ref) {
   double md = 0, mr = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {

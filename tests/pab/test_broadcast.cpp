@@ -1,4 +1,4 @@
-// The PAB decision rule against a table worked out by hand from DESIGN.md §5.
+// The PAB decision rule against a table worked out by hand from docs/design.md §5.
 #include <doctest/doctest.h>
 
 #include <set>
@@ -90,7 +90,7 @@ TEST_CASE("an unconfigured schedule is off and decides nothing") {
   CHECK(cache.stats(Kind::kSpatial).computed == 0);
 }
 
-// DESIGN.md §8: a step cache's skipped span does not advance its blocks'
+// docs/design.md §8: a step cache's skipped span does not advance its blocks'
 // count. Spatial range 2 over every step; block 1 is skipped at step 1, so
 // at step 2 it has run once since step 0 (count 1: reuse) while block 0 has
 // run twice (count 2: compute).

@@ -1,4 +1,4 @@
-// local_device_index: which GPU a rank binds (DESIGN.md §4), from a fake
+// local_device_index: which GPU a rank binds (docs/design.md §4), from a fake
 // environment, so every launcher case and error message is checked on CPU.
 #include <doctest/doctest.h>
 

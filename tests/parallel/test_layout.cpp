@@ -85,7 +85,7 @@ TEST_CASE("coords and rank round trip for every rank") {
       CHECK(c.sp < l.sp);
       CHECK(c.tp < l.tp);
       CHECK(rank_of(l, c) == r);
-      // tp fastest, then sp, then cp (DESIGN.md §4).
+      // tp fastest, then sp, then cp (docs/design.md §4).
       CHECK(r == (c.cp * l.sp + c.sp) * l.tp + c.tp);
       seen.insert({c.cp, c.sp, c.tp});
       // Each group has the axis size, contains the rank at its coordinate.

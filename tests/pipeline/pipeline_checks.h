@@ -1,7 +1,7 @@
 // What the pipeline parity and quality tests share, on any placement (the
 // CPU suites in tests/pipeline/, the CUDA ones in tests/gpu/): the fixture
 // runs from diffusers' noise, the relative-error check with its printed
-// figures, and the default model's class-agreement count (DESIGN.md §7).
+// figures, and the default model's class-agreement count (docs/design.md §7).
 #pragma once
 #include <doctest/doctest.h>
 

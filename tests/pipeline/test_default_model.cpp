@@ -1,7 +1,7 @@
 // The shipped default model (samples/dit-shapes, trained by
 // scripts/train/train_default.py): parity with diffusers on two classes (fixture
 // made by scripts/fixtures/make_default_reference.py), and the quality check of
-// DESIGN.md §7: every class is generated twice, and the colour + shape
+// docs/design.md §7: every class is generated twice, and the colour + shape
 // classifier of src/eval (a port of the training script's check) must agree
 // with the requested class for at least 90% of the outputs.
 #include <doctest/doctest.h>

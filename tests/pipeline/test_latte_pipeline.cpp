@@ -142,7 +142,7 @@ TEST_CASE("Latte PAB: range 1 of every kind reproduces PAB off exactly, and each
   CHECK(summary.kinds[static_cast<int>(pab::Kind::kTemporal)].computed == 20 * 2);
   CHECK(summary.kinds[static_cast<int>(pab::Kind::kCross)].computed == 20 * 2);
 
-  // The pyramid spatial < temporal < cross (DESIGN.md §5): a step in the
+  // The pyramid spatial < temporal < cross (docs/design.md §5): a step in the
   // window reuses when step % range != 0. Steps 4..16: range 2 reuses 5, 7,
   // ..., 15 (6); range 3 reuses 4, 5, 7, 8, 10, 11, 13, 14, 16 (9); range 4
   // reuses 5, 6, 7, 9, 10, 11, 13, 14, 15 (9). Per layer (2 layers); the

@@ -1,4 +1,4 @@
-// gaussian_noise: the seed contract of DESIGN.md §2 (image i = seed + i,
+// gaussian_noise: the seed contract of docs/design.md §2 (image i = seed + i,
 // independent of batch size and of which slice is drawn) and its statistics.
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // exit_code_for (util/error.h), the one rule from an exception to the exit
-// code of DESIGN.md §1, on errors thrown by the real code paths: an op's
+// code of docs/design.md §1, on errors thrown by the real code paths: an op's
 // argument check (an internal bug: 1), a tensor shape at weight load (bad
 // model files: 3) and a parallel layout check (bad config: 2).
 #include <doctest/doctest.h>

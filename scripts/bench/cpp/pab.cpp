@@ -3,7 +3,7 @@
 //
 //   bench_pab --model DIR [--labels all|207,360] [--steps 50] [--rounds 2] [--threads 2] [--batch 30] [--caches]
 //
-// Configurations (DESIGN.md §5), all from the same seed: PAB off, then
+// Configurations (docs/design.md §5), all from the same seed: PAB off, then
 // spatial range r in {2, 3, 4} in the window (100, 800) with MLP broadcast of
 // every block at range r + 1; with --caches instead: PAB spatial 2 + mlp 3,
 // First-Block Cache and TeaCache at several thresholds

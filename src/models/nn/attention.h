@@ -5,7 +5,7 @@
 //   self-attention   q, k, v from one sequence. The core, which attends
 //                    this rank's rows over the whole sequence, is the
 //                    caller's: the sequence-parallel module through the
-//                    PipeFusion stage (sequence_core below; DESIGN.md §4:
+//                    PipeFusion stage (sequence_core below; docs/design.md §4:
 //                    Ulysses, ring), or a model's own (Latte's attention
 //                    across frames). Optional hooks: a layout switch
 //                    around the projections and the core (Latte's temporal

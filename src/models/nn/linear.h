@@ -1,5 +1,5 @@
 // Linear layers, held whole or split over a tensor-parallel group
-// (DESIGN.md §4, Megatron-style; the collectives are parallel/
+// (docs/design.md §4, Megatron-style; the collectives are parallel/
 // tensor_parallel.h's). Each owns its tp split: it loads only this rank's
 // part of the stored weight, in the compute dtype as stored (borrowed from
 // the mmapped file) or converted or packed once (models/placement.h:

@@ -1,5 +1,5 @@
 // The Pyramid Attention Broadcast wrapper every family puts around a
-// block's branches (DESIGN.md §5; the schedule and the kept outputs are
+// block's branches (docs/design.md §5; the schedule and the kept outputs are
 // pab/broadcast.h's). A branch is what a block adds to its residual stream
 // from one attention or feed-forward, after its output projection and
 // all-reduce (or closing all-to-all) and before its gate. When the cache

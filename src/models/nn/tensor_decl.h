@@ -1,5 +1,5 @@
 // What a module reads from the weight store, declared before anything is
-// loaded (DESIGN.md §6: every weight's name, shape and dtype is validated
+// loaded (docs/design.md §6: every weight's name, shape and dtype is validated
 // against the config before any compute). Each module of models/nn/ lists
 // its tensors with a static tensors(prefix, dims), and how tp splits each;
 // a model appends those of its modules and checks them all here, in one

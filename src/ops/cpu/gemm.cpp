@@ -1,4 +1,4 @@
-// GEMM and Linear on the CPU. The arithmetic is the weight's dtype (DESIGN.md
+// GEMM and Linear on the CPU. The arithmetic is the weight's dtype (docs/design.md
 // §2, README "CPU compute dtype"):
 //   float32 weight   float32 GEMM: oneDNN matmul (onednn_matmul.h), or
 //                    OpenBLAS sgemv for a single row of output;

@@ -1,4 +1,4 @@
-// PixArt under parallel layouts (DESIGN.md §4), run as `mpirun -np N
+// PixArt under parallel layouts (docs/design.md §4), run as `mpirun -np N
 // mpi_pixart_layouts` (tests/CMakeLists.txt): every sp x tp layout of the N
 // ranks that the 4-head fixtures allow (ulysses and ring; cp is the
 // pipeline's, not the model's) reproduces the single-process forward and

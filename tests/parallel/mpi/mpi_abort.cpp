@@ -1,4 +1,4 @@
-// The failure rule of DESIGN.md §1 under mpirun: rank 1 fails early while the
+// The failure rule of docs/design.md §1 under mpirun: rank 1 fails early while the
 // other ranks are blocked in a collective that can never complete; the
 // runtime's abort must end the whole job with the rank's exit code.
 // tests/CMakeLists.txt runs it with -np 3 and requires exit code 4 (a hang

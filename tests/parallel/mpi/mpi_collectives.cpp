@@ -276,7 +276,7 @@ TEST_CASE("bytes_sent follows the documented convention") {
   CHECK(comm->bytes_sent() == 0);
 }
 
-// DESIGN.md §4: rank = (cp_rank * sp + sp_rank) * tp + tp_rank.
+// docs/design.md §4: rank = (cp_rank * sp + sp_rank) * tp + tp_rank.
 TEST_CASE("split into the tp / sp / cp groups of every layout") {
   const int n = world().size(), me = world().rank();
   for (int cp = 1; cp <= 2; ++cp) {
