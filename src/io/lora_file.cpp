@@ -20,6 +20,7 @@
 #include "io/lora_keys.h"
 #include "io/model_dir.h"
 #include "io/safetensors.h"
+#include "util/enum_names.h"
 #include "util/error.h"
 
 namespace ditgen::io {
@@ -273,34 +274,21 @@ class Reader {
 
 }  // namespace
 
-const char* lora_format_name(LoraFormat f) {
-  switch (f) {
-    case LoraFormat::kDiffusers: return "diffusers";
-    case LoraFormat::kPeft: return "peft";
-    case LoraFormat::kKohya: return "kohya";
-    case LoraFormat::kComfy: return "comfy";
-  }
-  return "?";
-}
+constexpr EnumName<LoraFormat> kFormatNames[] = {{LoraFormat::kDiffusers, "diffusers"},
+                                                  {LoraFormat::kPeft, "peft"},
+                                                  {LoraFormat::kKohya, "kohya"},
+                                                  {LoraFormat::kComfy, "comfy"}};
+constexpr EnumName<LoraKind> kKindNames[] = {{LoraKind::kLowRank, "low-rank"},
+                                             {LoraKind::kWeight, "weight"},
+                                             {LoraKind::kBias, "bias"},
+                                             {LoraKind::kTable, "table"}};
+constexpr EnumName<LoraExpert> kExpertNames[] = {{LoraExpert::kAny, "any"},
+                                                 {LoraExpert::kTransformer, "transformer"},
+                                                 {LoraExpert::kTransformer2, "transformer_2"}};
 
-const char* lora_kind_name(LoraKind k) {
-  switch (k) {
-    case LoraKind::kLowRank: return "low-rank";
-    case LoraKind::kWeight: return "weight";
-    case LoraKind::kBias: return "bias";
-    case LoraKind::kTable: return "table";
-  }
-  return "?";
-}
-
-const char* lora_expert_name(LoraExpert e) {
-  switch (e) {
-    case LoraExpert::kAny: return "any";
-    case LoraExpert::kTransformer: return "transformer";
-    case LoraExpert::kTransformer2: return "transformer_2";
-  }
-  return "?";
-}
+const char* lora_format_name(LoraFormat f) { return name_in(kFormatNames, f); }
+const char* lora_kind_name(LoraKind k) { return name_in(kKindNames, k); }
+const char* lora_expert_name(LoraExpert e) { return name_in(kExpertNames, e); }
 
 LoraFile read_lora_file(const std::string& path, const LoraReadOptions& options) {
   refuse_pickle(path);

@@ -3,8 +3,6 @@
 // x · the merged weight^T), the full delta, and the shape checks.
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -13,6 +11,7 @@
 
 using namespace ditgen;
 using ditgen::testing::random_tensor;
+using ditgen::testing::rel_l2;
 
 namespace {
 
@@ -29,15 +28,6 @@ std::vector<double> merged(const Tensor& w, const Tensor& a, const Tensor& b, do
   return m;
 }
 
-double max_rel_to(const Tensor& got, const std::vector<double>& want) {
-  double err = 0, scale = 0;
-  for (int64_t i = 0; i < got.numel(); ++i) {
-    err = std::max(err, std::abs(got[i] - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return err / scale;
-}
-
 }  // namespace
 
 TEST_CASE("lora delta: merged weight, run-time output and full delta against plain loops") {
@@ -48,7 +38,7 @@ TEST_CASE("lora delta: merged weight, run-time output and full delta against pla
   Tensor w = w0.clone();
   ops::lora_merge_(w, a, b, f);
   const std::vector<double> want = merged(w0, a, b, f);
-  CHECK(max_rel_to(w, want) < 1e-6);
+  CHECK(rel_l2(w, want) < 1e-6);
 
   // y = x W0^T, then += f (x A^T) B^T: x times the merged weight
   const Tensor x = random_tensor({1, rows, in}, 4);
@@ -67,14 +57,14 @@ TEST_CASE("lora delta: merged weight, run-time output and full delta against pla
       for (int64_t j = 0; j < in; ++j) s += double(x[n * in + j]) * want[i * in + j];
       y_want[n * out + i] = s;
     }
-  CHECK(max_rel_to(y, y_want) < 1e-5);
+  CHECK(rel_l2(y, y_want) < 1e-6);
 
   Tensor t = random_tensor({1, 6, 5}, 5);
   const Tensor t0 = t.clone(), d = random_tensor({1, 6, 5}, 6);
   ops::lora_add_delta_(t, d, -0.25f);
   std::vector<double> t_want;
   for (int64_t i = 0; i < t.numel(); ++i) t_want.push_back(t0[i] - 0.25 * d[i]);
-  CHECK(max_rel_to(t, t_want) < 1e-7);
+  CHECK(rel_l2(t, t_want) < 1e-7);
 }
 
 TEST_CASE("lora delta: shapes that do not fit are refused") {
