@@ -55,11 +55,13 @@ struct Files : ditgen::testing::TempDir {
   }
 };
 
+// Pointers into `f`, which must outlive them (no temporaries).
 std::map<std::string, const LoraTarget*> by_tensor(const LoraFile& f) {
   std::map<std::string, const LoraTarget*> out;
   for (const LoraTarget& t : f.targets) out[t.tensor] = &t;
   return out;
 }
+void by_tensor(const LoraFile&&) = delete;
 
 }  // namespace
 
@@ -96,17 +98,21 @@ TEST_CASE("lora file: diffusers keys, alpha from the metadata's LoraConfig (patt
   SUBCASE("rsLoRA: alpha / sqrt(rank); a config without r and lora_alpha has LoraConfig's 8 and 8") {
     const std::string meta = R"({"transformer.r": 4, "transformer.lora_alpha": 3, "transformer.use_rslora": true,
                                  "transformer.rank_pattern": {"ffn.net.2": 2}})";
-    const auto t = by_tensor(read_lora_file(dir.make("c.safetensors", keys, {{"lora_adapter_metadata", meta}})));
+    const LoraFile f = read_lora_file(dir.make("c.safetensors", keys, {{"lora_adapter_metadata", meta}}));
+    const auto t = by_tensor(f);
     CHECK(t.at("blocks.0.attn1.to_q.weight")->scaling == doctest::Approx(3.0 / 2));
     CHECK(t.at("blocks.0.ffn.net.2.weight")->scaling == doctest::Approx(3.0 / std::sqrt(2.0)));
     const Entries rank8 = pair("transformer.proj_out", 8, 3, 3);
-    const auto d = by_tensor(read_lora_file(dir.make("d.safetensors", rank8, {{"lora_adapter_metadata", "{\"transformer.use_rslora\": false}"}})));
+    const LoraFile f8 = read_lora_file(
+        dir.make("d.safetensors", rank8, {{"lora_adapter_metadata", "{\"transformer.use_rslora\": false}"}}));
+    const auto d = by_tensor(f8);
     CHECK(d.at("proj_out.weight")->scaling == 1);
     CHECK(d.at("proj_out.weight")->alpha == 8);
   }
   SUBCASE("a model's own file: bare keys, unprefixed metadata") {
     const Entries bare = pair("blocks.0.attn1.to_q", 4, 6, 5);
-    const auto t = by_tensor(read_lora_file(dir.make("e.safetensors", bare, {{"lora_adapter_metadata", R"({"r": 4, "lora_alpha": 2})"}})));
+    const LoraFile f = read_lora_file(dir.make("e.safetensors", bare, {{"lora_adapter_metadata", R"({"r": 4, "lora_alpha": 2})"}}));
+    const auto t = by_tensor(f);
     CHECK(t.at("blocks.0.attn1.to_q.weight")->scaling == 0.5);
   }
 }
@@ -192,7 +198,8 @@ TEST_CASE("lora file: kohya and ComfyUI names, alpha keys, Wan's original names,
                          Entries{{"diffusion_model.transformer_blocks.1.attn2.to_v.alpha", scalar(6)},
                                  {"diffusion_model.scale_shift_table.diff", ramp({2, 4})},
                                  {"diffusion_model.transformer_blocks.1.scale_shift_table.diff", ramp({6, 4})}};
-    const auto t = by_tensor(read_lora_file(dir.make("d.safetensors", keys)));
+    const LoraFile f = read_lora_file(dir.make("d.safetensors", keys));
+    const auto t = by_tensor(f);
     CHECK(t.at("transformer_blocks.1.attn2.to_v.weight")->scaling == 2);
     CHECK(t.at("scale_shift_table")->kind == LoraKind::kTable);
     CHECK(t.at("transformer_blocks.1.scale_shift_table")->kind == LoraKind::kTable);
