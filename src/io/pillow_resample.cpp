@@ -113,23 +113,33 @@ inline uint8_t clip8(int32_t sum) {
 }
 
 // Rows [row0, row0 + out.height) of `in`, resampled along x into `out`.
+// The same sums as Pillow's, arranged to vectorise: a block of kBlockRows
+// rows is transposed so that each source column's samples of the block lie
+// together, and every tap adds a whole column (rows x RGB) at once.
 void horizontal_pass(const RgbImage& in, int64_t row0, const Taps& t, RgbImage& out) {
+  constexpr int64_t kBlockRows = 16;
+  const int64_t blocks = (out.height + kBlockRows - 1) / kBlockRows;
 #pragma omp parallel for schedule(static) if (out.height * out.width * t.ksize > (1 << 16))
-  for (int64_t y = 0; y < out.height; ++y) {
-    const uint8_t* src = in.row(row0 + y);
-    uint8_t* dst = out.row(y);
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t y0 = block * kBlockRows, rows = std::min(kBlockRows, out.height - y0), n = rows * 3;
+    std::vector<uint8_t> columns(static_cast<size_t>(in.width * n));  // (in.width, rows, 3)
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* src = in.row(row0 + y0 + r);
+      for (int64_t x = 0; x < in.width; ++x)
+        for (int64_t c = 0; c < 3; ++c) columns[static_cast<size_t>(x * n + r * 3 + c)] = src[3 * x + c];
+    }
+    int32_t sum[kBlockRows * 3];
     for (int64_t xx = 0; xx < out.width; ++xx) {
       const int32_t* k = &t.taps[static_cast<size_t>(xx * t.ksize)];
-      const uint8_t* s = src + 3 * t.first[static_cast<size_t>(xx)];
-      int32_t r = 1 << (kPrecisionBits - 1), g = r, b = r;
+      const uint8_t* first = &columns[static_cast<size_t>(t.first[static_cast<size_t>(xx)] * n)];
+      for (int64_t i = 0; i < n; ++i) sum[i] = 1 << (kPrecisionBits - 1);
       for (int x = 0; x < t.count[static_cast<size_t>(xx)]; ++x) {
-        r += s[3 * x] * k[x];
-        g += s[3 * x + 1] * k[x];
-        b += s[3 * x + 2] * k[x];
+        const uint8_t* column = first + x * n;
+        const int32_t w = k[x];
+        for (int64_t i = 0; i < n; ++i) sum[i] += column[i] * w;
       }
-      dst[3 * xx] = clip8(r);
-      dst[3 * xx + 1] = clip8(g);
-      dst[3 * xx + 2] = clip8(b);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < 3; ++c) out.row(y0 + r)[3 * xx + c] = clip8(sum[r * 3 + c]);
     }
   }
 }

@@ -9,9 +9,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <functional>
 #include <string>
 
+#include "error_helpers.h"
 #include "image_fixtures.h"
 #include "io/clip_image_processor.h"
 #include "io/image_reader.h"
@@ -37,19 +37,6 @@ double max_abs_diff(const Tensor& got, const Tensor& want) {
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - double(b[i])));
   return m;
 }
-
-std::string model_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ModelError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a ModelError: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
 
@@ -161,9 +148,9 @@ TEST_CASE("image preprocess: CLIP config files, good and bad") {
   for (const auto& [text, message] : bad) {
     CAPTURE(text);
     const std::string path = dir.write("bad.json", text);
-    const std::string msg = model_error_of([&] { read_clip_image_processor_config(path); });
+    const std::string msg = testing::model_error_of([&] { read_clip_image_processor_config(path); });
     CHECK_MESSAGE(msg.rfind(path + ": ", 0) == 0, msg);
-    CHECK_MESSAGE(has(msg, message), msg);
+    CHECK_MESSAGE(testing::contains(msg, message), msg);
   }
-  CHECK(has(model_error_of([&] { read_clip_image_processor_config(dir.file("absent.json")); }), "absent.json"));
+  CHECK(testing::contains(testing::model_error_of([&] { read_clip_image_processor_config(dir.file("absent.json")); }), "absent.json"));
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "error_helpers.h"
 #include "image_fixtures.h"
 #include "io/exif_orientation.h"
 #include "io/image_reader.h"
@@ -26,25 +27,12 @@ using ditgen::testing::image_manifest;
 
 namespace {
 
-// The message of the ConfigError `f` throws (checked to be exit code 2), or
-// a marker naming what happened instead.
-std::string config_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    if (e.exit_code() != kExitBadConfig) return "<exit code " + std::to_string(e.exit_code()) + ">";
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<not a ConfigError: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) { return testing::contains(s, part); }
 
 // The file's error message, which must start with its path.
+// (ConfigError carries exit code 2 by its type, util/error.h.)
 std::string read_error(const std::string& path) {
-  const std::string msg = config_error_of([&] { read_input_image(path); });
+  const std::string msg = testing::config_error_of([&] { read_input_image(path); });
   CHECK_MESSAGE(msg.rfind(path + ": ", 0) == 0, msg);
   return msg;
 }
@@ -152,6 +140,11 @@ TEST_CASE("image reader: EXIF blocks, crafted") {
 TEST_CASE("image reader: missing, unreadable, empty and foreign files") {
   testing::TempDir dir("ditgen_test_image_reader");
   CHECK(has(read_error(dir.file("absent.png")), "cannot read the image (No such file or directory)"));
+  try {
+    read_input_image(dir.file("absent.png"));
+  } catch (const std::exception& e) {
+    CHECK(exit_code_for(e) == kExitBadConfig);  // the process would exit 2
+  }
   CHECK(has(read_error(dir.path.string()), "is a directory"));
   CHECK(has(read_error(dir.write("empty.png", "")), "the file is empty"));
   CHECK(has(read_error(dir.write("text.png", "hello world")), "not a PNG or JPEG file (it starts with bytes 68 65 6c 6c)"));
@@ -214,7 +207,7 @@ TEST_CASE("image reader: zero and oversized dimensions") {
   const ImageLimits small{64, 4096};
   for (const std::string name : {"inputs/rgb_97x61.png", "inputs/jpeg420_97x61.jpg"}) {
     const std::vector<uint8_t> bytes = testing::read_file(image_fixture(name));
-    const std::string msg = config_error_of([&] { decode_image(bytes.data(), bytes.size(), "img", small); });
+    const std::string msg = testing::config_error_of([&] { decode_image(bytes.data(), bytes.size(), "img", small); });
     CHECK_MESSAGE(has(msg, "img: the image is 97 x 61, beyond the limit of 64 pixels a side"), msg);
   }
   // A JPEG whose frame header says 0 lines.
