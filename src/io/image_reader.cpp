@@ -24,6 +24,7 @@ std::vector<uint8_t> read_file_bytes(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw fail("cannot read the image (" + errno_text(errno) + ")");
   if (S_ISDIR(st.st_mode)) throw fail("is a directory, not an image file");
+  if (!S_ISREG(st.st_mode)) throw fail("is not a regular file (a device, pipe or socket)");
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), std::fclose);
   if (!file) throw fail("cannot read the image (" + errno_text(errno) + ")");
   std::vector<uint8_t> bytes;

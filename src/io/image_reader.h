@@ -22,7 +22,8 @@
 //
 // Every failure is a ConfigError (exit 2): the image is a value the user
 // gave, like any other config field. Its message starts with the file's path
-// and says what is wrong: missing, unreadable, a directory, empty, neither
+// and says what is wrong: missing, unreadable, a directory or other
+// non-regular file, empty, neither
 // PNG nor JPEG, truncated, corrupt, zero width or height, beyond the limits,
 // or of a kind refused above. Callers prefix the config field.
 #pragma once

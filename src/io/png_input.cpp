@@ -6,7 +6,11 @@
 // the IDAT run, IEND. Ancillary and unknown chunks stay out of it, as Pillow
 // ignores them for pixels; tRNS too, since convert("RGB") drops alpha.
 // stb_image is compiled here, once, with only its PNG decoder, static.
+// Every allocation it makes is capped at what a genuine image of the
+// header's size needs, so image data that inflates without end (a zlib
+// bomb) fails instead of taking the machine's memory.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -15,7 +19,20 @@
 #include "io/png.h"
 #include "util/error.h"
 
+namespace {
+
+// Bytes stb may allocate at once while decoding the current image.
+thread_local size_t t_allocation_cap = 0;
+
+void* capped_malloc(size_t size) { return size > t_allocation_cap ? nullptr : std::malloc(size); }
+void* capped_realloc(void* p, size_t size) { return size > t_allocation_cap ? nullptr : std::realloc(p, size); }
+
+}  // namespace
+
 #define STB_IMAGE_IMPLEMENTATION
+#define STBI_MALLOC(size) capped_malloc(size)
+#define STBI_REALLOC(p, size) capped_realloc(p, size)
+#define STBI_FREE(p) std::free(p)
 #define STB_IMAGE_STATIC
 #define STBI_ONLY_PNG
 #define STBI_NO_STDIO
@@ -209,10 +226,23 @@ StoredImage decode_png(const uint8_t* data, size_t size, const std::string& name
   append_chunk(stream, "IDAT", idat);
   append_chunk(stream, "IEND", "");
 
+  // A genuine image's largest buffer: its inflated rows, at most 8 bytes a
+  // pixel (16-bit RGBA) and a filter byte a row, which stb may grow once by
+  // doubling; the compressed data, which cannot be much larger; room for
+  // stb's small buffers.
+  const size_t raw = size_t(h.height) * (size_t(h.width) * 8 + 1);
+  t_allocation_cap = std::max(2 * raw, idat.size() + 1024) + (size_t(1) << 20);
   int width = 0, height = 0, channels = 0;
   stbi_uc* pixels = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(stream.data()),
                                           static_cast<int>(stream.size()), &width, &height, &channels, 3);
-  if (!pixels) throw fail(std::string("corrupt PNG image data (stb_image: ") + stbi_failure_reason() + ")");
+  t_allocation_cap = 0;
+  if (!pixels) {
+    const std::string why = stbi_failure_reason();
+    if (why == "outofmem")
+      throw fail("corrupt PNG image data (it inflates to more than a " + std::to_string(h.width) + " x " +
+                 std::to_string(h.height) + " image holds)");
+    throw fail("corrupt PNG image data (stb_image: " + why + ")");
+  }
   if (uint32_t(width) != h.width || uint32_t(height) != h.height) {
     stbi_image_free(pixels);
     throw fail("corrupt PNG (decoded size differs from IHDR)");

@@ -146,6 +146,7 @@ TEST_CASE("image reader: missing, unreadable, empty and foreign files") {
     CHECK(exit_code_for(e) == kExitBadConfig);  // the process would exit 2
   }
   CHECK(has(read_error(dir.path.string()), "is a directory"));
+  CHECK(has(read_error("/dev/null"), "is not a regular file"));
   CHECK(has(read_error(dir.write("empty.png", "")), "the file is empty"));
   CHECK(has(read_error(dir.write("text.png", "hello world")), "not a PNG or JPEG file (it starts with bytes 68 65 6c 6c)"));
   CHECK(has(read_error(dir.write("gif.jpg", "GIF89a....")), "not a PNG or JPEG file"));
@@ -244,4 +245,8 @@ TEST_CASE("image reader: kinds refused, with the reason") {
   CHECK(has(read_error(image_fixture("bad/cmyk_16x8.jpg")), "CMYK JPEG is not supported"));
   CHECK(has(read_error(image_fixture("bad/animated_16x8.png")), "animated PNG (APNG) is not supported"));
   CHECK(has(read_error(image_fixture("bad/cgbi_8x4.png")), "Apple's CgBI PNG variant is not supported"));
+  // 16 KB whose image data inflates to 16 MiB for a 1 x 1 image: stb's
+  // allocations are capped at what the header's size needs.
+  CHECK(has(read_error(image_fixture("bad/zlib_bomb_1x1.png")),
+            "corrupt PNG image data (it inflates to more than a 1 x 1 image holds)"));
 }

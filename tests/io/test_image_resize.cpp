@@ -60,7 +60,7 @@ TEST_CASE("pillow resize: byte-equal to Image.resize at random sizes") {
   CHECK(checked == 96);
 }
 
-TEST_CASE("pillow resize: same size is a copy; bad sizes are argument errors") {
+TEST_CASE("pillow resize: same size is a copy, bad sizes are argument errors") {
   const RgbImage source = testing::load_reference_png(image_fixture("decoded/rgb_97x61.png"));
   CHECK(testing::first_difference(pillow_resize(source, 97, 61, ResampleFilter::kLanczos), source) == "");
   CHECK_THROWS_AS(pillow_resize(source, 0, 61, ResampleFilter::kLanczos), std::invalid_argument);
