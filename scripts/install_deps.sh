@@ -5,6 +5,7 @@
 # threads fight ditgen's OpenMP threads (about 1.9x slower on DiT-XL/2).
 # oneDNN (libdnnl-dev) runs the CPU GEMMs (float32 and bfloat16); Debian builds
 # it with OpenMP too.
+# libjpeg-turbo decodes JPEG input images as Pillow does (byte for byte).
 # valgrind checks the MP4 writer's calls into libswscale and libx264, which
 # ASan cannot see into (tests/CMakeLists.txt).
 # Where the CUDA toolkit is (nvcc on PATH or in /usr/local/cuda/bin), it also
@@ -15,7 +16,7 @@
 set -euo pipefail
 
 pkgs=(cmake g++ make pkg-config
-      libcli11-dev nlohmann-json3-dev libstb-dev doctest-dev
+      libcli11-dev nlohmann-json3-dev libstb-dev libjpeg62-turbo-dev doctest-dev
       libavcodec-dev libavformat-dev libswscale-dev libavutil-dev
       libopenmpi-dev openmpi-bin
       libopenblas-openmp-dev libopenblas0-openmp libdnnl-dev
