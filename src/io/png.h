@@ -35,7 +35,7 @@ std::vector<uint8_t> float_image_to_rgb8(const float* chw, int channels, int hei
 std::vector<uint8_t> float_image_to_rgb8(const Tensor& chw);
 
 // Reads a PNG's pixels as 8-bit RGB (interleaved, row-major; gray and
-// alpha converted as stb_image does), for a resumed run's contact sheet
+// alpha converted as io/image_reader.h does), for a resumed run's contact sheet
 // (output_writer.h, read_back): false when the file is missing, not a
 // PNG, or not `width` x `height` (0: any size). The image is checked by
 // size before its pixels are decoded.
