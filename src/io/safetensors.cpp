@@ -16,11 +16,6 @@
 // PROT_READ: borrowed tensors must never be written.
 #include "io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -34,10 +29,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/file_map.h"
 #include "io/model_dir.h"
+#include "kernels/math/small_floats.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
-#include "util/mapped_files.h"
 #include "util/strings.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little endian; so must the host be");
@@ -218,13 +214,26 @@ ParsedHeader parse_header(const std::string& path, const uint8_t* map, uint64_t 
   return parsed;
 }
 
-// The tensor dtype `info` loads as; ModelError naming the tensor otherwise.
+bool is_float8(StoredType t) { return t == StoredType::kF8E4M3 || t == StoredType::kF8E5M2; }
+
+// The tensor dtype `info` loads as (float32 for float8); ModelError naming
+// the tensor otherwise.
 DType loadable_dtype(const std::string& path, const TensorInfo& info) {
   DType d;
+  if (is_float8(info.type)) return DType::kF32;
   if (!tensor_dtype(info.type, d))
     throw ModelError(path + ": tensor '" + info.name + "' has dtype " + stored_type_name(info.type) +
-                     ", expected F32, BF16, F16, I32 or I64");
+                     ", expected F32, BF16, F16, I32, I64, F8_E4M3 or F8_E5M2");
   return d;
+}
+
+// `count` float8 values of type `t` at `src`, decoded as torch's
+// .to(torch.float32) (kernels/math/small_floats.h).
+void decode_float8(StoredType t, const uint8_t* src, float* dst, int64_t count) {
+  if (t == StoredType::kF8E4M3)
+    for (int64_t i = 0; i < count; ++i) dst[i] = math::f8e4m3fn_bits_to_f32(src[i]);
+  else
+    for (int64_t i = 0; i < count; ++i) dst[i] = math::f8e5m2_bits_to_f32(src[i]);
 }
 
 }  // namespace
@@ -246,39 +255,15 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   file->self_ = file;
   file->path_ = path;
 
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw ModelError(path + ": cannot open: " + errno_text(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = errno;
-    ::close(fd);
-    throw ModelError(path + ": not a regular file" + (err ? ": " + errno_text(err) : std::string()));
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    throw ModelError(path + ": file is " + std::to_string(size) + " bytes, too short for a safetensors header");
-  }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);  // the mapping keeps the file open
-  if (map == MAP_FAILED) throw ModelError(path + ": cannot map " + std::to_string(size) + " bytes: " +
-                                          errno_text(map_errno));
-  file->map_ = static_cast<const uint8_t*>(map);
-  file->map_size_ = size;
-  file->mapping_slot_ = register_mapping(map, size, path);
-
-  ParsedHeader parsed = parse_header(path, file->map_, size);  // the destructor unmaps if this throws
-  file->data_offset_ = parsed.data_offset;
+  file->map_ = std::make_unique<FileMap>(path, 8, "a safetensors header");
+  ParsedHeader parsed = parse_header(path, file->map_->data(), file->map_->size());
+  file->data_ = file->map_->data() + parsed.data_offset;
   file->tensors_ = std::move(parsed.tensors);
   file->metadata_ = std::move(parsed.metadata);
   return file;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  unregister_mapping(mapping_slot_);
-  if (map_) munmap(const_cast<uint8_t*>(map_), map_size_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   auto it = tensors_.find(name);
@@ -315,8 +300,13 @@ Tensor SafetensorsFile::load_rows_of(const TensorInfo& ti, int64_t row_begin, in
   const int64_t rows = ti.shape.empty() ? 1 : ti.shape[0];
   const int64_t row_elems = rows ? shape_numel(ti.shape) / rows : 0;
   const int64_t count = (row_end - row_begin) * row_elems;
-  const size_t elem_size = dtype_size(dtype);
-  const uint8_t* src = map_ + data_offset_ + ti.begin + static_cast<uint64_t>(row_begin * row_elems) * elem_size;
+  const size_t elem_size = stored_type_size(ti.type);
+  const uint8_t* src = data_ + ti.begin + static_cast<uint64_t>(row_begin * row_elems) * elem_size;
+  if (is_float8(ti.type)) {
+    Tensor out = Tensor::empty(out_shape, Device::kCPU, DType::kF32);
+    decode_float8(ti.type, src, out.numel() ? out.data() : nullptr, count);
+    return out;
+  }
 
   // Every element type's size is its alignment (2, 4 or 8 bytes).
   if (reinterpret_cast<uintptr_t>(src) % elem_size == 0)
@@ -334,13 +324,18 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
                      std::to_string(col_end) + ") out of range for shape " + shape_str(ti.shape));
   const DType dtype = loadable_dtype(path_, ti);
   const int64_t rows = ti.shape[0], cols = ti.shape[1], width = col_end - col_begin;
-  const size_t elem_size = dtype_size(dtype);
-  const uint8_t* base = map_ + data_offset_ + ti.begin;
+  const size_t elem_size = stored_type_size(ti.type);
+  const uint8_t* base = data_ + ti.begin;
   Tensor out = Tensor::empty({rows, width}, Device::kCPU, dtype);
-  uint8_t* dst = static_cast<uint8_t*>(out.raw());
-  const size_t row_bytes = static_cast<size_t>(width) * elem_size;
-  for (int64_t r = 0; r < rows && row_bytes; ++r)
-    std::memcpy(dst + r * row_bytes, base + static_cast<uint64_t>(r * cols + col_begin) * elem_size, row_bytes);
+  if (is_float8(ti.type)) {
+    for (int64_t r = 0; r < rows && width; ++r)
+      decode_float8(ti.type, base + r * cols + col_begin, out.data() + r * width, width);
+  } else {
+    uint8_t* dst = static_cast<uint8_t*>(out.raw());
+    const size_t row_bytes = static_cast<size_t>(width) * elem_size;
+    for (int64_t r = 0; r < rows && row_bytes; ++r)
+      std::memcpy(dst + r * row_bytes, base + static_cast<uint64_t>(r * cols + col_begin) * elem_size, row_bytes);
+  }
   // Every page of the tensor was touched; drop them from this process (they
   // stay in the page cache, shared with the other ranks reading this file).
   release_pages_of(ti);
@@ -350,26 +345,16 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
 void SafetensorsFile::release_pages(const std::string& name) const { release_pages_of(info(name)); }
 
 void SafetensorsFile::release_pages_of(const TensorInfo& ti) const {
-  release_bytes(map_ + data_offset_ + ti.begin, ti.end - ti.begin);
+  map_->release_bytes(data_ + ti.begin, ti.end - ti.begin);
 }
 
 void SafetensorsFile::release_pages(const std::string& name, const Tensor& view) const {
   const TensorInfo& ti = info(name);
-  const uint8_t* begin = map_ + data_offset_ + ti.begin;
+  const uint8_t* begin = data_ + ti.begin;
   const auto* at = static_cast<const uint8_t*>(view.raw());
   if (!view.is_cpu() || at < begin || at + view.nbytes() > begin + (ti.end - ti.begin))
     throw std::invalid_argument(path_ + ": release_pages: the view does not lie inside tensor '" + name + "'");
-  release_bytes(at, view.nbytes());
-}
-
-void SafetensorsFile::release_bytes(const uint8_t* begin, size_t bytes) const {
-  if (bytes == 0) return;
-  // Whole pages around the bytes: a neighbour sharing an edge page loses
-  // nothing (the map is read-only, so its pages are clean and fault back in).
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) / page * page;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(begin + bytes);
-  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  map_->release_bytes(at, view.nbytes());
 }
 
 // ---------------------------------------------------------------- writing

@@ -280,7 +280,7 @@ TEST_CASE("safetensors: types without a tensor dtype open but do not load") {
     const std::string msg = model_error_of([&] { file->load(name); });
     CHECK(contains(msg, path));
     CHECK(contains(msg, std::string("tensor '") + name + "' has dtype " + (name[0] == 'u' ? "U32" : "F64") +
-                            ", expected F32, BF16, F16, I32 or I64"));
+                            ", expected F32, BF16, F16, I32, I64, F8_E4M3 or F8_E5M2"));
   }
   DType d;
   CHECK_FALSE(tensor_dtype(StoredType::kU8, d));
