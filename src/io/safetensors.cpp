@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -30,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/file_map.h"
+#include "io/gguf.h"
 #include "io/model_dir.h"
 #include "kernels/math/small_floats.h"
 #include "util/atomic_file.h"
@@ -453,7 +455,8 @@ WeightStore WeightStore::open_dir(const std::string& dir) {
     const std::string file = (fs::path(dir) / pick_one(dir, weights, weights_suffix, "*.safetensors files")).string();
     store.source_ = file;
     store.files_.push_back(SafetensorsFile::open(file));
-    for (const std::string& name : store.files_[0]->names()) store.where_[name] = 0;
+    for (const std::string& name : store.files_[0]->names()) store.where_[name] = {0, name};
+    store.index_scales();
     return store;
   }
 
@@ -488,59 +491,190 @@ WeightStore WeightStore::open_dir(const std::string& dir) {
     if (!store.files_[found->second]->contains(tensor))
       throw ModelError(index_path + ": tensor '" + tensor + "' is mapped to shard '" + shard +
                        "', which does not contain it");
-    store.where_[tensor] = found->second;
+    store.where_[tensor] = {found->second, tensor};
   }
+  store.index_scales();
   return store;
 }
 
-const TensorInfo& WeightStore::info(const std::string& name) const {
-  auto it = where_.find(name);
-  if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
-  return files_[it->second]->info(name);
+WeightStore WeightStore::open_file(const std::string& path, const SingleFileOptions& options) {
+  WeightStore store;
+  store.dir_ = store.source_ = path;
+  char magic[4] = {};
+  std::ifstream(path, std::ios::binary).read(magic, 4);  // a short or unreadable file: the readers say why
+  const bool gguf = std::memcmp(magic, "GGUF", 4) == 0;
+  if (gguf) {
+    std::shared_ptr<GgufFile> file = GgufFile::open(path);
+    const std::optional<std::string> arch = file->architecture();
+    if (!options.architecture.empty() && arch && *arch != options.architecture)
+      throw ModelError(path + ": metadata key 'general.architecture' is '" + *arch + "', expected '" +
+                       options.architecture + "' (a GGUF file of another model)");
+    store.files_.push_back(std::move(file));
+  } else {
+    store.files_.push_back(SafetensorsFile::open(path));
+  }
+  const std::vector<std::string> names = store.files_[0]->names();
+  const std::string& prefix = options.prefix;
+  const bool strip = !prefix.empty() && std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+    return n.compare(0, prefix.size(), prefix) == 0;
+  });
+  for (const std::string& name : names) {
+    if (!strip)
+      store.where_[name] = {0, name};
+    else if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
+      store.where_[name.substr(prefix.size())] = {0, name};
+  }
+  store.index_scales();
+  return store;
 }
 
-const std::string& WeightStore::file_of(const std::string& name) const {
+void WeightStore::index_scales() {
+  const std::string suffix = ".scale_weight";
+  bool has_float8 = false, says_scaled = contains("scaled_fp8"), file_name_says_scaled = false;
+  for (const auto& [name, at] : where_) {
+    const StoredType t = files_[at.file]->info(at.name).type;
+    has_float8 = has_float8 || is_float8(t);
+    says_scaled = says_scaled || ends_with(name, suffix);
+  }
+  for (const auto& file : files_)
+    file_name_says_scaled = file_name_says_scaled ||
+                            std::filesystem::path(file->path()).filename().string().find("scaled") != std::string::npos;
+  if (!says_scaled && !(file_name_says_scaled && has_float8)) return;
+  const std::string why = contains("scaled_fp8")          ? "it holds 'scaled_fp8'"
+                          : says_scaled                   ? "it holds *.scale_weight tensors"
+                                                          : "its file name says scaled";
+
+  for (const auto& [name, at] : where_) {
+    if (ends_with(name, suffix)) {  // a scale: its weight exists, and the shapes fit
+      const std::string weight = name.substr(0, name.size() - suffix.size()) + ".weight";
+      const std::string& file = files_[at.file]->path();
+      const TensorInfo& scale = files_[at.file]->info(at.name);
+      if (!contains(weight))
+        throw ModelError(file + ": tensor '" + name + "' scales tensor '" + weight + "', which is missing");
+      const Shape& ws = info(weight).shape;
+      const int64_t rows = ws.empty() ? 1 : ws[0], n = shape_numel(scale.shape);
+      DType dtype;
+      if (!tensor_dtype(scale.type, dtype) || !is_floating(dtype))
+        throw ModelError(file + ": tensor '" + name + "' has dtype " + element_type_name(scale) +
+                         ", expected F32, BF16 or F16");
+      if (n != 1 && !(n == rows && (scale.shape == Shape{rows} || scale.shape == Shape{rows, 1})))
+        throw ModelError(file + ": tensor '" + name + "' has shape " + shape_str(scale.shape) +
+                         ", expected one value or one per row of '" + weight + "' " + shape_str(ws));
+      scales_[weight] = name;
+    }
+  }
+  for (const auto& [name, at] : where_) {
+    if (!is_float8(files_[at.file]->info(at.name).type) || name == "scaled_fp8" || !ends_with(name, ".weight"))
+      continue;
+    const std::string scale = name.substr(0, name.size() - 7) + suffix;
+    if (!scales_.count(name))
+      throw ModelError(files_[at.file]->path() + ": tensor '" + name + "' is float8 in a scaled checkpoint (" + why +
+                       "), but its scale '" + scale + "' is missing");
+  }
+}
+
+const WeightStore::Location& WeightStore::locate(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
-  return files_[it->second]->path();
+  return it->second;
 }
+
+const TensorInfo& WeightStore::info(const std::string& name) const {
+  const Location& at = locate(name);
+  return files_[at.file]->info(at.name);
+}
+
+const std::string& WeightStore::file_of(const std::string& name) const { return files_[locate(name).file]->path(); }
 
 std::vector<std::string> WeightStore::names() const {
   std::vector<std::string> out;
   out.reserve(where_.size());
-  for (const auto& [name, file] : where_) out.push_back(name);
+  for (const auto& [name, at] : where_) out.push_back(name);
   return out;
 }
 
-Tensor WeightStore::load(const std::string& name) const { return files_[where_index(name)]->load(name); }
+const std::string* WeightStore::scale_of(const std::string& name) const {
+  auto it = scales_.find(name);
+  return it == scales_.end() ? nullptr : &it->second;
+}
+
+Tensor WeightStore::load_scaled(const std::string& name, int64_t row_begin, int64_t row_end) const {
+  const Location& at = locate(name);
+  const WeightFile& file = *files_[at.file];
+  const Tensor weight = row_end < 0 ? file.load_f32(at.name) : file.load_rows_f32(at.name, row_begin, row_end);
+  const Location& scale_at = locate(scales_.at(name));
+  const Tensor scale = files_[scale_at.file]->load_f32(scale_at.name);
+  // weight.to(float32) * scale_weight.to(float32): one rounding per element.
+  Tensor out = Tensor::empty(weight.shape(), Device::kCPU, DType::kF32);
+  const int64_t n = weight.numel(), rows = weight.ndim() ? weight.dim(0) : 1, row = rows ? n / rows : 0;
+  const float* w = n ? weight.data() : nullptr;
+  float* o = n ? out.data() : nullptr;
+  const float* s = scale.data();
+  const bool per_row = scale.numel() != 1;
+  const int64_t first = row_begin < 0 ? 0 : row_begin;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float f = per_row ? s[first + r] : s[0];
+    for (int64_t k = 0; k < row; ++k) o[r * row + k] = w[r * row + k] * f;
+  }
+  return out;
+}
+
+Tensor WeightStore::load(const std::string& name) const {
+  if (scales_.count(name)) return load_scaled(name, -1, -1);
+  const Location& at = locate(name);
+  return files_[at.file]->load(at.name);
+}
 
 Tensor WeightStore::load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const {
-  return files_[where_index(name)]->load_rows(name, row_begin, row_end);
+  if (scales_.count(name)) return load_scaled(name, row_begin, row_end);  // the file checks the range
+  const Location& at = locate(name);
+  return files_[at.file]->load_rows(at.name, row_begin, row_end);
 }
 
 Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const {
-  return files_[where_index(name)]->load_cols(name, col_begin, col_end);
+  const Location& at = locate(name);
+  Tensor cols = files_[at.file]->load_cols(at.name, col_begin, col_end);
+  if (!scales_.count(name)) return cols;
+  if (cols.dtype() != DType::kF32) cols = cols.to(DType::kF32);
+  const Location& scale_at = locate(scales_.at(name));
+  const Tensor scale = files_[scale_at.file]->load_f32(scale_at.name);
+  const int64_t rows = cols.dim(0), width = cols.dim(1);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < width; ++k) cols.data()[r * width + k] *= scale.data()[scale.numel() == 1 ? 0 : r];
+  return cols;
 }
 
-void WeightStore::release_pages(const std::string& name) const { files_[where_index(name)]->release_pages(name); }
+Tensor WeightStore::load_f32(const std::string& name) const {
+  if (scales_.count(name)) return load_scaled(name, -1, -1);
+  const Location& at = locate(name);
+  return files_[at.file]->load_f32(at.name);
+}
+
+Tensor WeightStore::load_rows_f32(const std::string& name, int64_t row_begin, int64_t row_end) const {
+  const Tensor t = load_rows(name, row_begin, row_end);
+  return t.dtype() == DType::kF32 ? t : t.to(DType::kF32);
+}
+
+void WeightStore::release_pages(const std::string& name) const {
+  const Location& at = locate(name);
+  files_[at.file]->release_pages(at.name);
+}
 
 void WeightStore::release_pages(const std::string& name, const Tensor& view) const {
-  files_[where_index(name)]->release_pages(name, view);
-}
-
-size_t WeightStore::where_index(const std::string& name) const {
-  auto it = where_.find(name);
-  if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
-  return it->second;
+  const Location& at = locate(name);
+  files_[at.file]->release_pages(at.name, view);
 }
 
 void WeightStore::expect(const std::string& name, const Shape& shape) const {
   const TensorInfo& ti = info(name);
   const std::string& file = file_of(name);
   // Model weights are floating (an index tensor loads, but is no weight).
-  if (!is_floating(loadable_dtype(file, ti)))
-    throw ModelError(file + ": tensor '" + name + "' has dtype " + stored_type_name(ti.type) +
-                     ", expected F32, BF16 or F16");
+  DType dtype;
+  const bool floating = ti.ggml_type ? tensor_dtype(ti.type, dtype) && is_floating(dtype)
+                                     : is_float8(ti.type) || (tensor_dtype(ti.type, dtype) && is_floating(dtype));
+  if (!floating)
+    throw ModelError(file + ": tensor '" + name + "' has dtype " + element_type_name(ti) +
+                     ", expected F32, BF16 or F16 (or float8, or a GGUF block type)");
   if (ti.shape != shape)
     throw ModelError(file + ": tensor '" + name + "' has shape " + shape_str(ti.shape) + ", expected " +
                      shape_str(shape) + " (from config.json)");

@@ -81,41 +81,89 @@ class SafetensorsFile final : public WeightFile {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-// The weights of one model part directory (e.g. <model>/transformer):
-// a single `*.safetensors` file, or shards listed by `*.safetensors.index.json`
-// (its weight_map validated: every shard exists and holds the tensors named).
+// How WeightStore::open_file reads one file of weights.
+struct SingleFileOptions {
+  // The general.architecture a GGUF file must have when it names one ("wan"):
+  // a GGUF of another model is refused (ModelError naming the file, the key,
+  // both names). Files without the key (stable-diffusion.cpp writes none)
+  // pass; their tensor names decide. Empty: any architecture.
+  std::string architecture;
+  // A prefix the tensor names may carry ("model.diffusion_model." in
+  // ComfyUI and stable-diffusion.cpp checkpoints holding several parts):
+  // when any name has it, the store holds only those tensors, under their
+  // names without it (as ComfyUI-GGUF's loader strips it). Empty: none.
+  std::string prefix;
+};
+
+// The weights of one model part: a directory (e.g. <model>/transformer)
+// holding a single `*.safetensors` file, or shards listed by
+// `*.safetensors.index.json` (its weight_map validated: every shard exists
+// and holds the tensors named), or one file of any format (open_file:
+// safetensors or GGUF, told by its first bytes).
 // Variant names as transformers and diffusers save them are found too:
 // `model.fp16.safetensors`, or `model.safetensors.index.fp16.json` listing
 // `model.fp16-00001-of-00002.safetensors` ...; a directory holding several
 // candidates takes diffusion_pytorch_model / model without a variant, and
 // is ambiguous (ModelError listing them) otherwise.
+//
+// Scaled float8 checkpoints (ComfyUI's convention): a checkpoint holding
+// the marker tensor `scaled_fp8` or any `<layer>.scale_weight`, or whose
+// file name says "scaled" while it holds float8 tensors, is scaled: every
+// float8 `<layer>.weight` in it needs its `<layer>.scale_weight` (a float
+// scalar, or one value per row: shape [rows] or [rows, 1]), else
+// ModelError naming the file and both tensors. load(`<layer>.weight`) then
+// returns float32 weight * scale, computed as ComfyUI's scaled_fp8_ops does
+// (weight.to(float32) * scale_weight.to(float32)), for any weight that has
+// a scale. `<layer>.scale_input` (ComfyUI's activation scale for fp8
+// matrix products) plays no part in the weights.
 class WeightStore {
  public:
   static WeightStore open_dir(const std::string& dir);
+  static WeightStore open_file(const std::string& path, const SingleFileOptions& options = {});
 
+  // The directory, or the file for open_file (messages name it).
   const std::string& dir() const { return dir_; }
   bool contains(const std::string& name) const { return where_.count(name) != 0; }
+  // As the file describes the tensor (for a GGUF tensor, TensorInfo::type
+  // is what load gives: io/weight_file.h).
   const TensorInfo& info(const std::string& name) const;  // ModelError if absent
   const std::string& file_of(const std::string& name) const;
   std::vector<std::string> names() const;
+  // WeightFile::load and its slices (io/weight_file.h), a scaled weight
+  // multiplied by its scale.
   Tensor load(const std::string& name) const;
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
-  void release_pages(const std::string& name) const;  // SafetensorsFile::release_pages
+  // The same in float32, whatever the file holds: "this weight dequantized".
+  Tensor load_f32(const std::string& name) const;
+  Tensor load_rows_f32(const std::string& name, int64_t row_begin, int64_t row_end) const;
+  void release_pages(const std::string& name) const;  // WeightFile::release_pages
   void release_pages(const std::string& name, const Tensor& view) const;
+  // The scale tensor applied to `name`, or null (scaled float8 checkpoints).
+  const std::string* scale_of(const std::string& name) const;
 
-  // Checks that `name` exists with exactly `shape` and a floating dtype
-  // (ModelError naming the file, the tensor, and expected vs found shape or
-  // dtype otherwise).
+  // Checks that `name` exists with exactly `shape` and a type that loads as
+  // a floating tensor (F32, BF16, F16, float8, a GGUF block type; ModelError
+  // naming the file, the tensor, and expected vs found shape or type
+  // otherwise).
   void expect(const std::string& name, const Shape& shape) const;
 
  private:
-  size_t where_index(const std::string& name) const;  // ModelError if absent
+  struct Location {
+    size_t file;       // index into files_
+    std::string name;  // the tensor's name in that file
+  };
+  const Location& locate(const std::string& name) const;  // ModelError if absent
+  // Finds the scales of a scaled float8 checkpoint (see above).
+  void index_scales();
+  // Rows [row_begin, row_end) of the scaled weight `name`, in float32.
+  Tensor load_scaled(const std::string& name, int64_t row_begin, int64_t row_end) const;
 
   std::string dir_;
-  std::vector<std::shared_ptr<SafetensorsFile>> files_;
-  std::map<std::string, size_t> where_;  // tensor name -> index into files_
-  std::string source_;                   // the single weights file or the index, for messages
+  std::vector<std::shared_ptr<const WeightFile>> files_;
+  std::map<std::string, Location> where_;
+  std::map<std::string, std::string> scales_;  // weight name -> its scale_weight's name
+  std::string source_;                         // the single weights file or the index, for messages
 };
 
 }  // namespace ditgen::io

@@ -522,7 +522,7 @@ TEST_CASE("WeightStore: expect() names file, tensor, and found vs expected") {
                                            std::string(16, '\0')));
   WeightStore int_store = WeightStore::open_dir(ints.path.string());
   CHECK(model_error_of([&] { int_store.expect("ids", {2}); }) ==
-        ints_file + ": tensor 'ids' has dtype I64, expected F32, BF16 or F16");
+        ints_file + ": tensor 'ids' has dtype I64, expected F32, BF16 or F16 (or float8, or a GGUF block type)");
 }
 
 TEST_CASE("WeightStore: sharded weights with an index") {
