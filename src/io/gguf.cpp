@@ -427,12 +427,13 @@ Tensor GgufFile::load_cols(const std::string& name, int64_t col_begin, int64_t c
                      std::to_string(col_end) + ") out of range for shape " + shape_str(shape));
   const int64_t rows = shape[0], cols = shape[1], width = col_end - col_begin;
   Tensor out;
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < rows && width; ++r) {  // (no columns: no work, however many rows)
     const Tensor part = load_elements(i, r * cols + col_begin, width, {1, width});
     if (!out.defined()) out = Tensor::empty({rows, width}, Device::kCPU, part.dtype());
     if (width) std::memcpy(static_cast<uint8_t*>(out.raw()) + r * part.nbytes(), part.raw(), part.nbytes());
   }
-  if (!out.defined()) out = load_elements(i, 0, 0, {0, width});  // no rows: the type's dtype, checked
+  if (!out.defined())  // nothing read: an empty tensor of the type's dtype (checked by load_elements)
+    out = Tensor::empty({rows, width}, Device::kCPU, load_elements(i, 0, 0, {0}).dtype());
   release_pages(name);
   return out;
 }

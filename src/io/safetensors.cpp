@@ -607,6 +607,7 @@ Tensor WeightStore::load_scaled(const std::string& name, int64_t row_begin, int6
   // weight.to(float32) * scale_weight.to(float32): one rounding per element.
   Tensor out = Tensor::empty(weight.shape(), Device::kCPU, DType::kF32);
   const int64_t n = weight.numel(), rows = weight.ndim() ? weight.dim(0) : 1, row = rows ? n / rows : 0;
+  if (n == 0) return out;  // (however many rows of nothing)
   const float* w = n ? weight.data() : nullptr;
   float* o = n ? out.data() : nullptr;
   const float* s = scale.data();
@@ -639,7 +640,7 @@ Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_
   const Location& scale_at = locate(scales_.at(name));
   const Tensor scale = files_[scale_at.file]->load_f32(scale_at.name);
   const int64_t rows = cols.dim(0), width = cols.dim(1);
-  for (int64_t r = 0; r < rows; ++r)
+  for (int64_t r = 0; r < rows && width; ++r)
     for (int64_t k = 0; k < width; ++k) cols.data()[r * width + k] *= scale.data()[scale.numel() == 1 ? 0 : r];
   return cols;
 }
