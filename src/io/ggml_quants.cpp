@@ -13,6 +13,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "io/ggml_kquants.h"
 #include "tensor/half.h"
 
 namespace ditgen::io {
@@ -142,6 +143,11 @@ void quantize_block(GgmlType type, const float* x, uint8_t* b) {
       pack_high_bits(q, b + 4);
       pack_nibbles(q, b + 8);
       return;
+    case GgmlType::kQ2_K: kquants::quantize_block_q2_k(x, b); return;
+    case GgmlType::kQ3_K: kquants::quantize_block_q3_k(x, b); return;
+    case GgmlType::kQ4_K: kquants::quantize_block_q4_k(x, b); return;
+    case GgmlType::kQ5_K: kquants::quantize_block_q5_k(x, b); return;
+    case GgmlType::kQ6_K: kquants::quantize_block_q6_k(x, b); return;
     default:
       throw std::logic_error("quantize_block: no block quantizer for this type");
   }
@@ -210,6 +216,7 @@ bool can_quantize(GgmlType type) {
   switch (type) {
     case GgmlType::kF32: case GgmlType::kF16: case GgmlType::kBF16:
     case GgmlType::kQ8_0: case GgmlType::kQ4_0: case GgmlType::kQ4_1: case GgmlType::kQ5_0: case GgmlType::kQ5_1:
+    case GgmlType::kQ2_K: case GgmlType::kQ3_K: case GgmlType::kQ4_K: case GgmlType::kQ5_K: case GgmlType::kQ6_K:
       return true;
     default:
       return false;

@@ -7,10 +7,9 @@
 // Quantizers: F32, F16, BF16 (conversion, rounding to nearest even; a NaN
 // becomes the quiet NaN torch gives, where gguf-py would keep its payload),
 // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (gguf-py's: one rounding per numpy
-// operation, ties of Q8_0 away from zero, the others truncating q + 0.5).
-// The K-quants (Q2_K .. Q6_K) have no quantizer here: gguf-py has none to
-// be bit-identical to, and ggml's reference quantizer (an iterative
-// search per super-block) is not ported; their files are read, not written.
+// operation, ties of Q8_0 away from zero, the others truncating q + 0.5),
+// and Q2_K .. Q6_K after ggml's reference quantizers (io/ggml_kquants.h:
+// gguf-py has none; checked by their round-trip error).
 //
 // Both directions split large ranges over OpenMP threads (whole blocks per
 // thread); each block is independent, so the result does not depend on the
