@@ -138,7 +138,7 @@ DITGEN_HD void k_scale_min(const uint8_t* s, int j, float& scale, float& min) {
 
 // Q4_0: d (f16), 16 bytes of nibbles; element l is the low nibble of byte
 // l, element l + 16 the high one; value d * (q - 8).
-DITGEN_HD void dequantize_block_q4_0(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q4_0(const uint8_t* __restrict b, float* __restrict y) {
   const float d = ggml_detail::f16_at(b);
   const uint8_t* qs = b + 2;
   for (int l = 0; l < 16; ++l) {
@@ -148,7 +148,7 @@ DITGEN_HD void dequantize_block_q4_0(const uint8_t* b, float* y) {
 }
 
 // Q4_1: d, m (f16), nibbles as Q4_0; value d * q + m.
-DITGEN_HD void dequantize_block_q4_1(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q4_1(const uint8_t* __restrict b, float* __restrict y) {
   const float d = ggml_detail::f16_at(b), m = ggml_detail::f16_at(b + 2);
   const uint8_t* qs = b + 4;
   for (int l = 0; l < 16; ++l) {
@@ -159,7 +159,7 @@ DITGEN_HD void dequantize_block_q4_1(const uint8_t* b, float* y) {
 
 // Q5_0: d, 32 high bits (u32, bit l for element l), nibbles as Q4_0; value
 // d * (q - 16).
-DITGEN_HD void dequantize_block_q5_0(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q5_0(const uint8_t* __restrict b, float* __restrict y) {
   const float d = ggml_detail::f16_at(b);
   const uint32_t qh = ggml_detail::u32_at(b + 2);
   const uint8_t* qs = b + 6;
@@ -172,7 +172,7 @@ DITGEN_HD void dequantize_block_q5_0(const uint8_t* b, float* y) {
 }
 
 // Q5_1: d, m, high bits, nibbles; value d * q + m.
-DITGEN_HD void dequantize_block_q5_1(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q5_1(const uint8_t* __restrict b, float* __restrict y) {
   const float d = ggml_detail::f16_at(b), m = ggml_detail::f16_at(b + 2);
   const uint32_t qh = ggml_detail::u32_at(b + 4);
   const uint8_t* qs = b + 8;
@@ -185,7 +185,7 @@ DITGEN_HD void dequantize_block_q5_1(const uint8_t* b, float* y) {
 }
 
 // Q8_0: d, 32 int8; value q * d.
-DITGEN_HD void dequantize_block_q8_0(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q8_0(const uint8_t* __restrict b, float* __restrict y) {
   const float d = ggml_detail::f16_at(b);
   const uint8_t* qs = b + 2;
   for (int l = 0; l < 32; ++l) y[l] = static_cast<float>(static_cast<int8_t>(qs[l])) * d;
@@ -195,7 +195,7 @@ DITGEN_HD void dequantize_block_q8_0(const uint8_t* b, float* y) {
 // 16 elements), 64 bytes of 2-bit values, d, dmin. Element
 // 128 h + 32 s + l is bits 2s..2s+1 of byte 32 h + l; value
 // (d * scale) * q - (dmin * min).
-DITGEN_HD void dequantize_block_q2_k(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q2_k(const uint8_t* __restrict b, float* __restrict y) {
   const uint8_t* scales = b;
   const uint8_t* qs = b + 16;
   const float d = ggml_detail::f16_at(b + 80), dmin = ggml_detail::f16_at(b + 82);
@@ -215,7 +215,7 @@ DITGEN_HD void dequantize_block_q2_k(const uint8_t* b, float* y) {
 // of low 2-bit values (laid out as Q2_K's), 12 bytes of 6-bit signed scales
 // (one per 16 elements; low 4 bits in bytes 0-7, high 2 bits in bytes 8-11),
 // d. Value (d * (scale - 32)) * (low - (high bit ? 0 : 4)).
-DITGEN_HD void dequantize_block_q3_k(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q3_k(const uint8_t* __restrict b, float* __restrict y) {
   const uint8_t* hmask = b;
   const uint8_t* qs = b + 32;
   const uint8_t* sc = b + 96;
@@ -242,7 +242,7 @@ DITGEN_HD void dequantize_block_q3_k(const uint8_t* b, float* y) {
 // Q4_K: d, dmin, 12 bytes of 6-bit scales and minimums (one pair per 32
 // elements), 128 bytes of nibbles: element 64 c + 32 n + l is nibble n of
 // byte 32 c + l. Value (d * scale) * q - (dmin * min).
-DITGEN_HD void dequantize_block_q4_k(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q4_k(const uint8_t* __restrict b, float* __restrict y) {
   const float d = ggml_detail::f16_at(b), dmin = ggml_detail::f16_at(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* qs = b + 16;
@@ -259,7 +259,7 @@ DITGEN_HD void dequantize_block_q4_k(const uint8_t* b, float* y) {
 
 // Q5_K: as Q4_K plus 32 bytes of fifth bits (element 32 j + l: bit j of
 // byte l) between the scales and the nibbles.
-DITGEN_HD void dequantize_block_q5_k(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q5_k(const uint8_t* __restrict b, float* __restrict y) {
   const float d = ggml_detail::f16_at(b), dmin = ggml_detail::f16_at(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* qh = b + 16;
@@ -282,7 +282,7 @@ DITGEN_HD void dequantize_block_q5_k(const uint8_t* b, float* y) {
 // 64 h + l), 64 bytes of high 2-bit pairs (element 128 h + 32 s + l: bits
 // 2s..2s+1 of byte 32 h + l), 16 int8 scales (one per 16 elements), d.
 // Value (d * scale) * (q - 32).
-DITGEN_HD void dequantize_block_q6_k(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_q6_k(const uint8_t* __restrict b, float* __restrict y) {
   const uint8_t* ql = b;
   const uint8_t* qh = b + 128;
   const uint8_t* sc = b + 192;
@@ -306,11 +306,11 @@ DITGEN_HD void dequantize_block_q6_k(const uint8_t* b, float* y) {
 }
 
 // The plain types, one element per "block".
-DITGEN_HD void dequantize_block_f32(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_f32(const uint8_t* __restrict b, float* __restrict y) {
   y[0] = float_from_bits(ggml_detail::u32_at(b));
 }
-DITGEN_HD void dequantize_block_f16(const uint8_t* b, float* y) { y[0] = ggml_detail::f16_at(b); }
-DITGEN_HD void dequantize_block_bf16(const uint8_t* b, float* y) {
+DITGEN_HD void dequantize_block_f16(const uint8_t* __restrict b, float* __restrict y) { y[0] = ggml_detail::f16_at(b); }
+DITGEN_HD void dequantize_block_bf16(const uint8_t* __restrict b, float* __restrict y) {
   y[0] = float_from_bits(static_cast<uint32_t>(b[0] | (b[1] << 8)) << 16);
 }
 

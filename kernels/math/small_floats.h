@@ -13,8 +13,9 @@
 // host-only float16 conversions of the tensor layer (src/tensor/half.h,
 // both directions, rounding) stay where they are; this is the decode half
 // in a form device code can call, checked against it on all 65536 inputs
-// (tests/io/test_ggml_blocks.cpp). Subnormals are decoded exactly, which
-// needs the FPU not to flush them (no -ffast-math / --use_fast_math).
+// (tests/io/test_ggml_blocks.cpp). Subnormal inputs are decoded exactly
+// through normal-number arithmetic only, so neither a flush-to-zero mode
+// nor x86's slow path for subnormal operands touches them.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -33,15 +34,21 @@ DITGEN_HD float float_from_bits(uint32_t bits) {
 #endif
 }
 
-// float16 bits -> float32. Finite values: the exponent and mantissa moved
-// into float32's fields as they are and the result scaled by 2^(127-15), one
-// exact multiply that also normalises float16's subnormals; infinities and
-// NaNs (exponent 31) keep their payload.
+// float16 bits -> float32. The exponent and mantissa are moved into
+// float32's fields and the exponent rebased (+112); exponent 31 (infinities,
+// NaNs, payload kept) is rebased to 255; a subnormal or zero is built as
+// 2^-14 * (1 + m / 1024) and 2^-14 taken off again, exactly m * 2^-24.
+// Every float operation sees normal numbers only: x86 takes a slow
+// microcode path for a subnormal operand, which a multiply by 2^112 of the
+// moved fields would hit for every float16 subnormal.
 DITGEN_HD float f16_bits_to_f32(uint16_t h) {
-  const uint32_t magnitude = h & 0x7fffu;
-  const float finite = float_from_bits(magnitude << 13) * 0x1p112f;
-  const float special = float_from_bits(0x7f800000u | ((magnitude & 0x3ffu) << 13));
-  const float value = magnitude >= 0x7c00u ? special : finite;
+  const uint32_t shifted = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const uint32_t exponent = shifted & 0x0f800000u;
+  const uint32_t rebased = shifted + (112u << 23);
+  const float normal = float_from_bits(rebased);
+  const float special = float_from_bits(rebased + (112u << 23));
+  const float subnormal = float_from_bits(rebased + (1u << 23)) - float_from_bits(113u << 23);
+  const float value = exponent == 0x0f800000u ? special : exponent == 0 ? subnormal : normal;
   return (h & 0x8000u) ? -value : value;  // negation flips the sign bit alone (NaN, zero included)
 }
 
@@ -61,10 +68,14 @@ DITGEN_HD float f8e5m2_bits_to_f32(uint8_t b) {
 DITGEN_HD float f8e4m3fn_bits_to_f32(uint8_t b) {
   const uint32_t magnitude = b & 0x7fu;
   // As for float16: the fields moved into place (exponent 4 -> 8 bits,
-  // mantissa 3 -> 23 bits) and scaled by 2^(127-7). The NaN is the one
-  // torch's conversion gives (c10::Float8_e4m3fn: 0x7ff00000, signed).
-  const float finite = float_from_bits(magnitude << 20) * 0x1p120f;
-  const float value = magnitude == 0x7fu ? float_from_bits(0x7ff00000u) : finite;
+  // mantissa 3 -> 23 bits), the exponent rebased by 127 - 7, a subnormal
+  // built as 2^-6 * (1 + m / 8) - 2^-6 = m * 2^-9 (normal operands only).
+  // The NaN is the one torch's conversion gives (c10::Float8_e4m3fn:
+  // 0x7ff00000, signed).
+  const uint32_t rebased = (magnitude << 20) + (120u << 23);
+  const float normal = float_from_bits(rebased);
+  const float subnormal = float_from_bits(rebased + (1u << 23)) - float_from_bits(121u << 23);
+  const float value = magnitude == 0x7fu ? float_from_bits(0x7ff00000u) : magnitude < 8 ? subnormal : normal;
   return (b & 0x80u) ? -value : value;
 }
 
