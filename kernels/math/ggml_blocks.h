@@ -239,43 +239,41 @@ DITGEN_HD void dequantize_block_q3_k(const uint8_t* __restrict b, float* __restr
       }
 }
 
-// Q4_K: d, dmin, 12 bytes of 6-bit scales and minimums (one pair per 32
-// elements), 128 bytes of nibbles: element 64 c + 32 n + l is nibble n of
-// byte 32 c + l. Value (d * scale) * q - (dmin * min).
-DITGEN_HD void dequantize_block_q4_k(const uint8_t* __restrict b, float* __restrict y) {
-  const float d = ggml_detail::f16_at(b), dmin = ggml_detail::f16_at(b + 2);
-  const uint8_t* scales = b + 4;
-  const uint8_t* qs = b + 16;
-  for (int j = 0; j < 8; ++j) {
-    float scale, min;
-    ggml_detail::k_scale_min(scales, j, scale, min);
-    const float dl = d * scale, ml = dmin * min;
-    const uint8_t* q = qs + 32 * (j / 2);
-    const int shift = 4 * (j % 2);
-    float* out = y + 32 * j;
-    for (int l = 0; l < 32; ++l) out[l] = dl * static_cast<float>((q[l] >> shift) & 0x0f) - ml;
-  }
-}
+namespace ggml_detail {
 
-// Q5_K: as Q4_K plus 32 bytes of fifth bits (element 32 j + l: bit j of
-// byte l) between the scales and the nibbles.
-DITGEN_HD void dequantize_block_q5_k(const uint8_t* __restrict b, float* __restrict y) {
-  const float d = ggml_detail::f16_at(b), dmin = ggml_detail::f16_at(b + 2);
+// Q4_K and Q5_K: d, dmin, 12 bytes of 6-bit scales and minimums (one pair
+// per 32 elements), for Q5_K 32 bytes of fifth bits (element 32 j + l: bit
+// j of byte l), then 128 bytes of nibbles: element 64 c + 32 n + l is
+// nibble n of byte 32 c + l. Value (d * scale) * q - (dmin * min).
+template <bool FifthBit>
+DITGEN_HD void dequantize_k_nibbles(const uint8_t* __restrict b, float* __restrict y) {
+  const float d = f16_at(b), dmin = f16_at(b + 2);
   const uint8_t* scales = b + 4;
   const uint8_t* qh = b + 16;
-  const uint8_t* qs = b + 48;
+  const uint8_t* qs = b + (FifthBit ? 48 : 16);
   for (int j = 0; j < 8; ++j) {
     float scale, min;
-    ggml_detail::k_scale_min(scales, j, scale, min);
+    k_scale_min(scales, j, scale, min);
     const float dl = d * scale, ml = dmin * min;
     const uint8_t* q = qs + 32 * (j / 2);
     const int shift = 4 * (j % 2);
     float* out = y + 32 * j;
     for (int l = 0; l < 32; ++l) {
-      const int v = ((q[l] >> shift) & 0x0f) | (((qh[l] >> j) & 1) << 4);
+      int v = (q[l] >> shift) & 0x0f;
+      if (FifthBit) v |= ((qh[l] >> j) & 1) << 4;
       out[l] = dl * static_cast<float>(v) - ml;
     }
   }
+}
+
+}  // namespace ggml_detail
+
+DITGEN_HD void dequantize_block_q4_k(const uint8_t* __restrict b, float* __restrict y) {
+  ggml_detail::dequantize_k_nibbles<false>(b, y);
+}
+
+DITGEN_HD void dequantize_block_q5_k(const uint8_t* __restrict b, float* __restrict y) {
+  ggml_detail::dequantize_k_nibbles<true>(b, y);
 }
 
 // Q6_K: 128 bytes of low nibbles (element 128 h + 64 n + l: nibble n of byte
@@ -314,52 +312,36 @@ DITGEN_HD void dequantize_block_bf16(const uint8_t* __restrict b, float* __restr
   y[0] = float_from_bits(static_cast<uint32_t>(b[0] | (b[1] << 8)) << 16);
 }
 
+namespace ggml_detail {
+
+// `blocks` blocks of `Bytes` bytes through `Block`, each into `Elements` floats.
+template <void (*Block)(const uint8_t* __restrict, float* __restrict), int32_t Bytes, int32_t Elements>
+DITGEN_HD void each_block(const uint8_t* src, int64_t blocks, float* y) {
+  for (int64_t i = 0; i < blocks; ++i) Block(src + Bytes * i, y + Elements * i);
+}
+
+}  // namespace ggml_detail
+
 // Dequantizes `blocks` consecutive blocks of `type` (one of the 13 read
 // types) from `src` into `y` (blocks * block_size floats). Returns false,
 // writing nothing, for a type ditgen does not read.
 DITGEN_HD bool dequantize_blocks(GgmlType type, const uint8_t* src, int64_t blocks, float* y) {
+  using ggml_detail::each_block;
   switch (type) {
-    case GgmlType::kF32:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_f32(src + 4 * i, y + i);
-      return true;
-    case GgmlType::kF16:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_f16(src + 2 * i, y + i);
-      return true;
-    case GgmlType::kBF16:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_bf16(src + 2 * i, y + i);
-      return true;
-    case GgmlType::kQ4_0:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q4_0(src + kQ4_0Bytes * i, y + kQK * i);
-      return true;
-    case GgmlType::kQ4_1:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q4_1(src + kQ4_1Bytes * i, y + kQK * i);
-      return true;
-    case GgmlType::kQ5_0:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q5_0(src + kQ5_0Bytes * i, y + kQK * i);
-      return true;
-    case GgmlType::kQ5_1:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q5_1(src + kQ5_1Bytes * i, y + kQK * i);
-      return true;
-    case GgmlType::kQ8_0:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q8_0(src + kQ8_0Bytes * i, y + kQK * i);
-      return true;
-    case GgmlType::kQ2_K:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q2_k(src + kQ2_KBytes * i, y + kQK_K * i);
-      return true;
-    case GgmlType::kQ3_K:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q3_k(src + kQ3_KBytes * i, y + kQK_K * i);
-      return true;
-    case GgmlType::kQ4_K:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q4_k(src + kQ4_KBytes * i, y + kQK_K * i);
-      return true;
-    case GgmlType::kQ5_K:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q5_k(src + kQ5_KBytes * i, y + kQK_K * i);
-      return true;
-    case GgmlType::kQ6_K:
-      for (int64_t i = 0; i < blocks; ++i) dequantize_block_q6_k(src + kQ6_KBytes * i, y + kQK_K * i);
-      return true;
-    default:
-      return false;
+    case GgmlType::kF32: each_block<dequantize_block_f32, 4, 1>(src, blocks, y); return true;
+    case GgmlType::kF16: each_block<dequantize_block_f16, 2, 1>(src, blocks, y); return true;
+    case GgmlType::kBF16: each_block<dequantize_block_bf16, 2, 1>(src, blocks, y); return true;
+    case GgmlType::kQ4_0: each_block<dequantize_block_q4_0, kQ4_0Bytes, kQK>(src, blocks, y); return true;
+    case GgmlType::kQ4_1: each_block<dequantize_block_q4_1, kQ4_1Bytes, kQK>(src, blocks, y); return true;
+    case GgmlType::kQ5_0: each_block<dequantize_block_q5_0, kQ5_0Bytes, kQK>(src, blocks, y); return true;
+    case GgmlType::kQ5_1: each_block<dequantize_block_q5_1, kQ5_1Bytes, kQK>(src, blocks, y); return true;
+    case GgmlType::kQ8_0: each_block<dequantize_block_q8_0, kQ8_0Bytes, kQK>(src, blocks, y); return true;
+    case GgmlType::kQ2_K: each_block<dequantize_block_q2_k, kQ2_KBytes, kQK_K>(src, blocks, y); return true;
+    case GgmlType::kQ3_K: each_block<dequantize_block_q3_k, kQ3_KBytes, kQK_K>(src, blocks, y); return true;
+    case GgmlType::kQ4_K: each_block<dequantize_block_q4_k, kQ4_KBytes, kQK_K>(src, blocks, y); return true;
+    case GgmlType::kQ5_K: each_block<dequantize_block_q5_k, kQ5_KBytes, kQK_K>(src, blocks, y); return true;
+    case GgmlType::kQ6_K: each_block<dequantize_block_q6_k, kQ6_KBytes, kQK_K>(src, blocks, y); return true;
+    default: return false;
   }
 }
 

@@ -37,43 +37,50 @@ float f16_round_trip(float v, uint8_t* out) {  // stores f16(v) at `out`, return
   return f16_to_f32(h);
 }
 
-// Signed levels L in [0, 2 nmax) (value L - nmax) for n values and the
-// scale minimising sum x^2 (x - scale (L - nmax))^2, trying 19 candidate
-// scales around nmax / max|x| (ggml's make_qx_quants, rmse_type 1).
-float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
+// The value of largest magnitude among x[0, n) (the first on ties, 0 when
+// all are zero), its magnitude in `amax`.
+float largest_magnitude(int n, const float* x, float& amax) {
+  float max = 0;
+  amax = 0;
   for (int i = 0; i < n; ++i) {
     const float ax = std::fabs(x[i]);
     if (ax > amax) amax = ax, max = x[i];
   }
+  return max;
+}
+
+// Signed levels L in [0, 2 nmax) (value L - nmax) for n values and the
+// scale minimising sum x^2 (x - scale (L - nmax))^2, trying 19 candidate
+// scales around nmax / max|x| (ggml's make_qx_quants, rmse_type 1).
+float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
+  float amax;
+  const float max = largest_magnitude(n, x, amax);
   if (amax < kGroupMaxEps) {
     std::fill(L, L + n, int8_t{0});
     return 0.0f;
   }
-  auto level = [&](float iscale, int i) { return std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i]))); };
-  float iscale = static_cast<float>(-nmax) / max;
-  float sumlx = 0, suml2 = 0;
-  for (int i = 0; i < n; ++i) {
-    const int l = level(iscale, i);
-    L[i] = static_cast<int8_t>(l + nmax);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * static_cast<float>(l);
-    suml2 += w * static_cast<float>(l) * static_cast<float>(l);
-  }
-  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
-  for (int is = -9; is <= 9; ++is) {
-    if (is == 0) continue;
-    iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+  // The levels for 1 / scale = iscale (into L when given) and their
+  // x^2-weighted sums sum w x l, sum w l^2.
+  auto levels = [&](float iscale, int8_t* out, float& sumlx, float& suml2) {
     sumlx = suml2 = 0;
     for (int i = 0; i < n; ++i) {
-      const int l = level(iscale, i);
+      const int l = std::max(-nmax, std::min(nmax - 1, nearest_int(iscale * x[i])));
+      if (out) out[i] = static_cast<int8_t>(l + nmax);
       const float w = x[i] * x[i];
       sumlx += w * x[i] * static_cast<float>(l);
       suml2 += w * static_cast<float>(l) * static_cast<float>(l);
     }
+  };
+  float sumlx, suml2;
+  levels(static_cast<float>(-nmax) / max, L, sumlx, suml2);
+  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is)) / max;
+    levels(iscale, nullptr, sumlx, suml2);
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) L[i] = static_cast<int8_t>(nmax + level(iscale, i));
+      levels(iscale, L, sumlx, suml2);  // the same sums again, and the levels kept
       scale = sumlx / suml2;
       best = scale * sumlx;
     }
@@ -85,11 +92,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
 // passes moving single levels while that lowers the x^2-weighted error
 // (ggml's make_q3_quants with do_rmse); L returned offset by nmax.
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L) {
-  float max = 0, amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) amax = ax, max = x[i];
-  }
+  float amax;
+  const float max = largest_magnitude(n, x, amax);
   if (amax < kGroupMaxEps) {
     std::fill(L, L + n, int8_t{0});
     return 0.0f;
