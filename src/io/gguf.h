@@ -99,6 +99,7 @@ class GgufFile final : public WeightFile {
   // The tensor's bytes in the map (nbytes of them): quantized compute reads
   // its blocks in place.
   const uint8_t* data(const std::string& name) const;
+  const uint8_t* bytes(const std::string& name) const override { return data(name); }
 
   // WeightFile.
   const std::string& path() const override { return path_; }

@@ -346,6 +346,8 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
 
 void SafetensorsFile::release_pages(const std::string& name) const { release_pages_of(info(name)); }
 
+const uint8_t* SafetensorsFile::bytes(const std::string& name) const { return data_ + info(name).begin; }
+
 void SafetensorsFile::release_pages_of(const TensorInfo& ti) const {
   map_->release_bytes(data_ + ti.begin, ti.end - ti.begin);
 }
@@ -596,6 +598,14 @@ std::vector<std::string> WeightStore::names() const {
 const std::string* WeightStore::scale_of(const std::string& name) const {
   auto it = scales_.find(name);
   return it == scales_.end() ? nullptr : &it->second;
+}
+
+bool WeightStore::points_into_file(const std::string& name, const Tensor& t) const {
+  const Location& at = locate(name);
+  const TensorInfo& ti = files_[at.file]->info(at.name);
+  const uint8_t* begin = files_[at.file]->bytes(at.name);
+  const auto* p = static_cast<const uint8_t*>(t.raw());
+  return t.is_cpu() && p && p >= begin && p < begin + (ti.end - ti.begin);
 }
 
 Tensor WeightStore::load_scaled(const std::string& name, int64_t row_begin, int64_t row_end) const {

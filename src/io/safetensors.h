@@ -59,6 +59,7 @@ class SafetensorsFile final : public WeightFile {
   // The same for the bytes of `view`, a view of part of `name` (load or
   // load_rows); std::invalid_argument if it does not lie inside them.
   void release_pages(const std::string& name, const Tensor& view) const override;
+  const uint8_t* bytes(const std::string& name) const override;
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -141,6 +142,9 @@ class WeightStore {
   void release_pages(const std::string& name, const Tensor& view) const;
   // The scale tensor applied to `name`, or null (scaled float8 checkpoints).
   const std::string* scale_of(const std::string& name) const;
+  // Whether `t` is a view of `name`'s bytes in the file (borrowed by load
+  // or load_rows), not a copy or a decoded tensor; answers without loading.
+  bool points_into_file(const std::string& name, const Tensor& t) const;
 
   // Checks that `name` exists with exactly `shape` and a type that loads as
   // a floating tensor (F32, BF16, F16, float8, a GGUF block type; ModelError

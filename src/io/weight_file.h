@@ -72,6 +72,10 @@ class WeightFile {
   // load_rows); std::invalid_argument if it does not lie inside them.
   virtual void release_pages(const std::string& name, const Tensor& view) const = 0;
 
+  // The tensor's bytes in the file's read-only map (info(name).end -
+  // info(name).begin of them): what load() borrows when it does not decode.
+  virtual const uint8_t* bytes(const std::string& name) const = 0;
+
   // load / load_rows in float32 (the stored values widened exactly).
   Tensor load_f32(const std::string& name) const;
   Tensor load_rows_f32(const std::string& name, int64_t row_begin, int64_t row_end) const;

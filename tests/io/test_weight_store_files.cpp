@@ -70,6 +70,8 @@ void check_scaled_fixture(const WeightStore& store) {
     CHECK(contains(model_error_of([&] { store.load_rows(name, 3, rows + 1); }), std::string("tensor '") + name + "'"));
   }
   CHECK(store.load("blocks.0.ffn.0.bias").dtype() == DType::kBF16);  // unscaled: as stored
+  CHECK(store.points_into_file("blocks.0.ffn.0.bias", store.load("blocks.0.ffn.0.bias")));
+  CHECK_FALSE(store.points_into_file("blocks.0.ffn.0.weight", store.load("blocks.0.ffn.0.weight")));  // decoded
   CHECK(same_bits(store.load_f32("blocks.0.ffn.0.bias"), ref->load("blocks.0.ffn.0.bias")));
   CHECK(same_bits(store.load_f32("blocks.0.norm.weight"), ref->load("blocks.0.norm.weight")));
 }
@@ -149,6 +151,10 @@ TEST_CASE("weight store: a GGUF file, its architecture checked and ComfyUI's pre
   store.expect("blocks.0.self_attn.q.weight", {32, 64});
   CHECK(store.load("blocks.0.self_attn.q.weight").dtype() == DType::kF32);  // Q8_0, dequantized
   CHECK(store.load("head.head.weight").dtype() == DType::kF16);            // as stored
+  CHECK(store.points_into_file("head.head.weight", store.load("head.head.weight")));
+  CHECK(store.points_into_file("head.head.weight", store.load_rows("head.head.weight", 3, 5)));
+  CHECK_FALSE(store.points_into_file("head.head.weight", store.load_f32("head.head.weight")));  // a widened copy
+  CHECK_FALSE(store.points_into_file("blocks.0.self_attn.q.weight", store.load("blocks.0.self_attn.q.weight")));
   CHECK(store.load_f32("head.head.weight").dtype() == DType::kF32);
 
   const std::string other = model_error_of([&] { WeightStore::open_file(wan, {.architecture = "flux", .prefix = {}}); });
