@@ -133,7 +133,7 @@ TEST_CASE("gguf: version 2 files read as version 3") {
   check_writer_small(*f);
 }
 
-TEST_CASE("gguf: shapes are ggml's dimensions reversed; float types borrow from the mapping") {
+TEST_CASE("gguf: shapes are ggml's dimensions reversed, and float types borrow from the mapping") {
   const std::string path = kFixtures + "types.gguf";
   auto f = GgufFile::open(path);
   CHECK(f->alignment() == 32);

@@ -149,7 +149,7 @@ TEST_CASE("gguf writer: every type, 5-D and reshaped tensors read back as writte
   CHECK(none == Shape{3, 64});
 }
 
-TEST_CASE("gguf writer: misuse is refused at the call; a failed write leaves nothing behind") {
+TEST_CASE("gguf writer: misuse is refused at the call, and a failed write leaves nothing behind") {
   GgufWriter w("x");
   CHECK_THROWS_AS(w.add("general.architecture", GgufValue::string_of("y")), std::invalid_argument);
   CHECK_THROWS_AS(w.set_alignment(24), std::invalid_argument);
