@@ -100,9 +100,10 @@ TEST_CASE("ggml blocks: the quantizers write gguf-py's bytes") {
 }
 
 TEST_CASE("ggml blocks: quantizing refuses what it cannot write") {
-  std::vector<float> x(64, 1.0f);
+  std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> out(1024);
-  CHECK_THROWS_AS(quantize(GgmlType::kQ4_K, x.data(), 256, out.data()), std::invalid_argument);
+  CHECK_THROWS_AS(quantize(GgmlType::kIQ2_XS, x.data(), 256, out.data()), std::invalid_argument);  // no quantizer
+  CHECK_THROWS_AS(quantize(GgmlType::kQ8_1, x.data(), 32, out.data()), std::invalid_argument);
   CHECK_THROWS_AS(quantize(GgmlType::kQ8_0, x.data(), 48, out.data()), std::invalid_argument);  // 1.5 blocks
   x[40] = NAN;
   CHECK_THROWS_AS(quantize(GgmlType::kQ4_0, x.data(), 64, out.data()), std::invalid_argument);
