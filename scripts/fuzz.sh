@@ -17,10 +17,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-all_targets=(fuzz_safetensors fuzz_weight_index fuzz_model_configs fuzz_run_config fuzz_prompt_file
+all_targets=(fuzz_safetensors fuzz_gguf fuzz_weight_index fuzz_model_configs fuzz_run_config fuzz_prompt_file
              fuzz_tokenizer_dir fuzz_unigram_tokenizer fuzz_manifest fuzz_png_read fuzz_lora_file
              fuzz_image_reader)
-declare -A max_len=([fuzz_safetensors]=16384 [fuzz_weight_index]=4096
+declare -A max_len=([fuzz_safetensors]=16384 [fuzz_gguf]=16384 [fuzz_weight_index]=4096
                     [fuzz_model_configs]=8192 [fuzz_run_config]=4096
                     [fuzz_prompt_file]=4096 [fuzz_tokenizer_dir]=32768
                     [fuzz_unigram_tokenizer]=65536 [fuzz_manifest]=4096 [fuzz_png_read]=8192

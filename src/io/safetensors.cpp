@@ -16,17 +16,13 @@
 // PROT_READ: borrowed tensors must never be written.
 #include "io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -34,10 +30,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/file_map.h"
+#include "io/gguf.h"
 #include "io/model_dir.h"
+#include "kernels/math/small_floats.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
-#include "util/mapped_files.h"
 #include "util/strings.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little endian; so must the host be");
@@ -218,13 +216,26 @@ ParsedHeader parse_header(const std::string& path, const uint8_t* map, uint64_t 
   return parsed;
 }
 
-// The tensor dtype `info` loads as; ModelError naming the tensor otherwise.
+bool is_float8(StoredType t) { return t == StoredType::kF8E4M3 || t == StoredType::kF8E5M2; }
+
+// The tensor dtype `info` loads as (float32 for float8); ModelError naming
+// the tensor otherwise.
 DType loadable_dtype(const std::string& path, const TensorInfo& info) {
   DType d;
+  if (is_float8(info.type)) return DType::kF32;
   if (!tensor_dtype(info.type, d))
     throw ModelError(path + ": tensor '" + info.name + "' has dtype " + stored_type_name(info.type) +
-                     ", expected F32, BF16, F16, I32 or I64");
+                     ", expected F32, BF16, F16, I32, I64, F8_E4M3 or F8_E5M2");
   return d;
+}
+
+// `count` float8 values of type `t` at `src`, decoded as torch's
+// .to(torch.float32) (kernels/math/small_floats.h).
+void decode_float8(StoredType t, const uint8_t* src, float* dst, int64_t count) {
+  if (t == StoredType::kF8E4M3)
+    for (int64_t i = 0; i < count; ++i) dst[i] = math::f8e4m3fn_bits_to_f32(src[i]);
+  else
+    for (int64_t i = 0; i < count; ++i) dst[i] = math::f8e5m2_bits_to_f32(src[i]);
 }
 
 }  // namespace
@@ -246,39 +257,15 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
   file->self_ = file;
   file->path_ = path;
 
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw ModelError(path + ": cannot open: " + errno_text(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = errno;
-    ::close(fd);
-    throw ModelError(path + ": not a regular file" + (err ? ": " + errno_text(err) : std::string()));
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size < 8) {
-    ::close(fd);
-    throw ModelError(path + ": file is " + std::to_string(size) + " bytes, too short for a safetensors header");
-  }
-  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  ::close(fd);  // the mapping keeps the file open
-  if (map == MAP_FAILED) throw ModelError(path + ": cannot map " + std::to_string(size) + " bytes: " +
-                                          errno_text(map_errno));
-  file->map_ = static_cast<const uint8_t*>(map);
-  file->map_size_ = size;
-  file->mapping_slot_ = register_mapping(map, size, path);
-
-  ParsedHeader parsed = parse_header(path, file->map_, size);  // the destructor unmaps if this throws
-  file->data_offset_ = parsed.data_offset;
+  file->map_ = std::make_unique<FileMap>(path, 8, "a safetensors header");
+  ParsedHeader parsed = parse_header(path, file->map_->data(), file->map_->size());
+  file->data_ = file->map_->data() + parsed.data_offset;
   file->tensors_ = std::move(parsed.tensors);
   file->metadata_ = std::move(parsed.metadata);
   return file;
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  unregister_mapping(mapping_slot_);
-  if (map_) munmap(const_cast<uint8_t*>(map_), map_size_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   auto it = tensors_.find(name);
@@ -315,8 +302,13 @@ Tensor SafetensorsFile::load_rows_of(const TensorInfo& ti, int64_t row_begin, in
   const int64_t rows = ti.shape.empty() ? 1 : ti.shape[0];
   const int64_t row_elems = rows ? shape_numel(ti.shape) / rows : 0;
   const int64_t count = (row_end - row_begin) * row_elems;
-  const size_t elem_size = dtype_size(dtype);
-  const uint8_t* src = map_ + data_offset_ + ti.begin + static_cast<uint64_t>(row_begin * row_elems) * elem_size;
+  const size_t elem_size = stored_type_size(ti.type);
+  const uint8_t* src = data_ + ti.begin + static_cast<uint64_t>(row_begin * row_elems) * elem_size;
+  if (is_float8(ti.type)) {
+    Tensor out = Tensor::empty(out_shape, Device::kCPU, DType::kF32);
+    decode_float8(ti.type, src, out.numel() ? out.data() : nullptr, count);
+    return out;
+  }
 
   // Every element type's size is its alignment (2, 4 or 8 bytes).
   if (reinterpret_cast<uintptr_t>(src) % elem_size == 0)
@@ -334,13 +326,18 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
                      std::to_string(col_end) + ") out of range for shape " + shape_str(ti.shape));
   const DType dtype = loadable_dtype(path_, ti);
   const int64_t rows = ti.shape[0], cols = ti.shape[1], width = col_end - col_begin;
-  const size_t elem_size = dtype_size(dtype);
-  const uint8_t* base = map_ + data_offset_ + ti.begin;
+  const size_t elem_size = stored_type_size(ti.type);
+  const uint8_t* base = data_ + ti.begin;
   Tensor out = Tensor::empty({rows, width}, Device::kCPU, dtype);
-  uint8_t* dst = static_cast<uint8_t*>(out.raw());
-  const size_t row_bytes = static_cast<size_t>(width) * elem_size;
-  for (int64_t r = 0; r < rows && row_bytes; ++r)
-    std::memcpy(dst + r * row_bytes, base + static_cast<uint64_t>(r * cols + col_begin) * elem_size, row_bytes);
+  if (is_float8(ti.type)) {
+    for (int64_t r = 0; r < rows && width; ++r)
+      decode_float8(ti.type, base + r * cols + col_begin, out.data() + r * width, width);
+  } else {
+    uint8_t* dst = static_cast<uint8_t*>(out.raw());
+    const size_t row_bytes = static_cast<size_t>(width) * elem_size;
+    for (int64_t r = 0; r < rows && row_bytes; ++r)
+      std::memcpy(dst + r * row_bytes, base + static_cast<uint64_t>(r * cols + col_begin) * elem_size, row_bytes);
+  }
   // Every page of the tensor was touched; drop them from this process (they
   // stay in the page cache, shared with the other ranks reading this file).
   release_pages_of(ti);
@@ -349,27 +346,19 @@ Tensor SafetensorsFile::load_cols(const std::string& name, int64_t col_begin, in
 
 void SafetensorsFile::release_pages(const std::string& name) const { release_pages_of(info(name)); }
 
+const uint8_t* SafetensorsFile::bytes(const std::string& name) const { return data_ + info(name).begin; }
+
 void SafetensorsFile::release_pages_of(const TensorInfo& ti) const {
-  release_bytes(map_ + data_offset_ + ti.begin, ti.end - ti.begin);
+  map_->release_bytes(data_ + ti.begin, ti.end - ti.begin);
 }
 
 void SafetensorsFile::release_pages(const std::string& name, const Tensor& view) const {
   const TensorInfo& ti = info(name);
-  const uint8_t* begin = map_ + data_offset_ + ti.begin;
+  const uint8_t* begin = data_ + ti.begin;
   const auto* at = static_cast<const uint8_t*>(view.raw());
   if (!view.is_cpu() || at < begin || at + view.nbytes() > begin + (ti.end - ti.begin))
     throw std::invalid_argument(path_ + ": release_pages: the view does not lie inside tensor '" + name + "'");
-  release_bytes(at, view.nbytes());
-}
-
-void SafetensorsFile::release_bytes(const uint8_t* begin, size_t bytes) const {
-  if (bytes == 0) return;
-  // Whole pages around the bytes: a neighbour sharing an edge page loses
-  // nothing (the map is read-only, so its pages are clean and fault back in).
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) / page * page;
-  const uintptr_t last = reinterpret_cast<uintptr_t>(begin + bytes);
-  madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  map_->release_bytes(at, view.nbytes());
 }
 
 // ---------------------------------------------------------------- writing
@@ -483,7 +472,8 @@ WeightStore WeightStore::open_dir(const std::string& dir) {
     const std::string file = (fs::path(dir) / pick_one(dir, weights, weights_suffix, "*.safetensors files")).string();
     store.source_ = file;
     store.files_.push_back(SafetensorsFile::open(file));
-    for (const std::string& name : store.files_[0]->names()) store.where_[name] = 0;
+    for (const std::string& name : store.files_[0]->names()) store.where_[name] = {0, name};
+    store.index_scales();
     return store;
   }
 
@@ -518,59 +508,199 @@ WeightStore WeightStore::open_dir(const std::string& dir) {
     if (!store.files_[found->second]->contains(tensor))
       throw ModelError(index_path + ": tensor '" + tensor + "' is mapped to shard '" + shard +
                        "', which does not contain it");
-    store.where_[tensor] = found->second;
+    store.where_[tensor] = {found->second, tensor};
   }
+  store.index_scales();
   return store;
 }
 
-const TensorInfo& WeightStore::info(const std::string& name) const {
-  auto it = where_.find(name);
-  if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
-  return files_[it->second]->info(name);
+WeightStore WeightStore::open_file(const std::string& path, const SingleFileOptions& options) {
+  WeightStore store;
+  store.dir_ = store.source_ = path;
+  char magic[4] = {};
+  std::ifstream(path, std::ios::binary).read(magic, 4);  // a short or unreadable file: the readers say why
+  const bool gguf = std::memcmp(magic, "GGUF", 4) == 0;
+  if (gguf) {
+    std::shared_ptr<GgufFile> file = GgufFile::open(path);
+    const std::optional<std::string> arch = file->architecture();
+    if (!options.architecture.empty() && arch && *arch != options.architecture)
+      throw ModelError(path + ": metadata key 'general.architecture' is '" + *arch + "', expected '" +
+                       options.architecture + "' (a GGUF file of another model)");
+    store.files_.push_back(std::move(file));
+  } else {
+    store.files_.push_back(SafetensorsFile::open(path));
+  }
+  const std::vector<std::string> names = store.files_[0]->names();
+  const std::string& prefix = options.prefix;
+  const bool strip = !prefix.empty() && std::any_of(names.begin(), names.end(), [&](const std::string& n) {
+    return n.compare(0, prefix.size(), prefix) == 0;
+  });
+  for (const std::string& name : names) {
+    if (!strip)
+      store.where_[name] = {0, name};
+    else if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
+      store.where_[name.substr(prefix.size())] = {0, name};
+  }
+  store.index_scales();
+  return store;
 }
 
-const std::string& WeightStore::file_of(const std::string& name) const {
+void WeightStore::index_scales() {
+  const std::string suffix = ".scale_weight";
+  bool has_float8 = false, says_scaled = contains("scaled_fp8"), file_name_says_scaled = false;
+  for (const auto& [name, at] : where_) {
+    const StoredType t = files_[at.file]->info(at.name).type;
+    has_float8 = has_float8 || is_float8(t);
+    says_scaled = says_scaled || ends_with(name, suffix);
+  }
+  for (const auto& file : files_)
+    file_name_says_scaled = file_name_says_scaled ||
+                            std::filesystem::path(file->path()).filename().string().find("scaled") != std::string::npos;
+  if (!says_scaled && !(file_name_says_scaled && has_float8)) return;
+  const std::string why = contains("scaled_fp8")          ? "it holds 'scaled_fp8'"
+                          : says_scaled                   ? "it holds *.scale_weight tensors"
+                                                          : "its file name says scaled";
+
+  for (const auto& [name, at] : where_) {
+    if (ends_with(name, suffix)) {  // a scale: its weight exists, and the shapes fit
+      const std::string weight = name.substr(0, name.size() - suffix.size()) + ".weight";
+      const std::string& file = files_[at.file]->path();
+      const TensorInfo& scale = files_[at.file]->info(at.name);
+      if (!contains(weight))
+        throw ModelError(file + ": tensor '" + name + "' scales tensor '" + weight + "', which is missing");
+      const Shape& ws = info(weight).shape;
+      const int64_t rows = ws.empty() ? 1 : ws[0], n = shape_numel(scale.shape);
+      DType dtype;
+      if (!tensor_dtype(scale.type, dtype) || !is_floating(dtype))
+        throw ModelError(file + ": tensor '" + name + "' has dtype " + element_type_name(scale) +
+                         ", expected F32, BF16 or F16");
+      if (n != 1 && !(n == rows && (scale.shape == Shape{rows} || scale.shape == Shape{rows, 1})))
+        throw ModelError(file + ": tensor '" + name + "' has shape " + shape_str(scale.shape) +
+                         ", expected one value or one per row of '" + weight + "' " + shape_str(ws));
+      scales_[weight] = name;
+    }
+  }
+  for (const auto& [name, at] : where_) {
+    if (!is_float8(files_[at.file]->info(at.name).type) || name == "scaled_fp8" || !ends_with(name, ".weight"))
+      continue;
+    const std::string scale = name.substr(0, name.size() - 7) + suffix;
+    if (!scales_.count(name))
+      throw ModelError(files_[at.file]->path() + ": tensor '" + name + "' is float8 in a scaled checkpoint (" + why +
+                       "), but its scale '" + scale + "' is missing");
+  }
+}
+
+const WeightStore::Location& WeightStore::locate(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
-  return files_[it->second]->path();
+  return it->second;
 }
+
+const TensorInfo& WeightStore::info(const std::string& name) const {
+  const Location& at = locate(name);
+  return files_[at.file]->info(at.name);
+}
+
+const std::string& WeightStore::file_of(const std::string& name) const { return files_[locate(name).file]->path(); }
 
 std::vector<std::string> WeightStore::names() const {
   std::vector<std::string> out;
   out.reserve(where_.size());
-  for (const auto& [name, file] : where_) out.push_back(name);
+  for (const auto& [name, at] : where_) out.push_back(name);
   return out;
 }
 
-Tensor WeightStore::load(const std::string& name) const { return files_[where_index(name)]->load(name); }
+const std::string* WeightStore::scale_of(const std::string& name) const {
+  auto it = scales_.find(name);
+  return it == scales_.end() ? nullptr : &it->second;
+}
+
+bool WeightStore::points_into_file(const std::string& name, const Tensor& t) const {
+  const Location& at = locate(name);
+  const TensorInfo& ti = files_[at.file]->info(at.name);
+  const uint8_t* begin = files_[at.file]->bytes(at.name);
+  const auto* p = static_cast<const uint8_t*>(t.raw());
+  return t.is_cpu() && p && p >= begin && p < begin + (ti.end - ti.begin);
+}
+
+Tensor WeightStore::load_scaled(const std::string& name, int64_t row_begin, int64_t row_end) const {
+  const Location& at = locate(name);
+  const WeightFile& file = *files_[at.file];
+  const Tensor weight = row_end < 0 ? file.load_f32(at.name) : file.load_rows_f32(at.name, row_begin, row_end);
+  const Location& scale_at = locate(scales_.at(name));
+  const Tensor scale = files_[scale_at.file]->load_f32(scale_at.name);
+  // weight.to(float32) * scale_weight.to(float32): one rounding per element.
+  Tensor out = Tensor::empty(weight.shape(), Device::kCPU, DType::kF32);
+  const int64_t n = weight.numel(), rows = weight.ndim() ? weight.dim(0) : 1, row = rows ? n / rows : 0;
+  if (n == 0) return out;  // (however many rows of nothing)
+  const float* w = n ? weight.data() : nullptr;
+  float* o = n ? out.data() : nullptr;
+  const float* s = scale.data();
+  const bool per_row = scale.numel() != 1;
+  const int64_t first = row_begin < 0 ? 0 : row_begin;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float f = per_row ? s[first + r] : s[0];
+    for (int64_t k = 0; k < row; ++k) o[r * row + k] = w[r * row + k] * f;
+  }
+  return out;
+}
+
+Tensor WeightStore::load(const std::string& name) const {
+  if (scales_.count(name)) return load_scaled(name, -1, -1);
+  const Location& at = locate(name);
+  return files_[at.file]->load(at.name);
+}
 
 Tensor WeightStore::load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const {
-  return files_[where_index(name)]->load_rows(name, row_begin, row_end);
+  if (scales_.count(name)) return load_scaled(name, row_begin, row_end);  // the file checks the range
+  const Location& at = locate(name);
+  return files_[at.file]->load_rows(at.name, row_begin, row_end);
 }
 
 Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const {
-  return files_[where_index(name)]->load_cols(name, col_begin, col_end);
+  const Location& at = locate(name);
+  Tensor cols = files_[at.file]->load_cols(at.name, col_begin, col_end);
+  if (!scales_.count(name)) return cols;
+  if (cols.dtype() != DType::kF32) cols = cols.to(DType::kF32);
+  const Location& scale_at = locate(scales_.at(name));
+  const Tensor scale = files_[scale_at.file]->load_f32(scale_at.name);
+  const int64_t rows = cols.dim(0), width = cols.dim(1);
+  for (int64_t r = 0; r < rows && width; ++r)
+    for (int64_t k = 0; k < width; ++k) cols.data()[r * width + k] *= scale.data()[scale.numel() == 1 ? 0 : r];
+  return cols;
 }
 
-void WeightStore::release_pages(const std::string& name) const { files_[where_index(name)]->release_pages(name); }
+Tensor WeightStore::load_f32(const std::string& name) const {
+  if (scales_.count(name)) return load_scaled(name, -1, -1);
+  const Location& at = locate(name);
+  return files_[at.file]->load_f32(at.name);
+}
+
+Tensor WeightStore::load_rows_f32(const std::string& name, int64_t row_begin, int64_t row_end) const {
+  const Tensor t = load_rows(name, row_begin, row_end);
+  return t.dtype() == DType::kF32 ? t : t.to(DType::kF32);
+}
+
+void WeightStore::release_pages(const std::string& name) const {
+  const Location& at = locate(name);
+  files_[at.file]->release_pages(at.name);
+}
 
 void WeightStore::release_pages(const std::string& name, const Tensor& view) const {
-  files_[where_index(name)]->release_pages(name, view);
-}
-
-size_t WeightStore::where_index(const std::string& name) const {
-  auto it = where_.find(name);
-  if (it == where_.end()) throw ModelError(source_ + ": missing tensor '" + name + "'");
-  return it->second;
+  const Location& at = locate(name);
+  files_[at.file]->release_pages(at.name, view);
 }
 
 void WeightStore::expect(const std::string& name, const Shape& shape) const {
   const TensorInfo& ti = info(name);
   const std::string& file = file_of(name);
   // Model weights are floating (an index tensor loads, but is no weight).
-  if (!is_floating(loadable_dtype(file, ti)))
-    throw ModelError(file + ": tensor '" + name + "' has dtype " + stored_type_name(ti.type) +
-                     ", expected F32, BF16 or F16");
+  DType dtype;
+  const bool floating = ti.ggml_type ? tensor_dtype(ti.type, dtype) && is_floating(dtype)
+                                     : is_float8(ti.type) || (tensor_dtype(ti.type, dtype) && is_floating(dtype));
+  if (!floating)
+    throw ModelError(file + ": tensor '" + name + "' has dtype " + element_type_name(ti) +
+                     ", expected F32, BF16 or F16 (or float8, or a GGUF block type)");
   if (ti.shape != shape)
     throw ModelError(file + ": tensor '" + name + "' has shape " + shape_str(ti.shape) + ", expected " +
                      shape_str(shape) + " (from config.json)");

@@ -1,8 +1,12 @@
-// safetensors reading (mmap, fully validated header) and writing.
+// safetensors reading (mmap, fully validated header) and writing, and the
+// WeightStore: the weights of one model part, from a directory of
+// safetensors files or from one file (safetensors or GGUF).
 // A file is mapped read-only once; tensors load in their stored dtype
 // (F32, BF16, F16, I32, I64), borrowed in place (zero copy) when aligned for
 // their element type, copied only when not: a bfloat16 checkpoint stays
 // bfloat16 in memory, never widened here (conversion is the consumer's, once).
+// The float8 types (F8_E4M3, F8_E5M2), which have no tensor dtype, decode to
+// float32 at load, exactly as torch's .to(torch.float32).
 // Every offset, size, dtype and shape in the header is checked against the
 // file size before anything is read, so hostile files fail with ModelError
 // naming the file and tensor, never a crash or an overread.
@@ -14,60 +18,48 @@
 #include <utility>
 #include <vector>
 
+#include "io/weight_file.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::io {
 
-// Every element type of the safetensors format (the file's "dtype" tags): a
-// file holding any of them opens; only the five with a tensor DType load.
-enum class StoredType { kF64, kF32, kF16, kBF16, kI64, kI32, kI16, kI8, kU8, kBool, kF8E4M3, kF8E5M2, kU64, kU32, kU16 };
-const char* stored_type_name(StoredType t);  // the file's tag: "F32", "BF16", ...
-size_t stored_type_size(StoredType t);
-// The tensor dtype holding `t`'s values as stored: F32, BF16, F16, I32, I64
-// map to their DType; the rest have none (false).
-bool tensor_dtype(StoredType t, DType& out);
+class FileMap;
 
-struct TensorInfo {
-  std::string name;
-  StoredType type;
-  Shape shape;
-  uint64_t begin = 0;  // byte offsets relative to the start of the data section
-  uint64_t end = 0;
-};
-
-class SafetensorsFile {
+class SafetensorsFile final : public WeightFile {
  public:
   // Maps and validates; throws ModelError("<path>: ...") on any problem.
   static std::shared_ptr<SafetensorsFile> open(const std::string& path);
-  ~SafetensorsFile();
+  ~SafetensorsFile() override;
 
-  const std::string& path() const { return path_; }
-  bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
-  const TensorInfo& info(const std::string& name) const;  // ModelError if absent
-  std::vector<std::string> names() const;                 // sorted
+  const std::string& path() const override { return path_; }
+  bool contains(const std::string& name) const override { return tensors_.count(name) != 0; }
+  const TensorInfo& info(const std::string& name) const override;  // ModelError if absent
+  std::vector<std::string> names() const override;                 // sorted
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   // The whole tensor in its stored dtype, borrowed in place when the data is
-  // aligned for its element type (else copied into owned storage). Other
-  // stored types: ModelError naming the tensor and its dtype.
-  Tensor load(const std::string& name) const;
+  // aligned for its element type (else copied into owned storage); float8
+  // decoded to float32. Other stored types: ModelError naming the tensor and
+  // its dtype.
+  Tensor load(const std::string& name) const override;
   // Rows [row_begin, row_end) of the leading dimension, reading only those
   // bytes (tensor parallelism loads its own slices).
-  Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
+  Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const override;
   // Columns [col_begin, col_end) of a 2-D tensor, copied into owned storage
   // in the stored dtype (tensor parallelism's row-split layers). The file pages it read are
   // released from this process afterwards, so its resident memory holds only
   // the slice.
-  Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
+  Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const override;
   // Drops the file pages holding `name` from this process (madvise
   // MADV_DONTNEED on the read-only map): after a weight was converted or
   // uploaded, its source stops counting in this process's resident memory.
   // A tensor still borrowing those bytes stays valid: the pages fault back
   // in from the file when read.
-  void release_pages(const std::string& name) const;
+  void release_pages(const std::string& name) const override;
   // The same for the bytes of `view`, a view of part of `name` (load or
   // load_rows); std::invalid_argument if it does not lie inside them.
-  void release_pages(const std::string& name, const Tensor& view) const;
+  void release_pages(const std::string& name, const Tensor& view) const override;
+  const uint8_t* bytes(const std::string& name) const override;
 
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
@@ -77,12 +69,9 @@ class SafetensorsFile {
   // Rows [row_begin, row_end) of `ti` (a scalar counts as one row).
   Tensor load_rows_of(const TensorInfo& ti, int64_t row_begin, int64_t row_end, const Shape& out_shape) const;
   void release_pages_of(const TensorInfo& ti) const;
-  void release_bytes(const uint8_t* begin, size_t bytes) const;
   std::string path_;
-  const uint8_t* map_ = nullptr;  // whole file
-  size_t map_size_ = 0;
-  int mapping_slot_ = -1;  // util/mapped_files.h: names this file in a SIGBUS report
-  size_t data_offset_ = 0;        // 8 + header length
+  std::unique_ptr<FileMap> map_;  // the whole file
+  const uint8_t* data_ = nullptr;  // the data section: map + 8 + header length
   std::map<std::string, TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
   std::weak_ptr<const SafetensorsFile> self_;  // lets borrowed tensors keep the map alive
@@ -93,41 +82,92 @@ class SafetensorsFile {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-// The weights of one model part directory (e.g. <model>/transformer):
-// a single `*.safetensors` file, or shards listed by `*.safetensors.index.json`
-// (its weight_map validated: every shard exists and holds the tensors named).
+// How WeightStore::open_file reads one file of weights.
+struct SingleFileOptions {
+  // The general.architecture a GGUF file must have when it names one ("wan"):
+  // a GGUF of another model is refused (ModelError naming the file, the key,
+  // both names). Files without the key (stable-diffusion.cpp writes none)
+  // pass; their tensor names decide. Empty: any architecture.
+  std::string architecture;
+  // A prefix the tensor names may carry ("model.diffusion_model." in
+  // ComfyUI and stable-diffusion.cpp checkpoints holding several parts):
+  // when any name has it, the store holds only those tensors, under their
+  // names without it (as ComfyUI-GGUF's loader strips it). Empty: none.
+  std::string prefix;
+};
+
+// The weights of one model part: a directory (e.g. <model>/transformer)
+// holding a single `*.safetensors` file, or shards listed by
+// `*.safetensors.index.json` (its weight_map validated: every shard exists
+// and holds the tensors named), or one file of any format (open_file:
+// safetensors or GGUF, told by its first bytes).
 // Variant names as transformers and diffusers save them are found too:
 // `model.fp16.safetensors`, or `model.safetensors.index.fp16.json` listing
 // `model.fp16-00001-of-00002.safetensors` ...; a directory holding several
 // candidates takes diffusion_pytorch_model / model without a variant, and
 // is ambiguous (ModelError listing them) otherwise.
+//
+// Scaled float8 checkpoints (ComfyUI's convention): a checkpoint holding
+// the marker tensor `scaled_fp8` or any `<layer>.scale_weight`, or whose
+// file name says "scaled" while it holds float8 tensors, is scaled: every
+// float8 `<layer>.weight` in it needs its `<layer>.scale_weight` (a float
+// scalar, or one value per row: shape [rows] or [rows, 1]), else
+// ModelError naming the file and both tensors. load(`<layer>.weight`) then
+// returns float32 weight * scale, computed as ComfyUI's scaled_fp8_ops does
+// (weight.to(float32) * scale_weight.to(float32)), for any weight that has
+// a scale. `<layer>.scale_input` (ComfyUI's activation scale for fp8
+// matrix products) plays no part in the weights.
 class WeightStore {
  public:
   static WeightStore open_dir(const std::string& dir);
+  static WeightStore open_file(const std::string& path, const SingleFileOptions& options = {});
 
+  // The directory, or the file for open_file (messages name it).
   const std::string& dir() const { return dir_; }
   bool contains(const std::string& name) const { return where_.count(name) != 0; }
+  // As the file describes the tensor (for a GGUF tensor, TensorInfo::type
+  // is what load gives: io/weight_file.h).
   const TensorInfo& info(const std::string& name) const;  // ModelError if absent
   const std::string& file_of(const std::string& name) const;
   std::vector<std::string> names() const;
+  // WeightFile::load and its slices (io/weight_file.h), a scaled weight
+  // multiplied by its scale.
   Tensor load(const std::string& name) const;
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
-  void release_pages(const std::string& name) const;  // SafetensorsFile::release_pages
+  // The same in float32, whatever the file holds: "this weight dequantized".
+  Tensor load_f32(const std::string& name) const;
+  Tensor load_rows_f32(const std::string& name, int64_t row_begin, int64_t row_end) const;
+  void release_pages(const std::string& name) const;  // WeightFile::release_pages
   void release_pages(const std::string& name, const Tensor& view) const;
+  // The scale tensor applied to `name`, or null (scaled float8 checkpoints).
+  const std::string* scale_of(const std::string& name) const;
+  // Whether `t` is a view of `name`'s bytes in the file (borrowed by load
+  // or load_rows), not a copy or a decoded tensor; answers without loading.
+  bool points_into_file(const std::string& name, const Tensor& t) const;
 
-  // Checks that `name` exists with exactly `shape` and a floating dtype
-  // (ModelError naming the file, the tensor, and expected vs found shape or
-  // dtype otherwise).
+  // Checks that `name` exists with exactly `shape` and a type that loads as
+  // a floating tensor (F32, BF16, F16, float8, a GGUF block type; ModelError
+  // naming the file, the tensor, and expected vs found shape or type
+  // otherwise).
   void expect(const std::string& name, const Shape& shape) const;
 
  private:
-  size_t where_index(const std::string& name) const;  // ModelError if absent
+  struct Location {
+    size_t file;       // index into files_
+    std::string name;  // the tensor's name in that file
+  };
+  const Location& locate(const std::string& name) const;  // ModelError if absent
+  // Finds the scales of a scaled float8 checkpoint (see above).
+  void index_scales();
+  // Rows [row_begin, row_end) of the scaled weight `name`, in float32.
+  Tensor load_scaled(const std::string& name, int64_t row_begin, int64_t row_end) const;
 
   std::string dir_;
-  std::vector<std::shared_ptr<SafetensorsFile>> files_;
-  std::map<std::string, size_t> where_;  // tensor name -> index into files_
-  std::string source_;                   // the single weights file or the index, for messages
+  std::vector<std::shared_ptr<const WeightFile>> files_;
+  std::map<std::string, Location> where_;
+  std::map<std::string, std::string> scales_;  // weight name -> its scale_weight's name
+  std::string source_;                         // the single weights file or the index, for messages
 };
 
 }  // namespace ditgen::io

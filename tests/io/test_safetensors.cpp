@@ -280,7 +280,7 @@ TEST_CASE("safetensors: types without a tensor dtype open but do not load") {
     const std::string msg = model_error_of([&] { file->load(name); });
     CHECK(contains(msg, path));
     CHECK(contains(msg, std::string("tensor '") + name + "' has dtype " + (name[0] == 'u' ? "U32" : "F64") +
-                            ", expected F32, BF16, F16, I32 or I64"));
+                            ", expected F32, BF16, F16, I32, I64, F8_E4M3 or F8_E5M2"));
   }
   DType d;
   CHECK_FALSE(tensor_dtype(StoredType::kU8, d));
@@ -527,7 +527,7 @@ TEST_CASE("WeightStore: expect() names file, tensor, and found vs expected") {
                                            std::string(16, '\0')));
   WeightStore int_store = WeightStore::open_dir(ints.path.string());
   CHECK(model_error_of([&] { int_store.expect("ids", {2}); }) ==
-        ints_file + ": tensor 'ids' has dtype I64, expected F32, BF16 or F16");
+        ints_file + ": tensor 'ids' has dtype I64, expected F32, BF16 or F16 (or float8, or a GGUF block type)");
 }
 
 TEST_CASE("WeightStore: sharded weights with an index") {
