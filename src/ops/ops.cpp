@@ -58,6 +58,9 @@ void weight_place(const char* op, const Tensor& x, const Tensor& w) {
     throw std::invalid_argument(std::string(op) + ": tensors on different devices or dtypes: " + where(x) +
                                 " and weight " + where(w));
   const bool int8_weight = w.layout() == Layout::kInt8Packed && w.is_cpu();  // quantize_gemm_weight's
+  if (w.layout() == Layout::kBlockQuantized && (!w.is_cpu() || std::string(op) != "linear"))
+    throw std::invalid_argument(std::string(op) + ": a block-quantized weight is a CPU linear layer's (" + where(w) +
+                                ")");
   if (!is_floating(w.dtype()) && !int8_weight)
     throw std::invalid_argument(std::string(op) + ": weight must be float32, bfloat16 or float16 (or a CPU int8 "
                                 "weight from quantize_gemm_weight), got " + where(w));

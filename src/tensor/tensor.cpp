@@ -106,6 +106,28 @@ Tensor Tensor::packed(Shape shape, DType dtype, Layout layout, size_t bytes) {
   return t;
 }
 
+Tensor Tensor::block_quantized(const void* data, size_t bytes, uint32_t block_type, Shape shape, DType arithmetic,
+                               std::shared_ptr<const void> owner) {
+  if (arithmetic != DType::kF32 && arithmetic != DType::kBF16)
+    throw std::invalid_argument(std::string("Tensor::block_quantized: a ") + dtype_name(arithmetic) +
+                                " GEMM (float32 or bfloat16 dequantize a block weight)");
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = arithmetic;
+  t.layout_ = Layout::kBlockQuantized;
+  t.data_ = const_cast<void*>(data);
+  t.storage_ = std::move(owner);
+  t.packed_bytes_ = bytes;
+  t.block_type_ = block_type;
+  return t;
+}
+
+Tensor Tensor::with_arithmetic(DType arithmetic) const {
+  if (layout_ != Layout::kBlockQuantized)
+    throw std::logic_error("Tensor::with_arithmetic of a " + describe(*this) + " (block-quantized weights only)");
+  return block_quantized(data_, packed_bytes_, block_type_, shape_, arithmetic, storage_);
+}
+
 Tensor Tensor::with_layout(Layout layout) const {
   Tensor t = *this;
   t.layout_ = layout;

@@ -13,14 +13,18 @@
 // BFloat16, Float16, int32_t, int64_t, float; checked against the dtype).
 // A CUDA tensor reached by CPU code is a clear error, never a bad pointer.
 //
-// Two kinds of tensor are not row-major, both CPU GEMM weights made once
-// at load: a bfloat16 weight packed into oneDNN's blocked layout
-// (Layout::kGemmPacked, made only by ops::pack_gemm_weight), and an int8
-// W8A8 weight (Layout::kInt8Packed, made only by ops::quantize_gemm_weight:
-// its values in oneDNN's int8 layout, then its column sums and per-row
-// scales, ops/cpu/int8_matmul.h). Each keeps its logical (N, K) shape, and
-// only the CPU GEMM reads it: element access, views and conversions of it
-// are std::logic_error; nbytes() is its storage's size.
+// Three kinds of tensor are not row-major, all CPU GEMM weights: a
+// bfloat16 weight packed into oneDNN's blocked layout (Layout::kGemmPacked,
+// made only by ops::pack_gemm_weight), an int8 W8A8 weight
+// (Layout::kInt8Packed, made only by ops::quantize_gemm_weight: its values
+// in oneDNN's int8 layout, then its column sums and per-row scales,
+// ops/cpu/int8_matmul.h), and a weight in one of ggml's block formats as a
+// GGUF file stores it (Layout::kBlockQuantized, borrowed from the mapped
+// file: each row K / block_size blocks of block_type(), a ggml type number,
+// kernels/math/ggml_blocks.h; its dtype is the arithmetic of the GEMM that
+// dequantizes it band by band, float32 or bfloat16). Each keeps its logical
+// (N, K) shape, and only the CPU GEMM reads it: element access, views and
+// conversions of it are std::logic_error; nbytes() is its storage's size.
 // Conversion is explicit: to(dtype) / copy_from (ops::convert in the op
 // front end). Everything device-agnostic goes through raw() and the ops.
 #pragma once
@@ -41,7 +45,7 @@ std::string shape_str(const Shape& s);  // "[2, 4, 32, 32]"
 int64_t shape_numel(const Shape& s);
 
 // How a tensor's elements are laid out in its storage (see above).
-enum class Layout { kRowMajor, kGemmPacked, kInt8Packed };
+enum class Layout { kRowMajor, kGemmPacked, kInt8Packed, kBlockQuantized };
 
 class Tensor {
  public:
@@ -113,6 +117,15 @@ class Tensor {
   // Owned CPU storage of `bytes` for a weight of logical `shape` laid out
   // by `layout` (not row-major), for the function that fills it.
   static Tensor packed(Shape shape, DType dtype, Layout layout, size_t bytes);
+  // A (N, K) weight of ggml block type `block_type` over `bytes` of
+  // borrowed CPU storage (`owner` keeps it alive), computed in `arithmetic`.
+  static Tensor block_quantized(const void* data, size_t bytes, uint32_t block_type, Shape shape, DType arithmetic,
+                                std::shared_ptr<const void> owner);
+  // kBlockQuantized: the ggml type number of its blocks (0 otherwise).
+  uint32_t block_type() const { return block_type_; }
+  // The same weight computed in `arithmetic` (kBlockQuantized only: its
+  // bytes are not the dtype's).
+  Tensor with_arithmetic(DType arithmetic) const;
   // Overwrites this tensor's elements with src's (same numel; any devices
   // and dtypes; converted as to()).
   void copy_from(const Tensor& src);
@@ -140,6 +153,7 @@ class Tensor {
   DType dtype_ = DType::kF32;
   Layout layout_ = Layout::kRowMajor;
   size_t packed_bytes_ = 0;  // a packed layout's storage size when it is not numel x element size (0: it is)
+  uint32_t block_type_ = 0;  // kBlockQuantized: the ggml type of its blocks
 };
 
 }  // namespace ditgen

@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "kernels/math/activations.h"
+#include "kernels/math/ggml_blocks.h"
 #include "ops/cpu/cpu_ops.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/int8_matmul.h"
@@ -354,6 +355,52 @@ void gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   }
 }
 
+// float32 a against a weight b [n, k] in a ggml block format (GGUF's
+// Q8_0, Q4_K, ...): a band of b's rows dequantized at a time into a reused
+// scratch, float32, or rounded to bfloat16 for a bfloat16 GEMM (as
+// diffusers' GGUF layers cast the dequantized weight to their compute
+// dtype), each band a GEMM into its columns of c; a rounded once for all
+// bands. No copy of the whole weight in float is ever made.
+void gemm_blocks(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const void* b, uint32_t block_type,
+                 DType arithmetic, float* c, int64_t ldc, const float* bias, Activation act) {
+  const math::GgmlTypeTraits* traits = math::find_ggml_type(block_type);
+  if (!traits || !traits->dequantized || k % traits->block_size != 0)
+    throw std::invalid_argument("gemm: a weight of ggml type " + std::to_string(block_type) + " with rows of " +
+                                std::to_string(k));
+  const int64_t blocks = k / traits->block_size;
+  const size_t row_bytes = static_cast<size_t>(blocks) * static_cast<size_t>(traits->type_size);
+  const auto* bytes = static_cast<const uint8_t*>(b);
+  const auto type = static_cast<math::GgmlType>(block_type);
+  const int64_t rows = std::min(n, block_rows(k));
+  float* w = widen_scratch(rows * k);
+  const bool bf16 = arithmetic == DType::kBF16;
+  const bool native = bf16 && onednn_fast(DType::kBF16) && !g_bf16_hooks.emulate;
+  // The input, rounded to bfloat16 once (as bits for oneDNN's bf16 matmul,
+  // or as float32 values for the emulated one).
+  uint16_t* ab = native ? thread_scratch<uint16_t, kRoundedInput>(m * k) : nullptr;
+  float* af = bf16 && !native ? thread_scratch<float, kRoundedInputF32>(m * k) : nullptr;
+  if (ab) round_rows(a, false, lda, 0, m, k, ab);
+  if (af) round_rows(a, false, lda, 0, m, k, af);
+  uint16_t* wb = native ? thread_scratch<uint16_t, kBlockBandBf16>(rows * k) : nullptr;
+  for (int64_t n0 = 0; n0 < n; n0 += rows) {
+    const int64_t nb = std::min(rows, n - n0);
+#pragma omp parallel for schedule(static) if (parallel_pass(nb * k))
+    for (int64_t r = 0; r < nb; ++r) {
+      float* out = w + r * k;
+      math::dequantize_blocks(type, bytes + static_cast<size_t>(n0 + r) * row_bytes, blocks, out);
+      if (wb) round_to_bf16(out, k, wb + r * k);
+      else if (bf16)
+        for (int64_t e = 0; e < k; ++e) out[e] = bf16_to_f32(f32_to_bf16(out[e]));
+    }
+    const float* band_bias = bias ? bias + n0 : nullptr;
+    if (native)
+      fused_matmul(call_of(false, true, m, nb, k, 1.0f, k, k, 0.0f, ldc, DType::kBF16, band_bias, act), ab, wb,
+                   band_bias, c + n0);
+    else
+      gemm_f32(false, true, m, nb, k, 1.0f, af ? af : a, af ? k : lda, w, k, 0.0f, c + n0, ldc, band_bias, act);
+  }
+}
+
 }  // namespace
 
 void set_bf16_hooks(const Bf16Hooks& hooks) { g_bf16_hooks = hooks; }
@@ -400,6 +447,9 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y,
                                 shape_str(w.shape()));
   if (bias && bias->numel() != n) throw std::invalid_argument("linear: bias " + shape_str(bias->shape()));
   const int64_t m = x.numel() / k;
+  if (w.layout() == Layout::kBlockQuantized)
+    return gemm_blocks(m, n, k, x.data(), k, w.raw(), w.block_type(), w.dtype(), y, ldy, bias ? bias->data() : nullptr,
+                       act);
   gemm(false, true, m, n, k, 1.0f, x.data(), k, w.raw(), w.dtype(), k, 0.0f, y, ldy, bias ? bias->data() : nullptr,
        act, w.layout());
 }

@@ -20,6 +20,7 @@ enum ScratchTag {
   kQuantizedInput,     // int8_matmul.cpp: the input rows quantized to int8
   kQuantizedInputScales,  // int8_matmul.cpp: their per-row scales
   kInt8MatmulSums,     // int8_matmul.cpp: the int32 sums before scaling
+  kBlockBandBf16,      // gemm.cpp: a band of block-quantized weight rows dequantized and rounded to bfloat16
 };
 
 template <class T, ScratchTag Tag>
