@@ -82,11 +82,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ditgen::fuzz::allow_reader_errors([&] {
     const std::string path = "scheduler/scheduler_config.json";
     const nlohmann::json cfg = ditgen::sched::parse_scheduler_config(std::string(scheduler_text), path);
-    std::vector<std::string> names{""};
-    for (const std::string& n : ditgen::sched::scheduler_names()) names.push_back(n);
-    for (const std::string& name : names) {
+    for (const ditgen::sched::SamplerRow& row : ditgen::sched::kSamplers) {
       ditgen::fuzz::allow_reader_errors([&] {
-        const auto sched = ditgen::sched::make_scheduler(name, cfg, path);
+        const auto sched = ditgen::sched::make_scheduler(row.value, cfg, path);
         sched->set_timesteps(25);
         g_sink = static_cast<double>(sched->name().size());
       });

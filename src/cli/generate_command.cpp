@@ -47,6 +47,9 @@ DeviceChoice setup_device(const CliOptions& opts, const RunConfig& cfg, const mo
   DeviceChoice choice = choose_device(opts.device, cfg.model.dtype, opts.attention, ops::cuda_built(),
                                       ops::cuda_device_count(), ops::cpu_has_bf16());
   choice.vae_dtype = choose_vae_dtype(cfg.model.vae_dtype, choice.device);
+  if (cfg.model.quantize == Quantize::kInt8 && choice.device == Device::kCUDA)
+    not_supported("model.quantize \"int8\" on CUDA (" + opts.config_path +
+                  "): int8 compute is the CPU's W8A8 GEMM; on a GPU use a GGUF or float file");
   if (choice.device == Device::kCUDA) {
     try {
       ops::bind_cuda_device(
@@ -102,7 +105,8 @@ void run_generate(const CliOptions& opts) {
   require_model_folder(loaded, opts.config_path);
   // The model's config files only: its family (registry) picks the pipeline,
   // and the settings the run left unset take the model's defaults.
-  const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(loaded.model.path);
+  const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(
+      loaded.model.path, pipeline::Pipeline::OpenFor::kRun, {loaded.model.transformer, loaded.model.transformer_2});
   const RunConfig given = pipeline::with_model_defaults(loaded, pipe->transformer());
   // A prompt file is read and every line checked now, before anything else.
   const std::vector<config::PromptEntry> entries = read_batch_prompts(given, opts.config_path, *pipe);
@@ -153,7 +157,9 @@ void run_generate(const CliOptions& opts) {
   if (rank0 && parallel::MpiRuntime::world().size() == 1)
     arm_interrupt_report(io::manifest_path_for(cfg.output.path), static_cast<int64_t>(work.pending.size()));
 
-  pipe->load_weights(layout.run, {device.device, device.dtype}, device.vae_dtype);
+  models::Placement place(device.device, device.dtype);
+  place.int8 = cfg.model.quantize == Quantize::kInt8;
+  pipe->load_weights(layout.run, place, device.vae_dtype);
   if (device.device == Device::kCUDA && !quiet)
     std::fprintf(stderr, "ditgen: %s, %s, attention %s (head size %lld)%s\n", ops::cuda_device_description().c_str(),
                  dtype_name(device.dtype), ops::cuda_attention_path(model.head_dim(), device.dtype).c_str(),

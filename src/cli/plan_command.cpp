@@ -27,7 +27,8 @@ namespace ditgen::cli {
 void run_plan(const CliOptions& opts) {
   const RunConfig loaded = load_config(opts.config_path, opts.set_overrides, opts.override_origins);
   require_model_folder(loaded, opts.config_path);
-  const auto pipe = pipeline::Pipeline::open(loaded.model.path, pipeline::Pipeline::OpenFor::kPlan);
+  const auto pipe = pipeline::Pipeline::open(loaded.model.path, pipeline::Pipeline::OpenFor::kPlan,
+                                             {loaded.model.transformer, loaded.model.transformer_2});
   const RunConfig cfg = pipeline::with_model_defaults(loaded, pipe->transformer());
   const models::TransformerSpec& model = pipe->transformer();
   const Shape latent = model.latent_shape(cfg.generate.height, cfg.generate.width, cfg.generate.frames,

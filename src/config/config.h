@@ -40,6 +40,14 @@ struct ModelConfig {
   std::string source;
   DTypeChoice dtype = DTypeChoice::kAuto;          // the transformer's and the text encoder's
   DTypeChoice vae_dtype = DTypeChoice::kFloat32;   // the VAE decoder's (no auto)
+  // Component files (docs/quantized.md): one file for a part of the model,
+  // safetensors or GGUF, in diffusers' tensor names or the original
+  // release's / ComfyUI's; "" = the part from `path`. The configs,
+  // tokenizer and scheduler always come from `path`.
+  std::string transformer;
+  std::string transformer_2;
+  // W8A8 int8 GEMM weights for the transformer blocks, made at load (CPU).
+  Quantize quantize = Quantize::kNone;
   bool operator==(const ModelConfig&) const = default;
 };
 

@@ -15,4 +15,9 @@ inline constexpr EnumName<OutputFormat> kOutputFormatNames[] = {{OutputFormat::k
                                                                 {OutputFormat::kMp4, "mp4"}};
 inline const char* name_of(OutputFormat f) { return name_in(kOutputFormatNames, f); }
 
+// model.quantize: what the transformer's float GEMM weights become at load.
+enum class Quantize { kNone, kInt8 };
+inline constexpr EnumName<Quantize> kQuantizeNames[] = {{Quantize::kNone, "none"}, {Quantize::kInt8, "int8"}};
+inline const char* name_of(Quantize q) { return name_in(kQuantizeNames, q); }
+
 }  // namespace ditgen

@@ -17,6 +17,9 @@ ModelConfig parse_model(const ObjectReader& model) {
   c.source = model.string("source", c.source);
   c.dtype = model.enum_choice("dtype", c.dtype, kDTypeChoiceNames);
   c.vae_dtype = model.enum_choice("vae_dtype", c.vae_dtype, kVaeDTypeChoiceNames);
+  c.transformer = model.string("transformer", c.transformer);
+  c.transformer_2 = model.string("transformer_2", c.transformer_2);
+  c.quantize = model.enum_choice("quantize", c.quantize, kQuantizeNames);
   return c;
 }
 

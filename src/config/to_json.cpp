@@ -65,6 +65,9 @@ json to_json(const RunConfig& c) {
       {"output", {{"path", c.output.path}, {"format", name_of(c.output.format)}, {"grid", c.output.grid}}},
   };
   if (!c.model.source.empty()) j["model"]["source"] = c.model.source;
+  if (!c.model.transformer.empty()) j["model"]["transformer"] = c.model.transformer;
+  if (!c.model.transformer_2.empty()) j["model"]["transformer_2"] = c.model.transformer_2;
+  if (c.model.quantize != Quantize::kNone) j["model"]["quantize"] = name_of(c.model.quantize);
   // The encoder's settings only for mp4 (with png they are an error).
   if (c.output.format == OutputFormat::kMp4) {
     j["output"]["fps"] = c.output.fps;

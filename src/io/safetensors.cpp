@@ -541,6 +541,19 @@ WeightStore WeightStore::open_file(const std::string& path, const SingleFileOpti
     else if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
       store.where_[name.substr(prefix.size())] = {0, name};
   }
+  if (options.rename && !options.other_naming_probe.empty() && store.where_.count(options.other_naming_probe)) {
+    std::map<std::string, Location> renamed;
+    for (const auto& [name, at] : store.where_) {
+      const std::optional<std::string> model_name = options.rename(name);
+      if (!model_name)
+        throw ModelError(path + ": tensor '" + at.name + "' is no tensor of this model (the file is in the original "
+                         "release's names, and this one has no counterpart in the model's)");
+      if (!renamed.emplace(*model_name, at).second)
+        throw ModelError(path + ": tensors '" + renamed.at(*model_name).name + "' and '" + at.name +
+                         "' both name the model's '" + *model_name + "'");
+    }
+    store.where_ = std::move(renamed);
+  }
   store.index_scales();
   return store;
 }
@@ -668,6 +681,66 @@ Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_
   for (int64_t r = 0; r < rows && width; ++r)
     for (int64_t k = 0; k < width; ++k) cols.data()[r * width + k] *= scale.data()[scale.numel() == 1 ? 0 : r];
   return cols;
+}
+
+namespace {
+
+// The ggml traits of a block-quantized 2-D tensor (a block of more than one
+// element), or null.
+const math::GgmlTypeTraits* block_traits(const TensorInfo& ti) {
+  if (!ti.ggml_type || ti.shape.size() != 2) return nullptr;
+  const math::GgmlTypeTraits* t = math::find_ggml_type(static_cast<uint32_t>(*ti.ggml_type));
+  return t && t->dequantized && t->block_size > 1 ? t : nullptr;
+}
+
+}  // namespace
+
+std::optional<Tensor> WeightStore::load_block_rows(const std::string& name, int64_t row_begin, int64_t row_end,
+                                                   DType arithmetic) const {
+  const Location& at = locate(name);
+  const WeightFile& file = *files_[at.file];
+  const TensorInfo& ti = file.info(at.name);
+  const math::GgmlTypeTraits* traits = block_traits(ti);
+  if (!traits) return std::nullopt;
+  const int64_t rows = ti.shape[0], k = ti.shape[1];
+  if (row_begin < 0 || row_end < row_begin || row_end > rows)
+    throw std::out_of_range(file.path() + ": rows [" + std::to_string(row_begin) + ", " + std::to_string(row_end) +
+                            ") of tensor '" + name + "' " + shape_str(ti.shape));
+  const size_t row_bytes = static_cast<size_t>(k / traits->block_size) * static_cast<size_t>(traits->type_size);
+  const uint8_t* bytes = file.bytes(at.name) + static_cast<size_t>(row_begin) * row_bytes;
+  return Tensor::block_quantized(bytes, static_cast<size_t>(row_end - row_begin) * row_bytes,
+                                 static_cast<uint32_t>(traits->type), {row_end - row_begin, k}, arithmetic,
+                                 files_[at.file]);
+}
+
+std::optional<Tensor> WeightStore::load_block_cols(const std::string& name, int64_t col_begin, int64_t col_end,
+                                                   DType arithmetic) const {
+  const Location& at = locate(name);
+  const WeightFile& file = *files_[at.file];
+  const TensorInfo& ti = file.info(at.name);
+  const math::GgmlTypeTraits* traits = block_traits(ti);
+  if (!traits) return std::nullopt;
+  const int64_t rows = ti.shape[0], k = ti.shape[1], block = traits->block_size;
+  if (col_begin < 0 || col_end < col_begin || col_end > k)
+    throw std::out_of_range(file.path() + ": columns [" + std::to_string(col_begin) + ", " +
+                            std::to_string(col_end) + ") of tensor '" + name + "' " + shape_str(ti.shape));
+  if (col_begin % block != 0 || col_end % block != 0)
+    throw ConfigError(file.path() + ": tensor '" + name + "' " + shape_str(ti.shape) + " is " + traits->name +
+                      ", blocks of " + std::to_string(block) + " along its rows: tensor parallelism's split at " +
+                      "columns [" + std::to_string(col_begin) + ", " + std::to_string(col_end) +
+                      ") cuts a block (choose a tp whose share of " + std::to_string(k) + " is a multiple of " +
+                      std::to_string(block) + ")");
+  const size_t row_bytes = static_cast<size_t>(k / block) * static_cast<size_t>(traits->type_size);
+  const size_t first = static_cast<size_t>(col_begin / block) * static_cast<size_t>(traits->type_size);
+  const size_t width = static_cast<size_t>((col_end - col_begin) / block) * static_cast<size_t>(traits->type_size);
+  auto copy = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rows) * width);
+  const uint8_t* src = file.bytes(at.name);
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(copy->data() + static_cast<size_t>(r) * width, src + static_cast<size_t>(r) * row_bytes + first, width);
+  file.release_pages(at.name);
+  const void* data = copy->data();
+  return Tensor::block_quantized(data, copy->size(), static_cast<uint32_t>(traits->type), {rows, col_end - col_begin},
+                                 arithmetic, std::move(copy));
 }
 
 Tensor WeightStore::load_f32(const std::string& name) const {

@@ -15,6 +15,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -94,6 +96,14 @@ struct SingleFileOptions {
   // when any name has it, the store holds only those tensors, under their
   // names without it (as ComfyUI-GGUF's loader strips it). Empty: none.
   std::string prefix;
+  // Another naming the file may use (the original release's, as ComfyUI's
+  // and the GGUF files keep it): when `other_naming_probe` (a name only that
+  // naming has, prefix stripped: "blocks.0.self_attn.q.weight") is in the
+  // file, every name goes through `rename` into the model's names, and a
+  // name it does not know is a ModelError naming the file and that tensor
+  // (a file of another model). Unset: names as stored.
+  std::string other_naming_probe;
+  std::function<std::optional<std::string>(const std::string&)> rename;
 };
 
 // The weights of one model part: a directory (e.g. <model>/transformer)
@@ -135,6 +145,19 @@ class WeightStore {
   Tensor load(const std::string& name) const;
   Tensor load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const;
   Tensor load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const;
+  // A 2-D weight the GEMM reads in place in its blocks: rows [row_begin,
+  // row_end) of a GGUF tensor of a block-quantized type (Q8_0, Q4_K, ...;
+  // not F32 / F16 / BF16) as a Layout::kBlockQuantized tensor over the
+  // file's bytes, computed in `arithmetic` (ops: float32 or bfloat16); none
+  // for any other tensor (load / load_rows give those).
+  std::optional<Tensor> load_block_rows(const std::string& name, int64_t row_begin, int64_t row_end,
+                                        DType arithmetic) const;
+  // Columns [col_begin, col_end) of such a weight (tensor parallelism's
+  // row-split layers), copied out of the file: whole blocks only
+  // (ConfigError, exit 2, naming the tensor, its block size and the split
+  // otherwise); none for any other tensor.
+  std::optional<Tensor> load_block_cols(const std::string& name, int64_t col_begin, int64_t col_end,
+                                        DType arithmetic) const;
   // The same in float32, whatever the file holds: "this weight dequantized".
   Tensor load_f32(const std::string& name) const;
   Tensor load_rows_f32(const std::string& name, int64_t row_begin, int64_t row_end) const;

@@ -13,7 +13,11 @@
 // Four kinds of weight: matrix() for the GEMM weights (what ops::linear /
 // linear_into take as w: on a CPU with native bfloat16 matmuls a bfloat16
 // one is packed into oneDNN's blocked layout, ops::pack_gemm_weight, unless
-// pack_weights is off),
+// pack_weights is off; a GGUF weight in a block format stays in its blocks,
+// borrowed from the file, and the CPU GEMM dequantizes it band by band in
+// the compute dtype; under int8 (model.quantize) the GEMM weights of the
+// transformer blocks become W8A8 int8, the rest keep the compute dtype as
+// the GGUF files keep them: int8_eligible),
 // table() for a table in the compute dtype whose rows are read (T5's token
 // embedding), conv() for convolution weights, put() for everything else
 // (biases, norms). A weight already in the dtype it needs is borrowed from
@@ -38,6 +42,9 @@ struct Placement {
   // text encoder's, read once per prompt: packing T5-XXL is a pass over
   // 9.5 GB that costs more than the 15% it saves on one encode.
   bool pack_weights = true;
+  // model.quantize "int8": the eligible GEMM weights quantized to W8A8
+  // int8 at load (ops::quantize_gemm_weight; CPU only).
+  bool int8 = false;
 
   Placement() = default;
   Placement(Device d, DType t, bool pack = true) : device(d), dtype(t), pack_weights(pack) {}
@@ -53,8 +60,32 @@ struct Placement {
     if (device == Device::kCPU && dtype == DType::kF32 && t.dtype() == DType::kF16) return t;
     return t.to(device, dtype);
   }
-  // A GEMM weight: as table(), then in the layout the GEMM reads fastest.
-  Tensor matrix(const Tensor& t) const { return pack_weights ? ops::pack_gemm_weight(table(t)) : table(t); }
+  // A GEMM weight: as table(), then in the layout the GEMM reads fastest; a
+  // block-quantized one stays in its blocks on the CPU (computed in the
+  // compute dtype, float16 as float32) and is dequantized in full on CUDA.
+  // `name` (the stored tensor's) decides int8 (int8_eligible).
+  Tensor matrix(const Tensor& t, const std::string& name = "") const {
+    if (int8 && device == Device::kCPU && int8_eligible(name)) return ops::quantize_gemm_weight(t);
+    if (t.layout() == Layout::kBlockQuantized) {
+      if (device == Device::kCPU) return t.with_arithmetic(block_arithmetic());
+      return ops::dequantize_gemm_weight(t).to(device, dtype);
+    }
+    return pack_weights ? ops::pack_gemm_weight(table(t)) : table(t);
+  }
+  // The arithmetic of a GEMM on a block-quantized weight: bfloat16, or
+  // float32 (float16 computes as float32 there).
+  DType block_arithmetic() const { return dtype == DType::kBF16 ? DType::kBF16 : DType::kF32; }
+  // Which GEMM weights model.quantize "int8" quantizes: those inside the
+  // transformer blocks (a name under blocks., transformer_blocks. or
+  // temporal_transformer_blocks.) except their norms' modulation linears
+  // (adaLN's norm1.linear); the embeddings, the time and text projections,
+  // the adaLN-single and the final projection keep the compute dtype, as
+  // the published GGUF files keep them unquantized (docs/quantized.md).
+  static bool int8_eligible(const std::string& name) {
+    const bool in_block = name.rfind("blocks.", 0) == 0 || name.rfind("transformer_blocks.", 0) == 0 ||
+                          name.rfind("temporal_transformer_blocks.", 0) == 0;
+    return in_block && name.find("norm") == std::string::npos;
+  }
   // A convolution weight: in the compute dtype (the CPU's convolution takes
   // float32 or bfloat16, its weight's dtype being its arithmetic).
   Tensor conv(const Tensor& t) const { return t.to(device, dtype); }
@@ -82,7 +113,8 @@ inline Tensor release_source(const io::WeightStore& weights, const std::string& 
 // released as above.
 inline Tensor place_matrix(const io::WeightStore& weights, const std::string& name, const Tensor& source,
                            const Placement& place) {
-  return release_source(weights, name, source, place.matrix(source));
+  if (source.layout() == Layout::kBlockQuantized) return place.matrix(source, name);  // read in place
+  return release_source(weights, name, source, place.matrix(source, name));
 }
 
 // The whole table `name`, placed by place.table(), its file pages released.
@@ -91,8 +123,29 @@ inline Tensor load_table(const io::WeightStore& weights, const std::string& name
   return release_source(weights, name, source, place.table(source));
 }
 
+// Rows [begin, end) of the GEMM weight `name`, placed as place_matrix says:
+// a GGUF weight in a block format in its blocks, anything else a view of
+// the file's rows placed.
+inline Tensor load_matrix_rows(const io::WeightStore& weights, const std::string& name, int64_t begin, int64_t end,
+                               const Placement& place) {
+  if (auto blocks = weights.load_block_rows(name, begin, end, place.block_arithmetic()))
+    return place_matrix(weights, name, *blocks, place);
+  return place_matrix(weights, name, weights.load_rows(name, begin, end), place);
+}
+
+// Columns [begin, end) of the GEMM weight `name` (tensor parallelism's
+// row-split layers), placed as place_matrix says.
+inline Tensor load_matrix_cols(const io::WeightStore& weights, const std::string& name, int64_t begin, int64_t end,
+                               const Placement& place) {
+  if (auto blocks = weights.load_block_cols(name, begin, end, place.block_arithmetic()))
+    return place_matrix(weights, name, *blocks, place);
+  return place_matrix(weights, name, weights.load_cols(name, begin, end), place);
+}
+
 // The whole GEMM weight `name`, placed as place_matrix says.
 inline Tensor load_matrix(const io::WeightStore& weights, const std::string& name, const Placement& place) {
+  const Shape& shape = weights.info(name).shape;
+  if (shape.size() == 2) return load_matrix_rows(weights, name, 0, shape[0], place);
   return place_matrix(weights, name, weights.load(name), place);
 }
 

@@ -180,6 +180,17 @@ class TransformerSpec {
   virtual std::vector<double> teacache_coefficients() const { return {}; }
   // The sampling and output settings a run leaves unset take these.
   virtual RunDefaults run_defaults() const { return {}; }
+  // How a single file of this transformer's weights (model.transformer:
+  // safetensors or GGUF, as people download them) names its tensors beyond
+  // diffusers' names: the prefix ComfyUI's checkpoints carry
+  // ("model.diffusion_model."), the GGUF architecture, and the original
+  // release's naming (io::SingleFileOptions). Default: diffusers' names,
+  // with or without that prefix.
+  virtual io::SingleFileOptions single_file_options() const {
+    io::SingleFileOptions o;
+    o.prefix = "model.diffusion_model.";
+    return o;
+  }
 
   // The latent shape of one output for a requested image of height x width
   // pixels and `frames` frames (each 0 = the model's default) and a VAE of

@@ -4,6 +4,8 @@
 // tensors WanTransformer declares.
 #include "models/wan_spec.h"
 
+#include "io/wan_names.h"
+
 #include "util/error.h"
 
 namespace ditgen::models {
@@ -43,6 +45,26 @@ std::vector<double> WanSpec::teacache_coefficients() const {
   if (cfg_.num_layers == 40 && cfg_.inner_dim() == 5120)
     return {-5784.54975374, 5449.50911966, -1811.16591783, 256.27178429, -13.02252404};
   return {};
+}
+
+io::SingleFileOptions WanSpec::single_file_options() const {
+  io::SingleFileOptions o;
+  o.architecture = "wan";
+  o.prefix = "model.diffusion_model.";
+  o.other_naming_probe = "blocks.0.self_attn.q.weight";
+  o.rename = [](const std::string& name) -> std::optional<std::string> {
+    // ComfyUI's scaled float8 files: a scale beside each weight, and a marker.
+    const std::string scale = ".scale_weight";
+    if (name == "scaled_fp8") return name;
+    if (name.size() > scale.size() && name.compare(name.size() - scale.size(), scale.size(), scale) == 0) {
+      const std::string stem = name.substr(0, name.size() - scale.size());
+      const std::optional<std::string> weight = io::wan_original_to_diffusers(stem + ".weight");
+      if (!weight) return std::nullopt;
+      return weight->substr(0, weight->size() - 7) + scale;  // ".weight" -> ".scale_weight"
+    }
+    return io::wan_original_to_diffusers(name);
+  };
+  return o;
 }
 
 }  // namespace ditgen::models

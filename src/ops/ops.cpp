@@ -166,6 +166,12 @@ Tensor pack_gemm_weight(const Tensor& w) {
   return cpu::pack_gemm_weight(w);
 }
 
+Tensor dequantize_gemm_weight(const Tensor& w) {
+  if (!w.is_cpu() || w.layout() != Layout::kBlockQuantized)
+    throw std::invalid_argument("dequantize_gemm_weight: a block-quantized CPU weight, not " + where(w));
+  return cpu::dequantize_gemm_weight(w);
+}
+
 Tensor quantize_gemm_weight(const Tensor& w) {
   if (!w.is_cpu()) throw std::invalid_argument("quantize_gemm_weight: int8 weights are CPU weights");
   return cpu::quantize_gemm_weight(w);

@@ -65,8 +65,13 @@ Tensor pack_gemm_weight(const Tensor& w);
 // (model.quantize "int8"): symmetric int8 per output row, packed with its
 // scales (Layout::kInt8Packed; ops/cpu/int8_matmul.h). linear and
 // linear_into then quantize their input per row and run the int8 GEMM.
-// CPU only (a CUDA tensor: std::invalid_argument).
+// CPU only (a CUDA tensor: std::invalid_argument). A block-quantized w
+// (Layout::kBlockQuantized) is dequantized a band of rows at a time first.
 Tensor quantize_gemm_weight(const Tensor& w);
+// A block-quantized GEMM weight (Layout::kBlockQuantized) dequantized in
+// full to a row-major float32 (N, K) tensor: what a device without a
+// block GEMM of its own takes.
+Tensor dequantize_gemm_weight(const Tensor& w);
 
 // ---- Elementwise ----------------------------------------------------------
 void silu_(Tensor& x);                       // x * sigmoid(x), in place

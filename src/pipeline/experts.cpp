@@ -32,7 +32,7 @@ const models::Transformer& Experts::get(int which) const {
     device_memory::release_cached_host();
     const std::string part = which == kLowNoise ? "transformer_2" : "transformer";
     const models::TransformerSpec& spec = which == kLowNoise ? *parts_->spec_2 : *parts_->spec;
-    held_ = spec.load(io::WeightStore::open_dir(parts_->dir.part_dir(part)), shard_, place_);
+    held_ = spec.load(parts_->weights(part), shard_, place_);
     held_index_ = which;
   }
   return *held_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -118,8 +119,36 @@ models::Placement vae_placement(Device device, DType vae_dtype, const models::Va
   return {device, vae_dtype};
 }
 
-ModelParts ModelParts::read(const std::string& model_dir) {
-  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}, nullptr, 0};
+namespace {
+
+// A component file named by the config: there, and a format ditgen reads.
+void check_component_file(const std::string& path, const char* field) {
+  if (path.empty()) return;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw ModelError(path + ": " + field + ": no such file");
+  const std::string ext = std::filesystem::path(path).extension().string();
+  for (const char* pickle : {".pth", ".pt", ".ckpt", ".bin"})
+    if (ext == pickle)
+      throw ModelError(path + ": " + field + ": a PyTorch pickle checkpoint (" + ext +
+                       "), which ditgen does not read: unpickling runs code from the file; convert it to "
+                       "safetensors (or GGUF) first");
+}
+
+}  // namespace
+
+io::WeightStore ModelParts::weights(const std::string& part) const {
+  if (part == "transformer" && !files.transformer.empty())
+    return io::WeightStore::open_file(files.transformer, spec->single_file_options());
+  if (part == "transformer_2" && !files.transformer_2.empty())
+    return io::WeightStore::open_file(files.transformer_2, (spec_2 ? *spec_2 : *spec).single_file_options());
+  return io::WeightStore::open_dir(dir.part_dir(part));
+}
+
+ModelParts ModelParts::read(const std::string& model_dir, const ComponentFiles& files) {
+  check_component_file(files.transformer, "model.transformer");
+  check_component_file(files.transformer_2, "model.transformer_2");
+  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}, nullptr, 0, files};
   const std::string t_path = p.dir.part_config_path("transformer");
   p.spec = models::transformer_spec(p.dir.part_config("transformer"), t_path);
   const std::string v_path = p.dir.part_config_path("vae");
@@ -133,12 +162,18 @@ ModelParts ModelParts::read(const std::string& model_dir) {
   // Check the scheduler config now rather than after the weights are loaded.
   p.default_scheduler = sched::make_scheduler(sched::Sampler::kModelDefault, p.scheduler_config, s_path)->sampler();
   read_second_expert(p);
+  if (!files.transformer_2.empty() && !p.spec_2)
+    throw ModelError(files.transformer_2 + ": model.transformer_2: this model has one transformer (" + model_dir +
+                     "/model_index.json: no boundary_ratio)");
+  // Each file opens (its header and tensor table checked) before any weight is read.
+  if (!files.transformer.empty()) p.weights("transformer");
+  if (!files.transformer_2.empty()) p.weights("transformer_2");
   return p;
 }
 
 // One pipeline per conditioning kind.
-std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir, OpenFor purpose) {
-  ModelParts parts = ModelParts::read(model_dir);
+std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir, OpenFor purpose, const ComponentFiles& files) {
+  ModelParts parts = ModelParts::read(model_dir, files);
   switch (parts.spec->conditioning()) {
     case models::Conditioning::kClassLabels: return std::make_unique<ClassPipeline>(std::move(parts));
     case models::Conditioning::kText:
@@ -200,7 +235,7 @@ RunConfig with_model_defaults(RunConfig config, const models::TransformerSpec& m
 
 void Pipeline::load_vae(const ParallelRun& par, Device device, DType vae_dtype) {
   if (!par.output_rank) return;
-  vae_decoder_ = parts_.vae->load(io::WeightStore::open_dir(parts_.dir.part_dir("vae")),
+  vae_decoder_ = parts_.vae->load(parts_.weights("vae"),
                                   vae_placement(device, vae_dtype, *parts_.vae));
 }
 

@@ -154,6 +154,13 @@ using StepCallback = std::function<void(int, int, int, int)>;
 // step; ("decode", i, n) as outputs are decoded (0 before the first).
 using StageCallback = std::function<void(const std::string& stage, int done, int total)>;
 
+// model.transformer / model.transformer_2: a single weights file for that
+// part instead of its folder ("" = the folder's weights).
+struct ComponentFiles {
+  std::string transformer;
+  std::string transformer_2;
+};
+
 // A model directory's configs, read once: what every pipeline starts from.
 struct ModelParts {
   io::ModelDir dir;
@@ -167,11 +174,19 @@ struct ModelParts {
   // transformer for every step.
   std::unique_ptr<models::TransformerSpec> spec_2;
   double boundary_timestep = 0;
+  ComponentFiles files;
+
+  // The weights of `part` ("transformer", "transformer_2", "vae"): the
+  // single file the config names for it, read as its family names such
+  // files (TransformerSpec::single_file_options), else its folder.
+  io::WeightStore weights(const std::string& part) const;
 
   // Reads and cross-checks them (the VAE's latent channels against the
   // transformer's, the scheduler config by building it once, a second
-  // expert's sizes against the first's).
-  static ModelParts read(const std::string& model_dir);
+  // expert's sizes against the first's); a component file must exist, be
+  // safetensors or GGUF (a pickle checkpoint is refused, naming why) and
+  // open, else ModelError naming it and its config field.
+  static ModelParts read(const std::string& model_dir, const ComponentFiles& files = {});
 };
 
 class Pipeline {
@@ -186,7 +201,8 @@ class Pipeline {
   // runs on published config files shipped without tokenizer/); such a
   // pipeline only answers questions, it cannot generate.
   enum class OpenFor { kRun, kPlan };
-  static std::unique_ptr<Pipeline> open(const std::string& model_dir, OpenFor purpose = OpenFor::kRun);
+  static std::unique_ptr<Pipeline> open(const std::string& model_dir, OpenFor purpose = OpenFor::kRun,
+                                        const ComponentFiles& files = {});
 
   const io::ModelDir& model_dir() const { return parts_.dir; }
   const models::TransformerSpec& transformer() const { return *parts_.spec; }

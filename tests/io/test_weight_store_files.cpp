@@ -142,9 +142,17 @@ TEST_CASE("weight store: a scaled checkpoint's missing or misfit scales are name
   CHECK(WeightStore::open_file(rows).load("a.weight").to_vector() == std::vector<float>{0.5f, 0.5f, -4.0f, 4.0f});
 }
 
+// The options a GGUF of `architecture` is opened with (no other naming).
+static SingleFileOptions gguf_options(const std::string& architecture, const std::string& prefix = {}) {
+  SingleFileOptions o;
+  o.architecture = architecture;
+  o.prefix = prefix;
+  return o;
+}
+
 TEST_CASE("weight store: a GGUF file, its architecture checked and ComfyUI's prefix stripped") {
   const std::string wan = kFixtures + "wan_layout.gguf";
-  const WeightStore store = WeightStore::open_file(wan, {.architecture = "wan", .prefix = {}});
+  const WeightStore store = WeightStore::open_file(wan, gguf_options("wan"));
   CHECK(store.dir() == wan);
   CHECK(store.names().size() == 5);
   store.expect("conv.weight", {16, 4, 2, 2, 2});
@@ -157,7 +165,7 @@ TEST_CASE("weight store: a GGUF file, its architecture checked and ComfyUI's pre
   CHECK_FALSE(store.points_into_file("blocks.0.self_attn.q.weight", store.load("blocks.0.self_attn.q.weight")));
   CHECK(store.load_f32("head.head.weight").dtype() == DType::kF32);
 
-  const std::string other = model_error_of([&] { WeightStore::open_file(wan, {.architecture = "flux", .prefix = {}}); });
+  const std::string other = model_error_of([&] { WeightStore::open_file(wan, gguf_options("flux")); });
   CHECK(contains(other, wan));
   CHECK(contains(other, "'general.architecture' is 'wan', expected 'flux'"));
   const std::string shape = model_error_of([&] { store.expect("blocks.0.self_attn.q.weight", {64, 32}); });
@@ -176,7 +184,7 @@ TEST_CASE("weight store: a GGUF file, its architecture checked and ComfyUI's pre
   w.add_tensor("model.diffusion_model.blocks.0.ffn.0.weight", GgmlType::kF32, {1, 32}, f32);
   w.add_tensor("first_stage_model.decoder.conv_in.weight", GgmlType::kF32, {32}, f32);
   w.write(prefixed);
-  const WeightStore stripped = WeightStore::open_file(prefixed, {.architecture = "wan", .prefix = "model.diffusion_model."});
+  const WeightStore stripped = WeightStore::open_file(prefixed, gguf_options("wan", "model.diffusion_model."));
   CHECK(stripped.names() == std::vector<std::string>{"blocks.0.ffn.0.weight"});
   CHECK(stripped.load("blocks.0.ffn.0.weight").to_vector() == x);
   CHECK(WeightStore::open_file(prefixed).names().size() == 2);  // no prefix asked: every name as it is

@@ -19,8 +19,7 @@ ColumnParallelLinear ColumnParallelLinear::load(const io::WeightStore& w, const 
   const int64_t begin = first_row + mine.begin, end = first_row + mine.end;
   const std::string weight = prefix + "weight";
   // Rows of the file are a view of it (zero copy); placing may convert or pack.
-  return {place_matrix(w, weight, w.load_rows(weight, begin, end), place),
-          place.put(w.load_rows(prefix + "bias", begin, end))};
+  return {load_matrix_rows(w, weight, begin, end, place), place.put(w.load_rows(prefix + "bias", begin, end))};
 }
 
 RowParallelLinear RowParallelLinear::load(const io::WeightStore& w, const std::string& prefix, int64_t in,
@@ -29,8 +28,8 @@ RowParallelLinear RowParallelLinear::load(const io::WeightStore& w, const std::s
   const std::string weight = prefix + "weight";
   RowParallelLinear layer;
   // Columns are copied out of the file (load_cols releases its pages).
-  layer.weight = place_matrix(
-      w, weight, parallel::group_size(tp) == 1 ? w.load(weight) : w.load_cols(weight, mine.begin, mine.end), place);
+  layer.weight = parallel::group_size(tp) == 1 ? load_matrix(w, weight, place)
+                                                : load_matrix_cols(w, weight, mine.begin, mine.end, place);
   layer.bias = place.put(w.load(prefix + "bias"));
   layer.tp_ = tp;
   return layer;

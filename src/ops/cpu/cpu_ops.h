@@ -30,6 +30,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 // shape packs, and not under the emulation hook; otherwise w itself.
 Tensor pack_gemm_weight(const Tensor& w);
 Tensor quantize_gemm_weight(const Tensor& w);
+Tensor dequantize_gemm_weight(const Tensor& w);
 // x, bias float32; w float32, bfloat16 or float16 (its dtype is the arithmetic, as gemm).
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act = Activation::kNone);
 // Rows of length N written into y with row stride ldy.

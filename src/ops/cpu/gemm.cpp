@@ -463,8 +463,35 @@ Tensor pack_gemm_weight(const Tensor& w) {
   return packed.with_layout(Layout::kGemmPacked);
 }
 
+namespace {
+
+// Rows [r0, r0 + rows) of a block-quantized (n, k) weight, dequantized into
+// dst (rows x k float32).
+void dequantize_rows(const Tensor& w, int64_t r0, int64_t rows, float* dst) {
+  const math::GgmlTypeTraits* traits = math::find_ggml_type(w.block_type());
+  const int64_t k = w.dim(1);
+  if (!traits || !traits->dequantized || k % traits->block_size != 0)
+    throw std::invalid_argument("dequantize: a weight of ggml type " + std::to_string(w.block_type()) +
+                                " with rows of " + std::to_string(k));
+  const int64_t blocks = k / traits->block_size;
+  const size_t row_bytes = static_cast<size_t>(blocks) * static_cast<size_t>(traits->type_size);
+  const auto* bytes = static_cast<const uint8_t*>(w.raw());
+#pragma omp parallel for schedule(static) if (parallel_pass(rows * k))
+  for (int64_t r = 0; r < rows; ++r)
+    math::dequantize_blocks(traits->type, bytes + static_cast<size_t>(r0 + r) * row_bytes, blocks, dst + r * k);
+}
+
+}  // namespace
+
+Tensor dequantize_gemm_weight(const Tensor& w) {
+  Tensor out = Tensor::empty(w.shape());
+  dequantize_rows(w, 0, w.dim(0), out.data());
+  return out;
+}
+
 Tensor quantize_gemm_weight(const Tensor& w) {
-  if (w.ndim() != 2 || w.layout() != Layout::kRowMajor || !is_floating(w.dtype()))
+  const bool blocks = w.layout() == Layout::kBlockQuantized;
+  if (w.ndim() != 2 || !(w.layout() == Layout::kRowMajor || blocks) || !is_floating(w.dtype()))
     throw std::invalid_argument("quantize_gemm_weight: a row-major floating [N, K] weight, not " + shape_str(w.shape()));
   const int64_t n = w.dim(0), k = w.dim(1);
   // Rows quantized a band at a time from their float32 widening, so no
@@ -476,7 +503,8 @@ Tensor quantize_gemm_weight(const Tensor& w) {
   std::vector<float> rows(static_cast<size_t>(std::min(band, n) * k));
   for (int64_t r0 = 0; r0 < n; r0 += band) {
     const int64_t rb = std::min(band, n - r0);
-    convert_host(w.raw_at(r0 * k), w.dtype(), rows.data(), DType::kF32, rb * k);
+    if (blocks) dequantize_rows(w, r0, rb, rows.data());
+    else convert_host(w.raw_at(r0 * k), w.dtype(), rows.data(), DType::kF32, rb * k);
     quantize_rows_s8(rows.data(), rb, k, k, values.data() + r0 * k, scales.data() + r0);
   }
   Tensor packed = Tensor::packed(w.shape(), DType::kI8, Layout::kInt8Packed, packed_weight_bytes_s8(n, k));
