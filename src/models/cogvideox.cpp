@@ -19,6 +19,7 @@
 #include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
@@ -72,23 +73,6 @@ Tensor fold_affine(const Tensor& mod, int64_t dim, const Tensor& w, const Tensor
       }
   }
   return place.put(m);
-}
-
-// The per-sample rows [first, first + count) of x (B, P, D) as (B, count, D).
-Tensor take_rows(const Tensor& x, int64_t first, int64_t count, const Placement& place) {
-  const int64_t b = x.dim(0), p = x.dim(1), d = x.dim(2);
-  Tensor out = place.empty({b, count, d});
-  if (count > 0) ops::copy_rows(x, first * d, p * d, out, 0, count * d, b, count * d);
-  return out;
-}
-
-// [a; c] per sample: (B, Pa, D) and (B, Pc, D) -> (B, Pa + Pc, D).
-Tensor join_rows(const Tensor& a, const Tensor& c, const Placement& place) {
-  const int64_t b = c.dim(0), pa = a.dim(1), pc = c.dim(1), d = c.dim(2), p = pa + pc;
-  Tensor out = place.empty({b, p, d});
-  if (pa > 0) ops::copy_rows(a, 0, pa * d, out, 0, p * d, b, pa * d);
-  if (pc > 0) ops::copy_rows(c, 0, pc * d, out, pa * d, p * d, b, pc * d);
-  return out;
 }
 
 // Python's round(): half to even.
@@ -234,13 +218,13 @@ void CogVideoXBlock::forward(Tensor& text, Tensor& video, const Tensor& emb, con
     Tensor t = place_.empty(text.shape()), v = place_.empty(video.shape());
     if (text.dim(1) > 0) mod.normalize(text, kText, eps_, t);
     if (video.dim(1) > 0) mod.normalize(video, kVideo, eps_, v);
-    return join_rows(t, v, place_);
+    return ops::join_rows(t, v);
   };
   // out (B, P, D) split back into the two kinds of rows, each added under its gate.
   auto add_gated = [&](const nn::Modulation& mod, const Tensor& out) {
     const int64_t pt = text.dim(1), pv = video.dim(1);
-    if (pt > 0) mod.add_gated(text, take_rows(out, 0, pt, place_), kText);
-    if (pv > 0) mod.add_gated(video, take_rows(out, pt, pv, place_), kVideo);
+    if (pt > 0) mod.add_gated(text, ops::take_rows(out, 0, pt), kText);
+    if (pv > 0) mod.add_gated(video, ops::take_rows(out, pt, pv), kVideo);
   };
 
   const nn::Modulation mod1(norm1_(emb, place_), d);
@@ -418,17 +402,17 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
   };
   Stage::Pass pass;
   pass.embed = [&](parallel::Range rows) {
-    const int64_t t_end = std::min(rows.end, text_rows);
-    const Tensor t = take_rows(text, rows.begin, std::max<int64_t>(0, t_end - rows.begin), place);
+    const int64_t t_begin = std::min(rows.begin, text_rows), t_end = std::min(rows.end, text_rows);
+    const Tensor t = ops::take_rows(text, t_begin, t_end - t_begin);
     const parallel::Range video{std::max(rows.begin, text_rows) - text_rows, rows.end - text_rows};
     if (video.end <= video.begin) return t;
     const Tensor patches = parallel::token_rows(patched, video);
     const Tensor v = c.rotary ? patch_(patches)
                               : patch_(patches, positions.slice0(video.begin, video.end));
-    return join_rows(t, v, place);
+    return ops::join_rows(t, v);
   };
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
-    const Tensor e = sample_rows(emb, samples);  // a step cache's subset of the samples
+    const Tensor e = ops::sample_rows(emb, samples);  // a step cache's subset of the samples
     const int64_t first = first_row(patch), rows = hidden.dim(1);
     const int64_t pt = std::clamp<int64_t>(text_rows - first, 0, rows);
     const nn::Rotary rotary = [&](Tensor& q, Tensor& k) {
@@ -436,13 +420,13 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
       ops::rotary_embed_(q, rope_cos, rope_sin, first);
       ops::rotary_embed_(k, rope_cos, rope_sin, first);
     };
-    Tensor t = take_rows(hidden, 0, pt, place), v = take_rows(hidden, pt, rows - pt, place);
+    Tensor t = ops::take_rows(hidden, 0, pt), v = ops::take_rows(hidden, pt, rows - pt);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
       blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(t, v, e, core, rotary,
                                                                       {a.pab, static_cast<int>(i)});
     }
-    hidden = join_rows(t, v, place);
+    hidden = ops::join_rows(t, v);
   };
   // TeaCache4CogVideoX's signal: the time embedding, whole on every rank.
   pass.teacache_signal = [&](const Tensor&) { return Stage::Pass::Signal{emb, false}; };

@@ -19,6 +19,7 @@
 #include "models/forward_checks.h"
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/frame_switch.h"
 #include "parallel/sequence_attention.h"
 #include "parallel/shard.h"
@@ -28,16 +29,6 @@
 namespace ditgen::models {
 
 namespace {
-
-// (R*B, W) from (B, W): row b repeated R times in a row (repeat_interleave).
-Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
-  const int64_t b = x.dim(0), w = x.numel() / b;
-  Shape shape = x.shape();
-  shape[0] = b * times;
-  Tensor out = place.empty(shape);
-  for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
-  return out;
-}
 
 const std::string kSpatialBlocks = "transformer_blocks.", kTemporalBlocks = "temporal_transformer_blocks.";
 
@@ -159,7 +150,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
   // and per token (temporal blocks); in the (B*F, N, D) layout both are
   // one row per frame of each video: (B*F_me, 6D).
-  const Tensor modulation = repeat_rows(stem_.adaln(embedded), local_frames, place);
+  const Tensor modulation = ops::repeat_rows(stem_.adaln(embedded), local_frames);
   // One caption per video: the spatial blocks' cross-attention projects
   // its keys and values once and lets every frame's queries attend to
   // them (CrossContext::repeat).
@@ -197,7 +188,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   };
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the videos: their frames' modulation and their captions.
-    const Tensor mod = sample_rows(modulation, samples, local_frames);
+    const Tensor mod = ops::sample_rows(modulation, samples, local_frames);
     const TextOfSamples texts(text, samples);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore spatial = stage_.core(i, patch, n, c.head_dim, a.stale_kv, dsp ? &whole_frames : nullptr);
@@ -222,7 +213,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   };
   // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
   pass.head = [&](const Tensor& hidden) {
-    return stem_.final_layer(hidden, stem_.final_layer.shift_scale(repeat_rows(embedded, local_frames, place)));
+    return stem_.final_layer(hidden, stem_.final_layer.shift_scale(ops::repeat_rows(embedded, local_frames)));
   };
   if (dsp)
     pass.gather_frames = [&](const Tensor& rows) {  // every rank's frames, whole: (B*F, N, R)

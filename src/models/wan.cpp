@@ -13,6 +13,7 @@
 #include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
@@ -173,7 +174,7 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
   pass.embed = [&](parallel::Range rows) { return patch_(parallel::token_rows(patched, rows)); };
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the samples: their modulation and texts.
-    const Tensor mod = sample_rows(shared_mod, samples);
+    const Tensor mod = ops::sample_rows(shared_mod, samples);
     const TextOfSamples texts(context, samples);
     // This rank's tokens of the patch: its q and k take their table rows.
     const int64_t first =
