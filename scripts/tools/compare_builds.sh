@@ -134,7 +134,7 @@ run "wan_tiny sp2 ring" 2 "${wan[@]}" --set parallel.sp=2 --set parallel.sp_mode
 run "wan_tiny pp2 PipeFusion" 2 "${wan[@]}" --set parallel.pp=2 --set parallel.warmup_steps=1
 # CogVideoX-5b's form (rotary positions): the fixture with its rotary transformer.
 rope="$work/cogvideox_rope"
-cp -r tests/fixtures/cogvideox_tiny "$rope" && rm -rf "$rope/transformer" &&
+cp -rL tests/fixtures/cogvideox_tiny "$rope" && rm -rf "$rope/transformer" &&
   cp -r tests/fixtures/cogvideox_tiny/reference/transformer_rope "$rope/transformer"
 for model in tests/fixtures/cogvideox_tiny "$rope"; do
   name=cogvideox_tiny
