@@ -136,8 +136,8 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     throw RuntimeFailure("Latte forward: dsp over " + std::to_string(sp) + " ranks needs at least as many frames and "
                          "tokens per frame; the video has " + std::to_string(frames) + " frames of " +
                          std::to_string(n) + " tokens");
-  const parallel::Range my_frames =
-      dsp ? shard.sp_split.range(frames, sp, shard.sp_rank()) : parallel::Range{0, frames};
+  const parallel::VideoFrameShard frame_shard(dsp ? shard.sp : nullptr, shard.sp_split, frames, n);
+  const parallel::Range my_frames = frame_shard.frames();
   const int64_t local_frames = my_frames.size();
   const int64_t clips = bsz * local_frames;  // the spatial blocks' batch: this rank's frames of every video
 
@@ -169,18 +169,8 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     temporal_attention(q, k, v, out, frames, c.head_dim, place.dtype);
   };
   const nn::LayoutSwitch dsp_switch{
-      [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D); B: this call's videos (a step cache's subset)
-        const int64_t width = normed.dim(2), videos = normed.dim(0) / local_frames;
-        const Tensor by_tokens = parallel::frames_to_tokens(
-            shard.sp, normed.reshape({videos, local_frames, n, width}), frames, shard.sp_split);
-        return by_tokens.reshape({videos * frames, by_tokens.dim(2), width});
-      },
-      [&](const Tensor& attn) {  // (B*F, N_me, Dl) -> (B*F_me, N, Dl)
-        const int64_t width = attn.dim(2), videos = attn.dim(0) / frames;
-        const Tensor by_frames = parallel::tokens_to_frames(
-            shard.sp, attn.reshape({videos, frames, attn.dim(1), width}), n, shard.sp_split);
-        return by_frames.reshape({videos * local_frames, n, width});
-      }};
+      [&](const Tensor& normed) { return frame_shard.to_tokens(normed); },  // B: this call's videos (a step cache's)
+      [&](const Tensor& attn) { return frame_shard.to_frames(attn); }};
 
   Stage::Pass pass;
   pass.embed = [&](parallel::Range rows) {  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
@@ -215,12 +205,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   pass.head = [&](const Tensor& hidden) {
     return stem_.final_layer(hidden, stem_.final_layer.shift_scale(ops::repeat_rows(embedded, local_frames)));
   };
-  if (dsp)
-    pass.gather_frames = [&](const Tensor& rows) {  // every rank's frames, whole: (B*F, N, R)
-      const int64_t width = n * rows.dim(2);
-      return parallel::gather_tokens(shard.sp, rows.reshape({bsz, local_frames, width}), frames, shard.sp_split)
-          .reshape({bsz * frames, n, rows.dim(2)});
-    };
+  if (dsp) pass.gather_frames = [&](const Tensor& rows) { return frame_shard.gather(rows); };  // (B*F, N, R)
   const Tensor out = stage_.run(n, clips, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass, a.step_cache);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   return images_as_video(ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32),
