@@ -192,8 +192,9 @@ nn::TensorDecls CogVideoXTransformer::layer_tensors(const CogVideoXConfig& c, in
 
 CogVideoXTransformer CogVideoXTransformer::load(const io::WeightStore& w, const CogVideoXConfig& c,
                                                 const ShardGroups& shard, const Placement& place) {
+  // The probe of a layer past num_layers: a block's first tensor ("norm1.linear.weight").
   check_before_load<CogVideoXTransformer>(w, c, shard, FrameSharding::kWholeSequence, "CogVideoX",
-                                          {"transformer_blocks"}, "norm1.linear.weight");
+                                          {"transformer_blocks"}, CogVideoXBlock::tensors("", c)[0].name);
   const int64_t d = c.inner_dim();
   CogVideoXTransformer m;
   m.cfg_ = c;

@@ -1,3 +1,5 @@
+// Row-block moves: each a few ops::copy_rows (or slice copies), checked
+// shapes, on the input's device and dtype.
 #include "ops/rows.h"
 
 #include <stdexcept>

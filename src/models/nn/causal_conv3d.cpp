@@ -1,3 +1,5 @@
+// CausalConv3d's call: [padding | chunk] built in the cache's staging
+// buffer, the slot updated, one ops::conv3d with time padding 0.
 #include "models/nn/causal_conv3d.h"
 
 #include <stdexcept>

@@ -1,3 +1,6 @@
+// The causal residual blocks: their parts' names written once (Parts) for
+// declarations and load; CogVideoX's spatial norm resizes zq by aten's
+// nearest rule (nearest_source) after its 1x1x1 convs.
 #include "models/nn/causal_resnet.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The convolutions of nn/conv.h: declarations of weight and bias, loaded
+// as declared (a 2-D kernel optionally held as a one-frame 3-D one).
 #include "models/nn/conv.h"
 
 #include "ops/ops.h"

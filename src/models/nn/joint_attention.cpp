@@ -1,3 +1,6 @@
+// The joint sequence's modules: a band split and joined with ops/rows.h,
+// each kind of row normalised and gated by its own triple, the
+// LayerNorm's affine folded into the modulation on the host.
 #include "models/nn/joint_attention.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The norms of nn/norm.h: each loads the tensors it declares and runs one
+// op (ops::group_norm, layer_norm, rms_norm, rms_norm_channels).
 #include "models/nn/norm.h"
 
 #include "ops/ops.h"

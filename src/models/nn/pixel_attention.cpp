@@ -1,3 +1,6 @@
+// PixelAttention: two ways of storing it, one forward (per image: the
+// fused q/k/v GEMM, one head over the pixels, the output GEMM onto the
+// residual).
 #include "models/nn/pixel_attention.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// ResnetBlock2D: its parts' names are written once (Parts), for its
+// declarations and its load alike.
 #include "models/nn/resnet2d.h"
 
 #include "ops/ops.h"

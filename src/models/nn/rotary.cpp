@@ -1,3 +1,4 @@
+// The rotary table on the device and its hook; CogVideoX's float32 axis.
 #include "models/nn/rotary.h"
 
 #include <cmath>

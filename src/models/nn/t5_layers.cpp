@@ -1,3 +1,6 @@
+// T5's attention and feed-forward: the ops of transformers' T5Attention
+// (no scale, an additive per-head bias, padding keys excluded) and
+// T5Dense(Gated)ActDense, in its order.
 #include "models/nn/t5_layers.h"
 
 #include "ops/attention_operands.h"
