@@ -42,10 +42,8 @@
 // stream's input and output cross to the host.
 #include "models/autoencoder_kl_cogvideox.h"
 
-#include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <set>
 #include <utility>
 

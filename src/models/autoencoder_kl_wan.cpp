@@ -36,20 +36,16 @@
 // placement's device; only the stream's input and output cross to the host.
 #include "models/autoencoder_kl_wan.h"
 
-#include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 #include <set>
 #include <utility>
 
 #include "io/model_dir.h"
-#include "ops/attention_operands.h"
 #include "ops/ops.h"
 #include "tensor/device_memory.h"
 #include "util/error.h"
 #include "util/profile.h"
-#include "util/strings.h"
 
 namespace ditgen::models {
 

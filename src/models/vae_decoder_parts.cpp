@@ -9,7 +9,6 @@
 
 #include "ops/ops.h"
 #include "util/error.h"
-#include "util/profile.h"
 
 namespace ditgen::models {
 
