@@ -24,6 +24,7 @@
 #include "fuzz_support.h"
 #include "io/model_dir.h"
 #include "models/registry.h"
+#include "models/t5.h"
 #include "models/t5_spec.h"
 #include "parallel/plan.h"
 #include "sched/scheduler.h"
@@ -74,7 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ditgen::fuzz::allow_reader_errors([&] {
       const std::string path = model.part_config_path("text_encoder");
       const ditgen::models::T5Spec spec(ditgen::models::T5Config::from_json(model.part_config("text_encoder"), path));
-      const auto tensors = ditgen::models::t5_expected_tensors(spec.config(), "shared.weight");
+      const auto tensors = ditgen::models::T5Encoder::layer_tensors(spec.config(), 0);
       g_sink = static_cast<double>(spec.param_count()) + static_cast<double>(tensors.size());
     });
   } catch (const ditgen::Error&) {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Byte-for-byte comparison of two ditgen builds on the shipped default
 # models (image and video), the parity fixtures (from diffusers' noise, DDIM
-# and DPM-Solver++ 2M; DiT, PixArt, Latte) and parallel layouts under
-# mpirun: every output file (PNGs with their metadata, --save-latents) of
-# OLD must equal NEW's. For refactors that must not change a bit (e.g. an
+# and DPM-Solver++ 2M; DiT, PixArt, Latte; Wan with UniPC and Euler and its
+# two-expert 2.2 form; CogVideoX with sin-cos and with rotary positions)
+# and parallel layouts under mpirun: every output file (PNGs with their
+# metadata, --save-latents) of OLD must equal NEW's. For refactors that must not change a bit (e.g. an
 # old checkout built in /tmp/old/build).
 #   scripts/tools/compare_builds.sh [--pixels] OLD_DITGEN NEW_DITGEN
 # --pixels: a PNG whose bytes differ counts as the same when its pixels
@@ -116,4 +117,34 @@ run "dit_odd tp3" 3 "${fixture[@]}" --set parallel.tp=3
 run "dit_odd tp2 x sp2" 4 "${fixture[@]}" --set parallel.tp=2 --set parallel.sp=2
 run "dit_odd sp2 x cp2 x tp2 ring" 8 "${fixture[@]}" --set parallel.sp=2 --set parallel.cp=2 --set parallel.tp=2 \
   --set parallel.sp_mode=ring
+# Wan (UMT5, its transformer, its causal VAE) and CogVideoX (T5, the joint
+# text + video sequence, its causal VAE), alone and under the layouts that
+# shard their one sequence.
+for s in unipc euler; do
+  run "wan_tiny $s" 1 --config tests/fixtures/wan_tiny/reference/run_$s.json --set model.path=tests/fixtures/wan_tiny \
+    --init-noise tests/fixtures/wan_tiny/reference/noise.safetensors --save-latents "$work/run/latents.safetensors"
+done
+run "wan22_tiny unipc (two experts)" 1 --config tests/fixtures/wan22_tiny/reference/run_unipc.json \
+  --set model.path=tests/fixtures/wan22_tiny --init-noise tests/fixtures/wan22_tiny/reference/noise.safetensors \
+  --save-latents "$work/run/latents.safetensors"
+wan=(--config tests/fixtures/wan_tiny/reference/run_unipc.json --set model.path=tests/fixtures/wan_tiny
+     --init-noise tests/fixtures/wan_tiny/reference/noise.safetensors --save-latents "$work/run/latents.safetensors"
+     --threads 1)
+run "wan_tiny sp2 ring" 2 "${wan[@]}" --set parallel.sp=2 --set parallel.sp_mode=ring
+run "wan_tiny pp2 PipeFusion" 2 "${wan[@]}" --set parallel.pp=2 --set parallel.warmup_steps=1
+# CogVideoX-5b's form (rotary positions): the fixture with its rotary transformer.
+rope="$work/cogvideox_rope"
+cp -rL tests/fixtures/cogvideox_tiny "$rope" && rm -rf "$rope/transformer" &&
+  cp -r tests/fixtures/cogvideox_tiny/reference/transformer_rope "$rope/transformer"
+for model in tests/fixtures/cogvideox_tiny "$rope"; do
+  name=cogvideox_tiny
+  [ "$model" = "$rope" ] && name="cogvideox_tiny rotary"
+  cog=(--config tests/fixtures/cogvideox_tiny/reference/run.json --set model.path="$model"
+       --init-noise tests/fixtures/cogvideox_tiny/reference/noise.safetensors --save-latents "$work/run/latents.safetensors"
+       --threads 1)
+  run "$name" 1 "${cog[@]}"
+  run "$name sp4 ring (text rows on two ranks)" 4 "${cog[@]}" --set parallel.sp=4 --set parallel.sp_mode=ring
+  run "$name tp2 x cp2" 4 "${cog[@]}" --set parallel.tp=2 --set parallel.cp=2
+  run "$name pp2 PipeFusion" 2 "${cog[@]}" --set parallel.pp=2 --set parallel.warmup_steps=1
+done
 exit $status

@@ -9,14 +9,15 @@
 // layers_per_block + 1 resnets and a nearest-x2 + 3x3 conv upsampler (all but
 // the last), then GroupNorm + SiLU and conv_out. Every GroupNorm uses
 // norm_num_groups and eps 1e-6.
-// Sizes come from vae/config.json; every tensor is checked by name and shape
-// before any is loaded. The mid-block attention also accepts the names of
-// checkpoints saved before diffusers 0.14 (query/key/value/proj_attn, as
-// diffusers' _fix_state_dict_keys_on_load renames them), stored as linears
-// [C, C] or 1x1 convs [C, C, 1, 1].
+// A composition of the modules of models/nn/: Conv2d, GroupNorm,
+// ResnetBlock2D and PixelAttention, whose declarations (decoder_tensors)
+// are checked by name and shape before anything is loaded, a decoder
+// tensor the config does not account for refused. The mid-block attention
+// also accepts the names of checkpoints saved before diffusers 0.14
+// (query/key/value/proj_attn), stored as linears [C, C] or 1x1 convs [C, C,
+// 1, 1] (nn::PixelAttention's separate form).
 #pragma once
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@
 
 #include "io/safetensors.h"
 #include "models/config_spec.h"
+#include "models/nn/conv.h"
+#include "models/nn/norm.h"
+#include "models/nn/pixel_attention.h"
+#include "models/nn/resnet2d.h"
+#include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "models/vae_spec.h"
 #include "tensor/tensor.h"
@@ -54,35 +60,22 @@ struct AutoencoderKLConfig {
   static AutoencoderKLConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// ResnetBlock2D without time embedding: GN+SiLU, conv, GN+SiLU, conv, plus
-// the input (through a 1x1 conv when the channel count changes).
-struct VaeResnet {
-  Tensor norm1_w, norm1_b;        // (Cin), (Cin)
-  Tensor conv1_w, conv1_b;        // (Cout, Cin, 3, 3), (Cout)
-  Tensor norm2_w, norm2_b;        // (Cout), (Cout)
-  Tensor conv2_w, conv2_b;        // (Cout, Cout, 3, 3), (Cout)
-  Tensor shortcut_w, shortcut_b;  // (Cout, Cin, 1, 1), (Cout); undefined when Cin == Cout
-};
-
-// Single-head self-attention of the mid block, with q/k/v fused into one
-// projection so one GEMM reads the normed feature map once.
-struct VaeAttention {
-  Tensor norm_w, norm_b;  // (C), (C)
-  Tensor qkv_w, qkv_b;    // (3C, C), (3C)   rows: to_q, to_k, to_v
-  Tensor out_w, out_b;    // (C, C), (C)     to_out.0
-};
-
+// UpDecoderBlock2D: its resnets, then (all but the last block) nearest x2
+// and the upsampler's 3x3 conv.
 struct VaeUpBlock {
-  std::vector<VaeResnet> resnets;  // layers_per_block + 1
-  Tensor up_w, up_b;               // (C, C, 3, 3), (C); undefined for the last block
+  std::vector<nn::ResnetBlock2D> resnets;  // layers_per_block + 1
+  nn::Conv2d upsampler;                    // (C, C, 3, 3); undefined for the last block
 };
 
 class AutoencoderKL {
  public:
-  // Validates every tensor name and shape against `cfg`, then loads onto
-  // `place` (models/placement.h: convolution weights and the attention's
-  // q/k/v projection in the compute dtype, the rest float32 on the CPU;
-  // on CUDA everything uploaded once in the placement's dtype).
+  // Every tensor the decoder reads under `cfg` (post_quant_conv and
+  // decoder.*), whole as stored.
+  static nn::TensorDecls decoder_tensors(const AutoencoderKLConfig& cfg);
+  // Validates decoder_tensors against the store (check_decoder_tensors),
+  // then loads onto `place` (models/placement.h: convolution weights and the
+  // attention's q/k/v projection in the compute dtype, the rest float32 on
+  // the CPU; on CUDA everything uploaded once in the placement's dtype).
   static AutoencoderKL load(const io::WeightStore& weights, const AutoencoderKLConfig& cfg, const Placement& place = {});
 
   // latents (B, latent_channels, h, w), host float32, ALREADY divided by scaling_factor
@@ -95,19 +88,18 @@ class AutoencoderKL {
 
  private:
   Tensor decode_one(const Tensor& z) const;  // (1, latent_channels, h, w)
-  Tensor resnet(const Tensor& x, const VaeResnet& r) const;
-  Tensor attention(const Tensor& x, const VaeAttention& a) const;
-  Tensor ones_row(int64_t n) const;  // (1, n) of ones on the placement
+  Tensor attention(const Tensor& x) const;   // the mid block's, plus x
 
   Placement place_;
   AutoencoderKLConfig cfg_;
-  Tensor post_quant_w, post_quant_b;  // (L, L, 1, 1), (L); undefined without post_quant_conv
-  Tensor conv_in_w, conv_in_b;        // (C_last, L, 3, 3), (C_last)
-  VaeResnet mid_resnet0, mid_resnet1;
-  std::optional<VaeAttention> mid_attn;  // absent when mid_block_add_attention is false
-  std::vector<VaeUpBlock> up_blocks;     // channels reversed(block_out_channels)
-  Tensor norm_out_w, norm_out_b;         // (C_0), (C_0)
-  Tensor conv_out_w, conv_out_b;         // (out_channels, C_0, 3, 3), (out_channels)
+  nn::Conv2d post_quant_;                  // (L, L, 1, 1); undefined without post_quant_conv
+  nn::Conv2d conv_in_;                     // (C_last, L, 3, 3)
+  nn::ResnetBlock2D mid_resnet0_, mid_resnet1_;  // C_last -> C_last
+  nn::GroupNorm mid_attn_norm_;            // (C_last); undefined when mid_block_add_attention is false
+  nn::PixelAttention mid_attn_;            // (C_last) channels, one head
+  std::vector<VaeUpBlock> up_blocks_;      // channels reversed(block_out_channels)
+  nn::GroupNorm norm_out_;                 // (C_0)
+  nn::Conv2d conv_out_;                    // (out_channels, C_0, 3, 3)
 };
 
 // The seam's view of an AutoencoderKL directory (vae/config.json).

@@ -19,21 +19,16 @@
 // a 3x3x3 conv with time padding 0 and spatial zero padding 1, and caches
 // the last two frames of that padded input. Here each causal conv has a
 // two-frame slot, allocated at the first chunk, and every call runs
-// causal_conv3d (models/vae_decoder_parts.h, CausalPad::kFirstFrame: [slot |
+// nn::CausalConv3d (models/nn/causal_conv3d.h, CausalPad::kFirstFrame: [slot |
 // chunk], or [first, first | chunk], in the level's staging buffer, its last
 // two frames kept, then ops::conv3d), as Wan's VAE does with zeros. conv_y and
 // conv_b are causal convs of kernel 1: no padding, and their cache (diffusers
 // keeps the whole input) is never read, so they are plain 1x1x1 convs.
 //
-// The spatial norm. zq (the chunk's latents) is nearest-resized to f's
-// frames and pixels before conv_y / conv_b, the first frame on its own when
-// f has an odd frame count > 1. A 1x1x1 conv commutes with a nearest resize
-// (each output position copies one input position's channels), so here
-// conv_y and conv_b run on the latent grid and their outputs are resized:
-// the same numbers, at 1/64 of the convolution work at the last level. Then
+// The spatial norm (nn::CogVideoXSpatialNorm, models/nn/causal_resnet.h):
 // GroupNorm(f) (eps 1e-6 whatever norm_eps says, as diffusers builds it) *
-// resized conv_y + resized conv_b, then SiLU (every spatial norm of the
-// decoder is followed by one).
+// conv_y(zq) + conv_b(zq), zq nearest-resized to f's frames and pixels, then
+// SiLU (every spatial norm of the decoder is followed by one).
 //
 // Memory: one chunk's activations (at most 8 output frames at the last level
 // for a pair; 9 for the first chunk of an odd count) plus the caches (2
@@ -47,9 +42,8 @@
 // stream's input and output cross to the host.
 #include "models/autoencoder_kl_cogvideox.h"
 
-#include <algorithm>
+#include <array>
 #include <cmath>
-#include <cstring>
 #include <set>
 #include <utility>
 
@@ -75,8 +69,16 @@ const std::set<std::string> kKnownKeys = {
     "latents_std",     "force_upcast",   "use_quant_conv",        "use_post_quant_conv",
     "invert_scale_latents", "sample_size"};
 
-// The GroupNorm eps of CogVideoXSpatialNorm3D (fixed in diffusers).
-constexpr float kSpatialNormEps = 1e-6f;
+// Where each part of the decoder is stored, written once: the declarations
+// and the load both follow these.
+const std::string kConvIn = "decoder.conv_in.conv.";
+const std::string kMidBlock = "decoder.mid_block.";
+const std::string kNormOut = "decoder.norm_out.";
+const std::string kConvOut = "decoder.conv_out.conv.";
+constexpr std::array<int64_t, 3> k3x3x3 = {3, 3, 3};
+
+std::string mid_resnet(int r) { return kMidBlock + "resnets." + std::to_string(r) + "."; }
+std::string upsampler(const std::string& up_block) { return up_block + "upsamplers.0.conv."; }
 
 // A list of `n` block type names, each `type`, or ModelError naming the key.
 void check_block_types(const nlohmann::json& cfg, const char* key, const char* type, size_t n,
@@ -94,52 +96,6 @@ void check_block_types(const nlohmann::json& cfg, const char* key, const char* t
   require(a.size() == n, path,
           std::string(key) + ": " + std::to_string(a.size()) + " blocks for " + std::to_string(n) +
               " block_out_channels entries");
-}
-
-// PyTorch's nearest source index (F.interpolate mode "nearest" with an output
-// size: aten's nearest_idx): the identity or a halving for the common cases,
-// else floor(dst * (in / out)) in float, clamped.
-int64_t nearest_source(int64_t dst, int64_t in, int64_t out) {
-  if (out == in) return dst;
-  if (out == 2 * in) return dst >> 1;
-  const float scale = static_cast<float>(in) / static_cast<float>(out);
-  return std::min(static_cast<int64_t>(std::floor(static_cast<float>(dst) * scale)), in - 1);
-}
-
-// Names and shapes of a spatial norm over `c` channels under `p`.
-void spatial_norm_tensors(TensorList& t, const std::string& p, int64_t c, int64_t zc) {
-  t.push_back({p + "norm_layer.weight", {c}});
-  t.push_back({p + "norm_layer.bias", {c}});
-  add_conv_tensors(t, p + "conv_y.conv.", {c, zc, 1, 1, 1});
-  add_conv_tensors(t, p + "conv_b.conv.", {c, zc, 1, 1, 1});
-}
-
-void resnet_tensors(TensorList& t, const std::string& p, int64_t cin, int64_t cout, int64_t zc) {
-  spatial_norm_tensors(t, p + "norm1.", cin, zc);
-  add_conv_tensors(t, p + "conv1.conv.", {cout, cin, 3, 3, 3});
-  spatial_norm_tensors(t, p + "norm2.", cout, zc);
-  add_conv_tensors(t, p + "conv2.conv.", {cout, cout, 3, 3, 3});
-  if (cin != cout) add_conv_tensors(t, p + "conv_shortcut.", {cout, cin, 1, 1, 1});
-}
-
-CogVideoXSpatialNorm load_spatial_norm(const io::WeightStore& w, const std::string& p, const Placement& place) {
-  CogVideoXSpatialNorm n;
-  n.gn_w = load_placed(w, p + "norm_layer.weight", place, false);
-  n.gn_b = load_placed(w, p + "norm_layer.bias", place, false);
-  n.y = load_conv3d(w, p + "conv_y.conv.", place);
-  n.b = load_conv3d(w, p + "conv_b.conv.", place);
-  return n;
-}
-
-CogVideoXResnet load_resnet(const io::WeightStore& w, const std::string& p, int64_t cin, int64_t cout,
-                            const Placement& place) {
-  CogVideoXResnet r;
-  r.norm1 = load_spatial_norm(w, p + "norm1.", place);
-  r.conv1 = load_conv3d(w, p + "conv1.conv.", place);
-  r.norm2 = load_spatial_norm(w, p + "norm2.", place);
-  r.conv2 = load_conv3d(w, p + "conv2.conv.", place);
-  if (cin != cout) r.shortcut = load_conv3d(w, p + "conv_shortcut.", place);
-  return r;
 }
 
 }  // namespace
@@ -227,104 +183,56 @@ AutoencoderKLCogVideoXConfig AutoencoderKLCogVideoXConfig::from_json(const nlohm
   return c;
 }
 
+nn::TensorDecls AutoencoderKLCogVideoX::decoder_tensors(const AutoencoderKLCogVideoXConfig& c) {
+  const UpBlockChannels up = reversed_up_blocks(c.block_out_channels);
+  const int64_t zc = c.latent_channels, c0 = up.out[0], c_last = up.out.back();
+  nn::TensorDecls t = nn::CausalConv3d::tensors(kConvIn, c0, zc, k3x3x3);
+  for (int r = 0; r < 2; ++r) nn::append(t, nn::CogVideoXResnetBlock3D::tensors(mid_resnet(r), c0, c0, zc));
+  walk_up_blocks(
+      up, c.layers_per_block + 1,
+      [&](const UpResnet& r) { nn::append(t, nn::CogVideoXResnetBlock3D::tensors(r.prefix, r.cin, r.cout, zc)); },
+      [&](size_t i, const std::string& ub) {
+        if (i + 1 < up.out.size()) nn::append(t, nn::Conv3d::tensors_2d(upsampler(ub), up.out[i], up.out[i], 3));
+      });
+  nn::append(t, nn::CogVideoXSpatialNorm::tensors(kNormOut, c_last, zc));
+  nn::append(t, nn::CausalConv3d::tensors(kConvOut, c.out_channels, c_last, k3x3x3));
+  return t;
+}
+
 AutoencoderKLCogVideoX AutoencoderKLCogVideoX::load(const io::WeightStore& w, const AutoencoderKLCogVideoXConfig& c,
                                                     const Placement& place) {
-  const UpBlockChannels up = reversed_up_blocks(c.block_out_channels);
-  const std::vector<int64_t>& rev = up.out;
-  const size_t n = rev.size();
-  const int64_t zc = c.latent_channels, c0 = rev[0], c_last = rev.back();
-  const std::string mid = "decoder.mid_block.";
-
-  // Every name and shape, checked before anything is loaded.
-  TensorList expected;
-  add_conv_tensors(expected, "decoder.conv_in.conv.", {c0, zc, 3, 3, 3});
-  for (int r = 0; r < 2; ++r) resnet_tensors(expected, mid + "resnets." + std::to_string(r) + ".", c0, c0, zc);
-  walk_up_blocks(
-      up, c.layers_per_block + 1, [&](const UpResnet& r) { resnet_tensors(expected, r.prefix, r.cin, r.cout, zc); },
-      [&](size_t i, const std::string& ub) {
-        if (i + 1 < n) add_conv_tensors(expected, ub + "upsamplers.0.conv.", {rev[i], rev[i], 3, 3});
-      });
-  spatial_norm_tensors(expected, "decoder.norm_out.", c_last, zc);
-  add_conv_tensors(expected, "decoder.conv_out.conv.", {c.out_channels, c_last, 3, 3, 3});
-  // A decoder tensor the config does not account for means config and
-  // weights disagree (another layers_per_block or block_out_channels, or a
+  // Every name and shape, checked before anything is loaded; a decoder
+  // tensor the config does not account for means config and weights
+  // disagree (another layers_per_block or block_out_channels, or a
   // post_quant_conv the config says is absent).
-  expect_decoder_tensors(w, expected, "block_out_channels, layers_per_block, use_post_quant_conv");
-
+  check_decoder_tensors(w, decoder_tensors(c), "block_out_channels, layers_per_block, use_post_quant_conv");
+  const UpBlockChannels up = reversed_up_blocks(c.block_out_channels);
+  const int64_t zc = c.latent_channels, c0 = up.out[0], c_last = up.out.back(), groups = c.norm_num_groups;
   AutoencoderKLCogVideoX m;
   m.place_ = place;
   m.cfg_ = c;
-  m.conv_in = load_conv3d(w, "decoder.conv_in.conv.", place);
+  m.conv_in_ = nn::CausalConv3d::load(w, kConvIn, c0, zc, k3x3x3, place);
   for (int r = 0; r < 2; ++r)
-    m.mid_resnets.push_back(load_resnet(w, mid + "resnets." + std::to_string(r) + ".", c0, c0, place));
-  m.up_blocks = load_up_blocks<CogVideoXUpBlock>(
-      up, c.layers_per_block + 1, [&](const UpResnet& r) { return load_resnet(w, r.prefix, r.cin, r.cout, place); },
+    m.mid_resnets_.push_back(nn::CogVideoXResnetBlock3D::load(w, mid_resnet(r), c0, c0, zc, groups, place));
+  m.up_blocks_ = load_up_blocks<CogVideoXUpBlock>(
+      up, c.layers_per_block + 1,
+      [&](const UpResnet& r) {
+        return nn::CogVideoXResnetBlock3D::load(w, r.prefix, r.cin, r.cout, zc, groups, place);
+      },
       [&](size_t i, const std::string& ub, CogVideoXUpBlock& blk) {
-        if (i + 1 == n) return;  // the last block: no upsampler
+        if (i + 1 == up.out.size()) return;  // the last block: no upsampler
         blk.upsample = true;
         blk.compress_time = c.compress_time(i);
-        blk.up = load_conv3d(w, ub + "upsamplers.0.conv.", place, {rev[i], rev[i], 1, 3, 3});
+        blk.up = nn::Conv3d::load_2d(w, upsampler(ub), up.out[i], up.out[i], 3, place);
       });
-  m.norm_out = load_spatial_norm(w, "decoder.norm_out.", place);
-  m.conv_out = load_conv3d(w, "decoder.conv_out.conv.", place);
-  m.slots_ = decoder_causal_slots<CogVideoXResnet>(m.conv_in, {&m.mid_resnets[0], &m.mid_resnets[1]}, m.up_blocks,
-                                                   m.conv_out, [](const CogVideoXUpBlock&) -> const Conv3d* {
-                                                     return nullptr;  // the upsamplers' convs are not causal
-                                                   });
+  m.norm_out_ = nn::CogVideoXSpatialNorm::load(w, kNormOut, c_last, zc, groups, place);
+  m.conv_out_ = nn::CausalConv3d::load(w, kConvOut, c.out_channels, c_last, k3x3x3, place);
+  m.slots_ = decoder_causal_slots<nn::CogVideoXResnetBlock3D>(
+      m.conv_in_, {&m.mid_resnets_[0], &m.mid_resnets_[1]}, m.up_blocks_, m.conv_out_,
+      [](const CogVideoXUpBlock&) -> const nn::CausalConv3d* {
+        return nullptr;  // the upsamplers' convs are not causal
+      });
   return m;
-}
-
-Tensor AutoencoderKLCogVideoX::resize_nearest(const Tensor& x, const std::vector<int64_t>& source,
-                                              int64_t factor) const {
-  const int64_t c = x.dim(1), t_in = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  const int64_t t = static_cast<int64_t>(source.size());
-  bool identity = t == t_in;
-  for (int64_t f = 0; identity && f < t; ++f) identity = source[static_cast<size_t>(f)] == f;
-  Tensor frames = x;
-  if (!identity) {
-    frames = place_.empty({1, c, t, h, w});
-    for (int64_t f = 0; f < t; ++f)
-      ops::copy_rows(x, source[static_cast<size_t>(f)] * hw, t_in * hw, frames, f * hw, t * hw, c, hw);
-  }
-  if (factor == 1) return frames;
-  // Channels and frames as one axis of images: each frame's pixels repeated.
-  return ops::upsample_nearest(frames.reshape({1, c * t, h, w}), factor).reshape({1, c, t, h * factor, w * factor});
-}
-
-Tensor AutoencoderKLCogVideoX::spatial_norm_silu(const Tensor& f, const CogVideoXSpatialNorm& n,
-                                                 const Tensor& zq) const {
-  const int64_t frames = f.dim(2), zf = zq.dim(2), factor = f.dim(3) / zq.dim(3);
-  if (f.dim(3) != zq.dim(3) * factor || f.dim(4) != zq.dim(4) * factor)
-    throw std::logic_error("CogVideoX VAE: spatial norm over " + shape_str(f.shape()) + " with zq " +
-                           shape_str(zq.shape()));
-  // zq's frame for each of f's: an odd count > 1 maps its first frame to zq's
-  // first and resizes the rest on their own.
-  std::vector<int64_t> source(static_cast<size_t>(frames));
-  if (frames > 1 && frames % 2 == 1) {
-    if (zf < 2) throw std::logic_error("CogVideoX VAE: spatial norm over an odd frame count from one latent frame");
-    for (int64_t t = 1; t < frames; ++t) source[static_cast<size_t>(t)] = 1 + nearest_source(t - 1, zf - 1, frames - 1);
-  } else {
-    for (int64_t t = 0; t < frames; ++t) source[static_cast<size_t>(t)] = nearest_source(t, zf, frames);
-  }
-  Tensor out;
-  {
-    profile::ScopedTimer t("vae.group_norm");
-    out = ops::group_norm(f, cfg_.norm_num_groups, n.gn_w, n.gn_b, kSpatialNormEps, false);
-  }
-  profile::ScopedTimer t("vae.spatial_norm");
-  ops::mul_(out, resize_nearest(n.y(zq), source, factor));
-  ops::add_(out, resize_nearest(n.b(zq), source, factor));
-  ops::silu_(out);
-  return out;
-}
-
-Tensor AutoencoderKLCogVideoX::resnet(Tensor x, const CogVideoXResnet& r, const Tensor& zq, Cache& cache) const {
-  Tensor h = spatial_norm_silu(x, r.norm1, zq);
-  h = causal_conv3d(std::move(h), r.conv1, cache, place_, 1);
-  h = spatial_norm_silu(h, r.norm2, zq);
-  h = causal_conv3d(std::move(h), r.conv2, cache, place_, 1);
-  add_residual(h, x, r.shortcut);
-  return h;
 }
 
 Tensor AutoencoderKLCogVideoX::upsample(Tensor x, const CogVideoXUpBlock& b) const {
@@ -341,7 +249,7 @@ Tensor AutoencoderKLCogVideoX::upsample(Tensor x, const CogVideoXUpBlock& b) con
   Tensor up;
   {
     profile::ScopedTimer timer("vae.upsample");
-    up = resize_nearest(x, source, 2);
+    up = nn::resize_frames_nearest(x, source, 2, place_);
   }
   x = Tensor();
   profile::ScopedTimer timer("vae.conv2d");
@@ -350,11 +258,11 @@ Tensor AutoencoderKLCogVideoX::upsample(Tensor x, const CogVideoXUpBlock& b) con
 
 Tensor AutoencoderKLCogVideoX::decode_chunk(const Tensor& z, Cache& cache) const {
   if (begin_causal_call(cache, z, cfg_.latent_channels, 0, kNames))
-    start_causal_cache(cache, slots_, CausalPad::kFirstFrame, place_);
-  Tensor x = causal_conv3d(z, conv_in, cache, place_, 1);
-  for (const CogVideoXResnet& r : mid_resnets) x = resnet(std::move(x), r, z, cache);
-  for (const CogVideoXUpBlock& blk : up_blocks) {
-    for (const CogVideoXResnet& r : blk.resnets) x = resnet(std::move(x), r, z, cache);
+    start_causal_cache(cache, slots_, nn::CausalPad::kFirstFrame, place_);
+  Tensor x = conv_in_(z, cache, place_);
+  for (const nn::CogVideoXResnetBlock3D& r : mid_resnets_) x = r(std::move(x), z, cache, place_);
+  for (const CogVideoXUpBlock& blk : up_blocks_) {
+    for (const nn::CogVideoXResnetBlock3D& r : blk.resnets) x = r(std::move(x), z, cache, place_);
     if (!blk.upsample) continue;  // the last block: norm_out and conv_out work at its size
     x = upsample(std::move(x), blk);
     // The next block works at 4x the pixels: this one's staging buffer and
@@ -363,8 +271,8 @@ Tensor AutoencoderKLCogVideoX::decode_chunk(const Tensor& z, Cache& cache) const
     cache.staging = Tensor();
     device_memory::release_cached_host();
   }
-  x = spatial_norm_silu(x, norm_out, z);
-  x = causal_conv3d(std::move(x), conv_out, cache, place_, 1);
+  x = norm_out_(x, z, place_);
+  x = conv_out_(std::move(x), cache, place_);
   cache.staging = Tensor();
   end_causal_call(cache, kNames);
   return x;

@@ -21,10 +21,12 @@
 // * conv_y(zq) + conv_b(zq), zq nearest-resized to f's frames and pixels.
 // There is no post_quant_conv in the published VAEs (use_post_quant_conv
 // true is refused; see from_json).
-// Sizes come from vae/config.json; every decoder tensor is checked by name
-// and shape before any is loaded, and a decoder tensor the config does not
-// account for is an error. The encoder's tensors are never read (a file
-// without them loads).
+// A composition of the modules of models/nn/ (CogVideoXResnetBlock3D with
+// its spatial norms, CausalConv3d, Conv3d), whose declarations
+// (decoder_tensors, sized from vae/config.json) are checked by name and
+// shape before any is loaded; a decoder tensor the config does not account
+// for is an error. The encoder's tensors are never read (a file without
+// them loads).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,6 +37,10 @@
 
 #include "io/safetensors.h"
 #include "models/config_spec.h"
+#include "models/nn/causal_conv3d.h"
+#include "models/nn/causal_resnet.h"
+#include "models/nn/conv.h"
+#include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "models/vae_decoder_parts.h"
 #include "models/vae_spec.h"
@@ -90,29 +96,13 @@ struct AutoencoderKLCogVideoXConfig {
   static AutoencoderKLCogVideoXConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// Every convolution is a Conv3d (models/vae_decoder_parts.h): the causal
-// 3x3x3 ones (CogVideoXCausalConv3d), the 1x1x1 ones (conv_y, conv_b,
-// conv_shortcut) and the upsampler's 2-D 3x3, held as (Cout, Cin, 1, 3, 3) so
-// one conv3d runs it on every frame of a chunk.
-
-// CogVideoXSpatialNorm3D: GroupNorm(f) * conv_y(zq) + conv_b(zq).
-struct CogVideoXSpatialNorm {
-  Tensor gn_w, gn_b;  // (C), (C)
-  Conv3d y, b;        // (C, latent_channels, 1, 1, 1), (C) each
-};
-
-// CogVideoXResnetBlock3D with spatial norms (no temb, conv_shortcut false).
-struct CogVideoXResnet {
-  CogVideoXSpatialNorm norm1, norm2;  // over Cin, Cout
-  Conv3d conv1, conv2;                // causal 3x3x3: (Cout, Cin, 3, 3, 3), (Cout, Cout, 3, 3, 3)
-  Conv3d shortcut;                    // 1x1x1 (Cout, Cin, 1, 1, 1); undefined when Cin == Cout
-};
-
 struct CogVideoXUpBlock {
-  std::vector<CogVideoXResnet> resnets;  // layers_per_block + 1
-  bool upsample = false;                 // all but the last block
-  bool compress_time = false;            // the upsampler also doubles time
-  Conv3d up;                             // (C, C, 1, 3, 3); upsample only
+  std::vector<nn::CogVideoXResnetBlock3D> resnets;  // layers_per_block + 1
+  bool upsample = false;                            // all but the last block
+  bool compress_time = false;                       // the upsampler also doubles time
+  // The upsampler's 2-D 3x3 conv, held as (C, C, 1, 3, 3) so one conv3d
+  // runs it on every frame of a chunk; upsample only.
+  nn::Conv3d up;
 };
 
 // Placement, config, Cache, decode() of a whole video and the seam's Stream
@@ -121,8 +111,9 @@ class AutoencoderKLCogVideoX : public CausalVae<AutoencoderKLCogVideoX, Autoenco
  public:
   static constexpr CausalVaeNames kNames = {"CogVideoX VAE", "chunk"};
 
-  // Validates every decoder tensor's name and shape against `cfg`, then
-  // loads onto `place` (convolution weights in the compute dtype, the rest
+  // Every decoder tensor under `cfg` (decoder.*), whole as stored.
+  static nn::TensorDecls decoder_tensors(const AutoencoderKLCogVideoXConfig& cfg);
+  // Validates decoder_tensors against the store, then loads onto `place` (convolution weights in the compute dtype, the rest
   // float32 on the CPU; on CUDA everything in the placement's dtype).
   static AutoencoderKLCogVideoX load(const io::WeightStore& weights, const AutoencoderKLCogVideoXConfig& cfg,
                                      const Placement& place = {});
@@ -149,19 +140,13 @@ class AutoencoderKLCogVideoX : public CausalVae<AutoencoderKLCogVideoX, Autoenco
   int64_t latent_channels() const { return cfg_.latent_channels; }
 
  private:
-  Tensor spatial_norm_silu(const Tensor& f, const CogVideoXSpatialNorm& n, const Tensor& zq) const;
-  Tensor resnet(Tensor x, const CogVideoXResnet& r, const Tensor& zq, Cache& cache) const;
-  Tensor upsample(Tensor x, const CogVideoXUpBlock& b) const;
-  // x (1, C, T, h, w) with its frames resized to `frames` by `source` (the
-  // input frame of each output frame) and its pixels repeated `factor` x
-  // factor times: nearest interpolation, as a copy.
-  Tensor resize_nearest(const Tensor& x, const std::vector<int64_t>& source, int64_t factor) const;
+  Tensor upsample(Tensor x, const CogVideoXUpBlock& b) const;  // CogVideoXUpsample3D
 
-  Conv3d conv_in;  // causal (C0, latent_channels, 3, 3, 3)
-  std::vector<CogVideoXResnet> mid_resnets;  // 2
-  std::vector<CogVideoXUpBlock> up_blocks;
-  CogVideoXSpatialNorm norm_out;  // over C_last
-  Conv3d conv_out;                // causal (out_channels, C_last, 3, 3, 3)
+  nn::CausalConv3d conv_in_;                             // (C0, latent_channels, 3, 3, 3)
+  std::vector<nn::CogVideoXResnetBlock3D> mid_resnets_;  // 2, C0 -> C0
+  std::vector<CogVideoXUpBlock> up_blocks_;
+  nn::CogVideoXSpatialNorm norm_out_;                    // over C_last
+  nn::CausalConv3d conv_out_;                            // (out_channels, C_last, 3, 3, 3)
 };
 
 // The seam's view of an AutoencoderKLCogVideoX directory (vae/config.json);

@@ -10,7 +10,7 @@
 // 2 - (cached frames) zero frames in front. So every 3x3x3 conv sees its
 // whole input stream causally padded by two zero frames: here the cache is
 // two frames from the start (zeros: CausalPad::kZeros), and every call runs
-// causal_conv3d (models/vae_decoder_parts.h: [cache | chunk] along time,
+// nn::CausalConv3d (models/nn/causal_conv3d.h: [cache | chunk] along time,
 // ops::conv3d with time padding 0, the last two frames of that input kept).
 // The (3, 1, 1) time conv of an upsample3d is skipped on the first latent
 // frame (diffusers' "Rep" marker: the chunk keeps its one frame) and from
@@ -36,19 +36,16 @@
 // placement's device; only the stream's input and output cross to the host.
 #include "models/autoencoder_kl_wan.h"
 
-#include <algorithm>
+#include <array>
 #include <cmath>
-#include <cstring>
 #include <set>
 #include <utility>
 
 #include "io/model_dir.h"
-#include "ops/attention_operands.h"
 #include "ops/ops.h"
 #include "tensor/device_memory.h"
 #include "util/error.h"
 #include "util/profile.h"
-#include "util/strings.h"
 
 namespace ditgen::models {
 
@@ -71,6 +68,21 @@ const std::set<std::string> kKnownKeys = {
     "is_residual",  "in_channels",      "out_channels",  "patch_size", "scale_factor_temporal",
     "scale_factor_spatial", "clip_output", "force_upcast"};
 
+// Where each part of the decoder is stored, written once: the declarations
+// and the load both follow these.
+const std::string kPostQuantConv = "post_quant_conv.";
+const std::string kConvIn = "decoder.conv_in.";
+const std::string kMidBlock = "decoder.mid_block.";
+const std::string kMidAttention = kMidBlock + "attentions.0.";
+const std::string kMidAttentionNorm = kMidAttention + "norm.";
+const std::string kNormOut = "decoder.norm_out.";
+const std::string kConvOut = "decoder.conv_out.";
+constexpr std::array<int64_t, 3> k3x3x3 = {3, 3, 3}, k1x1x1 = {1, 1, 1}, kTimeKernel = {3, 1, 1};
+
+std::string mid_resnet(int r) { return kMidBlock + "resnets." + std::to_string(r) + "."; }
+std::string time_conv(const std::string& up_block) { return up_block + "upsamplers.0.time_conv."; }
+std::string resample(const std::string& up_block) { return up_block + "upsamplers.0.resample.1."; }
+
 std::vector<float> float_list(const nlohmann::json& cfg, const char* key, const std::vector<float>& fallback,
                               const std::string& path) {
   if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
@@ -85,15 +97,6 @@ std::vector<float> float_list(const nlohmann::json& cfg, const char* key, const 
   return v;
 }
 
-// Names and shapes of one residual block's tensors under `p`.
-void resnet_tensors(TensorList& t, const std::string& p, int64_t cin, int64_t cout) {
-  t.push_back({p + "norm1.gamma", {cin, 1, 1, 1}});
-  add_conv_tensors(t, p + "conv1.", {cout, cin, 3, 3, 3});
-  t.push_back({p + "norm2.gamma", {cout, 1, 1, 1}});
-  add_conv_tensors(t, p + "conv2.", {cout, cout, 3, 3, 3});
-  if (cin != cout) add_conv_tensors(t, p + "conv_shortcut.", {cout, cin, 1, 1, 1});
-}
-
 // The up blocks' channels (WanDecoder3d): block i goes to dims[i + 1], the
 // first from dims[0], every later one from the previous block's upsampled
 // C/2.
@@ -104,17 +107,6 @@ UpBlockChannels up_block_channels(const std::vector<int64_t>& dims) {
     c.out.push_back(dims[i + 1]);
   }
   return c;
-}
-
-WanResnet load_resnet(const io::WeightStore& w, const std::string& p, int64_t cin, int64_t cout,
-                      const Placement& place) {
-  WanResnet r;
-  r.norm1 = load_placed(w, p + "norm1.gamma", place, false);
-  r.conv1 = load_conv3d(w, p + "conv1.", place);
-  r.norm2 = load_placed(w, p + "norm2.gamma", place, false);
-  r.conv2 = load_conv3d(w, p + "conv2.", place);
-  if (cin != cout) r.shortcut = load_conv3d(w, p + "conv_shortcut.", place);
-  return r;
 }
 
 // [1, C, T, H, W] <-> [T, C, H, W] (frames as a batch of images, for the
@@ -221,127 +213,78 @@ AutoencoderKLWanConfig AutoencoderKLWanConfig::from_json(const nlohmann::json& c
   return c;
 }
 
-AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const AutoencoderKLWanConfig& c,
-                                        const Placement& place) {
+nn::TensorDecls AutoencoderKLWan::decoder_tensors(const AutoencoderKLWanConfig& c) {
   const std::vector<int64_t> dims = c.dims();
   const UpBlockChannels up = up_block_channels(dims);
   const int64_t z = c.z_dim, c0 = dims[0], c_last = dims.back();
-  const std::string mid = "decoder.mid_block.", att = mid + "attentions.0.";
-
-  // Every name and shape, checked before anything is loaded.
-  TensorList expected;
-  add_conv_tensors(expected, "post_quant_conv.", {z, z, 1, 1, 1});
-  add_conv_tensors(expected, "decoder.conv_in.", {c0, z, 3, 3, 3});
-  expected.push_back({att + "norm.gamma", {c0, 1, 1}});
-  add_conv_tensors(expected, att + "to_qkv.", {3 * c0, c0, 1, 1});
-  add_conv_tensors(expected, att + "proj.", {c0, c0, 1, 1});
-  expected.push_back({"decoder.norm_out.gamma", {c_last, 1, 1, 1}});
-  add_conv_tensors(expected, "decoder.conv_out.", {c.out_channels, c_last, 3, 3, 3});
-  for (int r = 0; r < 2; ++r) resnet_tensors(expected, mid + "resnets." + std::to_string(r) + ".", c0, c0);
+  nn::TensorDecls t = nn::Conv3d::tensors(kPostQuantConv, z, z, k1x1x1);
+  nn::append(t, nn::CausalConv3d::tensors(kConvIn, c0, z, k3x3x3));
+  nn::append(t, nn::WanResidualBlock::tensors(mid_resnet(0), c0, c0));
+  nn::append(t, nn::ChannelRmsNorm::tensors(kMidAttentionNorm, c0, 2));
+  nn::append(t, nn::PixelAttention::fused_tensors(kMidAttention, c0));
+  nn::append(t, nn::WanResidualBlock::tensors(mid_resnet(1), c0, c0));
   walk_up_blocks(
-      up, c.num_res_blocks + 1, [&](const UpResnet& r) { resnet_tensors(expected, r.prefix, r.cin, r.cout); },
+      up, c.num_res_blocks + 1,
+      [&](const UpResnet& r) { nn::append(t, nn::WanResidualBlock::tensors(r.prefix, r.cin, r.cout)); },
       [&](size_t i, const std::string& ub) {
         if (i + 1 == up.out.size()) return;
         const int64_t ch = up.out[i];
-        add_conv_tensors(expected, ub + "upsamplers.0.resample.1.", {ch / 2, ch, 3, 3});
-        if (c.temporal_upsample(i)) add_conv_tensors(expected, ub + "upsamplers.0.time_conv.", {2 * ch, ch, 3, 1, 1});
+        if (c.temporal_upsample(i)) nn::append(t, nn::CausalConv3d::tensors(time_conv(ub), 2 * ch, ch, kTimeKernel));
+        nn::append(t, nn::Conv2d::tensors(resample(ub), ch / 2, ch, 3));
       });
-  // A decoder tensor the config does not account for means config and
-  // weights disagree (another num_res_blocks, dim_mult or
-  // temperal_downsample).
-  expect_decoder_tensors(w, expected, "dim_mult, num_res_blocks, temperal_downsample");
+  nn::append(t, nn::ChannelRmsNorm::tensors(kNormOut, c_last, 3));
+  nn::append(t, nn::CausalConv3d::tensors(kConvOut, c.out_channels, c_last, k3x3x3));
+  return t;
+}
 
+AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const AutoencoderKLWanConfig& c,
+                                        const Placement& place) {
+  // Every name and shape, checked before anything is loaded; a decoder
+  // tensor the config does not account for means config and weights
+  // disagree (another num_res_blocks, dim_mult or temperal_downsample).
+  check_decoder_tensors(w, decoder_tensors(c), "dim_mult, num_res_blocks, temperal_downsample");
+  const std::vector<int64_t> dims = c.dims();
+  const UpBlockChannels up = up_block_channels(dims);
+  const int64_t z = c.z_dim, c0 = dims[0], c_last = dims.back();
   AutoencoderKLWan m;
   m.place_ = place;
   m.cfg_ = c;
-  m.post_quant = load_conv3d(w, "post_quant_conv.", place);
-  m.conv_in = load_conv3d(w, "decoder.conv_in.", place);
-  m.mid_resnet0 = load_resnet(w, mid + "resnets.0.", c0, c0, place);
-  m.mid_resnet1 = load_resnet(w, mid + "resnets.1.", c0, c0, place);
-  m.mid_attn.norm = load_placed(w, att + "norm.gamma", place, false);
-  {
-    // The 1x1 convs as GEMM operands: qkv the b of a GEMM (its dtype the
-    // arithmetic, as AutoencoderKL's), proj the a (float32 on the CPU).
-    const Tensor qkv = w.load(att + "to_qkv.weight");
-    m.mid_attn.qkv_w = release_source(w, att + "to_qkv.weight", qkv, place.matrix(qkv.reshape({3 * c0, c0})));
-    m.mid_attn.qkv_b = load_placed(w, att + "to_qkv.bias", place, false);
-    const Tensor proj = w.load(att + "proj.weight");
-    m.mid_attn.proj_w = release_source(w, att + "proj.weight", proj, place.put(proj.reshape({c0, c0})));
-    m.mid_attn.proj_b = load_placed(w, att + "proj.bias", place, false);
-  }
-  m.up_blocks = load_up_blocks<WanUpBlock>(
-      up, c.num_res_blocks + 1, [&](const UpResnet& r) { return load_resnet(w, r.prefix, r.cin, r.cout, place); },
+  m.post_quant_ = nn::Conv3d::load(w, kPostQuantConv, z, z, k1x1x1, place);
+  m.conv_in_ = nn::CausalConv3d::load(w, kConvIn, c0, z, k3x3x3, place);
+  m.mid_resnet0_ = nn::WanResidualBlock::load(w, mid_resnet(0), c0, c0, place);
+  m.mid_attn_norm_ = nn::ChannelRmsNorm::load(w, kMidAttentionNorm, c0, 2, place);
+  m.mid_attn_ = nn::PixelAttention::load_fused(w, kMidAttention, c0, place);
+  m.mid_resnet1_ = nn::WanResidualBlock::load(w, mid_resnet(1), c0, c0, place);
+  m.up_blocks_ = load_up_blocks<WanUpBlock>(
+      up, c.num_res_blocks + 1,
+      [&](const UpResnet& r) { return nn::WanResidualBlock::load(w, r.prefix, r.cin, r.cout, place); },
       [&](size_t i, const std::string& ub, WanUpBlock& blk) {
         if (i + 1 == up.out.size()) return;  // the last block: no upsampler
+        const int64_t ch = up.out[i];
         blk.upsample = true;
         blk.temporal = c.temporal_upsample(i);
-        if (blk.temporal) blk.time_conv = load_conv3d(w, ub + "upsamplers.0.time_conv.", place);
-        blk.up_w = load_placed(w, ub + "upsamplers.0.resample.1.weight", place, true);
-        blk.up_b = load_placed(w, ub + "upsamplers.0.resample.1.bias", place, false);
+        if (blk.temporal) blk.time_conv = nn::CausalConv3d::load(w, time_conv(ub), 2 * ch, ch, kTimeKernel, place);
+        blk.resample = nn::Conv2d::load(w, resample(ub), ch / 2, ch, 3, place);
       });
-  m.norm_out = load_placed(w, "decoder.norm_out.gamma", place, false);
-  m.conv_out = load_conv3d(w, "decoder.conv_out.", place);
+  m.norm_out_ = nn::ChannelRmsNorm::load(w, kNormOut, c_last, 3, place);
+  m.conv_out_ = nn::CausalConv3d::load(w, kConvOut, c.out_channels, c_last, k3x3x3, place);
   // diffusers' feat_idx order; an upsample3d's time conv after its block's
   // residual blocks.
-  m.slots_ = decoder_causal_slots<WanResnet>(
-      m.conv_in, {&m.mid_resnet0, &m.mid_resnet1}, m.up_blocks, m.conv_out,
+  m.slots_ = decoder_causal_slots<nn::WanResidualBlock>(
+      m.conv_in_, {&m.mid_resnet0_, &m.mid_resnet1_}, m.up_blocks_, m.conv_out_,
       [](const WanUpBlock& b) { return b.temporal ? &b.time_conv : nullptr; });
   return m;
 }
 
-Tensor AutoencoderKLWan::resnet(Tensor x, const WanResnet& r, Cache& cache) const {
-  Tensor h;
-  {
-    profile::ScopedTimer t("vae.rms_norm");
-    h = ops::rms_norm_channels(x, r.norm1, nullptr, true);
-  }
-  h = causal_conv3d(std::move(h), r.conv1, cache, place_, 1);
-  {
-    profile::ScopedTimer t("vae.rms_norm");
-    h = ops::rms_norm_channels(h, r.norm2, nullptr, true);
-  }
-  h = causal_conv3d(std::move(h), r.conv2, cache, place_, 1);
-  add_residual(h, x, r.shortcut);
-  return h;
-}
-
-Tensor AutoencoderKLWan::attention(Tensor x, const WanAttention& a) const {
+Tensor AutoencoderKLWan::attention(Tensor x) const {
   profile::ScopedTimer t("vae.attention");
-  const int64_t c = x.dim(1), frames = x.dim(2), n = x.dim(3) * x.dim(4);
-  // Per frame, as a batch of images [T, C, H*W] (no copy for one frame).
-  const Tensor normed = frames_to_batch(ops::rms_norm_channels(x, a.norm, nullptr, false), place_);
-
-  // qkv[f][t, :] = normed[f][:, t]^T · qkv_w^T (token rows q | k | v).
-  Tensor qkv = place_.empty({frames * n, 3 * c});
-  for (int64_t f = 0; f < frames; ++f) {
-    Tensor rows = qkv.slice0(f * n, (f + 1) * n);
-    ops::gemm(true, true, 1.0f, normed.slice0(f, f + 1).reshape({c, n}), a.qkv_w, 0.0f, rows);
-  }
-  ops::add_broadcast_(qkv, a.qkv_b);
-
-  Tensor attn = place_.empty({frames * n, c});  // one head of c channels per frame
-  ops::AttentionArgs args = ops::attention_args(ops::rows_of(qkv, 0, 3 * c, n), ops::rows_of(qkv, c, 3 * c, n),
-                                                ops::rows_of(qkv, 2 * c, 3 * c, n), ops::rows_of(attn, 0, c, n),
-                                                frames, 1, c);
-  args.follow_attention_mode = false;  // --attention is the transformer's; head size c (384) here
-  args.compute = place_.dtype;
-  ops::attention(args);
-  qkv = Tensor();
-
-  // out[f] = x[f] + proj_b · 1^T + proj_w · attn[f]^T, [C, H*W] per frame.
-  Tensor out = (frames == 1 ? x.clone() : frames_to_batch(x, place_)).reshape({frames, c, n});
+  // Per frame, as a batch of images (T, C, H, W) (no copy for one frame).
+  Tensor normed = frames_to_batch(mid_attn_norm_(x), place_);
+  Tensor out = x.dim(2) == 1 ? x.clone().reshape(normed.shape()) : frames_to_batch(x, place_);
   x = Tensor();
-  const Tensor ones = ones_row(n);
-  for (int64_t f = 0; f < frames; ++f) {
-    Tensor o = out.slice0(f, f + 1).reshape({c, n});
-    ops::gemm(false, false, 1.0f, a.proj_b.reshape({c, 1}), ones, 1.0f, o);
-    ops::gemm(false, true, 1.0f, a.proj_w, attn.slice0(f * n, (f + 1) * n), 1.0f, o);
-  }
-  const int64_t h = normed.dim(2), w = normed.dim(3);
-  return batch_to_frames(out.reshape({frames, c, h, w}), place_);
+  mid_attn_.add_to(std::move(normed), out);
+  return batch_to_frames(out, place_);
 }
-
-Tensor AutoencoderKLWan::ones_row(int64_t n) const { return place_.put(Tensor::full({1, n}, 1.0f)); }
 
 Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) const {
   if (b.temporal) {
@@ -349,7 +292,7 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) c
       ++cache.next;  // the first latent frame skips the time conv (diffusers' "Rep"): its slot stays zeros
     } else {
       const int64_t c = x.dim(1), t = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-      const Tensor z = causal_conv3d(std::move(x), b.time_conv, cache, place_, 0);  // [1, 2C, T, H, W]
+      const Tensor z = b.time_conv(std::move(x), cache, place_);  // [1, 2C, T, H, W]
       // out[:, ch, 2 tt + j] = z[:, j C + ch, tt].
       profile::ScopedTimer timer("vae.upsample");
       x = place_.empty({1, c, 2 * t, h, w});
@@ -358,7 +301,7 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) c
   }
   // Per frame: nearest-exact x2 (= nearest for x2) and the 3x3 conv to C/2.
   const int64_t c = x.dim(1), t = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  const int64_t co = b.up_w.dim(0), ohw = 4 * hw;
+  const int64_t co = b.resample.weight.dim(0), ohw = 4 * hw;
   auto one_frame = [&](const Tensor& frame) {  // [1, C, H, W] -> [1, C/2, 2H, 2W]
     Tensor up;
     {
@@ -366,7 +309,7 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) c
       up = ops::upsample_nearest(frame, 2);
     }
     profile::ScopedTimer timer("vae.conv2d");
-    return ops::conv2d(up, b.up_w, &b.up_b, 1, 1);
+    return b.resample(up);
   };
   if (t == 1) return one_frame(x.reshape({1, c, h, w})).reshape({1, co, 1, 2 * h, 2 * w});
   Tensor out = place_.empty({1, co, t, 2 * h, 2 * w});
@@ -380,18 +323,19 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) c
 }
 
 Tensor AutoencoderKLWan::decode_chunk(const Tensor& z, Cache& cache) const {
-  if (begin_causal_call(cache, z, cfg_.z_dim, 1, kNames)) start_causal_cache(cache, slots_, CausalPad::kZeros, place_);
+  if (begin_causal_call(cache, z, cfg_.z_dim, 1, kNames))
+    start_causal_cache(cache, slots_, nn::CausalPad::kZeros, place_);
   Tensor x;
   {
     profile::ScopedTimer t("vae.conv_in");
-    x = post_quant(z);  // 1x1x1: no cache
+    x = post_quant_(z);  // 1x1x1: no cache
   }
-  x = causal_conv3d(std::move(x), conv_in, cache, place_, 1);
-  x = resnet(std::move(x), mid_resnet0, cache);
-  x = attention(std::move(x), mid_attn);
-  x = resnet(std::move(x), mid_resnet1, cache);
-  for (const WanUpBlock& blk : up_blocks) {
-    for (const WanResnet& r : blk.resnets) x = resnet(std::move(x), r, cache);
+  x = conv_in_(std::move(x), cache, place_);
+  x = mid_resnet0_(std::move(x), cache, place_);
+  x = attention(std::move(x));
+  x = mid_resnet1_(std::move(x), cache, place_);
+  for (const WanUpBlock& blk : up_blocks_) {
+    for (const nn::WanResidualBlock& r : blk.resnets) x = r(std::move(x), cache, place_);
     if (!blk.upsample) continue;  // the last block: conv_out works at its size
     x = upsample(std::move(x), blk, cache);
     // The next block works at 4x the pixels: this one's staging buffer and
@@ -402,9 +346,9 @@ Tensor AutoencoderKLWan::decode_chunk(const Tensor& z, Cache& cache) const {
   }
   {
     profile::ScopedTimer t("vae.rms_norm");
-    x = ops::rms_norm_channels(x, norm_out, nullptr, true);
+    x = norm_out_(x, true);
   }
-  x = causal_conv3d(std::move(x), conv_out, cache, place_, 1);
+  x = conv_out_(std::move(x), cache, place_);
   cache.staging = Tensor();
   end_causal_call(cache, kNames);
   return x;

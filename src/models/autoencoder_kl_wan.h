@@ -20,9 +20,12 @@
 // + SiLU, causal conv, plus the input (through a 1x1x1 conv when the
 // channel count changes). Every norm is WanRMS_norm (x / ||x||_channels *
 // sqrt(C) * gamma, no bias).
-// Sizes come from vae/config.json; every decoder tensor is checked by name
-// and shape before any is loaded, and a decoder tensor the config does not
-// account for is an error. The encoder's tensors are never read.
+// A composition of the modules of models/nn/ (WanResidualBlock,
+// CausalConv3d, Conv2d/Conv3d, ChannelRmsNorm, PixelAttention's fused form),
+// whose declarations (decoder_tensors, sized from vae/config.json) are
+// checked by name and shape before any is loaded; a decoder tensor the
+// config does not account for is an error. The encoder's tensors are never
+// read.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -33,6 +36,12 @@
 
 #include "io/safetensors.h"
 #include "models/config_spec.h"
+#include "models/nn/causal_conv3d.h"
+#include "models/nn/causal_resnet.h"
+#include "models/nn/conv.h"
+#include "models/nn/norm.h"
+#include "models/nn/pixel_attention.h"
+#include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "models/vae_decoder_parts.h"
 #include "models/vae_spec.h"
@@ -76,27 +85,12 @@ struct AutoencoderKLWanConfig {
   static AutoencoderKLWanConfig from_json(const nlohmann::json& cfg, const std::string& path);
 };
 
-// WanResidualBlock.
-struct WanResnet {
-  Tensor norm1, norm2;  // gamma (Cin), (Cout) as stored ([C, 1, 1, 1])
-  Conv3d conv1, conv2;  // WanCausalConv3d 3x3x3: (Cout, Cin, 3, 3, 3), (Cout, Cout, 3, 3, 3)
-  Conv3d shortcut;      // 1x1x1 (Cout, Cin, 1, 1, 1); undefined when Cin == Cout
-};
-
-// WanAttentionBlock: RMS norm, to_qkv (1x1), one head of C channels over the
-// H*W pixels of each frame, proj (1x1), plus the input.
-struct WanAttention {
-  Tensor norm;          // gamma (C) ([C, 1, 1])
-  Tensor qkv_w, qkv_b;  // (3C, C), (3C)   rows: q, k, v
-  Tensor proj_w, proj_b;  // (C, C), (C)
-};
-
 struct WanUpBlock {
-  std::vector<WanResnet> resnets;  // num_res_blocks + 1
-  bool upsample = false;           // all but the last block
-  bool temporal = false;           // upsample3d (time_conv) rather than upsample2d
-  Conv3d time_conv;                // causal (2C, C, 3, 1, 1); temporal only
-  Tensor up_w, up_b;               // resample.1: (C/2, C, 3, 3), (C/2)
+  std::vector<nn::WanResidualBlock> resnets;  // num_res_blocks + 1
+  bool upsample = false;                      // all but the last block
+  bool temporal = false;                      // upsample3d (time_conv) rather than upsample2d
+  nn::CausalConv3d time_conv;                 // (2C, C, 3, 1, 1); temporal only
+  nn::Conv2d resample;                        // resample.1: (C/2, C, 3, 3)
 };
 
 // Placement, config, Cache, decode() of a whole video and the seam's Stream
@@ -105,8 +99,10 @@ class AutoencoderKLWan : public CausalVae<AutoencoderKLWan, AutoencoderKLWanConf
  public:
   static constexpr CausalVaeNames kNames = {"Wan VAE", "frame"};
 
-  // Validates every decoder tensor's name and shape against `cfg`, then
-  // loads onto `place` (convolution weights and the attention's fused qkv
+  // Every decoder tensor under `cfg` (post_quant_conv and decoder.*), whole
+  // as stored.
+  static nn::TensorDecls decoder_tensors(const AutoencoderKLWanConfig& cfg);
+  // Validates decoder_tensors against the store, then loads onto `place` (convolution weights and the attention's fused qkv
   // in the compute dtype, the rest float32 on the CPU; on CUDA everything
   // in the placement's dtype).
   static AutoencoderKLWan load(const io::WeightStore& weights, const AutoencoderKLWanConfig& cfg,
@@ -135,18 +131,19 @@ class AutoencoderKLWan : public CausalVae<AutoencoderKLWan, AutoencoderKLWanConf
   int64_t latent_channels() const { return cfg_.z_dim; }
 
  private:
-  Tensor resnet(Tensor x, const WanResnet& r, Cache& cache) const;
-  Tensor attention(Tensor x, const WanAttention& a) const;
+  // WanAttentionBlock: RMS norm, then one head of C channels over the H*W
+  // pixels of each frame, plus the input.
+  Tensor attention(Tensor x) const;
   Tensor upsample(Tensor x, const WanUpBlock& b, Cache& cache) const;
-  Tensor ones_row(int64_t n) const;
 
-  Conv3d post_quant;  // (z, z, 1, 1, 1)
-  Conv3d conv_in;     // causal (dims[0], z, 3, 3, 3)
-  WanResnet mid_resnet0, mid_resnet1;
-  WanAttention mid_attn;
-  std::vector<WanUpBlock> up_blocks;
-  Tensor norm_out;   // gamma (C_last)
-  Conv3d conv_out;   // causal (out_channels, C_last, 3, 3, 3)
+  nn::Conv3d post_quant_;                          // (z, z, 1, 1, 1)
+  nn::CausalConv3d conv_in_;                       // (dims[0], z, 3, 3, 3)
+  nn::WanResidualBlock mid_resnet0_, mid_resnet1_;  // dims[0] -> dims[0]
+  nn::ChannelRmsNorm mid_attn_norm_;               // gamma (dims[0], 1, 1)
+  nn::PixelAttention mid_attn_;                    // to_qkv, proj (1x1 convs)
+  std::vector<WanUpBlock> up_blocks_;
+  nn::ChannelRmsNorm norm_out_;                    // gamma (C_last, 1, 1, 1)
+  nn::CausalConv3d conv_out_;                      // (out_channels, C_last, 3, 3, 3)
 };
 
 // The seam's view of an AutoencoderKLWan directory (vae/config.json); out

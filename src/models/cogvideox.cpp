@@ -19,6 +19,7 @@
 #include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
@@ -31,7 +32,13 @@ namespace {
 const std::string kPatchEmbed = "patch_embed.proj.";
 const std::string kTextProj = "patch_embed.text_proj.";
 const std::string kTimeEmbedding = "time_embedding.";
-const nn::FinalLayerNames kFinalLayer{nn::FinalLayerNames::Modulation::kLinearOfSilu, "norm_out.linear.", "proj_out."};
+const std::string kNormFinal = "norm_final.", kNormOut = "norm_out.norm.";
+const std::string kNorm1 = "norm1.", kNorm2 = "norm2.", kAttention = "attn1.", kFeedForward = "ff.";
+
+// proj_out's patch is stored (c, i, j): loaded channels last, as unpatchify3d reads it.
+nn::FinalLayerNames final_layer(const CogVideoXConfig& c) {
+  return {nn::FinalLayerNames::Modulation::kLinearOfSilu, "norm_out.linear.", "proj_out.", false, c.out_channels};
+}
 
 std::string block_prefix(int64_t layer) { return "transformer_blocks." + std::to_string(layer) + "."; }
 
@@ -45,66 +52,8 @@ nn::FeedForwardDims ff_dims(const CogVideoXConfig& c) {
   return {c.inner_dim(), c.ff_inner_dim, nn::FeedForwardActivation::kGeluTanh};
 }
 
-nn::TensorDecls layer_norm_tensors(const std::string& prefix, int64_t dim) {
-  return {{prefix + "weight", {dim}}, {prefix + "bias", {dim}}};
-}
-
-// A weight read once into host float32 (a LayerNorm's affine, folded into a modulation).
-Tensor host_vector(const io::WeightStore& w, const std::string& name) {
-  return w.load(name).to(Device::kCPU, DType::kF32).clone();
-}
-
-// (B, 2K*D) chunks read as K pairs (shift at chunk 2k... ): folds a
-// LayerNorm's affine (w, b) into each (shift, scale) pair at `pairs`
-// (chunk indices), as a LayerNorm without affine followed by the
-// modulation takes them; returns the result on `place`.
-Tensor fold_affine(const Tensor& mod, int64_t dim, const Tensor& w, const Tensor& b,
-                   const std::vector<std::pair<int64_t, int64_t>>& pairs, const Placement& place) {
-  Tensor m = mod.to(Device::kCPU, DType::kF32).clone();
-  const int64_t rows = m.dim(0), width = m.dim(1);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = m.data() + r * width;
-    for (const auto& [shift, scale] : pairs)
-      for (int64_t d = 0; d < dim; ++d) {
-        const float s = row[scale * dim + d], t = row[shift * dim + d];
-        row[scale * dim + d] = w[d] * (1.0f + s) - 1.0f;
-        row[shift * dim + d] = b[d] * (1.0f + s) + t;
-      }
-  }
-  return place.put(m);
-}
-
-// The per-sample rows [first, first + count) of x (B, P, D) as (B, count, D).
-Tensor take_rows(const Tensor& x, int64_t first, int64_t count, const Placement& place) {
-  const int64_t b = x.dim(0), p = x.dim(1), d = x.dim(2);
-  Tensor out = place.empty({b, count, d});
-  if (count > 0) ops::copy_rows(x, first * d, p * d, out, 0, count * d, b, count * d);
-  return out;
-}
-
-// [a; c] per sample: (B, Pa, D) and (B, Pc, D) -> (B, Pa + Pc, D).
-Tensor join_rows(const Tensor& a, const Tensor& c, const Placement& place) {
-  const int64_t b = c.dim(0), pa = a.dim(1), pc = c.dim(1), d = c.dim(2), p = pa + pc;
-  Tensor out = place.empty({b, p, d});
-  if (pa > 0) ops::copy_rows(a, 0, pa * d, out, 0, p * d, b, pa * d);
-  if (pc > 0) ops::copy_rows(c, 0, pc * d, out, pa * d, p * d, b, pc * d);
-  return out;
-}
-
 // Python's round(): half to even.
 int64_t round_half_even(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
-
-// get_1d_rotary_pos_embed(dim, pos, use_real=True) in float32: angle
-// pos * 1 / theta^(2k/dim), each pair's cos and sin repeated.
-void rotary_axis(float pos, int64_t dim, float* cos_out, float* sin_out) {
-  for (int64_t k = 0; k < dim / 2; ++k) {
-    const float exponent = static_cast<float>(2 * k) / static_cast<float>(dim);
-    const float freq = 1.0f / std::pow(10000.0f, exponent);
-    const float angle = pos * freq;
-    cos_out[2 * k] = cos_out[2 * k + 1] = std::cos(angle);
-    sin_out[2 * k] = sin_out[2 * k + 1] = std::sin(angle);
-  }
-}
 
 }  // namespace
 
@@ -191,67 +140,36 @@ std::array<int64_t, 3> CogVideoXConfig::rotary_dims() const {
 
 nn::TensorDecls CogVideoXBlock::tensors(const std::string& prefix, const CogVideoXConfig& c) {
   const int64_t d = c.inner_dim();
-  nn::TensorDecls t;
-  for (const char* norm : {"norm1.", "norm2."}) {
-    nn::append(t, nn::AdaLnZero::tensors(prefix + norm + "linear.", d, nn::kModulationChunks, c.time_embed_dim));
-    nn::append(t, layer_norm_tensors(prefix + norm + "norm.", d));
-  }
-  nn::append(t, nn::Attention::tensors(prefix + "attn1.", attention_dims(c)));
-  nn::append(t, nn::FeedForward::tensors(prefix + "ff.", ff_dims(c)));
+  nn::TensorDecls t = nn::JointNormZero::tensors(prefix + kNorm1, d, c.time_embed_dim);
+  nn::append(t, nn::JointNormZero::tensors(prefix + kNorm2, d, c.time_embed_dim));
+  nn::append(t, nn::JointAttention::tensors(prefix + kAttention, attention_dims(c)));
+  nn::append(t, nn::FeedForward::tensors(prefix + kFeedForward, ff_dims(c)));
   return t;
 }
 
 CogVideoXBlock CogVideoXBlock::load(const io::WeightStore& w, const std::string& prefix, const CogVideoXConfig& c,
                                     const ShardGroups& shard, const Placement& place) {
   CogVideoXBlock b;
-  b.eps_ = c.norm_eps;
   b.shard_ = shard;
-  b.place_ = place;
   const int64_t d = c.inner_dim();
-  for (auto [norm, name] : {std::pair{&b.norm1_, "norm1."}, {&b.norm2_, "norm2."}}) {
-    norm->linear = nn::AdaLnZero::load(w, prefix + name + "linear.", d, shard.tp, place);
-    norm->weight = host_vector(w, prefix + name + "norm.weight");
-    norm->bias = host_vector(w, prefix + name + "norm.bias");
-  }
-  b.attn1_ = nn::Attention::load(w, prefix + "attn1.", attention_dims(c), shard.tp, place);
-  b.ff_ = nn::FeedForward::load(w, prefix + "ff.", ff_dims(c), shard.tp, place);
+  b.norm1_ = nn::JointNormZero::load(w, prefix + kNorm1, d, c.norm_eps, shard.tp, place);
+  b.norm2_ = nn::JointNormZero::load(w, prefix + kNorm2, d, c.norm_eps, shard.tp, place);
+  b.attn1_ = nn::JointAttention::load(w, prefix + kAttention, attention_dims(c), shard.tp, place);
+  b.ff_ = nn::FeedForward::load(w, prefix + kFeedForward, ff_dims(c), shard.tp, place);
   return b;
 }
 
-Tensor CogVideoXBlock::NormZero::operator()(const Tensor& emb, const Placement& place) const {
-  // Chunks: shift 0, scale 1, gate 2 (video); enc_shift 3, enc_scale 4, enc_gate 5 (text).
-  return fold_affine(linear(emb), weight.numel(), weight, bias, {{0, 1}, {3, 4}}, place);
-}
-
-void CogVideoXBlock::forward(Tensor& text, Tensor& video, const Tensor& emb, const nn::AttentionCore& core,
-                             const nn::Rotary& rotary, const nn::PabSite& pab) const {
-  const int64_t d = video.dim(2);
-  // nn::Modulation's two branches are the two kinds of rows here: kAttention
-  // reads chunks 0-2 (the video's), kFeedForward chunks 3-5 (the text's).
-  constexpr nn::Branch kVideo = nn::Branch::kAttention, kText = nn::Branch::kFeedForward;
-  // The joint sequence modulated by `mod`: each kind of row by its chunks.
-  auto modulated = [&](const nn::Modulation& mod) {
-    Tensor t = place_.empty(text.shape()), v = place_.empty(video.shape());
-    if (text.dim(1) > 0) mod.normalize(text, kText, eps_, t);
-    if (video.dim(1) > 0) mod.normalize(video, kVideo, eps_, v);
-    return join_rows(t, v, place_);
-  };
-  // out (B, P, D) split back into the two kinds of rows, each added under its gate.
-  auto add_gated = [&](const nn::Modulation& mod, const Tensor& out) {
-    const int64_t pt = text.dim(1), pv = video.dim(1);
-    if (pt > 0) mod.add_gated(text, take_rows(out, 0, pt, place_), kText);
-    if (pv > 0) mod.add_gated(video, take_rows(out, pt, pv, place_), kVideo);
-  };
-
-  const nn::Modulation mod1(norm1_(emb, place_), d);
+void CogVideoXBlock::forward(nn::JointRows& rows, const Tensor& emb, const nn::AttentionCore& core,
+                             const nn::Rotary* rotary, const nn::PabSite& pab) const {
+  const nn::JointModulation mod1 = norm1_(emb);
   const Tensor attn_out = pab.branch(pab::Kind::kSpatial, shard_, [&] {  // (B, P, D) before the gates
-    return attn1_.self_attention(modulated(mod1), core, nullptr, &rotary);
+    return attn1_(mod1.normalize(rows), core, rotary);
   });
-  add_gated(mod1, attn_out);
+  mod1.add_gated(rows, attn_out);
 
-  const nn::Modulation mod2(norm2_(emb, place_), d);
-  const Tensor ff_out = pab.branch(pab::Kind::kMlp, shard_, [&] { return ff_(modulated(mod2)); });
-  add_gated(mod2, ff_out);
+  const nn::JointModulation mod2 = norm2_(emb);
+  const Tensor ff_out = pab.branch(pab::Kind::kMlp, shard_, [&] { return ff_(mod2.normalize(rows)); });
+  mod2.add_gated(rows, ff_out);
 }
 
 // ---- CogVideoXTransformer ----------------------------------------------------
@@ -261,10 +179,10 @@ nn::TensorDecls CogVideoXTransformer::stem_tensors(const CogVideoXConfig& c) {
   nn::TensorDecls t = nn::PatchEmbed::tensors(kPatchEmbed, d, c.in_channels, c.patch_size);
   nn::append(t, nn::linear_tensors(kTextProj, d, c.text_dim));
   nn::append(t, nn::TimestepEmbedding::tensors(kTimeEmbedding, c.time_embed_dim, d));
-  nn::append(t, layer_norm_tensors("norm_final.", d));
-  nn::append(t, nn::linear_tensors("norm_out.linear.", 2 * d, c.time_embed_dim));
-  nn::append(t, layer_norm_tensors("norm_out.norm.", d));
-  nn::append(t, nn::linear_tensors("proj_out.", c.out_per_token(), d));
+  nn::append(t, nn::LayerNorm::tensors(kNormFinal, d));
+  nn::append(t, nn::linear_tensors(final_layer(c).modulation, 2 * d, c.time_embed_dim));
+  nn::append(t, nn::LayerNorm::tensors(kNormOut, d));
+  nn::append(t, nn::linear_tensors(final_layer(c).out, c.out_per_token(), d));
   return t;
 }
 
@@ -274,19 +192,19 @@ nn::TensorDecls CogVideoXTransformer::layer_tensors(const CogVideoXConfig& c, in
 
 CogVideoXTransformer CogVideoXTransformer::load(const io::WeightStore& w, const CogVideoXConfig& c,
                                                 const ShardGroups& shard, const Placement& place) {
+  // The probe of a layer past num_layers: a block's first tensor ("norm1.linear.weight").
   check_before_load<CogVideoXTransformer>(w, c, shard, FrameSharding::kWholeSequence, "CogVideoX",
-                                          {"transformer_blocks"}, "norm1.linear.weight");
+                                          {"transformer_blocks"}, CogVideoXBlock::tensors("", c)[0].name);
+  const int64_t d = c.inner_dim();
   CogVideoXTransformer m;
   m.cfg_ = c;
   m.stage_ = Stage(shard, place, c.num_layers);
   m.patch_ = nn::PatchEmbed::load3d(w, kPatchEmbed, {1, c.patch_size, c.patch_size}, place);
   m.text_proj_ = nn::Linear::load(w, kTextProj, place);
   m.time_ = nn::TimestepEmbedding::load(w, kTimeEmbedding, place);
-  m.norm_final_w_ = place.put(w.load("norm_final.weight"));
-  m.norm_final_b_ = place.put(w.load("norm_final.bias"));
-  m.final_ = nn::FinalLayer::load(w, kFinalLayer, place, c.norm_eps);
-  m.norm_out_w_ = host_vector(w, "norm_out.norm.weight");
-  m.norm_out_b_ = host_vector(w, "norm_out.norm.bias");
+  m.norm_final_ = nn::LayerNorm::load(w, kNormFinal, d, c.norm_eps, place);
+  m.final_ = nn::FinalLayer::load(w, final_layer(c), place, c.norm_eps);
+  m.norm_out_ = nn::LayerNorm::load(w, kNormOut, d, c.norm_eps, Placement{});  // host float32: folded per forward
   // The sin-cos table of the model's own size, made once (the first stage embeds).
   if (!c.rotary && m.stage_.pipeline().first_stage())
     m.native_positions_ = place.put(sincos_positions(c, c.native_grid()));
@@ -363,9 +281,9 @@ ops::RotaryTables CogVideoXTransformer::rotary_tables(const CogVideoXConfig& c, 
         const int64_t row = (text_rows + (f * gh + y) * gw + x) * hd;
         float* cs = r.cos.data() + row;
         float* sn = r.sin.data() + row;
-        rotary_axis(pos_t[static_cast<size_t>(f)], dims[0], cs, sn);
-        rotary_axis(pos_h[static_cast<size_t>(y)], dims[1], cs + dims[0], sn + dims[0]);
-        rotary_axis(pos_w[static_cast<size_t>(x)], dims[2], cs + dims[0] + dims[1], sn + dims[0] + dims[1]);
+        nn::rotary_axis_f32(pos_t[static_cast<size_t>(f)], dims[0], cs, sn);
+        nn::rotary_axis_f32(pos_h[static_cast<size_t>(y)], dims[1], cs + dims[0], sn + dims[0]);
+        nn::rotary_axis_f32(pos_w[static_cast<size_t>(x)], dims[2], cs + dims[0] + dims[1], sn + dims[0] + dims[1]);
       }
   return r;
 }
@@ -398,12 +316,8 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
   const Placement& place = stage_.place();
   const int64_t d = c.inner_dim();
 
-  Tensor rope_cos, rope_sin;  // (n, head_dim) on the device
-  if (c.rotary) {
-    const ops::RotaryTables host = rotary_tables(c, text_rows, grid);
-    rope_cos = host.cos.to(place.device, DType::kF32);
-    rope_sin = host.sin.to(place.device, DType::kF32);
-  }
+  // (n, head_dim) rotary tables on the device, rows in joint-sequence order (5b).
+  const nn::RotaryTable rope = c.rotary ? nn::RotaryTable(rotary_tables(c, text_rows, grid), place) : nn::RotaryTable();
   Tensor patched, text, positions;  // the first stage's (B, N, C*p*p) patches, (B, L, D) text, (N, D) positions
   if (stage_.pipeline().first_stage()) {
     patched = patch_.patches(*a.latents);
@@ -417,58 +331,36 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
     return parallel::patch_rows(patch, shard.sp_split, shard.sp_size(), shard.sp_rank()).begin;
   };
   Stage::Pass pass;
-  pass.embed = [&](parallel::Range rows) {
-    const int64_t t_end = std::min(rows.end, text_rows);
-    const Tensor t = take_rows(text, rows.begin, std::max<int64_t>(0, t_end - rows.begin), place);
+  pass.embed = [&](parallel::Range rows) {  // the band's text rows, then its video rows
+    const int64_t t_begin = std::min(rows.begin, text_rows), t_end = std::min(rows.end, text_rows);
+    nn::JointRows band{ops::take_rows(text, t_begin, t_end - t_begin), Tensor()};
     const parallel::Range video{std::max(rows.begin, text_rows) - text_rows, rows.end - text_rows};
-    if (video.end <= video.begin) return t;
+    if (video.end <= video.begin) return band.text;
     const Tensor patches = parallel::token_rows(patched, video);
-    const Tensor v = c.rotary ? patch_(patches)
-                              : patch_(patches, positions.slice0(video.begin, video.end));
-    return join_rows(t, v, place);
+    band.video = c.rotary ? patch_(patches) : patch_(patches, positions.slice0(video.begin, video.end));
+    return band.joined();
   };
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
-    const Tensor e = sample_rows(emb, samples);  // a step cache's subset of the samples
-    const int64_t first = first_row(patch), rows = hidden.dim(1);
-    const int64_t pt = std::clamp<int64_t>(text_rows - first, 0, rows);
-    const nn::Rotary rotary = [&](Tensor& q, Tensor& k) {
-      if (!c.rotary) return;
-      ops::rotary_embed_(q, rope_cos, rope_sin, first);
-      ops::rotary_embed_(k, rope_cos, rope_sin, first);
-    };
-    Tensor t = take_rows(hidden, 0, pt, place), v = take_rows(hidden, pt, rows - pt, place);
+    const Tensor e = ops::sample_rows(emb, samples);  // a step cache's subset of the samples
+    const int64_t first = first_row(patch);
+    const nn::Rotary rotary = c.rotary ? rope.rows_from(first) : nn::Rotary();
+    nn::JointRows rows = nn::JointRows::split(hidden, text_rows - first);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
-      blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(t, v, e, core, rotary,
+      blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(rows, e, core, c.rotary ? &rotary : nullptr,
                                                                       {a.pab, static_cast<int>(i)});
     }
-    hidden = join_rows(t, v, place);
+    hidden = rows.joined();
   };
   // TeaCache4CogVideoX's signal: the time embedding, whole on every rank.
   pass.teacache_signal = [&](const Tensor&) { return Stage::Pass::Signal{emb, false}; };
   // norm_out's (B, 2D) shift and scale, its LayerNorm's affine folded in: once, not per patch.
-  const Tensor out_shift_scale = fold_affine(final_.shift_scale(emb), d, norm_out_w_, norm_out_b_, {{0, 1}}, place);
-  pass.head = [&](const Tensor& hidden) {
-    const Tensor normed = ops::layer_norm(hidden, &norm_final_w_, &norm_final_b_, c.norm_eps);
-    return final_(normed, out_shift_scale);
-  };
-  const Tensor out = stage_.run(n, bsz, d, c.out_per_token(), a.stale_kv, pass, a.step_cache)
-                         .to(Device::kCPU, DType::kF32);  // (B, n, C*p*p)
-  // The video rows, (F, h, w, C, p, p) per sample -> (C, F, h*p, w*p).
-  const int64_t p = c.patch_size, frames = grid[0], gh = grid[1], gw = grid[2], ch = c.out_channels;
-  const int64_t hh = gh * p, ww = gw * p;
-  Tensor result = Tensor::empty({bsz, ch, frames, hh, ww});
-  for (int64_t b = 0; b < bsz; ++b)
-    for (int64_t f = 0; f < frames; ++f)
-      for (int64_t y = 0; y < gh; ++y)
-        for (int64_t xg = 0; xg < gw; ++xg) {
-          const float* tok = out.data() + (b * n + text_rows + (f * gh + y) * gw + xg) * ch * p * p;
-          for (int64_t k = 0; k < ch; ++k)
-            for (int64_t i = 0; i < p; ++i)
-              for (int64_t j = 0; j < p; ++j)
-                result[(((b * ch + k) * frames + f) * hh + y * p + i) * ww + xg * p + j] = tok[(k * p + i) * p + j];
-        }
-  return result;
+  const Tensor out_shift_scale = nn::fold_norm_affine(final_.shift_scale(emb), norm_out_, {{0, 1}}, place);
+  pass.head = [&](const Tensor& hidden) { return final_(norm_final_(hidden), out_shift_scale); };
+  // (B, n, p*p*C): every token's patch, channels last; the video rows unpatchified.
+  const Tensor out = stage_.run(n, bsz, d, c.out_per_token(), a.stale_kv, pass, a.step_cache);
+  const Tensor video = ops::take_rows(out, text_rows, n - text_rows);
+  return ops::unpatchify3d(video, grid, {1, c.patch_size, c.patch_size}, c.out_channels).to(Device::kCPU, DType::kF32);
 }
 
 }  // namespace ditgen::models

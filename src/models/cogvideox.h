@@ -6,8 +6,8 @@
 // An MM-DiT: the text's L rows and the video's N = F*h*w/p^2 patches form
 // one joint sequence of L + N tokens, text first, that every block's
 // self-attention, norms and feed-forward run over; the two kinds of rows
-// differ only in their adaLN modulation (and rotary positions, video only).
-// A composition of the modules of models/nn/:
+// differ only in their adaLN modulation (and rotary positions, video only):
+// models/nn/joint_attention.h. A composition of the modules of models/nn/:
 //   patch_embed          a Conv2d with kernel = stride = p on each frame as
 //                        patchify3d (1, p, p) + a linear (nn::PatchEmbed),
 //                        tokens in (frame, row, column) order, plus the 3-D
@@ -17,20 +17,18 @@
 //   time_embedding       the timestep sinusoid of D channels (flip_sin_to_
 //                        cos, freq_shift) -> linear, SiLU, linear = emb
 //                        (B, time_embed_dim)
-//   transformer_blocks   per layer: norm1 (CogVideoXLayerNormZero: a linear
-//                        of SiLU(emb) to shift, scale, gate of the video
-//                        rows, then of the text rows; LayerNorm with affine),
-//                        attn1 over the joint sequence (q/k LayerNorm per
-//                        head; 3-D rotary positions on the video rows' q
-//                        and k, 5b), gated residuals; norm2 the same, then
-//                        the gelu-tanh feed-forward over the joint sequence
-//   norm_final, norm_out LayerNorm with affine; AdaLayerNorm (shift, scale
-//                        = a linear of SiLU(emb), LayerNorm with affine);
-//                        proj_out; the video rows unpatchified
-// A LayerNorm with affine followed by a modulation is applied as one
-// modulated LayerNorm without affine: (LN(x) w + b)(1 + s) + t = LN(x)(1 +
-// s') + t' with s' = w(1 + s) - 1, t' = b(1 + s) + t (per sample, made on
-// the host; equal up to float rounding).
+//   transformer_blocks   per layer: norm1 (nn::JointNormZero: the video
+//                        rows' shift, scale, gate, then the text rows'),
+//                        attn1 over the joint sequence (nn::JointAttention:
+//                        q/k LayerNorm per head; 3-D rotary positions on the
+//                        video rows' q and k through nn::RotaryTable, 5b),
+//                        gated residuals; norm2 the same, then the gelu-tanh
+//                        feed-forward over the joint sequence
+//   norm_final, norm_out nn::LayerNorm; AdaLayerNorm (shift, scale = a
+//                        linear of SiLU(emb), its LayerNorm's affine folded
+//                        in: nn::fold_norm_affine); proj_out (its patch
+//                        loaded channels last); the video rows unpatchified
+//                        (ops::unpatchify3d)
 // Under sp (ulysses, ring) each rank holds a contiguous shard of the joint
 // sequence (the text rows fall to the first ranks) and rotates its q and k
 // with the table rows of its own tokens (the text's rows: cos 1, sin 0);
@@ -50,9 +48,12 @@
 #include "models/nn/embeddings.h"
 #include "models/nn/feed_forward.h"
 #include "models/nn/final_layer.h"
+#include "models/nn/joint_attention.h"
 #include "models/nn/linear.h"
 #include "models/nn/modulation.h"
+#include "models/nn/norm.h"
 #include "models/nn/pab_branch.h"
+#include "models/nn/rotary.h"
 #include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "models/stage.h"
@@ -81,7 +82,7 @@ struct CogVideoXConfig : TransformerSizes {
   std::array<int64_t, 3> native_grid() const;
   // The rotary channels of the t, h, w axes (head_dim / 4, 3/8, 3/8).
   std::array<int64_t, 3> rotary_dims() const;
-  // Values per token of proj_out: p * p * out_channels, in (c, i, j) order.
+  // Values per token of proj_out: p * p * out_channels (stored (c, i, j), loaded (i, j, c)).
   int64_t out_per_token() const { return patch_size * patch_size * out_channels; }
 
   // Reads transformer/config.json as CogVideoXTransformer3DModel.__init__
@@ -101,25 +102,16 @@ class CogVideoXBlock {
   static CogVideoXBlock load(const io::WeightStore& weights, const std::string& prefix, const CogVideoXConfig& cfg,
                              const ShardGroups& shard, const Placement& place);
 
-  // text (B, Pt, D) and video (B, Pv, D) rows, Pt + Pv = P tokens of the
-  // joint sequence in order (text first), updated in place; emb (B, T).
-  void forward(Tensor& text, Tensor& video, const Tensor& emb, const nn::AttentionCore& core,
-               const nn::Rotary& rotary, const nn::PabSite& pab) const;
+  // rows: the band's text (B, Pt, D) and video (B, Pv, D) rows, updated in
+  // place; emb (B, T); rotary null without rotary positions.
+  void forward(nn::JointRows& rows, const Tensor& emb, const nn::AttentionCore& core, const nn::Rotary* rotary,
+               const nn::PabSite& pab) const;
 
  private:
-  // A CogVideoXLayerNormZero: its linear and its LayerNorm's affine.
-  struct NormZero {
-    nn::AdaLnZero linear;  // (6D, T): shift, scale, gate (video), then (text)
-    Tensor weight, bias;   // (D) the LayerNorm's, host float32
-    Tensor operator()(const Tensor& emb, const Placement& place) const;  // (B, 6D) folded
-  };
-
-  float eps_ = 1e-5f;
   ShardGroups shard_;
-  Placement place_;
-  NormZero norm1_, norm2_;
-  nn::Attention attn1_;  // to_q/k/v (Dl, D), to_out (D, Dl), norm_q/k (head_dim)
-  nn::FeedForward ff_;   // (Fl, D), (D, Fl)
+  nn::JointNormZero norm1_, norm2_;  // (6D, T) each, and their LayerNorms' (D)
+  nn::JointAttention attn1_;         // to_q/k/v (Dl, D), to_out (D, Dl), norm_q/k (head_dim)
+  nn::FeedForward ff_;               // (Fl, D), (D, Fl)
 };
 
 class CogVideoXTransformer {
@@ -166,9 +158,9 @@ class CogVideoXTransformer {
   nn::PatchEmbed patch_;                // patch_embed.proj: (D, C, p, p) as a linear
   nn::Linear text_proj_;                // patch_embed.text_proj: (D, text_dim)
   nn::TimestepEmbedding time_;          // time_embedding: (T, D), (T, T)
-  Tensor norm_final_w_, norm_final_b_;  // (D)
+  nn::LayerNorm norm_final_;            // (D)
   nn::FinalLayer final_;                // norm_out.linear (2D, T), proj_out (p*p*out, D)
-  Tensor norm_out_w_, norm_out_b_;      // (D) norm_out.norm, host float32: folded into its modulation
+  nn::LayerNorm norm_out_;              // (D) norm_out.norm, host float32: folded into its modulation
   Tensor native_positions_;             // (N, D) the native grid's sin-cos table (2b layout, first stage)
   std::vector<CogVideoXBlock> blocks_;  // this stage's layers, in order
 };

@@ -11,6 +11,7 @@
 #include "parallel/shard.h"
 #include "parallel/token_shard.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "util/error.h"
 
 namespace ditgen::models {
@@ -161,7 +162,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     for (int64_t bi = span.begin; bi < span.end; ++bi) {
       const nn::AttentionCore core = stage_.core(bi, patch, n, c.head_dim, stale_kv);
-      const nn::Modulation mod(sample_rows(mods[static_cast<size_t>(bi - layers.begin)], samples), d);
+      const nn::Modulation mod(ops::sample_rows(mods[static_cast<size_t>(bi - layers.begin)], samples), d);
       blocks_[static_cast<size_t>(bi)].body.forward(hidden, mod,
                                                     {&core, nullptr, nullptr, nullptr, {pab, static_cast<int>(bi)}});
     }

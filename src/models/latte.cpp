@@ -19,6 +19,7 @@
 #include "models/forward_checks.h"
 #include "ops/attention_operands.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/frame_switch.h"
 #include "parallel/sequence_attention.h"
 #include "parallel/shard.h"
@@ -28,16 +29,6 @@
 namespace ditgen::models {
 
 namespace {
-
-// (R*B, W) from (B, W): row b repeated R times in a row (repeat_interleave).
-Tensor repeat_rows(const Tensor& x, int64_t times, const Placement& place) {
-  const int64_t b = x.dim(0), w = x.numel() / b;
-  Shape shape = x.shape();
-  shape[0] = b * times;
-  Tensor out = place.empty(shape);
-  for (int64_t r = 0; r < times; ++r) ops::copy_rows(x, 0, w, out, r * w, times * w, b, w);
-  return out;
-}
 
 const std::string kSpatialBlocks = "transformer_blocks.", kTemporalBlocks = "temporal_transformer_blocks.";
 
@@ -145,8 +136,8 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     throw RuntimeFailure("Latte forward: dsp over " + std::to_string(sp) + " ranks needs at least as many frames and "
                          "tokens per frame; the video has " + std::to_string(frames) + " frames of " +
                          std::to_string(n) + " tokens");
-  const parallel::Range my_frames =
-      dsp ? shard.sp_split.range(frames, sp, shard.sp_rank()) : parallel::Range{0, frames};
+  const parallel::VideoFrameShard frame_shard(dsp ? shard.sp : nullptr, shard.sp_split, frames, n);
+  const parallel::Range my_frames = frame_shard.frames();
   const int64_t local_frames = my_frames.size();
   const int64_t clips = bsz * local_frames;  // the spatial blocks' batch: this rank's frames of every video
 
@@ -159,7 +150,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   // diffusers repeats the (B, 6D) modulation per frame (spatial blocks)
   // and per token (temporal blocks); in the (B*F, N, D) layout both are
   // one row per frame of each video: (B*F_me, 6D).
-  const Tensor modulation = repeat_rows(stem_.adaln(embedded), local_frames, place);
+  const Tensor modulation = ops::repeat_rows(stem_.adaln(embedded), local_frames);
   // One caption per video: the spatial blocks' cross-attention projects
   // its keys and values once and lets every frame's queries attend to
   // them (CrossContext::repeat).
@@ -178,18 +169,8 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     temporal_attention(q, k, v, out, frames, c.head_dim, place.dtype);
   };
   const nn::LayoutSwitch dsp_switch{
-      [&](const Tensor& normed) {  // (B*F_me, N, D) -> (B*F, N_me, D); B: this call's videos (a step cache's subset)
-        const int64_t width = normed.dim(2), videos = normed.dim(0) / local_frames;
-        const Tensor by_tokens = parallel::frames_to_tokens(
-            shard.sp, normed.reshape({videos, local_frames, n, width}), frames, shard.sp_split);
-        return by_tokens.reshape({videos * frames, by_tokens.dim(2), width});
-      },
-      [&](const Tensor& attn) {  // (B*F, N_me, Dl) -> (B*F_me, N, Dl)
-        const int64_t width = attn.dim(2), videos = attn.dim(0) / frames;
-        const Tensor by_frames = parallel::tokens_to_frames(
-            shard.sp, attn.reshape({videos, frames, attn.dim(1), width}), n, shard.sp_split);
-        return by_frames.reshape({videos * local_frames, n, width});
-      }};
+      [&](const Tensor& normed) { return frame_shard.to_tokens(normed); },  // B: this call's videos (a step cache's)
+      [&](const Tensor& attn) { return frame_shard.to_frames(attn); }};
 
   Stage::Pass pass;
   pass.embed = [&](parallel::Range rows) {  // (B*F_me, N_me, D) residual stream, (video, frame, token) order
@@ -197,7 +178,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   };
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the videos: their frames' modulation and their captions.
-    const Tensor mod = sample_rows(modulation, samples, local_frames);
+    const Tensor mod = ops::sample_rows(modulation, samples, local_frames);
     const TextOfSamples texts(text, samples);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore spatial = stage_.core(i, patch, n, c.head_dim, a.stale_kv, dsp ? &whole_frames : nullptr);
@@ -222,14 +203,9 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
   };
   // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
   pass.head = [&](const Tensor& hidden) {
-    return stem_.final_layer(hidden, stem_.final_layer.shift_scale(repeat_rows(embedded, local_frames, place)));
+    return stem_.final_layer(hidden, stem_.final_layer.shift_scale(ops::repeat_rows(embedded, local_frames)));
   };
-  if (dsp)
-    pass.gather_frames = [&](const Tensor& rows) {  // every rank's frames, whole: (B*F, N, R)
-      const int64_t width = n * rows.dim(2);
-      return parallel::gather_tokens(shard.sp, rows.reshape({bsz, local_frames, width}), frames, shard.sp_split)
-          .reshape({bsz * frames, n, rows.dim(2)});
-    };
+  if (dsp) pass.gather_frames = [&](const Tensor& rows) { return frame_shard.gather(rows); };  // (B*F, N, R)
   const Tensor out = stage_.run(n, clips, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass, a.step_cache);
   // (B*F, C_out, h, w) -> (B, C_out, F, h, w)
   return images_as_video(ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32),

@@ -13,6 +13,7 @@
 #include "models/family_spec.h"
 #include "models/forward_checks.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/shard.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
@@ -111,7 +112,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   };
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the samples: their modulation and captions.
-    const Tensor mod = sample_rows(shared_mod, samples);
+    const Tensor mod = ops::sample_rows(shared_mod, samples);
     const TextOfSamples texts(text, samples);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/shard.h"
 #include "util/error.h"
 
@@ -31,30 +32,9 @@ Tensor host_copy(const Tensor& t) {
 
 }  // namespace
 
-Tensor sample_rows(const Tensor& t, const std::vector<int64_t>& samples, int64_t rows_per_sample) {
-  if (samples.empty()) return t;
-  Shape shape = t.shape();
-  shape[0] = static_cast<int64_t>(samples.size()) * rows_per_sample;
-  Tensor out = Tensor::empty(shape, t.device(), t.dtype());
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const int64_t s = samples[i], at = static_cast<int64_t>(i);
-    out.slice0(at * rows_per_sample, (at + 1) * rows_per_sample)
-        .copy_from(t.slice0(s * rows_per_sample, (s + 1) * rows_per_sample));
-  }
-  return out;
-}
-
-void put_sample_rows(Tensor& t, const Tensor& rows, const std::vector<int64_t>& samples, int64_t rows_per_sample) {
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const int64_t s = samples[i], at = static_cast<int64_t>(i);
-    t.slice0(s * rows_per_sample, (s + 1) * rows_per_sample)
-        .copy_from(rows.slice0(at * rows_per_sample, (at + 1) * rows_per_sample));
-  }
-}
-
 TextOfSamples::TextOfSamples(const nn::CrossContext& text, const std::vector<int64_t>& samples) : context_(text) {
   if (samples.empty()) return;
-  tokens_ = sample_rows(*text.tokens, samples);
+  tokens_ = ops::sample_rows(*text.tokens, samples);
   if (text.kv_lens)
     for (int64_t s : samples) lengths_.push_back(text.kv_lens[s]);
   context_.tokens = &tokens_;
@@ -156,9 +136,9 @@ void Stage::run_span(Tensor& hidden, parallel::Range patch, int64_t row0, int64_
     for (int64_t s = 0; s < cache.samples(); ++s)
       if (compute[static_cast<size_t>(cache.unit_of(s))]) samples.push_back(s);
     const int64_t per_sample = hidden.dim(0) / cache.samples();
-    Tensor some = sample_rows(hidden, samples, per_sample);
+    Tensor some = ops::sample_rows(hidden, samples, per_sample);
     pass.layers(some, patch, p.span, samples);
-    put_sample_rows(hidden, some, samples, per_sample);
+    ops::put_sample_rows(hidden, some, samples, per_sample);
   }
   Tensor out = host_copy(hidden);
   cache.span_computed(out, in, compute, shard_.sent_bytes() - sent_before, row0, tokens);

@@ -25,13 +25,6 @@
 
 namespace ditgen::models {
 
-// The rows of `t` (dim 0: samples x rows_per_sample, each sample's rows
-// together) that belong to `samples`, in their order, on t's device; t
-// itself (shared) when samples is empty.
-Tensor sample_rows(const Tensor& t, const std::vector<int64_t>& samples, int64_t rows_per_sample = 1);
-// Writes `rows` (sample_rows' layout for `samples`) back into those samples' rows of `t`.
-void put_sample_rows(Tensor& t, const Tensor& rows, const std::vector<int64_t>& samples, int64_t rows_per_sample = 1);
-
 // A cross-attention's text for a subset of the samples (their tokens and
 // key counts), or the whole `text` when `samples` is empty. Holds what
 // context() points to: neither copied nor moved.

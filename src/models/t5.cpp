@@ -7,7 +7,6 @@
 
 #include <algorithm>
 
-#include "ops/attention_operands.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -18,41 +17,68 @@ namespace {
 
 constexpr int64_t kPromptsPerPass = 8;
 
-// The feed-forward's first projection and its activation (GELU fused into
-// the GEMM: gelu_new is the tanh approximation).
-Tensor project_activated(const Tensor& x, const Tensor& w, T5Activation act) {
-  if (act == T5Activation::kGeluNew) return ops::linear(x, w, nullptr, ops::Activation::kGeluTanh);
-  Tensor y = ops::linear(x, w, nullptr);
-  if (act == T5Activation::kRelu) ops::relu_(y);
-  else ops::silu_(y);
-  return y;
+// Where each part is stored, written once: the declarations and the load
+// both follow these.
+const std::string kEmbedding = "shared.";
+const std::string kLegacyEmbedding = "encoder.embed_tokens.";  // the same table, as older checkpoints name it
+const std::string kFinalNorm = "encoder.final_layer_norm.";
+const std::string kBlocks = "encoder.block";
+const std::string kAttentionLayer = "layer.0.", kFeedForwardLayer = "layer.1.", kLayerNorm = "layer_norm.";
+
+std::string block(int64_t i) { return kBlocks + "." + std::to_string(i) + "."; }
+std::string attention_norm(int64_t i) { return block(i) + kAttentionLayer + kLayerNorm; }
+std::string attention(int64_t i) { return block(i) + kAttentionLayer + "SelfAttention."; }
+std::string ff_norm(int64_t i) { return block(i) + kFeedForwardLayer + kLayerNorm; }
+std::string feed_forward(int64_t i) { return block(i) + kFeedForwardLayer + "DenseReluDense."; }
+
+nn::T5AttentionDims attention_dims(const T5Config& c, int64_t layer) {
+  return {c.d_model, c.num_heads, c.d_kv, c.num_buckets, layer == 0 || c.umt5};
+}
+
+nn::T5FeedForwardDims ff_dims(const T5Config& c) { return {c.d_model, c.d_ff, c.gated, c.act}; }
+
+// The token embedding: (vocab, D) under either name.
+nn::TensorDecl embedding_tensor(const T5Config& c) {
+  return {kEmbedding + "weight", {c.vocab_size, c.d_model}, nn::TpSplit::kWhole, std::nullopt,
+          {kLegacyEmbedding + "weight"}};
 }
 
 }  // namespace
 
+nn::TensorDecls T5Encoder::stem_tensors(const T5Config& c) {
+  nn::TensorDecls t = {embedding_tensor(c)};
+  nn::append(t, nn::RmsNorm::tensors(kFinalNorm, c.d_model));
+  return t;
+}
+
+nn::TensorDecls T5Encoder::layer_tensors(const T5Config& c, int64_t i) {
+  nn::TensorDecls t = nn::RmsNorm::tensors(attention_norm(i), c.d_model);
+  nn::append(t, nn::T5Attention::tensors(attention(i), attention_dims(c, i)));
+  nn::append(t, nn::RmsNorm::tensors(ff_norm(i), c.d_model));
+  nn::append(t, nn::T5FeedForward::tensors(feed_forward(i), ff_dims(c)));
+  return t;
+}
+
+void T5Encoder::check(const io::WeightStore& w, const T5Config& c) {
+  // The probe of a block past num_layers: its first tensor, named under the
+  // list ("layer.0.layer_norm.weight" of "encoder.block.<n>.").
+  const std::string probe = layer_tensors(c, 0)[0].name.substr(block(0).size());
+  nn::check_model_tensors(w, stem_tensors(c), c.num_layers, [&](int64_t i) { return layer_tensors(c, i); },
+                          {kBlocks}, probe);
+}
+
 T5Encoder::T5Encoder(const T5Config& cfg, const io::WeightStore& w, const Placement& place)
     : cfg_(cfg), place_(place) {
-  auto matrix = [&](const std::string& name) { return load_matrix(w, name, place); };
-  auto vector = [&](const std::string& name) { return place.put(w.load(name)); };
-  embed_table_ = load_table(w, t5_embedding_name(w), place);
+  embed_table_ = nn::load_as(w, embedding_tensor(cfg), place, nn::Placed::kTable);
   blocks_.resize(static_cast<size_t>(cfg.num_layers));
   for (int64_t i = 0; i < cfg.num_layers; ++i) {
     Block& b = blocks_[static_cast<size_t>(i)];
-    const std::string a = "encoder.block." + std::to_string(i) + ".layer.0.";
-    const std::string f = "encoder.block." + std::to_string(i) + ".layer.1.";
-    b.q_w = matrix(a + "SelfAttention.q.weight");
-    b.k_w = matrix(a + "SelfAttention.k.weight");
-    b.v_w = matrix(a + "SelfAttention.v.weight");
-    b.o_w = matrix(a + "SelfAttention.o.weight");
-    b.attn_norm_w = vector(a + "layer_norm.weight");
-    if (i == 0 || cfg.umt5)  // the bias is built on the host, then moved (float32 whatever the dtype)
-      b.position_table = w.load(a + "SelfAttention.relative_attention_bias.weight").to(Device::kCPU, DType::kF32);
-    b.wi_w = matrix(f + (cfg.gated ? "DenseReluDense.wi_0.weight" : "DenseReluDense.wi.weight"));
-    if (cfg.gated) b.wi_gate_w = matrix(f + "DenseReluDense.wi_1.weight");
-    b.wo_w = matrix(f + "DenseReluDense.wo.weight");
-    b.ff_norm_w = vector(f + "layer_norm.weight");
+    b.attn_norm = nn::RmsNorm::load(w, attention_norm(i), cfg.d_model, cfg.eps, place);
+    b.attention = nn::T5Attention::load(w, attention(i), attention_dims(cfg, i), place);
+    b.ff_norm = nn::RmsNorm::load(w, ff_norm(i), cfg.d_model, cfg.eps, place);
+    b.feed_forward = nn::T5FeedForward::load(w, feed_forward(i), ff_dims(cfg), place);
   }
-  final_norm_w_ = vector("encoder.final_layer_norm.weight");
+  final_norm_ = nn::RmsNorm::load(w, kFinalNorm, cfg.d_model, cfg.eps, place);
 }
 
 Tensor T5Encoder::embed(const TokenBatch& tokens) const {
@@ -88,55 +114,17 @@ Tensor T5Encoder::position_bias(const Tensor& table, int64_t L) const {
 
 void T5Encoder::run_block(const Block& b, const Tensor& bias, const std::vector<int32_t>& lengths, int64_t n,
                           int64_t L, Tensor& h) const {
-  const int64_t inner = cfg_.inner_dim(), rows = n * L;
-  // Self-attention. q, k and v each in a contiguous (rows, inner) buffer:
-  // the CPU GEMM writing into columns of a wider one ran 15% slower (oneDNN
-  // falls back from its brgemm kernels for a strided output).
   Tensor x;
   {
     profile::ScopedTimer t("t5.rms_norm");
-    x = ops::rms_norm(h, b.attn_norm_w, cfg_.eps);  // (rows, D)
+    x = b.attn_norm(h);  // (rows, D)
   }
-  Tensor q, k, v;
-  {
-    profile::ScopedTimer t("t5.qkv_proj");
-    q = ops::linear(x, b.q_w, nullptr);  // (rows, inner)
-    k = ops::linear(x, b.k_w, nullptr);
-    v = ops::linear(x, b.v_w, nullptr);
-  }
-  Tensor att = place_.empty({rows, inner});
-  ops::AttentionArgs args = ops::attention_args(ops::rows_of(q, 0, inner, L), ops::rows_of(k, 0, inner, L),
-                                                ops::rows_of(v, 0, inner, L), ops::rows_of(att, 0, inner, L), n,
-                                                cfg_.num_heads, cfg_.d_kv);
-  args.scale = 1.0f;  // T5: no 1/sqrt(d_kv)
-  args.bias = static_cast<const float*>(bias.raw());
-  args.bias_head_stride = L * L;
-  args.bias_row_stride = L;
-  args.kv_lens = lengths.data();  // padding keys take no part
-  args.follow_attention_mode = false;  // a forced --attention flash is the transformer's; flash takes no bias
-  args.compute = place_.dtype;
-  {
-    profile::ScopedTimer t("t5.attention");
-    ops::attention(args);
-  }
-  {
-    profile::ScopedTimer t("t5.out_proj");
-    ops::add_(h, ops::linear(att, b.o_w, nullptr));
-  }
-
-  // Feed-forward.
+  ops::add_(h, b.attention(x, bias, lengths, n, L));
   {
     profile::ScopedTimer t("t5.rms_norm");
-    x = ops::rms_norm(h, b.ff_norm_w, cfg_.eps);
+    x = b.ff_norm(h);
   }
-  Tensor hidden;
-  {
-    profile::ScopedTimer t("t5.mlp_in");
-    hidden = project_activated(x, b.wi_w, cfg_.act);  // (rows, d_ff)
-    if (cfg_.gated) ops::mul_(hidden, ops::linear(x, b.wi_gate_w, nullptr));
-  }
-  profile::ScopedTimer t("t5.mlp_out");
-  ops::add_(h, ops::linear(hidden, b.wo_w, nullptr));
+  ops::add_(h, b.feed_forward(x));
 }
 
 Tensor T5Encoder::encode(const TokenBatch& tokens) const {
@@ -153,7 +141,7 @@ Tensor T5Encoder::encode(const TokenBatch& tokens) const {
 
   Tensor out = Tensor::empty({N, L, D});
   // Block 0's bias serves every block of T5; UMT5's blocks make their own.
-  const Tensor shared_bias = cfg_.umt5 ? Tensor() : position_bias(blocks_[0].position_table, L);
+  const Tensor shared_bias = cfg_.umt5 ? Tensor() : position_bias(blocks_[0].attention.position_table(), L);
   for (int64_t p0 = 0; p0 < N; p0 += kPromptsPerPass) {
     const int64_t n = std::min(kPromptsPerPass, N - p0);
     TokenBatch chunk;
@@ -165,8 +153,8 @@ Tensor T5Encoder::encode(const TokenBatch& tokens) const {
     }
     Tensor h = embed(chunk);  // (n*L, D) residual stream
     for (const Block& b : blocks_)
-      run_block(b, cfg_.umt5 ? position_bias(b.position_table, L) : shared_bias, lengths, n, L, h);
-    const Tensor result = ops::rms_norm(h, final_norm_w_, cfg_.eps).to(Device::kCPU, DType::kF32);
+      run_block(b, cfg_.umt5 ? position_bias(b.attention.position_table(), L) : shared_bias, lengths, n, L, h);
+    const Tensor result = final_norm_(h).to(Device::kCPU, DType::kF32);
     out.slice0(p0, p0 + n).copy_from(result);
   }
   return out;

@@ -7,19 +7,25 @@
 //               h += wo(act(wi_0 n) * wi_1 n) v1.1 / UMT5 (gated-gelu: gelu_new)
 //   out = rms_norm(h, final_layer_norm)
 //
-// T5's attention has no 1/sqrt(d) scale; its scores get an additive bias
-// per head from a learned table of bucketed relative positions (block 0's
-// table shared by every block; UMT5: one per block). Padding keys take no
-// part (the attention's per-sample key counts: transformers adds
-// finfo.min to them, which gives exactly zero weight). RMSNorm, softmax and
-// the residual stream are float32; GEMM weights as Placement says (on the
-// CPU: float32, or bfloat16 widened inside the GEMM).
+// A composition of the modules of models/nn/: nn::T5Attention and
+// nn::T5FeedForward (nn/t5_layers.h), each after an nn::RmsNorm, and the
+// token embedding declared with its legacy name (shared.weight, or
+// encoder.embed_tokens.weight). Its declarations (stem_tensors,
+// layer_tensors) are what T5Spec checks before loading and counts the
+// parameters from. T5's attention has no 1/sqrt(d) scale; its scores get an
+// additive bias per head from a learned table of bucketed relative
+// positions (block 0's table shared by every block; UMT5: one per block).
+// RMSNorm, softmax and the residual stream are float32; GEMM weights as
+// Placement says (on the CPU: float32, or bfloat16 widened inside the GEMM).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "models/nn/norm.h"
+#include "models/nn/t5_layers.h"
+#include "models/nn/tensor_decl.h"
 #include "models/t5_spec.h"
 #include "models/text_encoder.h"
 
@@ -27,20 +33,24 @@ namespace ditgen::models {
 
 class T5Encoder final : public TextEncoder {
  public:
-  // `weights` must have passed T5Spec's shape checks.
+  // What it holds once (the token embedding, the final norm) and block i's
+  // tensors, whole as stored.
+  static nn::TensorDecls stem_tensors(const T5Config& cfg);
+  static nn::TensorDecls layer_tensors(const T5Config& cfg, int64_t layer);
+  // Checks every declared tensor against the store (and refuses more
+  // encoder blocks than num_layers) before anything is read.
+  static void check(const io::WeightStore& weights, const T5Config& cfg);
+
+  // `weights` must have passed check().
   T5Encoder(const T5Config& cfg, const io::WeightStore& weights, const Placement& place);
   Tensor encode(const TokenBatch& tokens) const override;
 
  private:
   struct Block {
-    Tensor q_w, k_w, v_w;    // (H*d_kv, D) each
-    Tensor o_w;              // (D, H*d_kv)
-    Tensor attn_norm_w;      // (D)
-    Tensor position_table;   // (num_buckets, H) host float32; UMT5: every block, T5: block 0 only
-    Tensor wi_w;             // (d_ff, D) relu, or wi_0 of the gated pair
-    Tensor wi_gate_w;        // (d_ff, D) wi_1 (gated only)
-    Tensor wo_w;             // (D, d_ff)
-    Tensor ff_norm_w;        // (D)
+    nn::RmsNorm attn_norm;        // layer.0.layer_norm: (D)
+    nn::T5Attention attention;    // layer.0.SelfAttention; its position table: UMT5 every block, T5 block 0 only
+    nn::RmsNorm ff_norm;          // layer.1.layer_norm: (D)
+    nn::T5FeedForward feed_forward;  // layer.1.DenseReluDense
   };
   // Rows of `tokens` (N*L ids) looked up in the embedding table: (N*L, D).
   Tensor embed(const TokenBatch& tokens) const;
@@ -54,7 +64,7 @@ class T5Encoder final : public TextEncoder {
   Placement place_;
   Tensor embed_table_;     // (vocab, D), as table(): rows copied out per token
   std::vector<Block> blocks_;
-  Tensor final_norm_w_;    // (D)
+  nn::RmsNorm final_norm_;  // (D)
 };
 
 }  // namespace ditgen::models

@@ -90,37 +90,6 @@ int64_t t5_position_bucket(int64_t relative_position, int64_t num_buckets, int64
   return bucket + large;
 }
 
-std::string t5_embedding_name(const io::WeightStore& weights) {
-  for (const char* name : {"shared.weight", "encoder.embed_tokens.weight"})
-    if (weights.contains(name)) return name;
-  throw ModelError(weights.dir() + ": missing tensor 'shared.weight' (or 'encoder.embed_tokens.weight'): "
-                   "the T5 token embedding");
-}
-
-std::vector<std::pair<std::string, Shape>> t5_expected_tensors(const T5Config& c, const std::string& embed_name) {
-  const int64_t D = c.d_model, inner = c.inner_dim();
-  std::vector<std::pair<std::string, Shape>> out = {{embed_name, {c.vocab_size, D}},
-                                                     {"encoder.final_layer_norm.weight", {D}}};
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string a = "encoder.block." + std::to_string(i) + ".layer.0.";
-    const std::string f = "encoder.block." + std::to_string(i) + ".layer.1.";
-    for (const char* p : {"q", "k", "v"}) out.push_back({a + "SelfAttention." + p + ".weight", {inner, D}});
-    out.push_back({a + "SelfAttention.o.weight", {D, inner}});
-    if (i == 0 || c.umt5)
-      out.push_back({a + "SelfAttention.relative_attention_bias.weight", {c.num_buckets, c.num_heads}});
-    out.push_back({a + "layer_norm.weight", {D}});
-    if (c.gated) {
-      out.push_back({f + "DenseReluDense.wi_0.weight", {c.d_ff, D}});
-      out.push_back({f + "DenseReluDense.wi_1.weight", {c.d_ff, D}});
-    } else {
-      out.push_back({f + "DenseReluDense.wi.weight", {c.d_ff, D}});
-    }
-    out.push_back({f + "DenseReluDense.wo.weight", {D, c.d_ff}});
-    out.push_back({f + "layer_norm.weight", {D}});
-  }
-  return out;
-}
-
 const char* T5Spec::variant() const {
   if (cfg_.umt5) return "UMT5";
   if (!cfg_.gated && cfg_.act == T5Activation::kRelu) return "T5 v1.0";
@@ -128,14 +97,16 @@ const char* T5Spec::variant() const {
 }
 
 int64_t T5Spec::param_count() const {
-  int64_t n = 0;
-  for (const auto& [name, shape] : t5_expected_tensors(cfg_, "shared.weight")) n += shape_numel(shape);
-  return n;
+  // Block 0 holds T5's one position table, UMT5's blocks one each.
+  double n = nn::count_elements(T5Encoder::stem_tensors(cfg_)).total() +
+             nn::count_elements(T5Encoder::layer_tensors(cfg_, 0)).total();
+  if (cfg_.num_layers > 1)
+    n += static_cast<double>(cfg_.num_layers - 1) * nn::count_elements(T5Encoder::layer_tensors(cfg_, 1)).total();
+  return static_cast<int64_t>(n);
 }
 
 std::unique_ptr<TextEncoder> T5Spec::load(const io::WeightStore& weights, const Placement& place) const {
-  const std::string embed = t5_embedding_name(weights);
-  for (const auto& [name, shape] : t5_expected_tensors(cfg_, embed)) weights.expect(name, shape);
+  T5Encoder::check(weights, cfg_);
   return std::make_unique<T5Encoder>(cfg_, weights, place);
 }
 

@@ -1,7 +1,8 @@
 // The T5 family's registry entry: T5Config is text_encoder/config.json as
 // transformers reads it (T5Config / UMT5Config, with their defaults for
-// absent keys), T5Spec answers the TextEncoderSpec questions from it and
-// checks every tensor of the checkpoint before load() builds a T5Encoder.
+// absent keys), T5Spec answers the TextEncoderSpec questions from it (the
+// parameter count from T5Encoder's declared tensors) and checks every
+// declared tensor of the checkpoint before load() builds a T5Encoder.
 // The bucketed relative position of T5's attention bias lives here too,
 // written as transformers computes it (float32 log ratio truncated toward
 // zero), so it is tested against transformers' own table.
@@ -9,17 +10,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "models/config_spec.h"
+#include "models/nn/t5_layers.h"
 #include "models/text_encoder.h"
 
 namespace ditgen::models {
 
-enum class T5Activation { kRelu, kGeluNew, kSilu };
+using nn::T5Activation;  // the feed-forward's (models/nn/t5_layers.h)
 
 struct T5Config {
   bool umt5 = false;             // a relative position table in every block (else block 0's, shared)
@@ -45,14 +45,6 @@ struct T5Config {
 // transformers' bidirectional relative-position bucket of
 // relative_position = key position - query position.
 int64_t t5_position_bucket(int64_t relative_position, int64_t num_buckets, int64_t max_distance);
-
-// Every tensor an encoder checkpoint must hold, with its shape (the
-// embedding's name is whichever of shared.weight / encoder.embed_tokens.weight
-// the checkpoint has).
-std::vector<std::pair<std::string, Shape>> t5_expected_tensors(const T5Config& cfg, const std::string& embed_name);
-// shared.weight or encoder.embed_tokens.weight, whichever `weights` holds
-// (ModelError naming the weights directory when neither).
-std::string t5_embedding_name(const io::WeightStore& weights);
 
 class T5Spec final : public ConfigSpec<TextEncoderSpec, T5Config> {
  public:

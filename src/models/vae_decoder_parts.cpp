@@ -1,13 +1,6 @@
-// The parts the VAE decoders share (models/vae_decoder_parts.h).
-//
-// The causal conv. A kernel-3-in-time conv over a video decoded a chunk at
-// a time sees its whole input stream causally padded by two frames: here
-// each causal conv has a two-frame slot, every call builds [slot | chunk]
-// along time in the level's staging buffer (ops::copy_rows), keeps the last
-// two frames of that input in the slot, and runs ops::conv3d with time
-// padding 0. The families differ only in the padding before a video's first
-// chunk (CausalPad): Wan's slots start as zeros, CogVideoX's first chunk
-// repeats its first frame.
+// The parts the VAE decoders share (models/vae_decoder_parts.h). The causal
+// conv itself is nn::CausalConv3d (models/nn/causal_conv3d.h); here its
+// cache's call protocol.
 #include "models/vae_decoder_parts.h"
 
 #include <cstring>
@@ -16,7 +9,6 @@
 
 #include "ops/ops.h"
 #include "util/error.h"
-#include "util/profile.h"
 
 namespace ditgen::models {
 
@@ -27,11 +19,13 @@ UpBlockChannels reversed_up_blocks(const std::vector<int64_t>& block_out_channel
   return c;
 }
 
+std::string up_block_prefix(size_t i) { return "decoder.up_blocks." + std::to_string(i) + "."; }
+
 void walk_up_blocks(const UpBlockChannels& channels, int64_t per_block,
                     const std::function<void(const UpResnet&)>& resnet,
                     const std::function<void(size_t, const std::string&)>& block_end) {
   for (size_t i = 0; i < channels.out.size(); ++i) {
-    const std::string ub = "decoder.up_blocks." + std::to_string(i) + ".";
+    const std::string ub = up_block_prefix(i);
     for (int64_t j = 0; j < per_block; ++j) {
       const int64_t cin = j == 0 ? channels.in[i] : channels.out[i];
       resnet({i, ub + "resnets." + std::to_string(j) + ".", cin, channels.out[i]});
@@ -40,48 +34,17 @@ void walk_up_blocks(const UpBlockChannels& channels, int64_t per_block,
   }
 }
 
-void add_conv_tensors(TensorList& t, const std::string& prefix, Shape weight) {
-  const int64_t cout = weight[0];
-  t.push_back({prefix + "weight", std::move(weight)});
-  t.push_back({prefix + "bias", {cout}});
-}
-
-void expect_decoder_tensors(const io::WeightStore& w, const TensorList& expected, const std::string& keys) {
+void check_decoder_tensors(const io::WeightStore& w, const nn::TensorDecls& declared, const std::string& keys) {
+  nn::check_tensors(w, declared);
   std::set<std::string> names;
-  for (const auto& [name, shape] : expected) {
-    w.expect(name, shape);
-    names.insert(name);
-  }
+  for (const nn::TensorDecl& d : declared) names.insert(nn::stored_name(w, d));
   for (const std::string& name : w.names())
     if ((name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0) && !names.count(name))
       throw ModelError(w.file_of(name) + ": holds '" + name + "', which config.json (" + keys +
                        ") does not account for");
 }
 
-Tensor Conv3d::operator()(const Tensor& x, std::array<int64_t, 3> pad) const {
-  return ops::conv3d(x, w, &b, {1, 1, 1}, pad);
-}
-
-Tensor load_placed(const io::WeightStore& w, const std::string& name, const Placement& place, bool conv,
-                   const Shape& shape) {
-  Tensor source = w.load(name);
-  if (!shape.empty()) source = source.reshape(shape);
-  return release_source(w, name, source, conv ? place.conv(source) : place.put(source));
-}
-
-Conv3d load_conv3d(const io::WeightStore& w, const std::string& prefix, const Placement& place, const Shape& shape) {
-  return {load_placed(w, prefix + "weight", place, true, shape), load_placed(w, prefix + "bias", place, false)};
-}
-
-void add_residual(Tensor& h, const Tensor& x, const Conv3d& shortcut) {
-  profile::ScopedTimer t("vae.residual");
-  if (shortcut.defined())
-    ops::add_(h, shortcut(x));
-  else
-    ops::add_(h, x);
-}
-
-bool begin_causal_call(CausalCache& cache, const Tensor& z, int64_t channels, int64_t frames,
+bool begin_causal_call(nn::CausalCache& cache, const Tensor& z, int64_t channels, int64_t frames,
                        const CausalVaeNames& names) {
   const std::string who = std::string(names.model) + " decode: latent " + names.call;
   if (z.ndim() != 5 || z.dim(0) != 1 || z.dim(1) != channels || (frames > 0 ? z.dim(2) != frames : z.dim(2) < 1) ||
@@ -100,45 +63,19 @@ bool begin_causal_call(CausalCache& cache, const Tensor& z, int64_t channels, in
   return false;
 }
 
-void start_causal_cache(CausalCache& cache, const std::vector<CausalSlot>& slots, CausalPad pad,
+void start_causal_cache(nn::CausalCache& cache, const std::vector<CausalSlot>& slots, nn::CausalPad pad,
                         const Placement& place) {
   cache.pad = pad;
   cache.frames.clear();
   cache.frames.reserve(slots.size());
   for (const CausalSlot& s : slots) {
     const Shape shape = {1, s.channels, 2, cache.h * s.scale, cache.w * s.scale};
-    cache.frames.push_back(pad == CausalPad::kZeros ? Tensor::zeros(shape, place.device, place.storage())
+    cache.frames.push_back(pad == nn::CausalPad::kZeros ? Tensor::zeros(shape, place.device, place.storage())
                                                     : place.empty(shape));
   }
 }
 
-Tensor causal_conv3d(Tensor x, const Conv3d& c, CausalCache& cache, const Placement& place, int64_t spatial_pad) {
-  profile::ScopedTimer t("vae.conv3d");
-  if (cache.next >= cache.frames.size()) throw std::logic_error("causal conv: more causal convs than cache slots");
-  Tensor& slot = cache.frames[cache.next++];
-  const int64_t ch = x.dim(1), frames = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  if (slot.shape() != Shape{1, ch, 2, h, w})
-    throw std::logic_error("causal conv: cache slot " + shape_str(slot.shape()) + " for a conv input " +
-                           shape_str(x.shape()));
-  // [padding | chunk] along time, in the level's staging buffer.
-  const int64_t in_frames = 2 + frames, need = ch * in_frames * hw;
-  if (!cache.staging.defined() || cache.staging.numel() < need) {
-    cache.staging = Tensor();
-    cache.staging = place.empty({need});
-  }
-  Tensor in = cache.staging.slice0(0, need).reshape({1, ch, in_frames, h, w});
-  if (cache.started || cache.pad == CausalPad::kZeros) {
-    ops::copy_rows(slot, 0, 2 * hw, in, 0, in_frames * hw, ch, 2 * hw);
-  } else {  // a first chunk under kFirstFrame: its first frame, twice
-    for (int64_t f = 0; f < 2; ++f) ops::copy_rows(x, 0, frames * hw, in, f * hw, in_frames * hw, ch, hw);
-  }
-  ops::copy_rows(x, 0, frames * hw, in, 2 * hw, in_frames * hw, ch, frames * hw);
-  x = Tensor();
-  ops::copy_rows(in, frames * hw, in_frames * hw, slot, 0, 2 * hw, ch, 2 * hw);  // the last two input frames
-  return c(in, {0, spatial_pad, spatial_pad});
-}
-
-void end_causal_call(CausalCache& cache, const CausalVaeNames& names) {
+void end_causal_call(nn::CausalCache& cache, const CausalVaeNames& names) {
   if (cache.next != cache.frames.size())
     throw std::logic_error(std::string(names.model) + " decode: cache slots used do not match the model");
   cache.started = true;

@@ -1,26 +1,22 @@
 // The parts diffusers' VAE decoders share, written once for the families
 // built on them: AutoencoderKL (models/autoencoder_kl.h) and the causal
 // video VAEs, AutoencoderKLWan (models/autoencoder_kl_wan.h) and
-// AutoencoderKLCogVideoX (models/autoencoder_kl_cogvideox.h).
-//   walk_up_blocks, load_up_blocks
+// AutoencoderKLCogVideoX (models/autoencoder_kl_cogvideox.h). Their layers
+// are the modules of models/nn/ (conv.h, norm.h, resnet2d.h,
+// causal_conv3d.h, causal_resnet.h, pixel_attention.h); here is how a
+// decoder walks and checks them.
+//   up_block_prefix, walk_up_blocks, load_up_blocks
 //                       the up blocks' resnets (names, channels) and block
-//                       ends in decoder order, for the expected-tensor list
-//                       and for loading (all three).
-//   expect_decoder_tensors  every decoder tensor checked by name and shape
-//                       before any is loaded, and one the config does not
-//                       account for refused (the causal VAEs).
-//   Conv3d              a 3-D convolution's weight and bias, loaded onto a
-//                       placement (load_conv3d), run at stride 1.
-//   add_residual        the end of a residual block: plus the input, through
-//                       a 1x1x1 shortcut when the channel count changes.
-//   CausalCache, decoder_causal_slots, begin_causal_call,
-//   start_causal_cache, causal_conv3d, end_causal_call
-//                       the causal convs (kernel 3 in time) of a video
-//                       decoded a chunk at a time: each keeps the last two
-//                       frames of its input between calls, [cache | chunk]
-//                       is built in one staging buffer per level, and a
-//                       video's first chunk is padded as the family says
-//                       (CausalPad: Wan's zeros, CogVideoX's first frame).
+//                       ends in decoder order, for the declarations and for
+//                       loading (all three).
+//   check_decoder_tensors  every declared decoder tensor checked before any
+//                       is loaded (nn::check_tensors), and one the config
+//                       does not account for refused.
+//   decoder_causal_slots, begin_causal_call, start_causal_cache,
+//   end_causal_call     a decode call's protocol over the causal convs'
+//                       nn::CausalCache: their slots in the order the
+//                       decoder runs them, allocated at a video's first
+//                       call, all used by every call.
 //   check_latent_video, check_stream_latents, decode_in_chunks
 //                       the host side of a causal VAE's decode() and of its
 //                       Stream::next: the latents checked, put on the
@@ -45,13 +41,16 @@
 
 #include "io/safetensors.h"
 #include "models/config_spec.h"
+#include "models/nn/causal_conv3d.h"
+#include "models/nn/conv.h"
+#include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "models/vae_spec.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
 
-// ---- Up blocks and expected tensors -----------------------------------------------
+// ---- Up blocks and declared tensors ----------------------------------------------
 
 // The channels of a decoder's up blocks, one entry a block in decoder order:
 // the first resnet of block i goes from in[i] to out[i], the rest stay at
@@ -65,6 +64,9 @@ struct UpBlockChannels {
 // reversed(block_out_channels)[i].
 UpBlockChannels reversed_up_blocks(const std::vector<int64_t>& block_out_channels);
 
+// "decoder.up_blocks.<i>.": where up block i is stored.
+std::string up_block_prefix(size_t i);
+
 // Resnet j of up block i.
 struct UpResnet {
   size_t block;        // i
@@ -73,14 +75,14 @@ struct UpResnet {
 };
 
 // For each up block i in order: resnet(r) for its `per_block` resnets, then
-// block_end(i, "decoder.up_blocks.<i>.") (where an upsampler goes).
+// block_end(i, up_block_prefix(i)) (where an upsampler goes).
 void walk_up_blocks(const UpBlockChannels& channels, int64_t per_block,
                     const std::function<void(const UpResnet&)>& resnet,
                     const std::function<void(size_t, const std::string&)>& block_end);
 
 // The up blocks in decoder order, each a Block with its resnets made by
 // resnet(r) (as walk_up_blocks walks them), then finished by
-// block_end(i, "decoder.up_blocks.<i>.", block) (its upsampler).
+// block_end(i, up_block_prefix(i), block) (its upsampler).
 template <class Block, class Resnet, class BlockEnd>
 std::vector<Block> load_up_blocks(const UpBlockChannels& channels, int64_t per_block, Resnet&& resnet,
                                   BlockEnd&& block_end) {
@@ -91,53 +93,14 @@ std::vector<Block> load_up_blocks(const UpBlockChannels& channels, int64_t per_b
   return blocks;
 }
 
-// The (name, shape) of every tensor a config expects.
-using TensorList = std::vector<std::pair<std::string, Shape>>;
+// nn::check_tensors on `declared` (a decoder's every tensor), before
+// anything is loaded; then ModelError "<file>: holds '<name>', which
+// config.json (<keys>) does not account for" for any other tensor under
+// "decoder." or "post_quant_conv." (config and weights disagree). The
+// encoder's tensors are never read.
+void check_decoder_tensors(const io::WeightStore& w, const nn::TensorDecls& declared, const std::string& keys);
 
-// A convolution's prefix + "weight" of shape `weight` and prefix + "bias"
-// (weight[0]).
-void add_conv_tensors(TensorList& t, const std::string& prefix, Shape weight);
-
-// WeightStore::expect on each of `expected`, before anything is loaded;
-// then ModelError "<file>: holds '<name>', which config.json (<keys>) does
-// not account for" for any other tensor under "decoder." or
-// "post_quant_conv." (config and weights disagree). The encoder's tensors
-// are never read.
-void expect_decoder_tensors(const io::WeightStore& w, const TensorList& expected, const std::string& keys);
-
-// ---- Convolutions ----------------------------------------------------------------
-
-// A 3-D convolution, stride 1.
-struct Conv3d {
-  Tensor w;  // (Cout, Cin, kt, kh, kw), in the compute dtype (Placement::conv)
-  Tensor b;  // (Cout), Placement::put
-  bool defined() const { return w.defined(); }
-  // x (1, Cin, T, H, W) with zero padding `pad` (t, h, w) -> (1, Cout, T', H', W').
-  Tensor operator()(const Tensor& x, std::array<int64_t, 3> pad = {0, 0, 0}) const;
-};
-
-// The stored tensor `name` on `place`, through Placement::conv when `conv`
-// (a convolution weight), else put; `shape`, when given, reshapes the
-// stored tensor first (CogVideoX's 2-D upsampler kernel as 1 x 3 x 3). Its
-// file pages are released when that made a copy (release_source).
-Tensor load_placed(const io::WeightStore& w, const std::string& name, const Placement& place, bool conv,
-                   const Shape& shape = {});
-// prefix + "weight" (reshaped to `shape` when given) and prefix + "bias".
-Conv3d load_conv3d(const io::WeightStore& w, const std::string& prefix, const Placement& place,
-                   const Shape& shape = {});
-
-// The end of a residual block: h += x, through `shortcut` (a 1x1x1 conv)
-// when it is defined (the channel count changes). Profiled as vae.residual.
-void add_residual(Tensor& h, const Tensor& x, const Conv3d& shortcut);
-
-// ---- Causal convolutions over a chunked video ------------------------------------
-
-// What a causal conv puts in front of a video's first chunk in time (from
-// the second chunk on, the last two frames of its previous input do).
-enum class CausalPad {
-  kZeros,       // two zero frames (WanCausalConv3d: its cache starts as zeros)
-  kFirstFrame,  // the chunk's first frame, twice (CogVideoXCausalConv3d, pad_mode "first")
-};
+// ---- A decode call over the causal convolutions ------------------------------------
 
 // A causal conv's cache slot: its input channels, at `scale` x the latent grid.
 struct CausalSlot {
@@ -151,22 +114,6 @@ struct CausalVaeNames {
   const char* call;
 };
 
-// The causal convs' state over one video's decode (a causal VAE's Cache).
-// A decode call is begin_causal_call, then causal_conv3d on each causal
-// conv in decoder order (each taking the next slot), then end_causal_call.
-struct CausalCache {
-  std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in decoder order
-  size_t next = 0;             // the slot of the current call's next causal conv
-  bool started = false;        // a call has completed (before that, `pad` decides the padding)
-  CausalPad pad = CausalPad::kZeros;
-  int64_t h = 0, w = 0;  // the latent grid of the first call (every later one must match)
-  // The [cache | chunk] input of the current level's causal convs: one
-  // buffer per level, reused by each conv there, released by the decoder at
-  // the level's end (so the caching allocator sees one size of activation
-  // per level).
-  Tensor staging;
-};
-
 // Begins a decode call of z on `cache`. z must be (1, channels, n, h, w)
 // with h, w >= 1 and n == frames (frames > 0) or n >= 1 (frames 0), else
 // RuntimeFailure "<model> decode: latent <call> <shape> is not [1,
@@ -174,7 +121,7 @@ struct CausalCache {
 // call's grid, else RuntimeFailure "<model> decode: latent <call> of hxw
 // after <call>s of hxw". True on a video's first call: the caller then
 // allocates the slots (start_causal_cache).
-bool begin_causal_call(CausalCache& cache, const Tensor& z, int64_t channels, int64_t frames,
+bool begin_causal_call(nn::CausalCache& cache, const Tensor& z, int64_t channels, int64_t frames,
                        const CausalVaeNames& names);
 
 // Allocates the slots of `slots` (the causal convs in decoder order) for
@@ -182,48 +129,39 @@ bool begin_causal_call(CausalCache& cache, const Tensor& z, int64_t channels, in
 // sizes (allocated later, each would take a larger freed block from the
 // caching allocator): zeros under CausalPad::kZeros, uninitialised under
 // kFirstFrame (the first call writes each slot before any read).
-void start_causal_cache(CausalCache& cache, const std::vector<CausalSlot>& slots, CausalPad pad,
+void start_causal_cache(nn::CausalCache& cache, const std::vector<CausalSlot>& slots, nn::CausalPad pad,
                         const Placement& place);
 
-// x (1, Cin, T, H, W), consumed, through the causal conv c on the call's
-// next slot: [two padding frames | x] along time in cache.staging (grown
-// when too small; ops::copy_rows), the padding being the slot's two frames
-// or, on a video's first call under CausalPad::kFirstFrame, x's first frame
-// twice; the slot then keeps the last two frames of that input, and
-// ops::conv3d runs with time padding 0 and spatial zero padding
-// `spatial_pad`. -> (1, Cout, T, H', W'). Profiled as vae.conv3d.
-Tensor causal_conv3d(Tensor x, const Conv3d& c, CausalCache& cache, const Placement& place, int64_t spatial_pad);
-
 // The cache slots of a causal decoder laid out as both are, in the order
-// they run: conv_in and the mid block's resnets (conv1, conv2) at the
-// latent grid; then each up block's resnets and its extra(block) causal
-// conv when that is not null (Wan's time conv), the scale doubling after
-// every block that upsamples; then conv_out.
+// they run: conv_in and the mid block's resnets at the latent grid; then
+// each up block's resnets and its extra(block) causal conv when that is not
+// null (Wan's time conv), the scale doubling after every block that
+// upsamples; then conv_out. A resnet lists its causal convs' input channels
+// (causal_inputs).
 template <class Resnet, class Block, class Extra>
-std::vector<CausalSlot> decoder_causal_slots(const Conv3d& conv_in, std::initializer_list<const Resnet*> mid,
-                                             const std::vector<Block>& up_blocks, const Conv3d& conv_out,
+std::vector<CausalSlot> decoder_causal_slots(const nn::CausalConv3d& conv_in, std::initializer_list<const Resnet*> mid,
+                                             const std::vector<Block>& up_blocks, const nn::CausalConv3d& conv_out,
                                              Extra&& extra) {
   std::vector<CausalSlot> slots;
   auto resnet = [&](const Resnet& r, int64_t scale) {
-    slots.push_back({r.conv1.w.dim(1), scale});
-    slots.push_back({r.conv2.w.dim(1), scale});
+    for (const int64_t channels : r.causal_inputs()) slots.push_back({channels, scale});
   };
-  slots.push_back({conv_in.w.dim(1), 1});
+  slots.push_back({conv_in.in_channels(), 1});
   for (const Resnet* r : mid) resnet(*r, 1);
   int64_t scale = 1;
   for (const Block& blk : up_blocks) {
     for (const Resnet& r : blk.resnets) resnet(r, scale);
-    if (const Conv3d* c = extra(blk)) slots.push_back({c->w.dim(1), scale});
+    if (const nn::CausalConv3d* c = extra(blk)) slots.push_back({c->in_channels(), scale});
     if (blk.upsample) scale *= 2;
   }
-  slots.push_back({conv_out.w.dim(1), scale});
+  slots.push_back({conv_out.in_channels(), scale});
   return slots;
 }
 
 // Ends a decode call: logic_error "<model> decode: cache slots used do not
 // match the model" unless it used every slot; from then on the cache has
 // started (its slots are the padding).
-void end_causal_call(CausalCache& cache, const CausalVaeNames& names);
+void end_causal_call(nn::CausalCache& cache, const CausalVaeNames& names);
 
 // ---- The host side of decode() and Stream::next ----------------------------------
 
@@ -271,7 +209,7 @@ template <class Derived, class ConfigT>
 class CausalVae {
  public:
   using Config = ConfigT;
-  using Cache = CausalCache;
+  using Cache = nn::CausalCache;
 
   // A whole latent video (1, latent_channels, F, h, w), host float32,
   // ALREADY un-normalised, through decode_chunk in Derived's chunks with one

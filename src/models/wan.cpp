@@ -12,7 +12,9 @@
 #include "io/model_dir.h"
 #include "models/family_spec.h"
 #include "models/forward_checks.h"
+#include "models/nn/rotary.h"
 #include "ops/ops.h"
+#include "ops/rows.h"
 #include "parallel/patch_pipeline.h"
 #include "parallel/token_shard.h"
 #include "util/error.h"
@@ -158,9 +160,7 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
   const int64_t n = grid[0] * grid[1] * grid[2];  // the whole video's tokens: one sequence
 
   // (n, head_dim) float32 tables on the placement's device, rows in token order.
-  const ops::RotaryTables host_tables = ops::rotary_tables_3d(c.rotary_dims(), grid);
-  const Tensor rope_cos = host_tables.cos.to(place.device, DType::kF32);
-  const Tensor rope_sin = host_tables.sin.to(place.device, DType::kF32);
+  const nn::RotaryTable rope(ops::rotary_tables_3d(c.rotary_dims(), grid), place);
 
   Tensor patched;  // the first stage's (B, n, C*pt*ph*pw) patches
   if (stage_.pipeline().first_stage()) patched = patch_.patches(x);
@@ -173,15 +173,12 @@ Tensor WanTransformer::forward(const ForwardArgs& a) const {
   pass.embed = [&](parallel::Range rows) { return patch_(parallel::token_rows(patched, rows)); };
   pass.layers = [&](Tensor& hidden, parallel::Range patch, parallel::Range span, const Stage::Samples& samples) {
     // A step cache's subset of the samples: their modulation and texts.
-    const Tensor mod = sample_rows(shared_mod, samples);
+    const Tensor mod = ops::sample_rows(shared_mod, samples);
     const TextOfSamples texts(context, samples);
     // This rank's tokens of the patch: its q and k take their table rows.
     const int64_t first =
         parallel::patch_rows(patch, shard.sp_split, shard.sp_size(), shard.sp_rank()).begin;
-    const nn::Rotary rotary = [&](Tensor& q, Tensor& k) {
-      ops::rotary_embed_(q, rope_cos, rope_sin, first);
-      ops::rotary_embed_(k, rope_cos, rope_sin, first);
-    };
+    const nn::Rotary rotary = rope.rows_from(first);
     for (int64_t i = span.begin; i < span.end; ++i) {
       const nn::AttentionCore core = stage_.core(i, patch, n, c.head_dim, a.stale_kv);
       blocks_[static_cast<size_t>(i - stage_.layers().begin)].forward(

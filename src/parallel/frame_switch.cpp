@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "parallel/shard.h"
 #include "parallel/tensor_collectives.h"
+#include "parallel/token_shard.h"
 
 namespace ditgen::parallel {
 
@@ -105,6 +106,31 @@ Tensor tokens_to_frames(Communicator* sp, const Tensor& x, int64_t tokens, const
         ops::copy_rows(buffer, at, t.size() * c, out, t.begin * c, n * c, bsz * fl, t.size() * c);
       });
   return out;
+}
+
+VideoFrameShard::VideoFrameShard(Communicator* sp, const Sharding& split, int64_t frames, int64_t tokens)
+    : sp_(sp),
+      split_(split),
+      frames_(frames),
+      tokens_(tokens),
+      mine_(sp && sp->size() > 1 ? split.range(frames, sp->size(), sp->rank()) : Range{0, frames}) {}
+
+Tensor VideoFrameShard::to_tokens(const Tensor& x) const {
+  const int64_t width = x.dim(2), local = mine_.size(), videos = x.dim(0) / local;
+  const Tensor by_tokens = frames_to_tokens(sp_, x.reshape({videos, local, tokens_, width}), frames_, split_);
+  return by_tokens.reshape({videos * frames_, by_tokens.dim(2), width});
+}
+
+Tensor VideoFrameShard::to_frames(const Tensor& x) const {
+  const int64_t width = x.dim(2), videos = x.dim(0) / frames_;
+  const Tensor by_frames = tokens_to_frames(sp_, x.reshape({videos, frames_, x.dim(1), width}), tokens_, split_);
+  return by_frames.reshape({videos * mine_.size(), tokens_, width});
+}
+
+Tensor VideoFrameShard::gather(const Tensor& rows) const {
+  const int64_t local = mine_.size(), videos = rows.dim(0) / local, width = tokens_ * rows.dim(2);
+  return gather_tokens(sp_, rows.reshape({videos, local, width}), frames_, split_)
+      .reshape({videos * frames_, tokens_, rows.dim(2)});
 }
 
 }  // namespace ditgen::parallel

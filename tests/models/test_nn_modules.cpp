@@ -1,8 +1,10 @@
 // The modules of models/nn/ on their own, against plain loops: the parts
 // no shipped family uses yet (q/k norms per head and across heads, the
 // rotary hook, the gated feed-forward, the norm before a cross-attention)
-// and the tensor declarations every model is validated and counted from.
-// DiT, PixArt and Latte exercise the rest through their parity tests.
+// and the tensor declarations every model is validated and counted from
+// (their legacy names and other stored shapes included). The families
+// exercise the rest through their parity tests (the VAE and T5 modules
+// through AutoencoderKL's, Wan's and CogVideoX's VAEs and the T5 encoders).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -263,4 +265,31 @@ TEST_CASE("nn::TensorDecl: how tp splits an attention's tensors, and declared dt
       doctest::Contains("tensor 't' has dtype F32, expected bfloat16"), ModelError);
   CHECK_THROWS_WITH_AS(models::nn::check_tensors(store, {{"t", {3, 2}}}), doctest::Contains("expected [3, 2]"),
                        ModelError);
+}
+
+TEST_CASE("nn::TensorDecl: legacy names and another stored shape are declared once, checked and loaded") {
+  testing::TempDir dir("nn_decl_legacy");
+  const Tensor w = testing::random_tensor({3, 3, 1, 1}, 2), b = testing::random_tensor({3}, 3);
+  const auto store = store_of(dir, {{"old.weight", w}, {"new.bias", b}});
+  const models::nn::TensorDecl weight{"new.weight", {3, 3}, models::nn::TpSplit::kWhole, std::nullopt,
+                                      {"older.weight", "old.weight"}, {3, 3, 1, 1}};
+  const models::nn::TensorDecl bias{"new.bias", {3}, models::nn::TpSplit::kWhole, std::nullopt, {"old.bias"}};
+  models::nn::check_tensors(store, {weight, bias});
+  CHECK(models::nn::stored_name(store, weight) == "old.weight");  // the first legacy name the store holds
+  CHECK(models::nn::stored_name(store, bias) == "new.bias");      // the current name first
+  const Tensor loaded = models::nn::load_declared(store, weight);  // read as the declared (3, 3)
+  REQUIRE(loaded.shape() == Shape{3, 3});
+  for (int64_t i = 0; i < 9; ++i) CHECK(loaded[i] == w[i]);
+  CHECK(models::nn::count_elements({weight, bias}).total() == 12);
+
+  // Neither shape, and no name at all: both named in the error.
+  models::nn::TensorDecl wrong = weight;
+  wrong.shape = {3, 2};
+  wrong.alt_shape = {3, 2, 1, 1};
+  CHECK_THROWS_WITH_AS(models::nn::check_tensors(store, {wrong}),
+                       doctest::Contains("tensor 'old.weight' has shape [3, 3, 1, 1], expected [3, 2] or [3, 2, 1, 1]"),
+                       ModelError);
+  const models::nn::TensorDecl absent{"a.weight", {3}, models::nn::TpSplit::kWhole, std::nullopt, {"b.weight"}};
+  CHECK_THROWS_WITH_AS(models::nn::check_tensors(store, {absent}),
+                       doctest::Contains("missing tensor 'a.weight' (or legacy 'b.weight')"), ModelError);
 }

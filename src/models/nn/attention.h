@@ -30,6 +30,7 @@
 
 #include "io/safetensors.h"
 #include "models/nn/linear.h"
+#include "models/nn/rotary.h"
 #include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "parallel/communicator.h"
@@ -55,10 +56,6 @@ struct AttentionDims {
 // The self-attention core: q, k, v (B, P, Dl) rows of this rank's tokens
 // for its heads; writes their attention output, same shape, into out.
 using AttentionCore = std::function<void(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& out)>;
-
-// Rotary position embedding, applied in place to this rank's q and k (B,
-// P, Dl) in the attention's layout (after any layout switch).
-using Rotary = std::function<void(Tensor& q, Tensor& k)>;
 
 // The layout a self-attention runs in when it is not the block's: `enter`
 // takes the block's (B, P, D) input to the attention's (B', P', D), where

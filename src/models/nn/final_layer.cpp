@@ -1,9 +1,32 @@
 #include "models/nn/final_layer.h"
 
+#include <cstring>
+
 #include "ops/ops.h"
 #include "util/profile.h"
 
 namespace ditgen::models::nn {
+
+namespace {
+
+// The stored tensor `name` (R, ...) with its rows reordered from (c, s)
+// (channels c < C outer) to (s, c), a CPU copy in the stored dtype: row
+// s * C + c of the result is stored row c * S + s.
+Tensor channels_last_rows(const io::WeightStore& w, const std::string& name, int64_t channels) {
+  const Tensor stored = w.load(name);
+  const int64_t rows = stored.dim(0), per_channel = rows / channels;
+  Tensor out = Tensor::empty(stored.shape(), Device::kCPU, stored.dtype());
+  const size_t row_bytes = stored.nbytes() / static_cast<size_t>(rows);
+  const auto* src = static_cast<const char*>(stored.raw());
+  auto* dst = static_cast<char*>(out.raw());
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t s = 0; s < per_channel; ++s)
+      std::memcpy(dst + static_cast<size_t>(s * channels + c) * row_bytes,
+                  src + static_cast<size_t>(c * per_channel + s) * row_bytes, row_bytes);
+  return out;
+}
+
+}  // namespace
 
 TensorDecls FinalLayer::tensors(const FinalLayerNames& names, int64_t dim, int64_t out) {
   TensorDecls t = names.by == FinalLayerNames::Modulation::kTable
@@ -23,7 +46,13 @@ FinalLayer FinalLayer::load(const io::WeightStore& w, const FinalLayerNames& nam
     f.table_ = ScaleShiftTable::load(w, names.modulation, place);
   else
     f.modulation_ = Linear::load(w, names.modulation, place);
-  f.proj_out_ = Linear::load(w, names.out, place);
+  if (names.patch_channels_first > 0) {
+    const int64_t channels = names.patch_channels_first;
+    f.proj_out_ = {place.matrix(channels_last_rows(w, names.out + "weight", channels)),
+                   place.put(channels_last_rows(w, names.out + "bias", channels))};
+  } else {
+    f.proj_out_ = Linear::load(w, names.out, place);
+  }
   return f;
 }
 

@@ -7,6 +7,10 @@
 //   a (2, D) table plus it      PixArt, Latte (and Wan):
 //                               scale_shift_table + the embedded timestep,
 //                               no SiLU.
+// proj_out's outputs are each token's patch in the order every family's
+// unpatchify reads (ops::unpatchify, unpatchify3d: channels last inside the
+// patch); a checkpoint that stores them channels first (CogVideoX: (c, i,
+// j)) has its rows reordered once at load (`patch_channels_first`).
 // Held whole on every rank. Profiling scope (util/profile.h): final_layer.
 #pragma once
 #include <cstdint>
@@ -27,6 +31,9 @@ struct FinalLayerNames {
   std::string modulation;  // the linear's prefix ("proj_out_1."), or the table's name ("scale_shift_table")
   std::string out;         // proj_out's prefix ("proj_out_2.", "proj_out.")
   bool table_leading_one = false;  // the table stored (1, 2, D) (Wan's)
+  // proj_out's rows stored (c, patch position) with this many channels
+  // (CogVideoX), loaded as (patch position, c); 0: stored channels last.
+  int64_t patch_channels_first = 0;
 };
 
 class FinalLayer {

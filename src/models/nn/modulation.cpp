@@ -8,20 +8,20 @@ namespace ditgen::models::nn {
 
 namespace {
 
-// Column offsets of a branch's chunks, in units of D.
-int64_t shift_chunk(Branch b) { return 3 * static_cast<int64_t>(b); }
+// Column offsets of a triple's chunks, in units of D.
+int64_t shift_chunk(Triple t) { return 3 * static_cast<int64_t>(t); }
 
 }  // namespace
 
-void Modulation::normalize(const Tensor& x, Branch branch, float eps, Tensor& out) const {
+void Modulation::normalize(const Tensor& x, Triple triple, float eps, Tensor& out) const {
   profile::ScopedTimer t("layer_norm");
-  const int64_t shift = shift_chunk(branch);
+  const int64_t shift = shift_chunk(triple);
   ops::layer_norm_modulate(x, mod_, shift * dim_, (shift + 1) * dim_, eps, out);
 }
 
-void Modulation::add_gated(Tensor& x, const Tensor& y, Branch branch) const {
+void Modulation::add_gated(Tensor& x, const Tensor& y, Triple triple) const {
   profile::ScopedTimer t("residual");
-  ops::gated_residual_(x, y, mod_, (shift_chunk(branch) + 2) * dim_);
+  ops::gated_residual_(x, y, mod_, (shift_chunk(triple) + 2) * dim_);
 }
 
 TensorDecls AdaLnZero::tensors(const std::string& prefix, int64_t dim, int64_t chunks, int64_t cond_dim) {

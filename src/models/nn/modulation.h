@@ -35,18 +35,28 @@
 
 namespace ditgen::models::nn {
 
-// The chunks of a (B, 6D) modulation per branch: shift, scale, gate.
+// A (B, 6D) modulation is two triples of chunks: shift, scale, gate.
 constexpr int64_t kModulationChunks = 6;
+enum class Triple { kFirst = 0, kSecond = 1 };
+// A block's two branches take them in diffusers' order: the attention the
+// first triple, the feed-forward the second. (An MM-DiT's joint sequence
+// takes them by the kind of row instead: nn/joint_attention.h.)
 enum class Branch { kAttention = 0, kFeedForward = 1 };
+constexpr Triple triple_of(Branch b) { return b == Branch::kAttention ? Triple::kFirst : Triple::kSecond; }
 
 class Modulation {
  public:
   // mod (B, 6D), D = dim.
   Modulation(Tensor mod, int64_t dim) : mod_(std::move(mod)), dim_(dim) {}
-  // out (B, P, D) = LN(x) * (1 + scale) + shift of `branch`, LN at eps without affine.
-  void normalize(const Tensor& x, Branch branch, float eps, Tensor& out) const;
-  // x (B, P, D) += gate of `branch` * y.
-  void add_gated(Tensor& x, const Tensor& y, Branch branch) const;
+  // out (B, P, D) = LN(x) * (1 + scale) + shift of `triple`, LN at eps without affine.
+  void normalize(const Tensor& x, Triple triple, float eps, Tensor& out) const;
+  // x (B, P, D) += gate of `triple` * y.
+  void add_gated(Tensor& x, const Tensor& y, Triple triple) const;
+  // The same by the block branch that takes the triple.
+  void normalize(const Tensor& x, Branch branch, float eps, Tensor& out) const {
+    normalize(x, triple_of(branch), eps, out);
+  }
+  void add_gated(Tensor& x, const Tensor& y, Branch branch) const { add_gated(x, y, triple_of(branch)); }
 
  private:
   Tensor mod_;  // (B, 6D)

@@ -5,6 +5,11 @@
 // a model appends those of its modules and checks them all here, in one
 // place, then loads. A family's spec counts its weights from the same
 // declarations (what each rank holds under tp), so the two cannot drift.
+// A tensor that older checkpoints store under another name (AutoencoderKL's
+// pre-0.14 attention, T5's encoder.embed_tokens) or in another shape of the
+// same elements (a 1x1 conv's (C, C, 1, 1) for a linear's (C, C)) declares
+// those alternatives here too, and a module loads whichever the store holds
+// through load_declared, so each name is written in one place.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,6 +18,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "models/placement.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models::nn {
@@ -31,6 +37,12 @@ struct TensorDecl {
   // The stored dtype it must have; none = any floating dtype, converted at
   // load as the model's Placement says (models/placement.h).
   std::optional<DType> dtype = std::nullopt;
+  // Other names the same tensor is stored under by older checkpoints, tried
+  // in order after `name` ("attentions.0.query.weight" for ".to_q.weight").
+  std::vector<std::string> legacy_names = {};
+  // Another stored shape of the same elements, accepted and read as `shape`
+  // (a 1x1 conv's (C, C, 1, 1) for a linear's (C, C)); empty: none.
+  Shape alt_shape = {};
 };
 using TensorDecls = std::vector<TensorDecl>;
 
@@ -45,10 +57,27 @@ struct ElementCount {
 };
 ElementCount count_elements(const TensorDecls& decls);
 
-// Checks every declared tensor against the store: present, of its shape,
-// floating and of its dtype when one is declared. ModelError naming the
-// file and the tensor otherwise; nothing is loaded.
+// Checks every declared tensor against the store: present (under its name
+// or a legacy one), of its shape (or its alt_shape), floating and of its
+// dtype when one is declared. ModelError naming the file and the tensor
+// otherwise; nothing is loaded.
 void check_tensors(const io::WeightStore& weights, const TensorDecls& decls);
+
+// The name `decl` is stored under: its name, else the first of its legacy
+// names the store holds; ModelError "<dir>: missing tensor '<name>' (or
+// legacy '<a>', ...)" when none is.
+std::string stored_name(const io::WeightStore& weights, const TensorDecl& decl);
+
+// The declared tensor as stored (a view of the file), read as decl.shape
+// (an alt_shape tensor reshaped). For a module's load, after check_tensors.
+Tensor load_declared(const io::WeightStore& weights, const TensorDecl& decl);
+
+// Which of Placement's methods puts a weight where it computes.
+enum class Placed { kPut, kConv, kMatrix, kTable };
+
+// load_declared, placed on `place` as `how` says, its file pages released
+// when that made a copy (release_source).
+Tensor load_as(const io::WeightStore& weights, const TensorDecl& decl, const Placement& place, Placed how);
 
 // A model's tensors checked before anything loads: `stem` and each of its
 // `layers` layers' (layer(i)) as check_tensors does; then ModelError when
