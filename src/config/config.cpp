@@ -14,7 +14,10 @@ namespace ditgen {
 namespace {
 
 // The config fields that name files or folders.
-constexpr const char* kPathFields[][2] = {{"model", "path"}, {"generate", "prompt_file"}, {"output", "path"}};
+constexpr const char* kPathFields[][2] = {
+    {"model", "path"},          {"model", "transformer"},   {"model", "transformer_2"}, {"model", "text_encoder"},
+    {"model", "vae"},           {"generate", "prompt_file"}, {"generate", "image"},     {"generate", "last_image"},
+    {"output", "path"}};
 
 // A relative path written in a config file names a place beside that file,
 // as in most tools' config files, so `ditgen --config /elsewhere/run.json`

@@ -739,7 +739,8 @@ std::optional<Tensor> WeightStore::load_block_cols(const std::string& name, int6
     std::memcpy(copy->data() + static_cast<size_t>(r) * width, src + static_cast<size_t>(r) * row_bytes + first, width);
   file.release_pages(at.name);
   const void* data = copy->data();
-  return Tensor::block_quantized(data, copy->size(), static_cast<uint32_t>(traits->type), {rows, col_end - col_begin},
+  const size_t bytes = copy->size();  // read before the move below: argument order is unspecified
+  return Tensor::block_quantized(data, bytes, static_cast<uint32_t>(traits->type), {rows, col_end - col_begin},
                                  arithmetic, std::move(copy));
 }
 
