@@ -16,6 +16,7 @@
 #include "cli/layout_setup.h"
 #include "cli/model_presence.h"
 #include "config/device_choice.h"
+#include "models/placed_bytes.h"
 #include "ops/backend.h"
 #include "parallel/mpi_runtime.h"
 #include "parallel/plan.h"
@@ -38,9 +39,21 @@ void run_plan(const CliOptions& opts) {
                                             ops::cuda_device_count(), ops::cpu_has_bf16());
   // On the CPU only the GEMM weights take the compute dtype; activations
   // and messages are float32 (models/placement.h).
-  const parallel::ElementSizes bytes(static_cast<int>(dtype_size(device.dtype)),
+  parallel::ElementSizes bytes(static_cast<int>(dtype_size(device.dtype)),
                                      static_cast<int>(dtype_size(device.device == Device::kCPU ? DType::kF32
                                                                                                : device.dtype)));
+  // Quantized layers (a GGUF transformer, model.quantize int8): their
+  // matrices' bytes from the file's tensor table.
+  std::string quantized_note;
+  if (!cfg.model.transformer.empty() || cfg.model.quantize == Quantize::kInt8) {
+    models::Placement place(device.device, device.dtype);
+    place.int8 = cfg.model.quantize == Quantize::kInt8;
+    bytes.layer_matrices = models::block_matrix_bytes_per_element(pipe->transformer_weights(), place);
+    char line[160];
+    std::snprintf(line, sizeof line, "the blocks' matrices take %.3g bytes per weight (%s)\n", bytes.layer_matrices,
+                  place.int8 ? "model.quantize int8" : cfg.model.transformer.c_str());
+    quantized_note = line;
+  }
   const bool cfg_guidance = cfg.generate.guidance_scale > 1.0;
   const int64_t images = std::min<int64_t>(cfg.generate.batch_size, cfg.generate.num_outputs());
   std::vector<parallel::PlanRow> rows;
@@ -56,6 +69,7 @@ void run_plan(const CliOptions& opts) {
   }
   if (parallel::MpiRuntime::world().rank() != 0) return;  // one table, not one per rank
   print_config_notes(loaded);
+  std::printf("%s", quantized_note.c_str());
   const char* unit = work.video() ? "video" : "image";
   std::string what = std::to_string(images) + " " + unit + (images == 1 ? "" : "s");
   if (work.video())

@@ -57,7 +57,9 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   // PipeFusion: rank 0 is the first stage, holding a largest share of the layers.
   const double L = static_cast<double>(l.stage_split().size(m.layers, l.pp, 0));
 
-  r.weight_bytes_per_rank = (L * (m.split_per_layer / tp + m.whole_per_layer) + m.whole_once) * bytes.weights;
+  const double split_bytes = bytes.layer_matrices > 0 ? bytes.layer_matrices : bytes.weights;
+  r.weight_bytes_per_rank =
+      L * (m.split_per_layer / tp * split_bytes + m.whole_per_layer * bytes.weights) + m.whole_once * bytes.weights;
 
   // PipeFusion x Ulysses: the all-to-alls run per patch, over its tokens
   // (rank 0's share pm of each patch Pm); the warm-up's whole image gives

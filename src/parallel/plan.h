@@ -25,7 +25,8 @@
 // token rows of width D, as S sequences of P tokens for the spatial
 // attention: S = b*f, P = N (dsp); S = b*T, P = p otherwise.
 //
-// Weights per rank (elements; times e):
+// Weights per rank (elements; times e, the split part times the layer
+// matrices' bytes per element when quantized):
 //   L * (split_per_layer / tp + whole_per_layer) + whole_once
 // sp and cp replicate all weights.
 //
@@ -147,6 +148,10 @@ double weight_elements_per_rank(const Workload& work, int tp);
 // everywhere.
 struct ElementSizes {
   int weights = 4, activations = 4;
+  // Bytes per element of the matrices tp splits inside the layers when
+  // they are not `weights` wide: a GGUF file's blocks (Q8_0: 34 / 32),
+  // model.quantize int8 (1). 0: `weights`.
+  double layer_matrices = 0;
   // What a collective moves per element: float32 whatever the activations'
   // dtype (parallel/tensor_collectives.h stages bfloat16 and float16
   // through float32), so the communicator's counters and plan agree.

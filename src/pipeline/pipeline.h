@@ -207,6 +207,9 @@ class Pipeline {
   const io::ModelDir& model_dir() const { return parts_.dir; }
   const models::TransformerSpec& transformer() const { return *parts_.spec; }
   const models::VaeSpec& vae() const { return *parts_.vae; }
+  // The transformer's weights (model.transformer's file, or the folder's),
+  // opened (mapped, its tensor table read), nothing loaded.
+  io::WeightStore transformer_weights() const { return parts_.weights("transformer"); }
   // Two experts (Wan 2.2 A14B: model_index.json's boundary_ratio).
   bool two_experts() const { return parts_.spec_2 != nullptr; }
   // The sampler a request runs: its own, or the model's scheduler_config.json's.

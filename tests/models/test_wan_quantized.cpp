@@ -13,6 +13,7 @@
 
 #include "fixture.h"
 #include "io/model_dir.h"
+#include "models/placed_bytes.h"
 #include "models/registry.h"
 #include "models/transformer.h"
 #include "../ops/test_helpers.h"
@@ -129,4 +130,26 @@ TEST_CASE("wan single files: another model's GGUF, a missing tensor and a pickle
   const std::string vae = single_file("wan_2.1_vae_tiny.safetensors");
   CHECK_THROWS_WITH_AS(spec->load(io::WeightStore::open_file(vae, spec->single_file_options()), {}, {}),
                        doctest::Contains(vae.c_str()), ModelError);
+}
+
+// Each block holds ten 256 x 256 matrices (self- and cross-attention q, k,
+// v, o; ffn.0, ffn.2): Q4_K_M stores both v and ffn.2 in Q6_K (210 bytes
+// per 256), the other seven in Q4_K (144 per 256), as case.json records.
+TEST_CASE("the bytes per weight plan counts for the blocks' matrices, from the file's tensor table") {
+  const auto spec = fixture_spec();
+  const auto bytes_of = [&](const std::string& file, const Placement& place) {
+    return block_matrix_bytes_per_element(io::WeightStore::open_file(single_file(file), spec->single_file_options()),
+                                          place);
+  };
+  const Placement f32(Device::kCPU, DType::kF32), bf16(Device::kCPU, DType::kBF16);
+  CHECK(bytes_of("wan2.1-t2v-tiny-Q8_0.gguf", f32) == 34.0 / 32);
+  CHECK(bytes_of("wan2.1-t2v-tiny-Q4_K_M.gguf", bf16) == doctest::Approx((7 * 144.0 + 3 * 210) / (10 * 256)));
+  CHECK(bytes_of("wan2.1-t2v-tiny-F16.gguf", f32) == 2);  // float16 widened inside the GEMM
+  CHECK(bytes_of("wan2.1_t2v_tiny_bf16.safetensors", f32) == 4);
+  CHECK(bytes_of("wan2.1_t2v_tiny_bf16.safetensors", bf16) == 2);
+  Placement int8 = f32;
+  int8.int8 = true;
+  CHECK(bytes_of("wan2.1-t2v-tiny-Q8_0.gguf", int8) == 1 + 4.0 / 256);  // a float32 scale per row of 256
+  const Placement cuda(Device::kCUDA, DType::kBF16);
+  CHECK(bytes_of("wan2.1-t2v-tiny-Q8_0.gguf", cuda) == 2);  // dequantized in full at load there
 }

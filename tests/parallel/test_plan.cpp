@@ -304,3 +304,15 @@ TEST_CASE("PipeFusion pp2 with sp_weights 2:1 gives stage 0 two thirds of the la
   CHECK(plan_layout(l, m, 1, true, 4).weight_bytes_per_rank == (2 * (1256 + 2232) + 600) * 4);
 }
 
+
+TEST_CASE("quantized layers: the split matrices at their bytes per element, the rest at the weights' size") {
+  const Workload m = tiny();  // 1 layer, 1256 split + 2232 whole per layer, 600 once
+  ElementSizes q8(4, 4);
+  q8.layer_matrices = 34.0 / 32.0;  // Q8_0 blocks: 32 int8 values and a float16 scale
+  for (const int tp : {1, 2}) {
+    CAPTURE(tp);
+    const Layout l{1, 1, tp, parallel::SpMode::kUlysses};
+    CHECK(plan_layout(l, m, 1, true, q8).weight_bytes_per_rank ==
+          doctest::Approx(1256.0 / tp * 34 / 32 + 2232 * 4 + 600 * 4));
+  }
+}
