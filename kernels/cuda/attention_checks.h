@@ -21,7 +21,7 @@ inline void check_attention_args(const AttentionArgs& a, const char* who) {
   const int64_t inner = a.heads * a.head_dim;
   if (a.q_row_stride < inner || a.k_row_stride < inner || a.v_row_stride < inner || a.out_row_stride < inner)
     fail("row strides must cover heads * head_dim = " + std::to_string(inner));
-  if (a.kv_lens)  // host memory (tensor/attention_args.h)
+  if (a.kv_lens)  // host memory (vocab/attention_args.h)
     for (int64_t b = 0; b < a.batch; ++b)
       if (a.kv_lens[b] < 1 || a.kv_lens[b] > a.kv_len)
         fail("kv_lens[" + std::to_string(b) + "] = " + std::to_string(a.kv_lens[b]) + " outside [1, kv_len = " +

@@ -27,13 +27,13 @@
 #include <cstdint>
 
 #include "kernels/cuda/dtype.h"
-#include "tensor/attention_args.h"
+#include "vocab/attention_args.h"
 
 namespace ditgen::cuda {
 
 enum class AttentionPath { kFlash, kMath, kCudnn };
 
-// The --attention choice (ditgen::AttentionMode, tensor/attention_args.h):
+// The --attention choice (ditgen::AttentionMode, vocab/attention_args.h):
 // kAuto applies choose_attention_path; the others force a path (forcing
 // flash where it cannot run is an error).
 

@@ -23,7 +23,7 @@
 
 #include "kernels/cuda/attention_path.h"
 #include "kernels/cuda/dtype.h"
-#include "tensor/attention_args.h"
+#include "vocab/attention_args.h"
 
 namespace ditgen::cuda {
 
@@ -135,7 +135,7 @@ void rotary_embed(const void* x, int64_t x_stride, void* y, int64_t y_stride, in
                   int64_t width, const float* cos, const float* sin, int64_t head_dim, DType dtype);
 
 // ---- Attention (attention.cu, attention_flash.cu, attention_math.cu) ----------------------
-// The operands' layout (src/tensor/attention_args.h) on device pointers.
+// The operands' layout (src/vocab/attention_args.h) on device pointers.
 using ditgen::AttentionArgs;
 
 // Runs the path choose_attention_path picks for the current device (kAuto)

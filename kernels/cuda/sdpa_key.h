@@ -9,7 +9,7 @@
 
 #include "kernels/cuda/dtype.h"
 #include "kernels/cuda/plan_cache.h"
-#include "tensor/attention_args.h"
+#include "vocab/attention_args.h"
 
 namespace ditgen::cuda {
 

@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/enum_names.h"
-#include "parallel/sp_mode.h"
+#include "vocab/sp_mode.h"
 #include "sched/sampler.h"
 #include "vocab/cache_kind.h"
 #include "vocab/dtype_choice.h"
@@ -82,7 +82,7 @@ struct ParallelConfig {
   int cp = 1;
   int tp = 1;
   // auto (dsp for video models with a separate temporal attention, else
-  // ulysses) | ulysses | ring | dsp | naive_patch (parallel/sp_mode.h)
+  // ulysses) | ulysses | ring | dsp | naive_patch (vocab/sp_mode.h)
   parallel::SpMode sp_mode = parallel::SpMode::kAuto;
   // PipeFusion (parallel/layout.h, Layout::pp): pipeline stages, the patches
   // the tokens travel them in (0 = pp), and the synchronous steps first.

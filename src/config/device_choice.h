@@ -14,7 +14,7 @@
 #pragma once
 #include <string>
 
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 #include "vocab/dtype_choice.h"
 
 namespace ditgen {

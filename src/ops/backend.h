@@ -9,7 +9,7 @@
 #include <string>
 
 #include "ops/ops.h"
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 
 namespace ditgen::ops {
 

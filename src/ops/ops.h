@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tensor/attention_args.h"
+#include "vocab/attention_args.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::ops {
@@ -125,7 +125,7 @@ Tensor rms_norm_channels(const Tensor& x, const Tensor& gamma, const Tensor* bia
 // ---- Attention ----------------------------------------------------------------
 // Scaled dot-product attention with O(n) extra memory (CPU: tiled, online
 // softmax; CUDA: flash or math path, see set_attention_mode), on operands
-// laid out as ditgen::AttentionArgs says (src/tensor/attention_args.h:
+// laid out as ditgen::AttentionArgs says (src/vocab/attention_args.h:
 // strides, optional lse, per-sample key counts and additive score bias);
 // build one from tensors with ops::attention_args (ops/attention_operands.h)
 // and set the extras on it. A score bias (T5) takes the CUDA math path: the
@@ -139,7 +139,7 @@ struct AttentionArgs : ditgen::AttentionArgs {
 };
 void attention(const AttentionArgs& args);
 
-// --attention (ditgen::AttentionMode, tensor/attention_args.h).
+// --attention (ditgen::AttentionMode, vocab/attention_args.h).
 void set_attention_mode(AttentionMode mode);
 AttentionMode attention_mode();
 

@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "parallel/shard.h"
-#include "parallel/sp_mode.h"
+#include "vocab/sp_mode.h"
 
 namespace ditgen::parallel {
 
 struct Layout {
   int sp = 1, cp = 1, tp = 1;
-  // How the sp ranks share a sequence (parallel/sp_mode.h); irrelevant when
+  // How the sp ranks share a sequence (vocab/sp_mode.h); irrelevant when
   // sp == 1. Never kAuto here: resolve_sp_mode turns a config's "auto" into
   // a mode per model.
   SpMode sp_mode = SpMode::kUlysses;

@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 
 namespace ditgen {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 
 namespace ditgen::device_memory {
 

@@ -7,7 +7,7 @@
 // storage; ops allocate their outputs.
 //
 // CPU tensors hold float32, bfloat16, float16, int32 or int64; CUDA tensors
-// float32, bfloat16 or float16 (src/tensor/dtype.h). The CPU ops compute in
+// float32, bfloat16 or float16 (src/vocab/dtype.h). The CPU ops compute in
 // float32, so host code mostly reads elements through data(), which exists
 // for CPU float32 tensors only; data_as<T>() reads the other dtypes (T =
 // BFloat16, Float16, int32_t, int64_t, float; checked against the dtype).
@@ -35,7 +35,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 #include "tensor/half.h"
 
 namespace ditgen {

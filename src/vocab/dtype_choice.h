@@ -4,7 +4,7 @@
 // "auto" and float16 on a CPU are decided (docs/design.md §2).
 #pragma once
 #include "util/enum_names.h"
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 
 namespace ditgen {
 

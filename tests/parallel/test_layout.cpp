@@ -388,7 +388,7 @@ TEST_CASE("video layouts: dsp shards frames, ulysses and ring the tokens of each
   CHECK(resolve_sp_mode(SpMode::kAuto, v) == SpMode::kDsp);
   CHECK(resolve_sp_mode(SpMode::kAuto, dims16()) == SpMode::kUlysses);
   CHECK(resolve_sp_mode(SpMode::kRing, v) == SpMode::kRing);
-  // One table of names (parallel/sp_mode.h), read both ways.
+  // One table of names (vocab/sp_mode.h), read both ways.
   for (const auto& entry : kSpModeNames) CHECK(sp_mode_of(name_of(entry.value)) == entry.value);
   CHECK(sp_mode_of("dsp") == SpMode::kDsp);
   CHECK_THROWS_AS(sp_mode_of("stripes"), std::invalid_argument);

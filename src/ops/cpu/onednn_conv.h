@@ -15,7 +15,7 @@
 #include <array>
 #include <cstdint>
 
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 
 namespace ditgen::ops::cpu {
 

@@ -23,7 +23,7 @@
 #include <cstdint>
 
 #include "ops/ops.h"
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 
 namespace ditgen::ops::cpu {
 

@@ -14,7 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#include "tensor/dtype.h"
+#include "vocab/dtype.h"
 
 namespace ditgen {
 
