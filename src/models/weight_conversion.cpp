@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "io/gguf.h"
@@ -164,13 +165,13 @@ ConversionInput open_conversion_input(const std::string& input, const std::strin
 std::vector<io::ConvertedTensor> conversion_plan(const ConversionInput& in, io::GgmlType type, bool gguf) {
   const io::WeightStore& weights = in.weights;
   const std::vector<std::string> names = weights.names();
-  std::vector<std::string> scales;  // written into their weights, not themselves
+  std::set<std::string> scales;  // written into their weights, not themselves
   for (const std::string& name : names)
-    if (const std::string* scale = weights.scale_of(name)) scales.push_back(*scale);
+    if (const std::string* scale = weights.scale_of(name)) scales.insert(*scale);
   std::vector<io::ConvertedTensor> plan;
   std::map<std::string, std::string> written;  // output name -> model name
   for (const std::string& name : names) {
-    if (name == "scaled_fp8" || std::find(scales.begin(), scales.end(), name) != scales.end()) continue;
+    if (name == "scaled_fp8" || scales.count(name)) continue;
     const io::TensorInfo& info = weights.info(name);
     if (!floating(info))
       throw ModelError(weights.file_of(name) + ": tensor '" + name + "' has type " + io::element_type_name(info) +

@@ -18,9 +18,9 @@
 //    not the norms' modulation linears; not the patch, text and time
 //    embeddings or the final projection, which llama-quantize's Wan rules
 //    keep); one whose rows are no whole number of blocks falls back to F16,
-//    as llama-quantize does; every other tensor is F32, as in city96's Wan
-//    2.1 files, quantized from an all-F32 base (the 5-D patch embedding
-//    stays 5-D). A text encoder's block type applies to every 2-D
+//    as llama-quantize does for the K-quants; every other tensor is F32,
+//    as in city96's Wan 2.1 files, quantized from an all-F32 base (the 5-D
+//    patch embedding stays 5-D). A text encoder's block type applies to every 2-D
 //    "...weight" but T5's relative attention bias (llama.cpp's t5encoder
 //    files); a VAE keeps every tensor F32 (its weights are convolutions;
 //    no published GGUF quantizes a VAE);
