@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/convert_command.h"
 #include "cli/encode_command.h"
 #include "cli/generate_command.h"
 #include "cli/plan_command.h"
@@ -68,6 +69,8 @@ int main(int argc, char** argv) {
       cli::run_plan(opts);
     else if (opts.command == CliOptions::Command::encode)
       cli::run_encode(opts);
+    else if (opts.command == CliOptions::Command::convert)
+      cli::run_convert(opts);
     else
       cli::run_generate(opts);
     parallel::MpiRuntime::finalize();

@@ -75,12 +75,12 @@ void probe_writable_dir(const std::string& dir, const std::string& what) {
   ::unlink(probe.c_str());
 }
 
+}  // namespace
+
 void probe_writable_file(const std::string& path, const std::string& what) {
   refuse_unusable_target(path, what);
   probe_writable_dir(std::filesystem::path(path).parent_path().string(), what + " '" + path + "'");
 }
-
-}  // namespace
 
 pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe) {
   const std::string& where = opts.config_path;

@@ -40,4 +40,8 @@ std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputC
 void probe_outputs(const std::vector<std::unique_ptr<io::OutputWriter>>& writers, const std::string& manifest,
                    const CliOptions& opts);
 
+// The same for one file: ConfigError naming `what` (the option) unless
+// `path` can be written (see probe_outputs).
+void probe_writable_file(const std::string& path, const std::string& what);
+
 }  // namespace ditgen::cli

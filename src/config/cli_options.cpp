@@ -229,6 +229,29 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
       ->check(CLI::Range(0, 1 << 16));
   encode->add_flag("--quiet", options.quiet, "no progress output");
 
+  ConvertOptions& conv = options.convert;
+  CLI::App* convert = app.add_subcommand(
+      "convert", "write a model part's weights as GGUF (quantized) or safetensors");
+  convert->allow_extras();
+  convert->add_option("--input", conv.input, "a diffusers model folder, one part's folder, or one weights file "
+                                             "(safetensors or GGUF)")
+      ->type_name("DIR_OR_FILE")
+      ->required();
+  convert->add_option("--component", conv.component, "the part of a model folder to convert: transformer "
+                                                     "(default), transformer_2, text_encoder, vae")
+      ->type_name("NAME");
+  convert->add_option("--type", conv.type, "output type: f32, f16, bf16 (GGUF or safetensors); q8_0, q4_0, q4_1, "
+                                           "q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k (GGUF)")
+      ->type_name("TYPE")
+      ->required();
+  convert->add_option("--output", conv.output, "the file to write; its extension picks the format")
+      ->type_name("FILE.gguf|FILE.safetensors")
+      ->required();
+  convert->add_option("--threads", options.threads, "CPU threads (default: all cores)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 16));
+  convert->add_flag("--quiet", options.quiet, "no progress output");
+
   std::string plan_config;
   std::vector<std::string> plan_sets;
   CLI::App* plan = app.add_subcommand(
@@ -244,12 +267,17 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   try {
     app.parse(argc, argv);
     reject_extras(*encode, encode->remaining());
+    reject_extras(*convert, convert->remaining());
     reject_extras(*plan, plan->remaining());
     reject_extras(app, app.remaining());
     if (encode->parsed()) {
       if (enc.prompts.empty() && enc.prompt_file.empty())
         throw ConfigError("encode: give --prompt TEXT (repeatable) or --prompt-file FILE");
       options.command = CliOptions::Command::encode;
+      return options;
+    }
+    if (convert->parsed()) {
+      options.command = CliOptions::Command::convert;
       return options;
     }
     if (plan->parsed()) {

@@ -40,8 +40,18 @@ struct EncodeOptions {
   bool ids_only = false;
 };
 
+// `ditgen convert` (docs/design.md §1): the values as typed; the command
+// checks them (the type against the quantizers, the component against the
+// model's parts).
+struct ConvertOptions {
+  std::string input;                     // a model folder, a part's folder or one weights file
+  std::string component = "transformer";
+  std::string type;                      // f32 | f16 | bf16 | q8_0 | ... | q6_k
+  std::string output;                    // FILE.gguf | FILE.safetensors
+};
+
 struct CliOptions {
-  enum class Command { generate, plan, encode };
+  enum class Command { generate, plan, encode, convert };
   Command command = Command::generate;
 
   // --help or --version was printed: main exits 0 without running.
@@ -64,6 +74,7 @@ struct CliOptions {
   std::string text_cache;                  // --text-cache DIR: prompt embedding cache; "" = off
   int world_size = 0;                      // plan: 0 = only the config's own layout
   EncodeOptions encode;
+  ConvertOptions convert;
 };
 
 // Throws ConfigError (exit 2) with CLI11's message on a bad command line.

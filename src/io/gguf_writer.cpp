@@ -65,7 +65,7 @@ bool well_typed(const GgufValue& v) {
 }  // namespace
 
 GgufWriter::GgufWriter(const std::string& architecture) {
-  add("general.architecture", GgufValue::string_of(architecture));
+  if (!architecture.empty()) add("general.architecture", GgufValue::string_of(architecture));
 }
 
 void GgufWriter::set_alignment(uint32_t alignment) {

@@ -30,7 +30,9 @@ class GgufWriter {
   // Called before each tensor's data is produced (a progress line).
   using Progress = std::function<void(size_t index, size_t count, const std::string& name)>;
 
-  explicit GgufWriter(const std::string& architecture);  // general.architecture, as gguf-py
+  // general.architecture, first, as gguf-py writes it; "" writes none (as
+  // stable-diffusion.cpp's files have none: readers go by the names).
+  explicit GgufWriter(const std::string& architecture);
 
   // general.alignment (a power of two; default 32, then not written).
   void set_alignment(uint32_t alignment);

@@ -363,22 +363,18 @@ void SafetensorsFile::release_pages(const std::string& name, const Tensor& view)
 
 // ---------------------------------------------------------------- writing
 
-void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsOutput>& tensors,
+                                const std::map<std::string, std::string>& metadata, const WriteProgress& progress) {
   json header = json::object();
   std::set<std::string> seen;
+  std::vector<uint64_t> sizes;
   uint64_t offset = 0;
-  for (const auto& [name, tensor] : tensors) {
-    if (name == "__metadata__" || !seen.insert(name).second)
-      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': duplicate or reserved name");
-    if (!tensor.defined() && tensor.numel() != 0)
-      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': it holds no data");
-    if (tensor.defined() && !tensor.is_cpu())
-      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': it is on " + device_name(tensor.device()));
-    header[name] = {{"dtype", tag_of(tensor.dtype())},
-                    {"shape", tensor.shape()},
-                    {"data_offsets", {offset, offset + tensor.nbytes()}}};
-    offset += tensor.nbytes();
+  for (const SafetensorsOutput& t : tensors) {
+    if (t.name == "__metadata__" || !seen.insert(t.name).second)
+      throw RuntimeFailure(path + ": cannot write tensor '" + t.name + "': duplicate or reserved name");
+    sizes.push_back(static_cast<uint64_t>(shape_numel(t.shape)) * dtype_size(t.dtype));
+    header[t.name] = {{"dtype", tag_of(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + sizes.back()}}};
+    offset += sizes.back();
   }
   if (!metadata.empty()) header["__metadata__"] = metadata;
 
@@ -393,9 +389,30 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   write_file_atomic(path, [&](std::FILE* f) {
     std::fwrite(&header_len, 8, 1, f);
     std::fwrite(text.data(), 1, text.size(), f);
-    for (const auto& [name, tensor] : tensors)
-      if (tensor.nbytes()) std::fwrite(tensor.raw(), 1, tensor.nbytes(), f);
+    std::vector<uint8_t> buffer;
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      if (progress) progress(k, tensors.size(), tensors[k].name);
+      if (!sizes[k]) continue;
+      buffer.resize(sizes[k]);
+      tensors[k].fill(buffer.data(), sizes[k]);
+      std::fwrite(buffer.data(), 1, sizes[k], f);
+    }
   });
+}
+
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsOutput> outputs;
+  for (const auto& [name, tensor] : tensors) {
+    if (!tensor.defined() && tensor.numel() != 0)
+      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': it holds no data");
+    if (tensor.defined() && !tensor.is_cpu())
+      throw RuntimeFailure(path + ": cannot write tensor '" + name + "': it is on " + device_name(tensor.device()));
+    const Tensor* t = &tensor;
+    outputs.push_back({name, tensor.dtype(), tensor.shape(),
+                       [t](uint8_t* out, uint64_t bytes) { std::memcpy(out, t->raw(), bytes); }});
+  }
+  write_safetensors_streamed(path, outputs, metadata);
 }
 
 // ---------------------------------------------------------------- WeightStore

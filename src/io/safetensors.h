@@ -84,6 +84,22 @@ class SafetensorsFile final : public WeightFile {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+// One tensor of a file written by write_safetensors_streamed: its dtype and
+// shape, and `fill`, which writes its bytes (numel x the dtype's size) at
+// `out` when the file is written, so a converter holds one tensor at a time.
+struct SafetensorsOutput {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::function<void(uint8_t* out, uint64_t bytes)> fill;
+};
+// Called before each tensor's bytes are produced (a progress line).
+using WriteProgress = std::function<void(size_t index, size_t count, const std::string& name)>;
+// The same file as write_safetensors, its tensors produced one at a time.
+void write_safetensors_streamed(const std::string& path, const std::vector<SafetensorsOutput>& tensors,
+                                const std::map<std::string, std::string>& metadata = {},
+                                const WriteProgress& progress = {});
+
 // How WeightStore::open_file reads one file of weights.
 struct SingleFileOptions {
   // The general.architecture a GGUF file must have when it names one ("wan"):

@@ -6,6 +6,8 @@
 // PixArtTransformer2DModel).
 #include "models/registry.h"
 
+#include <algorithm>
+
 #include "io/model_dir.h"
 #include "models/autoencoder_kl.h"
 #include "models/autoencoder_kl_cogvideox.h"
@@ -34,6 +36,9 @@ struct Family {
   SpecFactory spec = nullptr;
   TextSpecFactory text_spec = nullptr;  // text encoders: the spec factory
   VaeSpecFactory vae_spec = nullptr;    // VAEs: the spec factory
+  // Transformers with a single-file naming of their own (the same as their
+  // spec's single_file_naming), for files read without a config.
+  SingleFileNaming (*file_naming)() = nullptr;
 };
 
 // clang-format off
@@ -41,7 +46,7 @@ const Family kFamilies[] = {
     {Part::kTransformer, "DiTTransformer2DModel",    "dit",    &make_spec<DitSpec>},
     {Part::kTransformer, "PixArtTransformer2DModel", "pixart", &make_spec<PixArtSpec>},
     {Part::kTransformer, "LatteTransformer3DModel",  "latte",  &make_spec<LatteSpec>},
-    {Part::kTransformer, "WanTransformer3DModel",    "wan",    &make_spec<WanSpec>},
+    {Part::kTransformer, "WanTransformer3DModel",    "wan",    &make_spec<WanSpec>, nullptr, nullptr, &wan_single_file_naming},
     {Part::kTransformer, "CogVideoXTransformer3DModel", "cogvideox", &make_spec<CogVideoXSpec>},
     {Part::kVae,         "AutoencoderKL",            "vae",    nullptr, nullptr, &make_autoencoder_kl_spec},
     {Part::kVae,         "AutoencoderKLWan",         "vae",    nullptr, nullptr, &make_autoencoder_kl_wan_spec},
@@ -144,6 +149,21 @@ std::unique_ptr<TransformerSpec> transformer_spec(const nlohmann::json& cfg, con
   const Family& f = lookup(Part::kTransformer, cfg, path);
   if (!f.spec) not_supported(std::string(f.family) + " models (" + path + ": _class_name " + f.class_name + ")");
   return f.spec(cfg, path);
+}
+
+std::optional<FileFamily> transformer_file_family(const std::vector<std::string>& names,
+                                                  const std::string& gguf_architecture) {
+  const auto has = [&](const std::string& name) { return std::find(names.begin(), names.end(), name) != names.end(); };
+  for (const Family& f : kFamilies) {
+    if (f.part != Part::kTransformer || !f.file_naming) continue;
+    SingleFileNaming naming = f.file_naming();
+    const io::SingleFileOptions& read = naming.read;
+    const bool named = !gguf_architecture.empty() && gguf_architecture == read.architecture;
+    const bool probed = !read.other_naming_probe.empty() &&
+                        (has(read.other_naming_probe) || has(read.prefix + read.other_naming_probe));
+    if (named || probed) return FileFamily{f.family, std::move(naming)};
+  }
+  return std::nullopt;
 }
 
 std::unique_ptr<VaeSpec> vae_spec(const nlohmann::json& cfg, const std::string& path) {

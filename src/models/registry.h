@@ -9,7 +9,9 @@
 // one), one entry in registry.cpp.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +42,19 @@ std::unique_ptr<VaeSpec> vae_spec(const nlohmann::json& config, const std::strin
 // `architectures[0]`, or the model_type's encoder), parsed once; the same
 // errors as above.
 std::unique_ptr<TextEncoderSpec> text_encoder_spec(const nlohmann::json& config, const std::string& path);
+
+// A transformer's single file read without its config.json (`ditgen
+// convert` of a lone file): the family whose own naming it uses (its
+// single_file_naming), told by the file's GGUF general.architecture
+// (`gguf_architecture`, "" for none) or by that naming's probe tensor among
+// `names` (with or without the naming's prefix); nullopt when neither names
+// one (diffusers' names: the family is not told by the file).
+struct FileFamily {
+  std::string family;  // "wan"
+  SingleFileNaming naming;
+};
+std::optional<FileFamily> transformer_file_family(const std::vector<std::string>& names,
+                                                  const std::string& gguf_architecture);
 
 // The text-side rules of a diffusers pipeline class (model_index.json's
 // _class_name; "" for a bare text_encoder/ + tokenizer/ pair), from the

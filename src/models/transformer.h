@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -143,6 +144,26 @@ struct FamilyTraits {
   std::vector<pab::Kind> pab_kinds;  // kMlp: a feed-forward per block
 };
 
+// How single files of a family's transformer name their tensors, both
+// ways: `read` opens one (io::SingleFileOptions: the prefix ComfyUI's
+// checkpoints carry, "model.diffusion_model.", the GGUF architecture, the
+// original release's naming), `file_name` names one of the model's tensors
+// as such a file does, for writing one (`ditgen convert`; nullopt for a
+// tensor that naming lacks; unset: the model's own names). A family's
+// naming depends on the family alone, never on its config, so a file is
+// read without its config.json too (models/registry.h).
+struct SingleFileNaming {
+  io::SingleFileOptions read;
+  std::function<std::optional<std::string>(const std::string&)> file_name;
+};
+
+// Diffusers' names, with or without the "model.diffusion_model." prefix.
+inline SingleFileNaming diffusers_single_file_naming() {
+  SingleFileNaming naming;
+  naming.read.prefix = "model.diffusion_model.";
+  return naming;
+}
+
 class TransformerSpec {
  public:
   explicit TransformerSpec(FamilyTraits traits) : traits_(std::move(traits)) {}
@@ -182,15 +203,11 @@ class TransformerSpec {
   virtual RunDefaults run_defaults() const { return {}; }
   // How a single file of this transformer's weights (model.transformer:
   // safetensors or GGUF, as people download them) names its tensors beyond
-  // diffusers' names: the prefix ComfyUI's checkpoints carry
-  // ("model.diffusion_model."), the GGUF architecture, and the original
-  // release's naming (io::SingleFileOptions). Default: diffusers' names,
-  // with or without that prefix.
-  virtual io::SingleFileOptions single_file_options() const {
-    io::SingleFileOptions o;
-    o.prefix = "model.diffusion_model.";
-    return o;
-  }
+  // diffusers' names, both ways (SingleFileNaming). Default: diffusers'
+  // names, with or without ComfyUI's prefix.
+  virtual SingleFileNaming single_file_naming() const { return diffusers_single_file_naming(); }
+  // Reading one: single_file_naming().read.
+  io::SingleFileOptions single_file_options() const { return single_file_naming().read; }
 
   // The latent shape of one output for a requested image of height x width
   // pixels and `frames` frames (each 0 = the model's default) and a VAE of

@@ -47,8 +47,9 @@ std::vector<double> WanSpec::teacache_coefficients() const {
   return {};
 }
 
-io::SingleFileOptions WanSpec::single_file_options() const {
-  io::SingleFileOptions o;
+SingleFileNaming wan_single_file_naming() {
+  SingleFileNaming naming;
+  io::SingleFileOptions& o = naming.read;
   o.architecture = "wan";
   o.prefix = "model.diffusion_model.";
   o.other_naming_probe = "blocks.0.self_attn.q.weight";
@@ -64,7 +65,10 @@ io::SingleFileOptions WanSpec::single_file_options() const {
     }
     return io::wan_original_to_diffusers(name);
   };
-  return o;
+  naming.file_name = [](const std::string& name) { return io::wan_diffusers_to_original(name); };
+  return naming;
 }
+
+SingleFileNaming WanSpec::single_file_naming() const { return wan_single_file_naming(); }
 
 }  // namespace ditgen::models

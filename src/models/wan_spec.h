@@ -35,11 +35,8 @@ class WanSpec final : public FamilySpec<WanConfig, WanTransformer> {
   // WanPipeline's call: 50 steps, guidance 5.0; MP4s at 16 fps, as its
   // examples export them (export_to_video(..., fps=16)).
   RunDefaults run_defaults() const override { return {50, 5.0, 16.0}; }
-  // The original Wan release's names (ComfyUI's and city96's GGUF files:
-  // blocks.N.self_attn.q.weight ...), mapped as diffusers'
-  // convert_wan_transformer_to_diffusers does (io/wan_names.h); GGUF files
-  // of general.architecture "wan".
-  io::SingleFileOptions single_file_options() const override;
+  // wan_single_file_naming().
+  SingleFileNaming single_file_naming() const override;
   // (C, F', h, w): height and width multiples of the VAE's factor x patch
   // (default 480 x 832, WanPipeline's), frames 1 + 4k for Wan's VAE
   // (default 81) -> F' = (F - 1) / 4 + 1 latent frames.
@@ -53,6 +50,13 @@ class WanSpec final : public FamilySpec<WanConfig, WanTransformer> {
   // WanPipeline's defaults.
   static constexpr int64_t kDefaultHeight = 480, kDefaultWidth = 832, kDefaultFrames = 81;
 };
+
+// The original Wan release's names (ComfyUI's and city96's GGUF files:
+// blocks.N.self_attn.q.weight ...), mapped as diffusers'
+// convert_wan_transformer_to_diffusers does (io/wan_names.h), both ways;
+// GGUF files of general.architecture "wan"; ComfyUI's scaled float8 scales
+// renamed with their weights.
+SingleFileNaming wan_single_file_naming();
 
 // Parameters of a Wan transformer (the rotary tables are buffers, not counted).
 inline int64_t wan_param_count(const WanConfig& cfg) { return layered_param_count<WanTransformer>(cfg); }

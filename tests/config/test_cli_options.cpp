@@ -217,6 +217,29 @@ TEST_CASE("encode: its options, and what it requires") {
             .size() > 0);
 }
 
+TEST_CASE("convert: its options, what it requires, and --help") {
+  const CliOptions o = parse({"convert", "--input", "m", "--component", "vae", "--type", "q8_0", "--output", "v.gguf",
+                              "--threads", "3", "--quiet"});
+  CHECK(o.command == CliOptions::Command::convert);
+  CHECK(o.convert.input == "m");
+  CHECK(o.convert.component == "vae");
+  CHECK(o.convert.type == "q8_0");
+  CHECK(o.convert.output == "v.gguf");
+  CHECK(o.threads == 3);
+  CHECK(o.quiet);
+  CHECK(parse({"convert", "--input", "m", "--type", "f16", "--output", "t.gguf"}).convert.component == "transformer");
+  CHECK(parse_error({"convert", "--type", "f16", "--output", "t.gguf"}).find("--input") != std::string::npos);
+  CHECK(parse_error({"convert", "--input", "m", "--output", "t.gguf"}).find("--type") != std::string::npos);
+  CHECK(parse_error({"convert", "--input", "m", "--type", "f16"}).find("--output") != std::string::npos);
+  std::ostringstream out;
+  CHECK(parse({"convert", "--help"}, out).exit_now);
+  for (const char* option : {"--input", "--component", "--type", "--output", "q4_k", "transformer_2"})
+    CHECK(contains(out.str(), option));
+  std::ostringstream top;
+  parse({"--help"}, top);
+  CHECK(contains(top.str(), "convert"));
+}
+
 }  // namespace ditgen::test
 
 namespace ditgen::test {
