@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <string>
 
-#include "../models/fixture.h"
 #include "../ops/test_helpers.h"
+#include "component_folders.h"
 #include "fixture_runs.h"
 #include "io/image_reader.h"
 #include "run_command.h"
@@ -28,7 +28,6 @@ namespace {
 
 const std::string kFixture = "wan_quant";
 
-std::string single_file(const std::string& name) { return testing::fixture_dir(kFixture) + "/single_files/" + name; }
 std::string noise() { return testing::reference_dir(kFixture) + "pipeline.safetensors"; }
 
 double error_to_exact(const std::string& latents) {
@@ -77,20 +76,7 @@ TEST_CASE("component files CLI: GGUF transformer, float16 UMT5 and original-name
 
 TEST_CASE("component files CLI: a folder without the parts' configs runs from the published ones, saying which") {
   testing::TempDir tmp("component_files_published");
-  // The published configs plus the fixture's, as "WanTiny".
-  const fs::path published = tmp.file("published");
-  fs::copy(std::string(DITGEN_SOURCE_DIR) + "/configs/models", published, fs::copy_options::recursive);
-  for (const char* part : {"transformer", "text_encoder", "vae"}) {
-    fs::create_directories(published / "WanTiny" / part);
-    fs::copy_file(testing::fixture_dir(kFixture) + "/" + part + "/config.json",
-                  published / "WanTiny" / part / "config.json");
-  }
-  // model_index.json, scheduler/ and tokenizer/ only.
-  const fs::path model = tmp.file("model");
-  fs::create_directories(model);
-  fs::copy_file(testing::fixture_dir(kFixture) + "/model_index.json", model / "model_index.json");
-  for (const char* part : {"scheduler", "tokenizer"})
-    fs::copy(testing::fixture_dir(kFixture) + "/" + part, model / part, fs::copy_options::recursive);
+  const fs::path published = testing::published_with_tiny(tmp), model = testing::folder_without_parts(tmp);
 
   const std::string run = "DITGEN_MODEL_CONFIGS=" + published.string() + " " + DITGEN_EXE +
                           " --device cpu --threads 2 --config " + testing::reference_dir(kFixture) +
@@ -135,9 +121,9 @@ TEST_CASE("component files CLI: another part's file is exit 3 naming the file, t
     CAPTURE(c.field);
     CAPTURE(c.file);
     const testing::Run r =
-        testing::run_fixture(tmp, kFixture, "run_single_files.json", "--set " + c.field + "=" + single_file(c.file));
+        testing::run_fixture(tmp, kFixture, "run_single_files.json", "--set " + c.field + "=" + testing::wan_quant_file(c.file));
     CHECK(r.code == 3);
-    CHECK_MESSAGE(r.output.find(single_file(c.file) + ": " + c.field + ": ") != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find(testing::wan_quant_file(c.file) + ": " + c.field + ": ") != std::string::npos, r.output);
     CHECK_MESSAGE(r.output.find(c.says) != std::string::npos, r.output);
     CHECK_FALSE(fs::exists(tmp.file("video_f000.png")));
   }

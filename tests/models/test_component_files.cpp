@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "component_folders.h"
 #include "fixture.h"
 #include "io/model_dir.h"
 #include "models/autoencoder_kl_wan.h"
@@ -32,7 +33,6 @@ namespace {
 
 const std::string kFixture = "wan_quant";
 
-std::string single_file(const std::string& name) { return testing::fixture_dir(kFixture) + "/single_files/" + name; }
 std::string part_dir(const std::string& part) { return testing::fixture_dir(kFixture) + "/" + part; }
 
 std::unique_ptr<TextEncoderSpec> encoder_spec() {
@@ -60,7 +60,7 @@ TokenBatch reference_tokens() {
 
 Tensor encode_file(const std::string& file, const Placement& place) {
   const auto spec = encoder_spec();
-  const io::WeightStore w = io::WeightStore::open_file(single_file(file), spec->single_file_options());
+  const io::WeightStore w = io::WeightStore::open_file(testing::wan_quant_file(file), spec->single_file_options());
   return spec->load(w, place)->encode(reference_tokens());
 }
 
@@ -116,7 +116,7 @@ TEST_CASE("UMT5 from one file: ComfyUI's float16 safetensors and llama.cpp's Q8_
 TEST_CASE("UMT5 GGUF: llama.cpp's names map back to transformers', the matrices stay blocks") {
   const auto spec = encoder_spec();
   const io::WeightStore gguf =
-      io::WeightStore::open_file(single_file("umt5-tiny-encoder-Q8_0.gguf"), spec->single_file_options());
+      io::WeightStore::open_file(testing::wan_quant_file("umt5-tiny-encoder-Q8_0.gguf"), spec->single_file_options());
   // Every tensor is the folder's tensor of that name: exact where the file
   // keeps floats (norms, the F16 position tables), within Q8_0's rounding elsewhere.
   check_same_tensors(gguf, part_dir("text_encoder"), 1e-2);
@@ -145,7 +145,7 @@ TEST_CASE("UMT5 GGUF: llama.cpp's names map back to transformers', the matrices 
 TEST_CASE("Wan VAE in the original names: diffusers' names and values, and diffusers' decode") {
   const auto spec = vae_spec_of_fixture();
   const io::WeightStore file =
-      io::WeightStore::open_file(single_file("wan_2.1_vae_tiny.safetensors"), spec->single_file_options());
+      io::WeightStore::open_file(testing::wan_quant_file("wan_2.1_vae_tiny.safetensors"), spec->single_file_options());
   // The bfloat16 file holds the folder's float32 values exactly (case.json);
   // the encoder's tensors map too, though the decoder alone is read.
   check_same_tensors(file, part_dir("vae"), 0.0);
@@ -182,18 +182,18 @@ TEST_CASE("component files of another part are ModelErrors naming the file and t
     return io::WeightStore::open_file(file, spec->single_file_options());
   };
   // The VAE's file as the text encoder: no token table.
-  const std::string vae_file = single_file("wan_2.1_vae_tiny.safetensors");
+  const std::string vae_file = testing::wan_quant_file("wan_2.1_vae_tiny.safetensors");
   CHECK_THROWS_WITH_AS(encoder->check_weights(open_as(vae_file, encoder)),
                        doctest::Contains((vae_file + ": missing tensor 'shared.weight'").c_str()), ModelError);
   // The UMT5 files as the VAE: no post_quant_conv.
   for (const std::string file : {"umt5_tiny_fp16.safetensors", "umt5-tiny-encoder-Q8_0.gguf"}) {
     CAPTURE(file);
-    CHECK_THROWS_WITH_AS(vae->check_weights(open_as(single_file(file), vae)),
-                         doctest::Contains((single_file(file) + ": missing tensor 'post_quant_conv.weight'").c_str()),
+    CHECK_THROWS_WITH_AS(vae->check_weights(open_as(testing::wan_quant_file(file), vae)),
+                         doctest::Contains((testing::wan_quant_file(file) + ": missing tensor 'post_quant_conv.weight'").c_str()),
                          ModelError);
   }
   // The transformer's GGUF as the text encoder: its architecture is wan.
-  const std::string wan = single_file("wan2.1-t2v-tiny-Q8_0.gguf");
+  const std::string wan = testing::wan_quant_file("wan2.1-t2v-tiny-Q8_0.gguf");
   CHECK_THROWS_WITH_AS(open_as(wan, encoder), doctest::Contains("'wan', expected 't5encoder'"), ModelError);
   // An original-names VAE file holding a tensor no Wan VAE has.
   testing::TempDir tmp("component_files");

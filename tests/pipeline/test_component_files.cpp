@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../models/fixture.h"
+#include "component_folders.h"
 #include "io/model_dir.h"
 #include "models/registry.h"
 #include "pipeline/component_files.h"
@@ -30,7 +30,6 @@ namespace {
 
 const std::string kFixture = "wan_quant";
 
-std::string single_file(const std::string& name) { return testing::fixture_dir(kFixture) + "/single_files/" + name; }
 std::string source_configs() { return std::string(DITGEN_SOURCE_DIR) + "/configs/models"; }
 
 // DITGEN_MODEL_CONFIGS for the scope; unset (the built-in folders) by default.
@@ -41,28 +40,6 @@ struct ConfigsFolder {
   }
   ~ConfigsFolder() { ::unsetenv("DITGEN_MODEL_CONFIGS"); }
 };
-
-// The real published configs plus "WanTiny": the fixture's transformer,
-// text encoder and VAE configs.
-std::string published_with_tiny(const testing::TempDir& tmp) {
-  const fs::path dir = tmp.file("published");
-  fs::copy(source_configs(), dir, fs::copy_options::recursive);
-  for (const char* part : {"transformer", "text_encoder", "vae"}) {
-    fs::create_directories(dir / "WanTiny" / part);
-    fs::copy_file(testing::fixture_dir(kFixture) + "/" + part + "/config.json", dir / "WanTiny" / part / "config.json");
-  }
-  return dir.string();
-}
-
-// A model folder with model_index.json, scheduler/ and tokenizer/ only.
-std::string folder_without_parts(const testing::TempDir& tmp) {
-  const fs::path dir = tmp.file("model");
-  fs::create_directories(dir);
-  fs::copy_file(testing::fixture_dir(kFixture) + "/model_index.json", dir / "model_index.json");
-  for (const char* part : {"scheduler", "tokenizer"})
-    fs::copy(testing::fixture_dir(kFixture) + "/" + part, dir / part, fs::copy_options::recursive);
-  return dir.string();
-}
 
 // Wan 2.1's VAE decoder in the original names (base_dim 96, z_dim 16,
 // dim_mult [1, 2, 4, 4], num_res_blocks 2, temperal upsampling [true, true,
@@ -128,11 +105,11 @@ void write_sparse_bf16(const std::string& path, const std::vector<std::pair<std:
 
 TEST_CASE("component files without a config.json take the published config they fit, and say which") {
   testing::TempDir tmp("published_configs");
-  const ConfigsFolder configs(published_with_tiny(tmp));
-  const std::string model = folder_without_parts(tmp);
-  const pipeline::ComponentFiles files{single_file("wan2.1-t2v-tiny-Q8_0.gguf"), "",
-                                       single_file("umt5-tiny-encoder-Q8_0.gguf"),
-                                       single_file("wan_2.1_vae_tiny.safetensors")};
+  const ConfigsFolder configs(testing::published_with_tiny(tmp));
+  const std::string model = testing::folder_without_parts(tmp);
+  const pipeline::ComponentFiles files{testing::wan_quant_file("wan2.1-t2v-tiny-Q8_0.gguf"), "",
+                                       testing::wan_quant_file("umt5-tiny-encoder-Q8_0.gguf"),
+                                       testing::wan_quant_file("wan_2.1_vae_tiny.safetensors")};
   const auto pipe = pipeline::Pipeline::open(model, pipeline::Pipeline::OpenFor::kRun, files);
   CHECK(std::string(pipe->transformer().family()) == "wan");
   const std::vector<std::string>& notes = pipe->notes();
@@ -154,17 +131,17 @@ TEST_CASE("component files without a config.json take the published config they 
 
 TEST_CASE("a file no published config fits is exit 3 naming it, its field and why each did not fit") {
   testing::TempDir tmp("published_none");
-  const std::string model = folder_without_parts(tmp);
+  const std::string model = testing::folder_without_parts(tmp);
   const ConfigsFolder configs;  // configs/models itself: every model in it is far larger than the fixture's
-  const std::string vae = single_file("wan_2.1_vae_tiny.safetensors");
+  const std::string vae = testing::wan_quant_file("wan_2.1_vae_tiny.safetensors");
   try {
     pipeline::Pipeline::open(model, pipeline::Pipeline::OpenFor::kPlan,
-                             {single_file("wan2.1-t2v-tiny-Q8_0.gguf"), "", "", vae});
+                             {testing::wan_quant_file("wan2.1-t2v-tiny-Q8_0.gguf"), "", "", vae});
     FAIL("no error");
   } catch (const ModelError& e) {
     const std::string m = e.what();
     CAPTURE(m);
-    CHECK(m.rfind(single_file("wan2.1-t2v-tiny-Q8_0.gguf") + ": model.transformer: " + model +
+    CHECK(m.rfind(testing::wan_quant_file("wan2.1-t2v-tiny-Q8_0.gguf") + ": model.transformer: " + model +
                       "/transformer/config.json is missing, and no published transformer config in ",
                   0) == 0);
     CHECK(m.find("Wan2.1-T2V-1.3B-Diffusers: tensor 'patch_embedding.weight' has shape [256, 16, 1, 2, 2], "
