@@ -142,7 +142,7 @@ TEST_CASE("UMT5 GGUF: llama.cpp's names map back to transformers', the matrices 
     CHECK_FALSE(t5_gguf_to_transformers(foreign, true));
 }
 
-TEST_CASE("Wan VAE in the original names: diffusers' names and values, and diffusers' decode") {
+TEST_CASE("Wan VAE from one file, in the original names or diffusers': the folder's names and values, diffusers' decode") {
   const auto spec = vae_spec_of_fixture();
   const io::WeightStore file =
       io::WeightStore::open_file(testing::wan_quant_file("wan_2.1_vae_tiny.safetensors"), spec->single_file_options());
@@ -153,12 +153,18 @@ TEST_CASE("Wan VAE in the original names: diffusers' names and values, and diffu
   const Tensor z = testing::fixture_tensor(kFixture, "vae_decode.safetensors", "z");
   const Tensor ref = testing::fixture_tensor(kFixture, "vae_decode.safetensors", "sample");
   const auto& cfg = dynamic_cast<const AutoencoderKLWanSpec&>(*spec).config();
-  Tensor y = AutoencoderKLWan::load(file, cfg, {Device::kCPU, DType::kF32}).decode(z);
-  REQUIRE(y.shape() == ref.shape());
-  for (int64_t i = 0; i < y.numel(); ++i) y[i] = std::clamp(y[i], -1.0f, 1.0f);  // decode().sample is clamped
-  const double err = testing::rel_l2(y, ref);
-  MESSAGE("Wan VAE from the original-names file: relative L2 to diffusers' decode " << err);
-  CHECK(err <= 1e-5);
+  // The original-names file, and a file in diffusers' names (the folder's, given as one file).
+  const io::WeightStore diffusers_names =
+      io::WeightStore::open_file(part_dir("vae") + "/diffusion_pytorch_model.safetensors", spec->single_file_options());
+  for (const io::WeightStore* weights : {&file, &diffusers_names}) {
+    CAPTURE(weights->dir());
+    Tensor y = AutoencoderKLWan::load(*weights, cfg, {Device::kCPU, DType::kF32}).decode(z);
+    REQUIRE(y.shape() == ref.shape());
+    for (int64_t i = 0; i < y.numel(); ++i) y[i] = std::clamp(y[i], -1.0f, 1.0f);  // decode().sample is clamped
+    const double err = testing::rel_l2(y, ref);
+    MESSAGE(weights->dir() << ": relative L2 to diffusers' decode " << err);
+    CHECK(err <= 1e-5);
+  }
 
   // The published layout's names, as diffusers' convert_wan_vae_to_diffusers writes them out.
   CHECK(wan_vae_original_to_diffusers("decoder.upsamples.4.shortcut.weight", 3, 4) ==
