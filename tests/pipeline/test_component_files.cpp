@@ -148,6 +148,11 @@ TEST_CASE("a file no published config fits is exit 3 naming it, its field and wh
                  "expected [1536, 16, 1, 2, 2]") != std::string::npos);
     CHECK(m.find("CogVideoX-5b: missing tensor") != std::string::npos);
   }
+  // A text encoder file for a model conditioned on class labels.
+  const std::string umt5 = testing::wan_quant_file("umt5_tiny_fp16.safetensors");
+  CHECK_THROWS_WITH_AS(
+      pipeline::Pipeline::open(testing::fixture_dir("dit_odd"), pipeline::Pipeline::OpenFor::kRun, {"", "", umt5, ""}),
+      doctest::Contains((umt5 + ": model.text_encoder: this model has no text encoder").c_str()), ModelError);
   // A part without a config and without a file is the folder's error, as before.
   CHECK_THROWS_WITH_AS(pipeline::Pipeline::open(model, pipeline::Pipeline::OpenFor::kPlan),
                        doctest::Contains("model part directory 'transformer' not found"), ModelError);
