@@ -106,7 +106,7 @@ void run_generate(const CliOptions& opts) {
   // The model's config files only: its family (registry) picks the pipeline,
   // and the settings the run left unset take the model's defaults.
   const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(
-      loaded.model.path, pipeline::Pipeline::OpenFor::kRun, {loaded.model.transformer, loaded.model.transformer_2});
+      loaded.model.path, pipeline::Pipeline::OpenFor::kRun, pipeline::ComponentFiles::of(loaded.model));
   const RunConfig given = pipeline::with_model_defaults(loaded, pipe->transformer());
   // A prompt file is read and every line checked now, before anything else.
   const std::vector<config::PromptEntry> entries = read_batch_prompts(given, opts.config_path, *pipe);
@@ -126,7 +126,10 @@ void run_generate(const CliOptions& opts) {
   pipeline::check_run(req, *pipe, layout.layout, opts.config_path);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
-  if (!quiet) print_config_notes(loaded);
+  if (!quiet) {
+    print_config_notes(loaded);
+    print_notes(pipe->notes());
+  }
 
   const int threads = opts.threads > 0 ? opts.threads : default_threads(parallel::MpiRuntime::local_size());
   ops::set_num_threads(threads);

@@ -29,7 +29,7 @@ void run_plan(const CliOptions& opts) {
   const RunConfig loaded = load_config(opts.config_path, opts.set_overrides, opts.override_origins);
   require_model_folder(loaded, opts.config_path);
   const auto pipe = pipeline::Pipeline::open(loaded.model.path, pipeline::Pipeline::OpenFor::kPlan,
-                                             {loaded.model.transformer, loaded.model.transformer_2});
+                                             pipeline::ComponentFiles::of(loaded.model));
   const RunConfig cfg = pipeline::with_model_defaults(loaded, pipe->transformer());
   const models::TransformerSpec& model = pipe->transformer();
   const Shape latent = model.latent_shape(cfg.generate.height, cfg.generate.width, cfg.generate.frames,
@@ -69,6 +69,7 @@ void run_plan(const CliOptions& opts) {
   }
   if (parallel::MpiRuntime::world().rank() != 0) return;  // one table, not one per rank
   print_config_notes(loaded);
+  print_notes(pipe->notes());
   std::printf("%s", quantized_note.c_str());
   const char* unit = work.video() ? "video" : "image";
   std::string what = std::to_string(images) + " " + unit + (images == 1 ? "" : "s");

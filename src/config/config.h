@@ -42,10 +42,14 @@ struct ModelConfig {
   DTypeChoice vae_dtype = DTypeChoice::kFloat32;   // the VAE decoder's (no auto)
   // Component files (docs/quantized.md): one file for a part of the model,
   // safetensors or GGUF, in diffusers' tensor names or the original
-  // release's / ComfyUI's; "" = the part from `path`. The configs,
-  // tokenizer and scheduler always come from `path`.
+  // release's / ComfyUI's; "" = the part from `path`. The tokenizer and
+  // scheduler always come from `path`, and each part's config.json from
+  // there or, where `path` has none, from the published configs
+  // (pipeline/component_files.h).
   std::string transformer;
   std::string transformer_2;
+  std::string text_encoder;
+  std::string vae;
   // W8A8 int8 GEMM weights for the transformer blocks, made at load (CPU).
   Quantize quantize = Quantize::kNone;
   bool operator==(const ModelConfig&) const = default;

@@ -19,6 +19,8 @@ ModelConfig parse_model(const ObjectReader& model) {
   c.vae_dtype = model.enum_choice("vae_dtype", c.vae_dtype, kVaeDTypeChoiceNames);
   c.transformer = model.string("transformer", c.transformer);
   c.transformer_2 = model.string("transformer_2", c.transformer_2);
+  c.text_encoder = model.string("text_encoder", c.text_encoder);
+  c.vae = model.string("vae", c.vae);
   c.quantize = model.enum_choice("quantize", c.quantize, kQuantizeNames);
   return c;
 }

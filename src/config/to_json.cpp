@@ -67,6 +67,8 @@ json to_json(const RunConfig& c) {
   if (!c.model.source.empty()) j["model"]["source"] = c.model.source;
   if (!c.model.transformer.empty()) j["model"]["transformer"] = c.model.transformer;
   if (!c.model.transformer_2.empty()) j["model"]["transformer_2"] = c.model.transformer_2;
+  if (!c.model.text_encoder.empty()) j["model"]["text_encoder"] = c.model.text_encoder;
+  if (!c.model.vae.empty()) j["model"]["vae"] = c.model.vae;
   if (c.model.quantize != Quantize::kNone) j["model"]["quantize"] = name_of(c.model.quantize);
   // The encoder's settings only for mp4 (with png they are an error).
   if (c.output.format == OutputFormat::kMp4) {

@@ -137,13 +137,16 @@ nn::TensorDecls AutoencoderKL::decoder_tensors(const AutoencoderKLConfig& c) {
   return t;
 }
 
-AutoencoderKL AutoencoderKL::load(const io::WeightStore& w, const AutoencoderKLConfig& c, const Placement& place) {
+void AutoencoderKL::check(const io::WeightStore& w, const AutoencoderKLConfig& c) {
   if (c.block_out_channels.empty()) throw ModelError(w.dir() + ": VAE config has no block_out_channels");
-  // Every name and shape, checked before anything is loaded; a decoder
-  // tensor the config does not account for means config and weights
-  // disagree.
+  // A decoder tensor the config does not account for means config and
+  // weights disagree.
   check_decoder_tensors(w, decoder_tensors(c),
                         "block_out_channels, layers_per_block, mid_block_add_attention, use_post_quant_conv");
+}
+
+AutoencoderKL AutoencoderKL::load(const io::WeightStore& w, const AutoencoderKLConfig& c, const Placement& place) {
+  check(w, c);  // every name and shape, before anything is loaded
   const DecoderChannels ch(c);
   AutoencoderKL m;
   m.place_ = place;

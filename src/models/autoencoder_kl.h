@@ -72,8 +72,9 @@ class AutoencoderKL {
   // Every tensor the decoder reads under `cfg` (post_quant_conv and
   // decoder.*), whole as stored.
   static nn::TensorDecls decoder_tensors(const AutoencoderKLConfig& cfg);
-  // Validates decoder_tensors against the store (check_decoder_tensors),
-  // then loads onto `place` (models/placement.h: convolution weights and the
+  // decoder_tensors against the store (check_decoder_tensors), nothing read.
+  static void check(const io::WeightStore& weights, const AutoencoderKLConfig& cfg);
+  // check(), then loads onto `place` (models/placement.h: convolution weights and the
   // attention's q/k/v projection in the compute dtype, the rest float32 on
   // the CPU; on CUDA everything uploaded once in the placement's dtype).
   static AutoencoderKL load(const io::WeightStore& weights, const AutoencoderKLConfig& cfg, const Placement& place = {});
@@ -114,6 +115,7 @@ class AutoencoderKLSpec final : public ConfigSpec<VaeSpec, AutoencoderKLConfig> 
   bool force_upcast() const override { return cfg_.force_upcast; }
   // LattePipeline's decode_chunk_size default.
   int64_t chunk_latent_frames() const override { return 14; }
+  void check_weights(const io::WeightStore& weights) const override { AutoencoderKL::check(weights, cfg_); }
   std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
 };
 

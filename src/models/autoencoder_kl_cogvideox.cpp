@@ -199,13 +199,16 @@ nn::TensorDecls AutoencoderKLCogVideoX::decoder_tensors(const AutoencoderKLCogVi
   return t;
 }
 
-AutoencoderKLCogVideoX AutoencoderKLCogVideoX::load(const io::WeightStore& w, const AutoencoderKLCogVideoXConfig& c,
-                                                    const Placement& place) {
-  // Every name and shape, checked before anything is loaded; a decoder
-  // tensor the config does not account for means config and weights
-  // disagree (another layers_per_block or block_out_channels, or a
+void AutoencoderKLCogVideoX::check(const io::WeightStore& w, const AutoencoderKLCogVideoXConfig& c) {
+  // A decoder tensor the config does not account for means config and
+  // weights disagree (another layers_per_block or block_out_channels, or a
   // post_quant_conv the config says is absent).
   check_decoder_tensors(w, decoder_tensors(c), "block_out_channels, layers_per_block, use_post_quant_conv");
+}
+
+AutoencoderKLCogVideoX AutoencoderKLCogVideoX::load(const io::WeightStore& w, const AutoencoderKLCogVideoXConfig& c,
+                                                    const Placement& place) {
+  check(w, c);  // every name and shape, before anything is loaded
   const UpBlockChannels up = reversed_up_blocks(c.block_out_channels);
   const int64_t zc = c.latent_channels, c0 = up.out[0], c_last = up.out.back(), groups = c.norm_num_groups;
   AutoencoderKLCogVideoX m;

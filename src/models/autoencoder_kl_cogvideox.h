@@ -113,7 +113,9 @@ class AutoencoderKLCogVideoX : public CausalVae<AutoencoderKLCogVideoX, Autoenco
 
   // Every decoder tensor under `cfg` (decoder.*), whole as stored.
   static nn::TensorDecls decoder_tensors(const AutoencoderKLCogVideoXConfig& cfg);
-  // Validates decoder_tensors against the store, then loads onto `place` (convolution weights in the compute dtype, the rest
+  // decoder_tensors against the store (check_decoder_tensors), nothing read.
+  static void check(const io::WeightStore& weights, const AutoencoderKLCogVideoXConfig& cfg);
+  // check(), then loads onto `place` (convolution weights in the compute dtype, the rest
   // float32 on the CPU; on CUDA everything in the placement's dtype).
   static AutoencoderKLCogVideoX load(const io::WeightStore& weights, const AutoencoderKLCogVideoXConfig& cfg,
                                      const Placement& place = {});

@@ -42,6 +42,7 @@
 #include <utility>
 
 #include "io/model_dir.h"
+#include "models/wan_vae_names.h"
 #include "ops/ops.h"
 #include "tensor/device_memory.h"
 #include "util/error.h"
@@ -237,12 +238,15 @@ nn::TensorDecls AutoencoderKLWan::decoder_tensors(const AutoencoderKLWanConfig& 
   return t;
 }
 
+void AutoencoderKLWan::check(const io::WeightStore& w, const AutoencoderKLWanConfig& c) {
+  // A decoder tensor the config does not account for means config and
+  // weights disagree (another num_res_blocks, dim_mult or temperal_downsample).
+  check_decoder_tensors(w, decoder_tensors(c), "dim_mult, num_res_blocks, temperal_downsample");
+}
+
 AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const AutoencoderKLWanConfig& c,
                                         const Placement& place) {
-  // Every name and shape, checked before anything is loaded; a decoder
-  // tensor the config does not account for means config and weights
-  // disagree (another num_res_blocks, dim_mult or temperal_downsample).
-  check_decoder_tensors(w, decoder_tensors(c), "dim_mult, num_res_blocks, temperal_downsample");
+  check(w, c);  // every name and shape, before anything is loaded
   const std::vector<int64_t> dims = c.dims();
   const UpBlockChannels up = up_block_channels(dims);
   const int64_t z = c.z_dim, c0 = dims[0], c_last = dims.back();
@@ -360,6 +364,14 @@ ChunkedDecode AutoencoderKLWan::chunked(int64_t latent_frames, const Cache& cach
   const int64_t tf = cfg_.temporal_factor();
   return {std::vector<int64_t>(static_cast<size_t>(latent_frames), 1),
           (cache.started ? 0 : 1 - tf) + latent_frames * tf, cfg_.out_channels, cfg_.spatial_factor(), stream};
+}
+
+io::SingleFileOptions AutoencoderKLWanSpec::single_file_options() const {
+  io::SingleFileOptions o;
+  o.other_naming_probe = "decoder.conv1.weight";  // diffusers': decoder.conv_in.weight
+  o.rename = [per_block = cfg_.num_res_blocks + 1, blocks = static_cast<int64_t>(cfg_.dim_mult.size())](
+                 const std::string& name) { return wan_vae_original_to_diffusers(name, per_block, blocks); };
+  return o;
 }
 
 std::unique_ptr<VaeSpec> make_autoencoder_kl_wan_spec(const nlohmann::json& cfg, const std::string& path) {

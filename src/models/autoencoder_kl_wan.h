@@ -102,7 +102,9 @@ class AutoencoderKLWan : public CausalVae<AutoencoderKLWan, AutoencoderKLWanConf
   // Every decoder tensor under `cfg` (post_quant_conv and decoder.*), whole
   // as stored.
   static nn::TensorDecls decoder_tensors(const AutoencoderKLWanConfig& cfg);
-  // Validates decoder_tensors against the store, then loads onto `place` (convolution weights and the attention's fused qkv
+  // decoder_tensors against the store (check_decoder_tensors), nothing read.
+  static void check(const io::WeightStore& weights, const AutoencoderKLWanConfig& cfg);
+  // check(), then loads onto `place` (convolution weights and the attention's fused qkv
   // in the compute dtype, the rest float32 on the CPU; on CUDA everything
   // in the placement's dtype).
   static AutoencoderKLWan load(const io::WeightStore& weights, const AutoencoderKLWanConfig& cfg,
@@ -157,6 +159,10 @@ class AutoencoderKLWanSpec final : public CausalVaeSpec<AutoencoderKLWan> {
   LatentNormalization normalization() const override { return {1.0f, cfg_.latents_mean, cfg_.latents_std}; }
   // diffusers' _decode: one latent frame per decoder call.
   int64_t chunk_latent_frames() const override { return 1; }
+  // The original release's names (ComfyUI's wan_2.1_vae.safetensors:
+  // decoder.upsamples.N ...), mapped as diffusers' convert_wan_vae_to_diffusers
+  // maps them (models/wan_vae_names.h); diffusers' names otherwise.
+  io::SingleFileOptions single_file_options() const override;
 };
 
 // The registry's factory: parses vae/config.json (AutoencoderKLWanConfig::from_json).

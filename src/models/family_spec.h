@@ -69,6 +69,11 @@ class FamilySpec : public TransformerSpec {
     return std::make_unique<TransformerOf<Model>>(Model::load(weights, cfg_, shard, place));
   }
 
+  void check_weights(const io::WeightStore& weights) const override {
+    nn::check_model_tensors(weights, Model::stem_tensors(cfg_), cfg_.num_layers,
+                            [&](int64_t i) { return Model::layer_tensors(cfg_, i); }, {}, "");
+  }
+
   const Config& config() const { return cfg_; }
 
  protected:

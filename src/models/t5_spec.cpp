@@ -12,6 +12,7 @@
 
 #include "io/model_dir.h"
 #include "models/t5.h"
+#include "models/t5_gguf_names.h"
 #include "util/error.h"
 
 namespace ditgen::models {
@@ -105,8 +106,18 @@ int64_t T5Spec::param_count() const {
   return static_cast<int64_t>(n);
 }
 
+io::SingleFileOptions T5Spec::single_file_options() const {
+  io::SingleFileOptions o;
+  o.architecture = "t5encoder";
+  o.other_naming_probe = "token_embd.weight";
+  o.rename = [gated = cfg_.gated](const std::string& name) { return t5_gguf_to_transformers(name, gated); };
+  return o;
+}
+
+void T5Spec::check_weights(const io::WeightStore& weights) const { T5Encoder::check(weights, cfg_); }
+
 std::unique_ptr<TextEncoder> T5Spec::load(const io::WeightStore& weights, const Placement& place) const {
-  T5Encoder::check(weights, cfg_);
+  check_weights(weights);
   return std::make_unique<T5Encoder>(cfg_, weights, place);
 }
 

@@ -54,6 +54,11 @@ class T5Spec final : public ConfigSpec<TextEncoderSpec, T5Config> {
   int64_t hidden_size() const override { return cfg_.d_model; }
   int64_t vocab_size() const override { return cfg_.vocab_size; }
   int64_t param_count() const override;
+  // llama.cpp's t5encoder GGUF files (city96's umt5-xxl-encoder): names
+  // mapped back by models/t5_gguf_names.h; transformers' names otherwise
+  // (ComfyUI's umt5_xxl_*.safetensors, plain or scaled fp8).
+  io::SingleFileOptions single_file_options() const override;
+  void check_weights(const io::WeightStore& weights) const override;
   std::unique_ptr<TextEncoder> load(const io::WeightStore& weights, const Placement& place) const override;
 };
 

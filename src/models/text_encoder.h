@@ -40,6 +40,14 @@ class TextEncoderSpec {
   virtual int64_t hidden_size() const = 0;  // D of the embeddings
   virtual int64_t vocab_size() const = 0;   // rows of the embedding table
   virtual int64_t param_count() const = 0;
+  // How one file of this encoder is read (model.text_encoder): its GGUF
+  // architecture and other naming (io::SingleFileOptions). Default: the
+  // names as stored.
+  virtual io::SingleFileOptions single_file_options() const { return {}; }
+  // Checks every tensor load() reads against `weights` (name, shape,
+  // floating type), reading none: ModelError naming the file and the first
+  // tensor that does not fit.
+  virtual void check_weights(const io::WeightStore& weights) const = 0;
   // Validates every tensor's name and shape against the config, then loads
   // the weights onto `place`: GEMM weights as Placement::matrix says (on the
   // CPU: as stored, or converted once to cpu_matrix_dtype with the source

@@ -208,6 +208,11 @@ class TransformerSpec {
   virtual SingleFileNaming single_file_naming() const { return diffusers_single_file_naming(); }
   // Reading one: single_file_naming().read.
   io::SingleFileOptions single_file_options() const { return single_file_naming().read; }
+  // Checks every tensor of the whole model (every layer) against `weights`
+  // (name, shape, floating type), reading none: ModelError naming the file
+  // and the first tensor that does not fit. What tells which published
+  // config a file without one is (pipeline/component_files.h).
+  virtual void check_weights(const io::WeightStore& weights) const = 0;
 
   // The latent shape of one output for a requested image of height x width
   // pixels and `frames` frames (each 0 = the model's default) and a VAE of

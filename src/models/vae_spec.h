@@ -128,6 +128,13 @@ class VaeSpec {
   // reference's.
   virtual std::vector<int64_t> latent_chunks(int64_t latent_frames) const;
 
+  // How one file of this VAE is read (model.vae): its other naming
+  // (io::SingleFileOptions). Default: the names as stored.
+  virtual io::SingleFileOptions single_file_options() const { return {}; }
+  // Checks every decoder tensor load() reads against `weights` (name, shape,
+  // floating type; a decoder tensor the config does not account for),
+  // reading none: ModelError naming the file and the first that does not fit.
+  virtual void check_weights(const io::WeightStore& weights) const = 0;
   // Validates every weight's name and shape against the config, then loads
   // the decoder onto `place`.
   virtual std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const = 0;

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -14,6 +13,7 @@
 #include "pipeline/cfg_combiner.h"
 #include "pipeline/class_pipeline.h"
 #include "pipeline/generation.h"
+#include "pipeline/component_files.h"
 #include "pipeline/text_pipeline.h"
 #include "sched/noise.h"
 #include "sched/scheduler.h"
@@ -32,6 +32,20 @@ std::vector<T> sub(const std::vector<T>& v, int64_t first, int64_t count) {
   return std::vector<T>(v.begin() + first, v.begin() + first + count);
 }
 
+// The config.json of `part`: the model folder's, or the published one
+// `file` fits (component_files.h), recorded in p.config_paths and, when
+// published, said in p.notes.
+template <class MakeSpec>
+auto read_part_spec(ModelParts& p, const std::string& part, const std::string& file, const char* field,
+                    MakeSpec make_spec) {
+  // Without a file the part's folder must be there (ModelDir's message says so).
+  const std::string own = file.empty() ? p.dir.part_config_path(part) : p.dir.root() + "/" + part + "/config.json";
+  PartConfig c = part_config(own, part, file, field, spec_fits(file, make_spec));
+  p.config_paths[part] = c.path;
+  if (!c.note.empty()) p.notes.push_back(c.note);
+  return make_spec(c.json, c.path);
+}
+
 // Wan 2.2 A14B (WanPipeline): model_index.json's boundary_ratio, when not
 // null, names transformer_2 as the low-noise expert.
 void read_second_expert(ModelParts& p) {
@@ -45,8 +59,8 @@ void read_second_expert(ModelParts& p) {
   require(second.is_array() && second.size() == 2 && second[1].is_string(), index_path,
           "boundary_ratio " + index["boundary_ratio"].dump() +
               " needs a second expert, but transformer_2 is not registered (expected [\"diffusers\", class])");
-  const std::string path = p.dir.part_config_path("transformer_2");
-  p.spec_2 = models::transformer_spec(p.dir.part_config("transformer_2"), path);
+  p.spec_2 = read_part_spec(p, "transformer_2", p.files.transformer_2, "model.transformer_2", models::transformer_spec);
+  const std::string& path = p.config_path("transformer_2");
   const models::TransformerSpec& a = *p.spec;
   const models::TransformerSpec& b = *p.spec_2;
   require(std::string(a.family()) == b.family() && a.in_channels() == b.in_channels() &&
@@ -54,7 +68,7 @@ void read_second_expert(ModelParts& p) {
           path,
           std::string("the second expert (") + b.family() + ", in/out channels " + std::to_string(b.in_channels()) +
               "/" + std::to_string(b.out_channels()) + ", text width " + std::to_string(b.caption_channels()) +
-              ") does not match transformer/config.json (" + a.family() + ", " + std::to_string(a.in_channels()) +
+              ") does not match " + p.config_path("transformer") + " (" + a.family() + ", " + std::to_string(a.in_channels()) +
               "/" + std::to_string(a.out_channels()) + ", " + std::to_string(a.caption_channels()) + ")");
   // diffusers: boundary_ratio * scheduler.config.num_train_timesteps.
   const double train = static_cast<double>(
@@ -119,40 +133,24 @@ models::Placement vae_placement(Device device, DType vae_dtype, const models::Va
   return {device, vae_dtype};
 }
 
-namespace {
-
-// A component file named by the config: there, and a format ditgen reads.
-void check_component_file(const std::string& path, const char* field) {
-  if (path.empty()) return;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw ModelError(path + ": " + field + ": no such file");
-  const std::string ext = std::filesystem::path(path).extension().string();
-  for (const char* pickle : {".pth", ".pt", ".ckpt", ".bin"})
-    if (ext == pickle)
-      throw ModelError(path + ": " + field + ": a PyTorch pickle checkpoint (" + ext +
-                       "), which ditgen does not read: unpickling runs code from the file; convert it to "
-                       "safetensors (or GGUF) first");
-}
-
-}  // namespace
-
 io::WeightStore ModelParts::weights(const std::string& part) const {
   if (part == "transformer" && !files.transformer.empty())
     return io::WeightStore::open_file(files.transformer, spec->single_file_options());
   if (part == "transformer_2" && !files.transformer_2.empty())
     return io::WeightStore::open_file(files.transformer_2, (spec_2 ? *spec_2 : *spec).single_file_options());
+  if (part == "vae" && !files.vae.empty()) return io::WeightStore::open_file(files.vae, vae->single_file_options());
   return io::WeightStore::open_dir(dir.part_dir(part));
 }
 
 ModelParts ModelParts::read(const std::string& model_dir, const ComponentFiles& files) {
   check_component_file(files.transformer, "model.transformer");
   check_component_file(files.transformer_2, "model.transformer_2");
-  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}, nullptr, 0, files};
-  const std::string t_path = p.dir.part_config_path("transformer");
-  p.spec = models::transformer_spec(p.dir.part_config("transformer"), t_path);
-  const std::string v_path = p.dir.part_config_path("vae");
-  p.vae = models::vae_spec(p.dir.part_config("vae"), v_path);
+  check_component_file(files.text_encoder, "model.text_encoder");
+  check_component_file(files.vae, "model.vae");
+  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}, nullptr, 0, files, {}, {}};
+  p.spec = read_part_spec(p, "transformer", files.transformer, "model.transformer", models::transformer_spec);
+  p.vae = read_part_spec(p, "vae", files.vae, "model.vae", models::vae_spec);
+  const std::string& v_path = p.config_path("vae");
   if (p.vae->latent_channels() != p.spec->in_channels())
     throw ModelError(v_path + ": latent_channels " + std::to_string(p.vae->latent_channels()) +
                      " does not match the transformer's in_channels " + std::to_string(p.spec->in_channels()));
@@ -165,9 +163,14 @@ ModelParts ModelParts::read(const std::string& model_dir, const ComponentFiles& 
   if (!files.transformer_2.empty() && !p.spec_2)
     throw ModelError(files.transformer_2 + ": model.transformer_2: this model has one transformer (" + model_dir +
                      "/model_index.json: no boundary_ratio)");
-  // Each file opens (its header and tensor table checked) before any weight is read.
-  if (!files.transformer.empty()) p.weights("transformer");
-  if (!files.transformer_2.empty()) p.weights("transformer_2");
+  // Each file opens and holds what its part reads (its header and tensor
+  // table checked) before any weight is read.
+  if (!files.transformer.empty())
+    check_component(files.transformer, "model.transformer", [&] { p.spec->check_weights(p.weights("transformer")); });
+  if (!files.transformer_2.empty())
+    check_component(files.transformer_2, "model.transformer_2",
+                    [&] { p.spec_2->check_weights(p.weights("transformer_2")); });
+  if (!files.vae.empty()) check_component(files.vae, "model.vae", [&] { p.vae->check_weights(p.weights("vae")); });
   return p;
 }
 
@@ -175,7 +178,11 @@ ModelParts ModelParts::read(const std::string& model_dir, const ComponentFiles& 
 std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir, OpenFor purpose, const ComponentFiles& files) {
   ModelParts parts = ModelParts::read(model_dir, files);
   switch (parts.spec->conditioning()) {
-    case models::Conditioning::kClassLabels: return std::make_unique<ClassPipeline>(std::move(parts));
+    case models::Conditioning::kClassLabels:
+      if (!files.text_encoder.empty())
+        throw ModelError(files.text_encoder + ": model.text_encoder: this model has no text encoder (a " +
+                         parts.spec->family() + " model is conditioned on class labels)");
+      return std::make_unique<ClassPipeline>(std::move(parts));
     case models::Conditioning::kText:
       return std::make_unique<TextPipeline>(std::move(parts), /*with_tokenizer=*/purpose == OpenFor::kRun);
   }

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -154,11 +155,17 @@ using StepCallback = std::function<void(int, int, int, int)>;
 // step; ("decode", i, n) as outputs are decoded (0 before the first).
 using StageCallback = std::function<void(const std::string& stage, int done, int total)>;
 
-// model.transformer / model.transformer_2: a single weights file for that
-// part instead of its folder ("" = the folder's weights).
+// model.transformer / transformer_2 / text_encoder / vae: a single weights
+// file for that part instead of its folder ("" = the folder's weights).
 struct ComponentFiles {
   std::string transformer;
   std::string transformer_2;
+  std::string text_encoder;
+  std::string vae;
+  // The files a run config names.
+  static ComponentFiles of(const ModelConfig& model) {
+    return {model.transformer, model.transformer_2, model.text_encoder, model.vae};
+  }
 };
 
 // A model directory's configs, read once: what every pipeline starts from.
@@ -175,17 +182,28 @@ struct ModelParts {
   std::unique_ptr<models::TransformerSpec> spec_2;
   double boundary_timestep = 0;
   ComponentFiles files;
+  // The config.json each part was read from ("transformer", "transformer_2",
+  // "vae"): the model folder's, or a published one (component_files.h).
+  std::map<std::string, std::string> config_paths;
+  // What the user is told about how the model was put together (which
+  // published config a component file took), one line each.
+  std::vector<std::string> notes;
 
   // The weights of `part` ("transformer", "transformer_2", "vae"): the
   // single file the config names for it, read as its family names such
-  // files (TransformerSpec::single_file_options), else its folder.
+  // files (the spec's single_file_options), else its folder.
   io::WeightStore weights(const std::string& part) const;
+  // The config.json `part` was read from (for messages).
+  const std::string& config_path(const std::string& part) const { return config_paths.at(part); }
 
   // Reads and cross-checks them (the VAE's latent channels against the
   // transformer's, the scheduler config by building it once, a second
-  // expert's sizes against the first's); a component file must exist, be
-  // safetensors or GGUF (a pickle checkpoint is refused, naming why) and
-  // open, else ModelError naming it and its config field.
+  // expert's sizes against the first's). A component file must exist, be
+  // safetensors or GGUF (a pickle checkpoint is refused, naming why), open
+  // and hold every tensor its part reads (names and shapes; no weight is
+  // read), else ModelError naming it and its config field. A part given
+  // as a file whose config.json the folder lacks takes the published
+  // config the file fits (component_files.h), noted in `notes`.
   static ModelParts read(const std::string& model_dir, const ComponentFiles& files = {});
 };
 
@@ -205,6 +223,8 @@ class Pipeline {
                                         const ComponentFiles& files = {});
 
   const io::ModelDir& model_dir() const { return parts_.dir; }
+  // ModelParts::notes: what the user is told about the model's parts.
+  const std::vector<std::string>& notes() const { return parts_.notes; }
   const models::TransformerSpec& transformer() const { return *parts_.spec; }
   const models::VaeSpec& vae() const { return *parts_.vae; }
   // The transformer's weights (model.transformer's file, or the folder's),

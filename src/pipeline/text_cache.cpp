@@ -107,7 +107,10 @@ CachedEncoding encode_with_cache(const TextStage& stage, const std::vector<std::
   nlohmann::json common = {
       {"format", 1},
       {"tokenizer", folder_hash(stage.tokenizer().folder(), dir)},
-      {"encoder", folder_hash(stage.encoder_dir(), dir)},
+      {"encoder", stage.encoder_file().empty()
+                      ? folder_hash(stage.encoder_dir(), dir)
+                      : hash_text("config " + remembered_file_hash(stage.encoder_config_path(), dir) + "\nweights " +
+                                  remembered_file_hash(stage.encoder_file(), dir))},
       {"dtype", dtype_name(place.dtype)},
       {"device", device_name(place.device)},
       {"max_length", L}};

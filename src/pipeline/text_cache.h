@@ -5,7 +5,8 @@
 //
 // Key: the hash of every file of the tokenizer folder and of the encoder's
 // folder (config and weights: a retrained or re-converted encoder never
-// matches), the encoder's dtype and device, the max length and the prompt
+// matches), or, for an encoder given as one file (model.text_encoder), of
+// its config.json and that file; the encoder's dtype and device, the max length and the prompt
 // as given. Each entry stores its whole key in its metadata and is used
 // only when that key, the tensors' names, dtypes and shapes and the token
 // count all check out; a corrupt or mismatched entry is ignored with a

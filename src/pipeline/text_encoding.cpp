@@ -8,6 +8,7 @@
 #include "models/registry.h"
 #include "ops/backend.h"
 #include "pipeline/prompt_text.h"
+#include "pipeline/component_files.h"
 #include "util/error.h"
 
 namespace ditgen::pipeline {
@@ -24,13 +25,13 @@ int64_t TextStage::default_max_length() const {
   return rules_.default_max_length > 0 ? rules_.default_max_length : 120;
 }
 
-TextStage TextStage::open(const std::string& model_dir, bool with_tokenizer) {
+TextStage TextStage::open(const std::string& model_dir, bool with_tokenizer, const std::string& encoder_file) {
   const fs::path root(model_dir);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw ModelError(model_dir + ": not a directory (expected a model directory)");
   const fs::path encoder_dir = root / "text_encoder";
   const fs::path config_path = encoder_dir / "config.json";
-  if (!fs::is_regular_file(config_path, ec))
+  if (encoder_file.empty() && !fs::is_regular_file(config_path, ec))
     throw ModelError(config_path.string() + ": missing (a text-conditional model needs text_encoder/config.json "
                      "and its safetensors beside tokenizer/spiece.model)");
   // The pipeline class and the tokenizer class it names (model_index.json:
@@ -50,14 +51,27 @@ TextStage TextStage::open(const std::string& model_dir, bool with_tokenizer) {
   }
   stage.rules_ = models::pipeline_text_rules(stage.pipeline_class_);
   stage.encoder_dir_ = encoder_dir.string();
-  stage.spec_ = models::text_encoder_spec(io::read_json_file(config_path.string()), config_path.string());
+  stage.encoder_file_ = encoder_file;
+  PartConfig config = part_config(config_path.string(), "text_encoder", encoder_file, "model.text_encoder",
+                                  spec_fits(encoder_file, models::text_encoder_spec));
+  stage.spec_ = models::text_encoder_spec(config.json, config.path);
+  stage.config_path_ = config.path;
+  stage.note_ = config.note;
+  // The file holds every tensor the encoder reads: said now, not after the transformer has loaded.
+  if (!encoder_file.empty())
+    check_component(encoder_file, "model.text_encoder", [&] { stage.spec_->check_weights(stage.weights()); });
   if (!with_tokenizer) return stage;
   stage.tokenizer_ = io::open_t5_tokenizer(model_dir, tokenizer_class);
   if (stage.tokenizer_->vocab_size() > stage.spec_->vocab_size())
-    throw ModelError(config_path.string() + ": vocab_size: " + std::to_string(stage.spec_->vocab_size()) +
+    throw ModelError(stage.config_path_ + ": vocab_size: " + std::to_string(stage.spec_->vocab_size()) +
                      " rows of embeddings, but the tokenizer (" + stage.tokenizer_->source() + ") has " +
                      std::to_string(stage.tokenizer_->vocab_size()) + " ids");
   return stage;
+}
+
+io::WeightStore TextStage::weights() const {
+  if (encoder_file_.empty()) return io::WeightStore::open_dir(encoder_dir_);
+  return io::WeightStore::open_file(encoder_file_, spec_->single_file_options());
 }
 
 const io::PromptTokenizer& TextStage::tokenizer() const {
@@ -97,7 +111,7 @@ PromptEmbeddings TextStage::encode(const std::vector<std::string>& prompts, int6
   Tensor encoded = Tensor::empty({distinct, L, D});
   {
     // The encoder lives in this scope only: its weights are released on the way out.
-    const io::WeightStore weights = io::WeightStore::open_dir(encoder_dir_);
+    const io::WeightStore weights = this->weights();
     const std::unique_ptr<models::TextEncoder> encoder = spec_->load(weights, place);
     // One text per pass: a GEMM's last bits depend on how many rows it
     // has, so a text encoded with others would not match the same text

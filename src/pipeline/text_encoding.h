@@ -49,7 +49,13 @@ class TextStage {
   // encoder class, or a tokenizer whose ids do not fit the encoder's table.
   // with_tokenizer false (`plan`, which counts max_sequence_length rows and
   // tokenizes nothing): tokenizer/ is not read, and may be absent.
-  static TextStage open(const std::string& model_dir, bool with_tokenizer = true);
+  // encoder_file (model.text_encoder; "" = text_encoder/'s weights): one
+  // file holding the encoder, read as its spec reads single files and
+  // checked to hold every tensor the encoder reads (ModelError naming it
+  // and the first that does not fit); without text_encoder/config.json the
+  // published config it fits is taken (component_files.h: note()).
+  static TextStage open(const std::string& model_dir, bool with_tokenizer = true,
+                        const std::string& encoder_file = "");
 
   // The pipeline's max_sequence_length default, from model_index.json's
   // pipeline class: Latte and PixArt-α 120, PixArt-Σ 300, Wan 512; 120
@@ -61,6 +67,11 @@ class TextStage {
   const models::TextEncoderSpec& encoder_spec() const { return *spec_; }
   const io::PromptTokenizer& tokenizer() const;
   const std::string& encoder_dir() const { return encoder_dir_; }
+  // The encoder's config.json as read, and its single weights file ("" = encoder_dir()'s).
+  const std::string& encoder_config_path() const { return config_path_; }
+  const std::string& encoder_file() const { return encoder_file_; }
+  // Which published config the encoder file took, for the user ("" = none).
+  const std::string& note() const { return note_; }
 
   // Cleans and tokenizes (ConfigError for max_length outside [1,
   // kMaxSequenceLength]).
@@ -77,8 +88,14 @@ class TextStage {
  private:
   TextStage() = default;
   std::unique_ptr<io::PromptTokenizer> tokenizer_;
+  // The encoder's weights: encoder_file_ or encoder_dir_'s.
+  io::WeightStore weights() const;
+
   std::unique_ptr<models::TextEncoderSpec> spec_;
   std::string encoder_dir_;
+  std::string config_path_;
+  std::string encoder_file_;
+  std::string note_;
   std::string pipeline_class_;
   models::TextPipelineRules rules_;
 };

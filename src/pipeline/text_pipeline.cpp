@@ -11,14 +11,17 @@
 namespace ditgen::pipeline {
 
 TextPipeline::TextPipeline(ModelParts parts, bool with_tokenizer)
-    : Pipeline(std::move(parts)), text_(TextStage::open(parts_.dir.root(), with_tokenizer)), experts_(parts_) {
+    : Pipeline(std::move(parts)),
+      text_(TextStage::open(parts_.dir.root(), with_tokenizer, parts_.files.text_encoder)),
+      experts_(parts_) {
+  if (!text_.note().empty()) parts_.notes.push_back(text_.note());
   if (parts_.spec->conditioning() != models::Conditioning::kText)
     throw std::logic_error("TextPipeline for a model that is not text-conditional");
   const int64_t want = parts_.spec->caption_channels(), have = text_.encoder_spec().hidden_size();
   if (want != have)
-    throw ModelError(parts_.dir.part_config_path("transformer") + ": caption_channels " + std::to_string(want) +
+    throw ModelError(parts_.config_path("transformer") + ": caption_channels " + std::to_string(want) +
                      " does not match the text encoder's d_model " + std::to_string(have) + " (" +
-                     text_.encoder_dir() + "/config.json)");
+                     text_.encoder_config_path() + ")");
   divide_by_scaling_factor_ = parts_.spec->text_pipeline_rules().divide_by_scaling_factor;
 }
 
@@ -39,7 +42,7 @@ Request TextPipeline::prepare(const GenerateConfig& g, const std::string& where)
   const int64_t fixed = rules.fixed_max_length;
   // A length the model fixes is named by its transformer/config.json key.
   const std::string fixed_by = rules.fixed_max_length_key
-                                   ? parts_.dir.part_config_path("transformer") + ": " + rules.fixed_max_length_key
+                                   ? parts_.config_path("transformer") + ": " + rules.fixed_max_length_key
                                    : std::string();
   if (fixed > 0 && g.max_sequence_length > 0 && g.max_sequence_length != fixed)
     throw ConfigError(where + ": generate.max_sequence_length: " + std::to_string(g.max_sequence_length) + ": a " +

@@ -31,6 +31,22 @@ TEST_CASE("prompts, prompt files and frames pass (the model decides)") {
   CHECK_NOTHROW(load_config(write_config(with(minimal_config(), "generate.frames", 16)), {}));
 }
 
+TEST_CASE("component files pass, each read beside the config file: the model decides whether it fits") {
+  std::filesystem::create_directories(temp_dir() / "files");
+  json c = minimal_config();
+  for (const auto& [key, file] : {std::pair{"model.transformer", "t.gguf"}, {"model.transformer_2", "t2.gguf"},
+                                  {"model.text_encoder", "te.gguf"}, {"model.vae", "vae.safetensors"}})
+    c = with(c, key, file);
+  const RunConfig r = load_config(write_config(c, "files/run.json"), {});
+  CHECK(r.model.text_encoder == (temp_dir() / "files/te.gguf").string());
+  CHECK(r.model.vae == (temp_dir() / "files/vae.safetensors").string());
+  CHECK(r.model.transformer_2 == (temp_dir() / "files/t2.gguf").string());
+  // --set names a place relative to the current folder, and null takes the part from model.path.
+  const RunConfig set = load_config(write_config(c, "files/run.json"), {"model.vae=v.gguf", "model.text_encoder=null"});
+  CHECK(set.model.vae == "v.gguf");
+  CHECK(set.model.text_encoder.empty());
+}
+
 TEST_CASE("parallel layouts pass: they are checked against the model and world size at run time") {
   auto c = with(with(with(minimal_config(), "parallel.sp", 2), "parallel.tp", 2), "parallel.cp", 2);
   CHECK_NOTHROW(load_config(write_config(c), {}));
@@ -63,9 +79,8 @@ TEST_CASE("the first_block and teacache caches pass, with PipeFusion too") {
 
 TEST_CASE("the design's keys not built yet are 'not supported yet', naming the key") {
   const std::vector<std::pair<std::string, json>> planned = {
-      {"model.text_encoder", "te.gguf"}, {"model.vae", "vae.safetensors"}, {"generate.image", "in.png"},
-      {"generate.last_image", "last.png"}, {"lora", json::array()},         {"lora_strict", false},
-      {"lora_apply", "runtime"},        {"vae", json{{"tiling", "on"}}}};
+      {"generate.image", "in.png"}, {"generate.last_image", "last.png"}, {"lora", json::array()},
+      {"lora_strict", false},       {"lora_apply", "runtime"},          {"vae", json{{"tiling", "on"}}}};
   for (const auto& [key, value] : planned) {
     CAPTURE(key);
     const std::string m = load_error(with(minimal_config(), key, value));

@@ -67,6 +67,26 @@ TEST_CASE("text cache: a miss encodes and stores, a hit gives the same bits with
   CHECK(same_bits(none.embeds, ref.embeds));
 }
 
+TEST_CASE("text cache: an encoder given as one file keys on that file, not on text_encoder/") {
+  testing::TempDir tmp("text_cache_file");
+  const std::string model = testing::fixture_dir("wan_quant"), files = model + "/single_files/";
+  const models::Placement place{Device::kCPU, DType::kF32};
+  const std::string dir = tmp.file("cache");
+  const std::vector<std::string> text = {"a red cat"};
+  const pipeline::TextStage folder = pipeline::TextStage::open(model);
+  CHECK(pipeline::encode_with_cache(folder, text, 16, place, dir).misses == 1);
+  // The float16 file holds the folder's values, yet it is another encoder's entry.
+  const pipeline::TextStage fp16 = pipeline::TextStage::open(model, true, files + "umt5_tiny_fp16.safetensors");
+  CHECK(pipeline::encode_with_cache(fp16, text, 16, place, dir).misses == 1);
+  const pipeline::CachedEncoding again = pipeline::encode_with_cache(fp16, text, 16, place, dir);
+  CHECK(again.hits == 1);
+  CHECK(same_bits(again.embeds, fp16.encode(text, 16, place).embeds));
+  const pipeline::TextStage q8 = pipeline::TextStage::open(model, true, files + "umt5-tiny-encoder-Q8_0.gguf");
+  const pipeline::CachedEncoding gguf = pipeline::encode_with_cache(q8, text, 16, place, dir);
+  CHECK(gguf.misses == 1);
+  CHECK_FALSE(same_bits(gguf.embeds, again.embeds));
+}
+
 TEST_CASE("text cache: a corrupt or mismatched entry is ignored with a warning, then rewritten") {
   testing::TempDir tmp("text_cache_bad");
   const pipeline::TextStage stage = pipeline::TextStage::open(testing::fixture_dir("pixart_tiny"));

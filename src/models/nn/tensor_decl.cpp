@@ -55,6 +55,9 @@ Tensor load_declared(const io::WeightStore& weights, const TensorDecl& d) {
 
 Tensor load_as(const io::WeightStore& weights, const TensorDecl& d, const Placement& place, Placed how) {
   const std::string name = d.legacy_names.empty() ? d.name : stored_name(weights, d);
+  // A GEMM weight stored as declared goes through load_matrix: a GGUF
+  // weight in a block format stays in its blocks (never dequantized whole).
+  if (how == Placed::kMatrix && weights.info(name).shape == d.shape) return load_matrix(weights, name, place);
   const Tensor source = load_declared(weights, d);
   switch (how) {
     case Placed::kPut: return release_source(weights, name, source, place.put(source));

@@ -76,7 +76,9 @@ Tensor load_declared(const io::WeightStore& weights, const TensorDecl& decl);
 enum class Placed { kPut, kConv, kMatrix, kTable };
 
 // load_declared, placed on `place` as `how` says, its file pages released
-// when that made a copy (release_source).
+// when that made a copy (release_source). A kMatrix tensor stored in its
+// declared shape is read by load_matrix (models/placement.h): a GGUF
+// weight in a block format stays in its blocks for the CPU GEMM.
 Tensor load_as(const io::WeightStore& weights, const TensorDecl& decl, const Placement& place, Placed how);
 
 // A model's tensors checked before anything loads: `stem` and each of its
