@@ -7,12 +7,17 @@
 // near WanPipeline's own GGUF run; the same under Ulysses (bit for bit), cp and tp, where
 // tp splits the quantized matrices along whole blocks (a split that cuts a
 // Q4_K block is exit 2 naming the sizes); model.quantize int8 stays near
-// the float run; files that are not there or are pickles are exit 3.
+// the float run; First-Block Cache decides on the blocks as on their
+// float32 dequantization; files that are not there or are pickles are
+// exit 3.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "../models/fixture.h"
 #include "../ops/test_helpers.h"
@@ -124,4 +129,46 @@ TEST_CASE("quantized CLI: a component file that is not there, is a pickle or is 
   CHECK(r.code == 3);
   CHECK_MESSAGE(r.output.find(vae) != std::string::npos, r.output);
   CHECK_FALSE(std::filesystem::exists(tmp.file("x.safetensors")));
+}
+
+// First-Block Cache reads the first block's output: on a Q8_0 transformer
+// it decides exactly as on the same weights dequantized into a float32
+// file (ditgen convert --type f32: gguf-py's values), and the latents
+// agree to float rounding. The threshold sits where no step's metric is
+// within 1% of it, so rounding cannot flip a decision.
+TEST_CASE("quantized CLI: First-Block Cache on a Q8_0 transformer decides as on its float32 dequantization") {
+  testing::TempDir tmp("quantized_cache");
+  const std::string gguf = single_file("wan2.1-t2v-tiny-Q8_0.gguf"), f32 = tmp.file("q8_0_as_f32.safetensors");
+  const testing::Run conv = testing::run_command(std::string(DITGEN_EXE) + " convert --input " + gguf +
+                                                 " --component transformer --type f32 --output " + f32 + " --quiet");
+  REQUIRE_MESSAGE(conv.code == 0, conv.output);
+  const double threshold = 0.5;  // the tiny random model's metrics: 0.41 to 0.61
+  const auto run = [&](const std::string& file, const std::string& name) {
+    const std::string stats = tmp.file(name + ".json");
+    const testing::Run r = run_gguf(tmp, name + ".safetensors",
+                                    "--steps 8 --set model.transformer=" + file +
+                                        " --set 'cache={\"kind\": \"first_block\", \"threshold\": " +
+                                        std::to_string(threshold) + "}' --cache-stats " + stats);
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    return nlohmann::json::parse(std::ifstream(stats));
+  };
+  const nlohmann::json blocks = run(gguf, "blocks"), dense = run(f32, "dense");
+  REQUIRE(blocks["decisions"].size() == dense["decisions"].size());
+  int skipped = 0;
+  for (size_t i = 0; i < blocks["decisions"].size(); ++i) {
+    const nlohmann::json &b = blocks["decisions"][i], &d = dense["decisions"][i];
+    CAPTURE(b.dump());
+    CAPTURE(d.dump());
+    CHECK(b["computed"] == d["computed"]);
+    if (b["metric"].is_null()) continue;
+    CHECK(std::fabs(b["metric"].get<double>() - threshold) > 0.01 * threshold);
+    CHECK(b["metric"].get<double>() == doctest::Approx(d["metric"].get<double>()).epsilon(1e-4));
+    skipped += b["computed"].get<bool>() ? 0 : 1;
+  }
+  CHECK(skipped > 0);
+  const double err = testing::rel_l2(testing::saved_latents(tmp.file("blocks.safetensors")),
+                                     testing::saved_latents(tmp.file("dense.safetensors")));
+  MESSAGE("First-Block Cache, Q8_0 blocks against their float32 file: " << skipped << " skips, latents' relative L2 "
+                                                                         << err);
+  CHECK(err < 1e-5);
 }
