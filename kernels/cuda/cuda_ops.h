@@ -56,6 +56,15 @@ struct LinearPlanStats {
 };
 LinearPlanStats linear_plan_stats();
 
+// ---- GGUF blocks (ggml_dequantize.cu) -----------------------------------------------
+// y[rows, k] (dtype) from the (rows, k) matrix of ggml block type number
+// `ggml_type` (one ditgen reads: kernels/math/ggml_blocks.h) whose `bytes`
+// bytes of blocks lie at `blocks`, row after row: each element is
+// math::dequantize_blocks' float32 value, rounded once to dtype. A size that
+// does not fit the type is std::invalid_argument (ggml_dequantize_launch.h).
+void dequantize_ggml(const void* blocks, size_t bytes, uint32_t ggml_type, void* y, int64_t rows, int64_t k,
+                     DType dtype);
+
 // ---- Elementwise (elementwise.cu) --------------------------------------------------
 // y[n] = silu(x[n]) / gelu_tanh(x[n]) / relu(x[n]); y == x is allowed (in place).
 void silu(const void* x, void* y, int64_t n, DType dtype);

@@ -1,8 +1,9 @@
 // ggml's tensor element types (the `type` of a GGUF tensor) and the block
 // formats of the quantized ones: sizes, and dequantization of one block into
 // float32 as DITGEN_HD functions, so the GGUF loader (src/io/gguf.cpp), the
-// CPU GEMMs that will dequantize weight tiles, and later the CUDA kernels
-// run the very same arithmetic.
+// CPU GEMM that dequantizes weight bands (src/ops/cpu/gemm.cpp) and the CUDA
+// kernel that dequantizes a weight on the device (kernels/cuda/
+// ggml_dequantize.cu) run the very same arithmetic.
 //
 // A block of a quantized type holds `block_size` consecutive elements of a
 // row in `type_size` bytes: one or two float16 scales (d, and for the
@@ -108,6 +109,18 @@ constexpr const GgmlTypeTraits* find_ggml_type(uint32_t raw) {
 
 // The traits of a listed type (every enumerator has an entry).
 constexpr const GgmlTypeTraits& ggml_traits(GgmlType type) { return *find_ggml_type(static_cast<uint32_t>(type)); }
+
+// The bytes of a (rows, k) matrix stored as blocks of ggml type number
+// `raw_type`, row after row (each row k / block_size blocks), or -1 when
+// ditgen does not read that type, k is not a whole number of its blocks, or
+// a size is negative or overflows.
+constexpr int64_t ggml_matrix_bytes(uint32_t raw_type, int64_t rows, int64_t k) {
+  const GgmlTypeTraits* t = find_ggml_type(raw_type);
+  if (!t || !t->dequantized || rows < 0 || k < 0 || k % t->block_size != 0) return -1;
+  const int64_t row_bytes = k / t->block_size * t->type_size;
+  if (row_bytes > 0 && rows > INT64_MAX / row_bytes) return -1;
+  return rows * row_bytes;
+}
 
 // ------------------------------------------------------------ block decoding
 
@@ -312,37 +325,48 @@ DITGEN_HD void dequantize_block_bf16(const uint8_t* __restrict b, float* __restr
   y[0] = float_from_bits(static_cast<uint32_t>(b[0] | (b[1] << 8)) << 16);
 }
 
-namespace ggml_detail {
-
-// `blocks` blocks of `Bytes` bytes through `Block`, each into `Elements` floats.
+// One block format as a type: its bytes per block, its elements per block,
+// and the block's dequantizer, so a loop over blocks (dequantize_blocks
+// below, the CUDA kernel of kernels/cuda/ggml_dequantize.cu) is written once
+// for every format and instantiated per format.
 template <void (*Block)(const uint8_t* __restrict, float* __restrict), int32_t Bytes, int32_t Elements>
-DITGEN_HD void each_block(const uint8_t* src, int64_t blocks, float* y) {
-  for (int64_t i = 0; i < blocks; ++i) Block(src + Bytes * i, y + Elements * i);
-}
+struct BlockFormat {
+  static constexpr int32_t kBytes = Bytes;
+  static constexpr int32_t kElements = Elements;
+  DITGEN_HD static void dequantize(const uint8_t* __restrict b, float* __restrict y) { Block(b, y); }
+};
 
-}  // namespace ggml_detail
+// Calls f(BlockFormat<...>{}) with the format of `type` (one of the 13 read
+// types) and returns true; false, calling nothing, for a type ditgen does
+// not read.
+template <class F>
+DITGEN_HD bool with_block_format(GgmlType type, F&& f) {
+  switch (type) {
+    case GgmlType::kF32: f(BlockFormat<dequantize_block_f32, 4, 1>{}); return true;
+    case GgmlType::kF16: f(BlockFormat<dequantize_block_f16, 2, 1>{}); return true;
+    case GgmlType::kBF16: f(BlockFormat<dequantize_block_bf16, 2, 1>{}); return true;
+    case GgmlType::kQ4_0: f(BlockFormat<dequantize_block_q4_0, kQ4_0Bytes, kQK>{}); return true;
+    case GgmlType::kQ4_1: f(BlockFormat<dequantize_block_q4_1, kQ4_1Bytes, kQK>{}); return true;
+    case GgmlType::kQ5_0: f(BlockFormat<dequantize_block_q5_0, kQ5_0Bytes, kQK>{}); return true;
+    case GgmlType::kQ5_1: f(BlockFormat<dequantize_block_q5_1, kQ5_1Bytes, kQK>{}); return true;
+    case GgmlType::kQ8_0: f(BlockFormat<dequantize_block_q8_0, kQ8_0Bytes, kQK>{}); return true;
+    case GgmlType::kQ2_K: f(BlockFormat<dequantize_block_q2_k, kQ2_KBytes, kQK_K>{}); return true;
+    case GgmlType::kQ3_K: f(BlockFormat<dequantize_block_q3_k, kQ3_KBytes, kQK_K>{}); return true;
+    case GgmlType::kQ4_K: f(BlockFormat<dequantize_block_q4_k, kQ4_KBytes, kQK_K>{}); return true;
+    case GgmlType::kQ5_K: f(BlockFormat<dequantize_block_q5_k, kQ5_KBytes, kQK_K>{}); return true;
+    case GgmlType::kQ6_K: f(BlockFormat<dequantize_block_q6_k, kQ6_KBytes, kQK_K>{}); return true;
+    default: return false;
+  }
+}
 
 // Dequantizes `blocks` consecutive blocks of `type` (one of the 13 read
 // types) from `src` into `y` (blocks * block_size floats). Returns false,
 // writing nothing, for a type ditgen does not read.
 DITGEN_HD bool dequantize_blocks(GgmlType type, const uint8_t* src, int64_t blocks, float* y) {
-  using ggml_detail::each_block;
-  switch (type) {
-    case GgmlType::kF32: each_block<dequantize_block_f32, 4, 1>(src, blocks, y); return true;
-    case GgmlType::kF16: each_block<dequantize_block_f16, 2, 1>(src, blocks, y); return true;
-    case GgmlType::kBF16: each_block<dequantize_block_bf16, 2, 1>(src, blocks, y); return true;
-    case GgmlType::kQ4_0: each_block<dequantize_block_q4_0, kQ4_0Bytes, kQK>(src, blocks, y); return true;
-    case GgmlType::kQ4_1: each_block<dequantize_block_q4_1, kQ4_1Bytes, kQK>(src, blocks, y); return true;
-    case GgmlType::kQ5_0: each_block<dequantize_block_q5_0, kQ5_0Bytes, kQK>(src, blocks, y); return true;
-    case GgmlType::kQ5_1: each_block<dequantize_block_q5_1, kQ5_1Bytes, kQK>(src, blocks, y); return true;
-    case GgmlType::kQ8_0: each_block<dequantize_block_q8_0, kQ8_0Bytes, kQK>(src, blocks, y); return true;
-    case GgmlType::kQ2_K: each_block<dequantize_block_q2_k, kQ2_KBytes, kQK_K>(src, blocks, y); return true;
-    case GgmlType::kQ3_K: each_block<dequantize_block_q3_k, kQ3_KBytes, kQK_K>(src, blocks, y); return true;
-    case GgmlType::kQ4_K: each_block<dequantize_block_q4_k, kQ4_KBytes, kQK_K>(src, blocks, y); return true;
-    case GgmlType::kQ5_K: each_block<dequantize_block_q5_k, kQ5_KBytes, kQK_K>(src, blocks, y); return true;
-    case GgmlType::kQ6_K: each_block<dequantize_block_q6_k, kQ6_KBytes, kQK_K>(src, blocks, y); return true;
-    default: return false;
-  }
+  return with_block_format(type, [&](auto format) {
+    using Format = decltype(format);
+    for (int64_t i = 0; i < blocks; ++i) Format::dequantize(src + Format::kBytes * i, y + Format::kElements * i);
+  });
 }
 
 }  // namespace ditgen::math

@@ -15,7 +15,8 @@
 // one is packed into oneDNN's blocked layout, ops::pack_gemm_weight, unless
 // pack_weights is off; a GGUF weight in a block format stays in its blocks,
 // borrowed from the file, and the CPU GEMM dequantizes it band by band in
-// the compute dtype; under int8 (model.quantize) the GEMM weights of the
+// the compute dtype (on CUDA its blocks are uploaded and dequantized on the
+// device, once, into the compute dtype); under int8 (model.quantize) the GEMM weights of the
 // transformer blocks become W8A8 int8, the rest keep the compute dtype as
 // the GGUF files keep them: int8_eligible),
 // table() for a table in the compute dtype whose rows are read (T5's token
@@ -62,13 +63,15 @@ struct Placement {
   }
   // A GEMM weight: as table(), then in the layout the GEMM reads fastest; a
   // block-quantized one stays in its blocks on the CPU (computed in the
-  // compute dtype, float16 as float32) and is dequantized in full on CUDA.
+  // compute dtype, float16 as float32); on CUDA its blocks are uploaded as
+  // the file stores them and dequantized there into the compute dtype, so
+  // no float copy of it is ever made on the host.
   // `name` (the stored tensor's) decides int8 (int8_eligible).
   Tensor matrix(const Tensor& t, const std::string& name = "") const {
     if (int8 && device == Device::kCPU && int8_eligible(name)) return ops::quantize_gemm_weight(t);
     if (t.layout() == Layout::kBlockQuantized) {
       if (device == Device::kCPU) return t.with_arithmetic(block_arithmetic());
-      return ops::dequantize_gemm_weight(t).to(device, dtype);
+      return ops::dequantize_gemm_weight(t.blocks_to(device), dtype);
     }
     return pack_weights ? ops::pack_gemm_weight(table(t)) : table(t);
   }
@@ -110,10 +113,15 @@ inline Tensor release_source(const io::WeightStore& weights, const std::string& 
 }
 
 // `source` placed as a GEMM weight by place.matrix(), its file pages
-// released as above.
+// released as above. The CPU's GEMM reads a block-quantized weight in place
+// in the file; a device's copied it (its blocks uploaded), so its pages go.
 inline Tensor place_matrix(const io::WeightStore& weights, const std::string& name, const Tensor& source,
                            const Placement& place) {
-  if (source.layout() == Layout::kBlockQuantized) return place.matrix(source, name);  // read in place
+  if (source.layout() == Layout::kBlockQuantized) {
+    Tensor placed = place.matrix(source, name);
+    if (!placed.is_cpu() && weights.points_into_file(name, source)) weights.release_pages(name, source);
+    return placed;
+  }
   return release_source(weights, name, source, place.matrix(source, name));
 }
 

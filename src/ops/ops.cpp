@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/math/ggml_blocks.h"
 #include "ops/cpu/cpu_ops.h"
 #ifdef DITGEN_WITH_CUDA
 #include "ops/gpu/gpu_ops.h"
@@ -166,10 +167,20 @@ Tensor pack_gemm_weight(const Tensor& w) {
   return cpu::pack_gemm_weight(w);
 }
 
-Tensor dequantize_gemm_weight(const Tensor& w) {
-  if (!w.is_cpu() || w.layout() != Layout::kBlockQuantized)
-    throw std::invalid_argument("dequantize_gemm_weight: a block-quantized CPU weight, not " + where(w));
-  return cpu::dequantize_gemm_weight(w);
+Tensor dequantize_gemm_weight(const Tensor& w, DType dtype) {
+  if (!w.defined() || w.layout() != Layout::kBlockQuantized || w.ndim() != 2)
+    throw std::invalid_argument("dequantize_gemm_weight: a block-quantized (N, K) weight, not " + where(w));
+  if (!is_floating(dtype))
+    throw std::invalid_argument(std::string("dequantize_gemm_weight: to float32, bfloat16 or float16, not ") +
+                                dtype_name(dtype));
+  if (math::ggml_matrix_bytes(w.block_type(), w.dim(0), w.dim(1)) != static_cast<int64_t>(w.nbytes())) {
+    const math::GgmlTypeTraits* type = math::find_ggml_type(w.block_type());
+    throw std::invalid_argument("dequantize_gemm_weight: " + std::to_string(w.nbytes()) + " bytes of " +
+                                (type ? type->name : "ggml type " + std::to_string(w.block_type())) + " blocks are no " +
+                                shape_str(w.shape()) + " weight");
+  }
+  DITGEN_DISPATCH_TO(on_cuda(w), "dequantize_gemm_weight", dequantize_gemm_weight(w, dtype),
+                     dequantize_gemm_weight(w).to(dtype));
 }
 
 Tensor quantize_gemm_weight(const Tensor& w) {

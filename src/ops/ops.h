@@ -69,9 +69,12 @@ Tensor pack_gemm_weight(const Tensor& w);
 // (Layout::kBlockQuantized) is dequantized a band of rows at a time first.
 Tensor quantize_gemm_weight(const Tensor& w);
 // A block-quantized GEMM weight (Layout::kBlockQuantized) dequantized in
-// full to a row-major float32 (N, K) tensor: what a device without a
-// block GEMM of its own takes.
-Tensor dequantize_gemm_weight(const Tensor& w);
+// full to a row-major (N, K) tensor of `dtype` on its own device: what a
+// device without a block GEMM of its own takes. On CUDA (the blocks
+// uploaded by Tensor::blocks_to) the kernel runs the CPU's block
+// arithmetic and rounds each float32 value once to dtype; on the CPU the
+// float32 result is converted.
+Tensor dequantize_gemm_weight(const Tensor& w, DType dtype = DType::kF32);
 
 // ---- Elementwise ----------------------------------------------------------
 void silu_(Tensor& x);                       // x * sigmoid(x), in place

@@ -133,6 +133,21 @@ void fill_zero(Device device, void* ptr, size_t bytes) {
 #endif
 }
 
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device == Device::kCPU && src_device == Device::kCPU) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+#ifdef DITGEN_WITH_CUDA
+  if (src_device == Device::kCPU) return cuda::copy_to_device(dst, src, bytes);
+  if (dst_device == Device::kCPU) return cuda::copy_to_host(dst, src, bytes);
+  cuda::copy_on_device(dst, src, bytes);
+#else
+  no_cuda();
+#endif
+}
+
 void copy(void* dst, Device dst_device, DType dst_dtype, const void* src, Device src_device, DType src_dtype,
           int64_t n) {
   if (n <= 0) return;
@@ -153,8 +168,8 @@ void copy(void* dst, Device dst_device, DType dst_dtype, const void* src, Device
   }
   const size_t src_bytes = static_cast<size_t>(n) * dtype_size(src_dtype);
   const size_t dst_bytes = static_cast<size_t>(n) * dtype_size(dst_dtype);
+  if (src_dtype == dst_dtype) return copy_bytes(dst, dst_device, src, src_device, src_bytes);
   if (src_device == Device::kCPU) {  // host src_dtype -> device dst_dtype: upload as stored, cast there
-    if (dst_dtype == src_dtype) return cuda::copy_to_device(dst, src, src_bytes);
     cuda::DeviceBuffer staged(src_bytes);
     cuda::copy_to_device(staged.get(), src, src_bytes);
     cuda::cast(staged.get(), src_dtype, dst, dst_dtype, n);
@@ -162,13 +177,11 @@ void copy(void* dst, Device dst_device, DType dst_dtype, const void* src, Device
     return;
   }
   if (dst_device == Device::kCPU) {  // device src_dtype -> host dst_dtype: cast there, download
-    if (src_dtype == dst_dtype) return cuda::copy_to_host(dst, src, src_bytes);
     cuda::DeviceBuffer staged(dst_bytes);
     cuda::cast(src, src_dtype, staged.get(), dst_dtype, n);
     cuda::copy_to_host(dst, staged.get(), dst_bytes);
     return;
   }
-  if (src_dtype == dst_dtype) return cuda::copy_on_device(dst, src, src_bytes);
   cuda::cast(src, src_dtype, dst, dst_dtype, n);
 #else
   no_cuda();

@@ -27,6 +27,10 @@ size_t cached_host_bytes();
 bool host_cache_enabled();
 void fill_zero(Device device, void* ptr, size_t bytes);
 
+// Copies `bytes` bytes as they are between any two devices (a
+// block-quantized weight's blocks). Blocking when the host is involved.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes);
+
 // Copies n elements between any two devices, converting dtype on the way
 // (as convert_host on the CPU, by the device's cast kernel on CUDA).
 // Blocking when the host is involved.

@@ -45,17 +45,21 @@ Tensor Tensor::empty(Shape shape, Device device, DType dtype) {
   t.shape_ = std::move(shape);
   t.device_ = device;
   t.dtype_ = dtype;
+  t.allocate_storage();
+  return t;
+}
+
+void Tensor::allocate_storage() {
   std::shared_ptr<void> storage;
   try {
-    storage = device_memory::allocate(device, t.nbytes());
+    storage = device_memory::allocate(device_, nbytes());
   } catch (const std::bad_alloc&) {
-    // The one place every tensor is born: name what could not be had, and when.
-    throw RuntimeFailure("out of memory: cannot allocate a " + describe(t) + " (" +
-                         format_bytes(static_cast<double>(t.nbytes())) + ")" + during_stage());
+    // Where every owned storage is born: name what could not be had, and when.
+    throw RuntimeFailure("out of memory: cannot allocate a " + describe(*this) + " (" +
+                         format_bytes(static_cast<double>(nbytes())) + ")" + during_stage());
   }
-  t.data_ = storage.get();
-  t.storage_ = std::move(storage);
-  return t;
+  data_ = storage.get();
+  storage_ = std::move(storage);
 }
 
 Tensor Tensor::zeros(Shape shape, Device device, DType dtype) {
@@ -125,7 +129,20 @@ Tensor Tensor::block_quantized(const void* data, size_t bytes, uint32_t block_ty
 Tensor Tensor::with_arithmetic(DType arithmetic) const {
   if (layout_ != Layout::kBlockQuantized)
     throw std::logic_error("Tensor::with_arithmetic of a " + describe(*this) + " (block-quantized weights only)");
-  return block_quantized(data_, packed_bytes_, block_type_, shape_, arithmetic, storage_);
+  Tensor t = block_quantized(data_, packed_bytes_, block_type_, shape_, arithmetic, storage_);
+  t.device_ = device_;
+  return t;
+}
+
+Tensor Tensor::blocks_to(Device device) const {
+  if (layout_ != Layout::kBlockQuantized)
+    throw std::logic_error("Tensor::blocks_to of a " + describe(*this) + " (block-quantized weights only)");
+  if (device == device_) return *this;
+  Tensor t = *this;
+  t.device_ = device;
+  t.allocate_storage();
+  device_memory::copy_bytes(t.data_, device, data_, device_, packed_bytes_);
+  return t;
 }
 
 Tensor Tensor::with_layout(Layout layout) const {

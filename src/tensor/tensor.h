@@ -25,6 +25,8 @@
 // dequantizes it band by band, float32 or bfloat16). Each keeps its logical
 // (N, K) shape, and only the CPU GEMM reads it: element access, views and
 // conversions of it are std::logic_error; nbytes() is its storage's size.
+// A block-quantized weight may also lie on CUDA (blocks_to), where only
+// ops::dequantize_gemm_weight reads it.
 // Conversion is explicit: to(dtype) / copy_from (ops::convert in the op
 // front end). Everything device-agnostic goes through raw() and the ops.
 #pragma once
@@ -126,6 +128,10 @@ class Tensor {
   // The same weight computed in `arithmetic` (kBlockQuantized only: its
   // bytes are not the dtype's).
   Tensor with_arithmetic(DType arithmetic) const;
+  // The same block-quantized weight with its blocks (the stored bytes,
+  // unconverted) on `device`: itself when already there, else a copy
+  // (blocking). On CUDA it is only ops::dequantize_gemm_weight's input.
+  Tensor blocks_to(Device device) const;
   // Overwrites this tensor's elements with src's (same numel; any devices
   // and dtypes; converted as to()).
   void copy_from(const Tensor& src);
@@ -143,6 +149,9 @@ class Tensor {
   }
   // data_ when this is a CPU tensor of `want` (std::logic_error otherwise).
   void* checked_host(DType want);
+  // Fresh owned storage of nbytes() on device_ (out of memory: a
+  // RuntimeFailure naming the tensor and the stage).
+  void allocate_storage();
   // std::logic_error naming `what` unless this tensor is row-major.
   void require_row_major(const char* what) const;
 

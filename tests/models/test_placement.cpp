@@ -5,44 +5,15 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "../ops/test_helpers.h"
 #include "io/safetensors.h"
+#include "mapping.h"
 #include "models/placement.h"
 #include "temp_dir.h"
 
 using namespace ditgen;
-
-namespace {
-
-// Resident bytes of the mapping that contains `p` (0 if none does).
-int64_t mapping_rss(const void* p) {
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  std::ifstream smaps("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      inside = lo <= at && at < hi;
-      continue;
-    }
-    if (inside && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;
-  }
-  return 0;
-}
-
-void touch(const Tensor& t) {  // read every page, so every page is resident
-  const auto* b = static_cast<const volatile uint8_t*>(t.raw());
-  for (size_t i = 0; i < t.nbytes(); i += 512) (void)b[i];
-}
-
-}  // namespace
 
 TEST_CASE("placement: the compute dtype of GEMM weights, float32 storage for the rest on the CPU") {
   const Tensor w32 = testing::random_tensor({4, 6}, 1);
@@ -71,21 +42,21 @@ TEST_CASE("place_matrix releases the file pages under a weight it converted") {
   // Row-major bf16 (no packing), so the placed weight can be read back below.
   const models::Placement f32, bf16(Device::kCPU, DType::kBF16, /*pack=*/false);
 
-  touch(view);
-  REQUIRE(mapping_rss(view.raw()) >= size);
+  testing::touch_pages(view.raw(), view.nbytes());
+  REQUIRE(testing::mapping_rss(view.raw()) >= size);
   // Borrowed (float32 compute): nothing to release.
   CHECK(models::place_matrix(store, "w", view, f32).raw() == view.raw());
-  CHECK(mapping_rss(view.raw()) >= size);
+  CHECK(testing::mapping_rss(view.raw()) >= size);
 
   // Half the rows converted: at least their pages go. (The other half's
   // may go too: a file mapped with transparent huge pages loses the whole
   // huge page under a partial release; they fault back in when read.)
   const Tensor half = models::place_matrix(store, "w", store.load_rows("w", 0, rows / 2), bf16);
   CHECK(half.dtype() == DType::kBF16);
-  CHECK(mapping_rss(view.raw()) <= size / 2 + 64 * 1024);
+  CHECK(testing::mapping_rss(view.raw()) <= size / 2 + 64 * 1024);
   // The whole tensor converted: the mapping holds (almost) nothing.
   const Tensor whole = models::load_matrix(store, "w", bf16);
-  CHECK(mapping_rss(view.raw()) <= 64 * 1024);
+  CHECK(testing::mapping_rss(view.raw()) <= 64 * 1024);
   // The view stays valid: its pages fault back in from the file.
   CHECK(testing::rel_l2(whole.to(DType::kF32), view.to(DType::kF32).to(DType::kBF16).to(DType::kF32)) == 0.0);
   CHECK_THROWS_AS(store.release_pages("b", view), std::invalid_argument);  // not a view of "b"

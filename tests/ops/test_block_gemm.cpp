@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -99,4 +100,35 @@ TEST_CASE("block-quantized weights are refused where only a CPU linear reads the
                   std::invalid_argument);
   CHECK(w.with_arithmetic(DType::kBF16).dtype() == DType::kBF16);
   CHECK_THROWS_AS(Tensor::zeros({2}).with_arithmetic(DType::kBF16), std::logic_error);
+}
+
+TEST_CASE("dequantize_gemm_weight on the CPU: the blocks' values in float32, rounded once to bfloat16 / float16") {
+  const BlockWeight w = quantized(math::GgmlType::kQ5_K, 9, 512, DType::kF32, 29);
+  const Tensor f32 = ops::dequantize_gemm_weight(w.blocks);
+  CHECK(f32.layout() == Layout::kRowMajor);
+  CHECK(f32.shape() == Shape{9, 512});
+  CHECK(f32.to_vector() == w.dequantized.to_vector());  // io::dequantize's (gguf-py's) values
+  for (const DType t : {DType::kBF16, DType::kF16}) {
+    CAPTURE(dtype_name(t));
+    const Tensor got = ops::dequantize_gemm_weight(w.blocks, t);
+    REQUIRE(got.dtype() == t);
+    CHECK(std::memcmp(got.raw(), w.dequantized.to(t).raw(), got.nbytes()) == 0);
+  }
+  // Not a block weight, not a floating result, bytes that hold no (9, 512) Q5_K weight.
+  CHECK_THROWS_AS(ops::dequantize_gemm_weight(w.dequantized), std::invalid_argument);
+  CHECK_THROWS_AS(ops::dequantize_gemm_weight(w.blocks, DType::kI32), std::invalid_argument);
+  const Tensor short_of_a_byte = Tensor::block_quantized(w.bytes->data(), w.bytes->size() - 1,
+                                                         w.blocks.block_type(), {9, 512}, DType::kF32, w.bytes);
+  CHECK_THROWS_WITH_AS(ops::dequantize_gemm_weight(short_of_a_byte),
+                       "dequantize_gemm_weight: 3167 bytes of Q5_K blocks are no [9, 512] weight",
+                       std::invalid_argument);
+}
+
+TEST_CASE("a block weight's blocks move between devices as they are, and a row-major tensor has none") {
+  const BlockWeight w = quantized(math::GgmlType::kQ8_0, 4, 64, DType::kBF16, 31);
+  CHECK(w.blocks.blocks_to(Device::kCPU).raw() == w.blocks.raw());  // already there: itself
+  CHECK_THROWS_AS(w.dequantized.blocks_to(Device::kCPU), std::logic_error);
+  const Tensor f32 = w.blocks.with_arithmetic(DType::kF32);
+  CHECK(f32.device() == Device::kCPU);
+  CHECK(f32.raw() == w.blocks.raw());
 }

@@ -24,6 +24,12 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y
   cuda::linear(x.raw(), w.raw(), bias ? bias->raw() : nullptr, y.raw_at(col), m, n, k, y.dim(-1), x.dtype());
 }
 
+Tensor dequantize_gemm_weight(const Tensor& w, DType dtype) {
+  Tensor y = Tensor::empty(w.shape(), Device::kCUDA, dtype);
+  cuda::dequantize_ggml(w.raw(), w.nbytes(), w.block_type(), y.raw(), w.dim(0), w.dim(1), dtype);
+  return y;
+}
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act) {
   Shape shape = x.shape();
   shape.back() = w.dim(0);

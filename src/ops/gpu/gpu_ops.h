@@ -16,6 +16,8 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 // act: cuBLASLt's GELU-bias epilogue (kernels/cuda/gemm.cu), bias likewise.
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor* bias, Activation act = Activation::kNone);
 void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y, int64_t col);
+// w: a block-quantized (N, K) weight whose blocks are on the device.
+Tensor dequantize_gemm_weight(const Tensor& w, DType dtype);
 
 void silu_(Tensor& x);
 Tensor silu(const Tensor& x);
