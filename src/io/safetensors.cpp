@@ -702,12 +702,31 @@ Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_
 
 namespace {
 
-// The ggml traits of a block-quantized 2-D tensor (a block of more than one
-// element), or null.
-const math::GgmlTypeTraits* block_traits(const TensorInfo& ti) {
-  if (!ti.ggml_type || ti.shape.size() != 2) return nullptr;
+// A block-quantized 2-D tensor of a file: its ggml traits (a block of more
+// than one element), size and row stride.
+struct BlockView {
+  const WeightFile* file;
+  const TensorInfo* info;
+  const math::GgmlTypeTraits* traits;
+  int64_t rows, k;
+  size_t row_bytes;
+};
+
+std::optional<BlockView> block_view(const WeightFile& file, const std::string& stored) {
+  const TensorInfo& ti = file.info(stored);
+  if (!ti.ggml_type || ti.shape.size() != 2) return std::nullopt;
   const math::GgmlTypeTraits* t = math::find_ggml_type(static_cast<uint32_t>(*ti.ggml_type));
-  return t && t->dequantized && t->block_size > 1 ? t : nullptr;
+  if (!t || !t->dequantized || t->block_size <= 1) return std::nullopt;
+  const size_t row_bytes = static_cast<size_t>(ti.shape[1] / t->block_size) * static_cast<size_t>(t->type_size);
+  return BlockView{&file, &ti, t, ti.shape[0], ti.shape[1], row_bytes};
+}
+
+// [begin, end) within [0, limit) of the tensor's rows or columns.
+void check_span(const BlockView& v, const char* what, int64_t begin, int64_t end, int64_t limit,
+                const std::string& name) {
+  if (begin < 0 || end < begin || end > limit)
+    throw std::out_of_range(v.file->path() + ": " + what + " [" + std::to_string(begin) + ", " + std::to_string(end) +
+                            ") of tensor '" + name + "' " + shape_str(v.info->shape));
 }
 
 }  // namespace
@@ -715,39 +734,32 @@ const math::GgmlTypeTraits* block_traits(const TensorInfo& ti) {
 std::optional<Tensor> WeightStore::load_block_rows(const std::string& name, int64_t row_begin, int64_t row_end,
                                                    DType arithmetic) const {
   const Location& at = locate(name);
-  const WeightFile& file = *files_[at.file];
-  const TensorInfo& ti = file.info(at.name);
-  const math::GgmlTypeTraits* traits = block_traits(ti);
-  if (!traits) return std::nullopt;
-  const int64_t rows = ti.shape[0], k = ti.shape[1];
-  if (row_begin < 0 || row_end < row_begin || row_end > rows)
-    throw std::out_of_range(file.path() + ": rows [" + std::to_string(row_begin) + ", " + std::to_string(row_end) +
-                            ") of tensor '" + name + "' " + shape_str(ti.shape));
-  const size_t row_bytes = static_cast<size_t>(k / traits->block_size) * static_cast<size_t>(traits->type_size);
-  const uint8_t* bytes = file.bytes(at.name) + static_cast<size_t>(row_begin) * row_bytes;
-  return Tensor::block_quantized(bytes, static_cast<size_t>(row_end - row_begin) * row_bytes,
-                                 static_cast<uint32_t>(traits->type), {row_end - row_begin, k}, arithmetic,
+  const std::optional<BlockView> v = block_view(*files_[at.file], at.name);
+  if (!v) return std::nullopt;
+  check_span(*v, "rows", row_begin, row_end, v->rows, name);
+  const uint8_t* bytes = v->file->bytes(at.name) + static_cast<size_t>(row_begin) * v->row_bytes;
+  return Tensor::block_quantized(bytes, static_cast<size_t>(row_end - row_begin) * v->row_bytes,
+                                 static_cast<uint32_t>(v->traits->type), {row_end - row_begin, v->k}, arithmetic,
                                  files_[at.file]);
 }
 
 std::optional<Tensor> WeightStore::load_block_cols(const std::string& name, int64_t col_begin, int64_t col_end,
                                                    DType arithmetic) const {
   const Location& at = locate(name);
-  const WeightFile& file = *files_[at.file];
-  const TensorInfo& ti = file.info(at.name);
-  const math::GgmlTypeTraits* traits = block_traits(ti);
-  if (!traits) return std::nullopt;
-  const int64_t rows = ti.shape[0], k = ti.shape[1], block = traits->block_size;
-  if (col_begin < 0 || col_end < col_begin || col_end > k)
-    throw std::out_of_range(file.path() + ": columns [" + std::to_string(col_begin) + ", " +
-                            std::to_string(col_end) + ") of tensor '" + name + "' " + shape_str(ti.shape));
+  const std::optional<BlockView> v = block_view(*files_[at.file], at.name);
+  if (!v) return std::nullopt;
+  check_span(*v, "columns", col_begin, col_end, v->k, name);
+  const WeightFile& file = *v->file;
+  const TensorInfo& ti = *v->info;
+  const math::GgmlTypeTraits* traits = v->traits;
+  const int64_t rows = v->rows, k = v->k, block = traits->block_size;
   if (col_begin % block != 0 || col_end % block != 0)
     throw ConfigError(file.path() + ": tensor '" + name + "' " + shape_str(ti.shape) + " is " + traits->name +
                       ", blocks of " + std::to_string(block) + " along its rows: tensor parallelism's split at " +
                       "columns [" + std::to_string(col_begin) + ", " + std::to_string(col_end) +
                       ") cuts a block (choose a tp whose share of " + std::to_string(k) + " is a multiple of " +
                       std::to_string(block) + ")");
-  const size_t row_bytes = static_cast<size_t>(k / block) * static_cast<size_t>(traits->type_size);
+  const size_t row_bytes = v->row_bytes;
   const size_t first = static_cast<size_t>(col_begin / block) * static_cast<size_t>(traits->type_size);
   const size_t width = static_cast<size_t>((col_end - col_begin) / block) * static_cast<size_t>(traits->type_size);
   auto copy = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(rows) * width);

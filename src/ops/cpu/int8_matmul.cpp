@@ -70,37 +70,12 @@ const Prepared& cached(int64_t m, int64_t n, int64_t k) {
   return it->second;
 }
 
-}  // namespace
-
-void quantize_rows_s8(const float* x, int64_t rows, int64_t k, int64_t ld, int8_t* q, float* scales) {
-#pragma omp parallel for schedule(static) if (rows * k > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * ld;
-    float amax = 0.0f;
-#pragma omp simd reduction(max : amax)
-    for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(row[j]));
-    const float scale = amax / 127.0f;
-    scales[r] = scale;
-    int8_t* out = q + r * k;
-    if (scale == 0.0f) {
-      std::memset(out, 0, static_cast<size_t>(k));
-      continue;
-    }
-    const float inv = 1.0f / scale;
-#pragma omp simd
-    for (int64_t j = 0; j < k; ++j) {
-      // nearbyint rounds half to even (the default rounding mode), as
-      // torch.round; |row[j] * inv| <= 127 up to one rounding of inv.
-      const float v = std::nearbyint(row[j] * inv);
-      out[j] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
-    }
-  }
-}
-
-namespace {
-
-// The rows quantized as quantize_rows_s8 does, stored offset by 128 (u8).
-void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ld, uint8_t* q, float* scales) {
+// Symmetric per-row int8 quantization (scale = max|row| / 127, values
+// rounded half to even as torch.round, clamped to +-127), stored as Out
+// after adding kOffset: int8 weights (0) or oneDNN's u8 activations (128).
+// A zero row has scale 0 and all values kOffset.
+template <typename Out, int kOffset>
+void quantize_rows_offset(const float* x, int64_t rows, int64_t k, int64_t ld, Out* q, float* scales) {
 #pragma omp parallel for schedule(static) if (rows * k > (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * ld;
@@ -110,12 +85,27 @@ void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ld, uint8
     const float scale = amax / 127.0f;
     scales[r] = scale;
     const float inv = scale == 0.0f ? 0.0f : 1.0f / scale;
-    uint8_t* out = q + r * k;
+    Out* out = q + r * k;
+    // |row[j] * inv| <= 127 up to one rounding of inv; nearbyint rounds
+    // half to even in the default rounding mode.
 #pragma omp simd
     for (int64_t j = 0; j < k; ++j)
-      out[j] = static_cast<uint8_t>(std::clamp(std::nearbyint(row[j] * inv), -127.0f, 127.0f) + 128.0f);
+      out[j] = static_cast<Out>(std::clamp(std::nearbyint(row[j] * inv), -127.0f, 127.0f) + float(kOffset));
   }
 }
+
+// The rows quantized as quantize_rows_s8 does, stored offset by 128 (u8).
+void quantize_rows_u8(const float* x, int64_t rows, int64_t k, int64_t ld, uint8_t* q, float* scales) {
+  quantize_rows_offset<uint8_t, 128>(x, rows, k, ld, q, scales);
+}
+
+}  // namespace
+
+void quantize_rows_s8(const float* x, int64_t rows, int64_t k, int64_t ld, int8_t* q, float* scales) {
+  quantize_rows_offset<int8_t, 0>(x, rows, k, ld, q, scales);
+}
+
+namespace {
 
 // The packed weight's bytes: oneDNN's layout (rounded up to 64 bytes),
 // then n int32 column sums, then n float32 scales.
