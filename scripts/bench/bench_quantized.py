@@ -19,10 +19,13 @@ Parts (--parts, default all four):
            (diffusers' DiTTransformer2DModel) bf16, ditgen bf16 and float32,
            ditgen int8 in bf16 compute [goal: int8 <= 0.5x PyTorch bf16].
   wan14b   Wan2.1-T2V-14B as a Q8_0 GGUF (make_random_gguf: random values,
-           written tensor by tensor, never the float model; 15 GB, deleted
+           written tensor by tensor, never the float model; 15.9 GB, deleted
            afterwards unless --keep-14b), one forward at 17 x 256 x 256 in
-           bf16 compute: seconds and peak RSS [goal: fits in 24 GiB with the
-           text encoder freed].
+           bf16 compute: seconds, peak RSS, and the peaks of its anonymous
+           and file-backed pages sampled from /proc (the kernel may drop
+           mapped weight pages under memory pressure, so the file's size
+           plus the anonymous peak bounds what the forward needs) [goal:
+           fits in 24 GiB with the text encoder freed].
   quality  the shipped defaults run by `ditgen` as configured and with
            --set model.quantize=int8, scored by the training scripts'
            classifiers (scripts/train: shapes_dataset.classify, the colour
@@ -267,12 +270,35 @@ json.dump([[k, list(v.shape)] for k, v in m.state_dict().items()], open(sys.argv
 """
 
 
-def mem_available() -> int:
-    with open("/proc/meminfo") as fh:
-        for line in fh:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
+def kib_field(path: str, key: str) -> int:
+    """A "Key:  N kB" line of a /proc file, in bytes (0 when absent)."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return 0
+
+
+def run_sampled(cmd: list[str]) -> tuple[str, dict]:
+    """Runs cmd, sampling its resident memory every 0.2 s: the peaks of its
+    anonymous pages (RssAnon: activations, scratch, converted weights) and
+    of its mapped file pages (RssFile: the weights read in place, which the
+    kernel may drop and read again under memory pressure, so ru_maxrss
+    alone can understate what a forward touches)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peaks = {"RssAnon": 0, "RssFile": 0}
+    status = f"/proc/{proc.pid}/status"
+    while proc.poll() is None:
+        for key in peaks:
+            peaks[key] = max(peaks[key], kib_field(status, key))
+        time.sleep(0.2)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{out}\n{err}")
+    return out, peaks
 
 
 def bench_wan14b(args) -> None:
@@ -290,23 +316,27 @@ def bench_wan14b(args) -> None:
         print(f"wrote {out}: {out.stat().st_size / 1e9:.2f} GB in {time.perf_counter() - t0:.0f} s", flush=True)
     spec = video.MODELS["wan2.1-1.3b"]  # the same latent and text sizes
     lf, n = spec.latent_frames(spec.frames), spec.size // 8
-    print(f"MemAvailable before the forward: {mem_available() / 2**30:.2f} GiB", flush=True)
+    size = out.stat().st_size
+    print(f"MemAvailable before the forward: {kib_field('/proc/meminfo', 'MemAvailable') / 2**30:.2f} GiB", flush=True)
     try:
-        res = dit.parse_kv(dit.run([str(args.build / "scripts" / "bench" / "cpp" / "bench_forward"), "--model",
-                                    str(WAN14B_CONFIG), "--transformer-file", str(out), "--dtype", "bfloat16",
-                                    "--batch", "2", "--frames", str(lf), "--latent-size", str(n), "--text-tokens",
-                                    str(spec.text_tokens), "--threads", str(args.threads), "--repeat", "1",
-                                    "--warmup", "0"]))
+        stdout, peaks = run_sampled([str(args.build / "scripts" / "bench" / "cpp" / "bench_forward"), "--model",
+                                     str(WAN14B_CONFIG), "--transformer-file", str(out), "--dtype", "bfloat16",
+                                     "--batch", "2", "--frames", str(lf), "--latent-size", str(n), "--text-tokens",
+                                     str(spec.text_tokens), "--threads", str(args.threads), "--repeat", "1",
+                                     "--warmup", "0"])
     finally:
         if not args.keep_14b:
             out.unlink()
-    rss = int(res["peak_rss_bytes"])
-    print(f"\nWan2.1-T2V-14B Q8_0 (random weights, {out.name}), bf16 compute: one transformer forward CFG batch 2 at "
-          f"{spec.frames} x {spec.size} x {spec.size}; {args.threads} threads\n")
-    print("| variant | load s | forward s | peak RSS GiB |")
-    print("|---|---|---|---|")
+    res = dit.parse_kv(stdout)
+    gib = 2**30
+    print(f"\nWan2.1-T2V-14B Q8_0 (random weights, {out.name}, {size / gib:.2f} GiB), bf16 compute: one transformer "
+          f"forward CFG batch 2 at {spec.frames} x {spec.size} x {spec.size}; {args.threads} threads\n")
+    print("| variant | load s | forward s | peak RSS GiB | peak anonymous GiB | peak file-backed GiB | "
+          "file + peak anonymous GiB |")
+    print("|---|---|---|---|---|---|---|")
     print(f"| ditgen Q8_0 (bf16 compute) | {float(res['load_seconds']):.2f} | {float(res['forward_seconds']):.2f} | "
-          f"{rss / 2**30:.2f} |")
+          f"{int(res['peak_rss_bytes']) / gib:.2f} | {peaks['RssAnon'] / gib:.2f} | {peaks['RssFile'] / gib:.2f} | "
+          f"{(size + peaks['RssAnon']) / gib:.2f} |")
 
 
 # ---------------------------------------------------------------------------
