@@ -147,6 +147,18 @@ def make_model(spec: VideoModel, root: Path, small: bool) -> None:
     (root / ".complete").write_text("")
 
 
+def ensure_model(name: str, workdir: Path, small: bool) -> Path:
+    """The random-weight model directory of MODELS[name] under workdir,
+    written once (by a child: a process's peak RSS starts at its parent's
+    at fork, so the measuring process must never hold torch or the weights)."""
+    spec = MODELS[name]
+    model = workdir / (spec.random_dir.replace("-random", "-tiny-random") if small else spec.random_dir)
+    if not (model / ".complete").exists():
+        subprocess.run([sys.executable, __file__, "--model", name, "--make-model", str(model)]
+                       + (["--small"] if small else []), check=True)
+    return model
+
+
 # One diffusers measurement, run in a child process (python -c) so that its
 # ru_maxrss is its own; prints one JSON line.
 TORCH_CHILD = r"""
@@ -165,6 +177,13 @@ with torch.inference_mode():
         c, f, n = m.config.in_channels, a["latent_frames"], a["latent"]
         x = torch.randn(*((2, f, c, n, n) if a["frames_first"] else (2, c, f, n, n)), generator=g).to(dtype)
         text = torch.randn(2, a["text_tokens"], m.config[a["text_dim_key"]], generator=g).to(dtype)
+        if a.get("inputs"):  # bench_forward --save-output's latents and text, for the same inputs as ditgen's
+            from safetensors.torch import load_file
+            given = load_file(a["inputs"])
+            for name, have in (("latents", x), ("text", text)):
+                if tuple(given[name].shape) != tuple(have.shape):
+                    sys.exit(f"{a['inputs']}: {name} {tuple(given[name].shape)}, expected {tuple(have.shape)}")
+            x, text = given["latents"].to(dtype), given["text"].to(dtype)
         t = torch.tensor([500.0, 500.0])
         run = lambda: m(hidden_states=x, timestep=t, encoder_hidden_states=text, return_dict=False)[0]
     else:
@@ -179,6 +198,9 @@ with torch.inference_mode():
         dt = time.perf_counter() - t0
         if i >= a["warmup"]:
             times.append(dt)
+        if i == 0 and a.get("save"):
+            from safetensors.torch import save_file
+            save_file({"output": out.float().contiguous()}, a["save"])
 print(json.dumps({"seconds": times, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   "shape": list(out.shape)}))
 """
@@ -196,18 +218,25 @@ def checked(cmd: list[str]) -> str:
     return r.stdout
 
 
-def run_torch(args, spec: VideoModel, model: Path, part: str, dtype: str) -> dict:
+def run_torch(args, spec: VideoModel, model: Path, part: str, dtype: str, inputs: Path | None = None,
+              save: Path | None = None) -> dict:
+    """diffusers' median seconds and peak RSS; the transformer's inputs from
+    `inputs` (a bench_forward --save-output file) when given, its first
+    output saved to `save` (float32 safetensors, "output") when given."""
     payload = dict(part=part, dtype=dtype, model=str(model), threads=args.threads, warmup=args.warmup,
                    repeat=args.repeat, latent=args.size // 8, latent_frames=spec.latent_frames(args.frames),
                    text_tokens=spec.text_tokens, text_dim_key=spec.text_dim_key, frames_first=spec.frames_first,
-                   transformer_class=spec.transformer_class, vae_class=spec.vae_class)
+                   transformer_class=spec.transformer_class, vae_class=spec.vae_class,
+                   inputs=str(inputs) if inputs else None, save=str(save) if save else None)
     out = checked([sys.executable, "-c", TORCH_CHILD, json.dumps(payload)])
     return json.loads(out.strip().splitlines()[-1])
 
 
-def run_ditgen(args, spec: VideoModel, model: Path, part: str, dtype: str) -> dict:
+def run_ditgen(args, spec: VideoModel, model: Path, part: str, dtype: str, extra: tuple[str, ...] = ()) -> dict:
+    """ditgen's median seconds and peak RSS; `extra`: more bench_forward
+    options (--transformer-file, --quantize, --save-output)."""
     common = ["--dtype", dtype, "--threads", str(args.threads), "--repeat", str(args.repeat),
-              "--warmup", str(args.warmup)]
+              "--warmup", str(args.warmup), *extra]
     if part == "transformer":
         cmd = [str(args.bench_dir / "bench_forward"), "--model", str(model), "--batch", "2",
                "--frames", str(spec.latent_frames(args.frames)), "--latent-size", str(args.size // 8),
@@ -254,12 +283,7 @@ def main(argv: list[str] | None = None) -> None:
     if REPO in args.workdir.resolve().parents:
         sys.exit("--workdir must lie outside the repository (the weights are gigabytes)")
     dtypes, parts = args.dtypes.split(","), args.parts.split(",")
-    model = args.workdir / (spec.random_dir.replace("-random", "-tiny-random") if args.small else spec.random_dir)
-    if not (model / ".complete").exists():
-        # In a child: a process's peak RSS starts at its parent's at fork,
-        # so this one must never hold torch or the weights.
-        subprocess.run([sys.executable, __file__, "--model", args.model, "--make-model", str(model)]
-                       + (["--small"] if args.small else []), check=True)
+    model = ensure_model(args.model, args.workdir, args.small)
 
     times: dict = {}
     rss: dict = {}

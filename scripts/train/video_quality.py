@@ -91,7 +91,8 @@ def score_clip(clip: np.ndarray, caption_id: int, named=None) -> dict:
 
 
 def report(clips_and_ids):
-    """Print colour / shape / motion agreement and the shape confusions of (clip, caption id) pairs."""
+    """Print colour / shape / motion agreement and the shape confusions of (clip, caption id) pairs;
+    returns (agreeing clips per measure, clips)."""
     ok = collections.Counter()
     named = collections.Counter()  # (asked shape, named shape) -> clips
     asked = collections.Counter()
@@ -107,6 +108,7 @@ def report(clips_and_ids):
     for s in SHAPES:
         other = ", ".join(f"{b} {v}" for (t, b), v in sorted(named.items()) if t == s and b != s)
         print(f"  {s:8s} {named[(s, s)]}/{asked[s]}" + (f"  (named {other})" if other else ""))
+    return ok, n
 
 
 def ditgen_clips(prefix):

@@ -101,12 +101,17 @@ uint32_t gguf_file_type(GgmlType type) {
   }
 }
 
-void write_converted_gguf(const WeightStore& weights, const std::vector<ConvertedTensor>& tensors,
-                          const std::string& architecture, GgmlType file_type, const std::string& path,
-                          const WriteProgress& progress) {
+GgufWriter converted_gguf_writer(const std::string& architecture, GgmlType file_type) {
   GgufWriter writer(architecture);
   writer.add("general.quantization_version", GgufValue::unsigned_of(GgufValueType::kU32, 2));
   writer.add("general.file_type", GgufValue::unsigned_of(GgufValueType::kU32, gguf_file_type(file_type)));
+  return writer;
+}
+
+void write_converted_gguf(const WeightStore& weights, const std::vector<ConvertedTensor>& tensors,
+                          const std::string& architecture, GgmlType file_type, const std::string& path,
+                          const WriteProgress& progress) {
+  GgufWriter writer = converted_gguf_writer(architecture, file_type);
   for (const ConvertedTensor& t : tensors)
     writer.add_tensor(t.name, t.type, weights.info(t.source).shape,
                       [&weights, t](uint8_t* out, uint64_t bytes) { convert_tensor(weights, t, out, bytes); });

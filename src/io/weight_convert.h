@@ -20,6 +20,7 @@
 
 #include "io/ggml_quants.h"
 #include "io/gguf.h"
+#include "io/gguf_writer.h"
 #include "io/safetensors.h"
 
 namespace ditgen::io {
@@ -35,9 +36,13 @@ struct ConvertedTensor {
 // type of a K-quant (MOSTLY_Q4_K_S, 14, for Q4_K), ALL_F32 (0) for F32.
 uint32_t gguf_file_type(GgmlType type);
 
-// A GGUF file as city96's are: general.architecture (`architecture`; "" for
-// none), general.quantization_version 2 and general.file_type
-// (gguf_file_type(file_type)), then the tensors in the order given.
+// A GGUF writer with city96's keys: general.architecture (`architecture`;
+// "" for none), general.quantization_version 2 and general.file_type
+// (gguf_file_type(file_type)); the tensors are added to it in order.
+GgufWriter converted_gguf_writer(const std::string& architecture, GgmlType file_type);
+
+// A GGUF file as city96's are: converted_gguf_writer's keys, then the
+// tensors in the order given.
 void write_converted_gguf(const WeightStore& weights, const std::vector<ConvertedTensor>& tensors,
                           const std::string& architecture, GgmlType file_type, const std::string& path,
                           const WriteProgress& progress = {});

@@ -105,20 +105,6 @@ bool block_quantizable(Part part, const std::string& name, const Shape& shape) {
   return false;
 }
 
-// A tensor's type in a GGUF file of `type` (weight_conversion.h).
-io::GgmlType gguf_type(Part part, const std::string& name, const std::string& file_name, const Shape& shape,
-                       io::GgmlType type) {
-  using io::GgmlType;
-  if (type == GgmlType::kF32) return type;
-  if (type == GgmlType::kF16 || type == GgmlType::kBF16) {
-    const bool keep = shape.size() <= 1 || shape.size() > 4 || shape_numel(shape) <= 1024 ||
-                      file_name.find(".modulation") != std::string::npos;
-    return keep ? GgmlType::kF32 : type;
-  }
-  if (!block_quantizable(part, name, shape)) return GgmlType::kF32;
-  return io::whole_blocks(type, shape.back()) ? type : GgmlType::kF16;
-}
-
 // Whether convert reads the tensor as floating-point values.
 bool floating(const io::TensorInfo& info) {
   if (info.ggml_type) return math::ggml_traits(*info.ggml_type).dequantized && info.type != io::StoredType::kI32 &&
@@ -133,6 +119,19 @@ bool floating(const io::TensorInfo& info) {
 }
 
 }  // namespace
+
+io::GgmlType gguf_tensor_type(Part part, const std::string& name, const std::string& file_name, const Shape& shape,
+                              io::GgmlType type) {
+  using io::GgmlType;
+  if (type == GgmlType::kF32) return type;
+  if (type == GgmlType::kF16 || type == GgmlType::kBF16) {
+    const bool keep = shape.size() <= 1 || shape.size() > 4 || shape_numel(shape) <= 1024 ||
+                      file_name.find(".modulation") != std::string::npos;
+    return keep ? GgmlType::kF32 : type;
+  }
+  if (!block_quantizable(part, name, shape)) return GgmlType::kF32;
+  return io::whole_blocks(type, shape.back()) ? type : GgmlType::kF16;
+}
 
 const std::vector<std::string>& conversion_components() {
   static const std::vector<std::string> names = [] {
@@ -187,7 +186,7 @@ std::vector<io::ConvertedTensor> conversion_plan(const ConversionInput& in, io::
     if (const auto [at, fresh] = written.emplace(file_name, name); !fresh)
       throw ModelError(weights.dir() + ": tensors '" + at->second + "' and '" + name + "' are both named '" +
                        file_name + "' in the " + in.family + " single-file naming");
-    plan.push_back({name, file_name, gguf ? gguf_type(in.part, name, file_name, info.shape, type) : type});
+    plan.push_back({name, file_name, gguf ? gguf_tensor_type(in.part, name, file_name, info.shape, type) : type});
   }
   std::sort(plan.begin(), plan.end(),
             [](const io::ConvertedTensor& a, const io::ConvertedTensor& b) { return a.name < b.name; });

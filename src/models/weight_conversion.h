@@ -74,4 +74,12 @@ ConversionInput open_conversion_input(const std::string& input, const std::strin
 // name in the family's naming.
 std::vector<io::ConvertedTensor> conversion_plan(const ConversionInput& input, io::GgmlType type, bool gguf);
 
+// The type conversion_plan writes one tensor of a `part` in, in a GGUF file
+// of `type`: `name` is the model's name for it, `file_name` the output's
+// (the rules above). For a writer without a source to plan from
+// (scripts/bench/cpp/make_random_gguf.cpp: random weights of a model too
+// large to write in float first).
+io::GgmlType gguf_tensor_type(Part part, const std::string& name, const std::string& file_name, const Shape& shape,
+                              io::GgmlType type);
+
 }  // namespace ditgen::models

@@ -1,12 +1,13 @@
 // bench_forward: times one transformer forward of any registered family
-// (DiT, PixArt, Latte), or a large square GEMM through the CPU's GEMM op
-// (this machine's float32 or bfloat16 peak). A benchmark, not a test;
-// driven by scripts/bench/bench_dit_forward.py and scripts/bench/bench_cpu.py, which
-// compare it with PyTorch.
+// (DiT, PixArt, Latte, Wan, CogVideoX), or a large square GEMM through the
+// CPU's GEMM op (this machine's float32 or bfloat16 peak). A benchmark, not
+// a test; driven by scripts/bench/bench_dit_forward.py, bench_cpu.py,
+// bench_video_models.py and bench_quantized.py, which compare it with PyTorch.
 //
 //   bench_forward --model DIR [--batch 2] [--frames 16] [--latent-size N] [--text-tokens 120]
 //                 [--repeat 5] [--warmup 1] [--threads 2] [--profile]
 //                 [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]
+//                 [--transformer-file FILE] [--quantize none|int8] [--save-output FILE.safetensors]
 //   bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype ...] ...
 //   bench_forward --sgemm [N] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1] [--threads 2]
 //
@@ -30,6 +31,15 @@
 //
 //   forward_seconds <median>   forward_all <t1,t2,...>   peak_rss_bytes <n>
 //   device_peak_bytes <n>      (CUDA: the caching allocator's peak in use)
+//
+// --transformer-file runs the transformer from one weights file (GGUF in
+// any block type, safetensors, fp8), opened with the family's single-file
+// naming as the pipeline opens model.transformer; DIR still gives the
+// config. --quantize int8 is model.quantize "int8" (W8A8 block matrices,
+// models/placement.h). --save-output writes the first forward's prediction
+// ("output") with its inputs ("latents", and "text" for text-conditioned
+// families), float32, so a script can compare variants (relative L2) and
+// feed a reference implementation the same inputs.
 //
 // On CUDA the timed forward includes uploading the latents and downloading
 // the prediction (what the pipeline does every step); scripts/bench/bench_cuda.sh
@@ -68,6 +78,8 @@ namespace {
 
 struct Args {
   std::string model, text_encoder;
+  std::string transformer_file, save_output;  // optional: a single weights file; where to save the output
+  bool int8 = false;                           // --quantize int8
   int64_t sgemm_n = 0;  // > 0: sgemm mode
   int64_t batch = 0, frames = 0, latent_size = 0, text_tokens = 120;  // 0: the mode's / model's default
   int repeat = 5, warmup = 1, threads = 2;
@@ -89,6 +101,7 @@ DTypeChoice dtype_choice(const std::string& name) {
                "usage: bench_forward --model DIR [--batch 2] [--frames F] [--latent-size N] [--text-tokens 120]\n"
                "         [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
                "         [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
+               "         [--transformer-file FILE] [--quantize none|int8] [--save-output FILE.safetensors]\n"
                "       bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype D] ...\n"
                "       bench_forward --sgemm [N=4096] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1]\n"
                "         [--threads 2]\n");
@@ -115,12 +128,20 @@ Args parse(int argc, char** argv) {
     else if (k == "--device") a.device = value();
     else if (k == "--dtype") a.dtype = value();
     else if (k == "--attention") a.attention = value();
+    else if (k == "--transformer-file") a.transformer_file = value();
+    else if (k == "--save-output") a.save_output = value();
+    else if (k == "--quantize") {
+      const std::string q = value();
+      if (q != "none" && q != "int8") usage(2);
+      a.int8 = q == "int8";
+    }
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
   const int modes = !a.model.empty() + !a.text_encoder.empty() + (a.sgemm_n > 0);
   if (a.batch == 0) a.batch = a.text_encoder.empty() ? 2 : 1;  // a CFG pair of latents, one prompt
-  if (modes != 1 || a.batch < 1 || a.repeat < 1 || a.warmup < 0 || a.threads < 1 ||
+  const bool forward_only = !a.transformer_file.empty() || a.int8 || !a.save_output.empty();
+  if (modes != 1 || (forward_only && a.model.empty()) || a.batch < 1 || a.repeat < 1 || a.warmup < 0 || a.threads < 1 ||
       a.frames < 0 || a.latent_size < 0 || a.text_tokens < 1)
     usage(2);
   return a;
@@ -168,19 +189,22 @@ int run_sgemm(const Args& a) {
 }
 
 // Times `forward` over the warmup and repeats and prints the figures every
-// mode reports (and the profile).
+// mode reports (and the profile); returns the first forward's output.
 template <class F>
-void time_forwards(const Args& a, Device device, F forward) {
+Tensor time_forwards(const Args& a, Device device, F forward) {
   std::vector<double> times;
   double checksum = 0;
+  Tensor first;
   for (int r = 0; r < a.warmup + a.repeat; ++r) {
     if (r == a.warmup && a.profile) profile::reset();
     const double t0 = now();
-    const Tensor y = forward();
+    Tensor y = forward();
     const double dt = now() - t0;
     if (r >= a.warmup) times.push_back(dt);
-    if (r == 0)
+    if (r == 0) {
       for (int64_t i = 0; i < y.numel(); ++i) checksum += y[i];
+      first = std::move(y);
+    }
   }
   struct rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -193,6 +217,7 @@ void time_forwards(const Args& a, Device device, F forward) {
   if (a.profile) {
     std::printf("profile_begin (summed over %d forwards)\n%sprofile_end\n", a.repeat, profile::report().c_str());
   }
+  return first;
 }
 
 int run_text_encoder(const Args& a) {
@@ -247,8 +272,14 @@ int run_forward(const Args& a) {
     std::printf("device %s\nattention_path %s\n", ops::cuda_device_description().c_str(),
                 ops::cuda_attention_path(spec->head_dim(), where.dtype).c_str());
   }
-  std::printf("family %s\ndtype %s\n", spec->family(), dtype_name(where.dtype));
-  const auto model = spec->load(io::WeightStore::open_dir(dir), {}, {where.device, where.dtype});
+  std::printf("family %s\ndtype %s\nquantize %s\n", spec->family(), dtype_name(where.dtype), a.int8 ? "int8" : "none");
+  models::Placement place(where.device, where.dtype);
+  place.int8 = a.int8;
+  // As pipeline::ModelParts::weights opens model.transformer.
+  const io::WeightStore weights = a.transformer_file.empty()
+                                      ? io::WeightStore::open_dir(dir)
+                                      : io::WeightStore::open_file(a.transformer_file, spec->single_file_options());
+  const auto model = spec->load(weights, {}, place);
   std::printf("load_seconds %.3f\n", now() - t_load);
 
   const int64_t b = a.batch;
@@ -277,7 +308,12 @@ int run_forward(const Args& a) {
       }
   }
 
-  time_forwards(a, where.device, [&] { return model->forward(args); });
+  const Tensor y = time_forwards(a, where.device, [&] { return model->forward(args); });
+  if (!a.save_output.empty()) {
+    std::vector<std::pair<std::string, Tensor>> saved = {{"output", y}, {"latents", x}};
+    if (text.defined()) saved.emplace_back("text", text);
+    io::write_safetensors(a.save_output, saved);
+  }
   return 0;
 }
 
