@@ -4,7 +4,8 @@
 // CFG-distilled LoRA is (4 steps, guidance_scale 1), made by
 // scripts/fixtures/make_lora_pipeline_fixtures.py: the config's `lora`
 // section, and --lora FILE:SCALE, give its latents, which are far from the
-// latents without the LoRA; under mpirun tp = 2 (each rank merging its rows
+// latents without the LoRA (and DiT with its peft adapter, merged by peft,
+// diffusers having no DiT LoRA loader); under mpirun tp = 2 (each rank merging its rows
 // or columns of each change) gives the single process's, sending per step
 // the bytes `plan` computes for one forward without CFG's second half. A
 // LoRA that matches nothing is exit 2 naming the count and the first keys,
@@ -123,6 +124,31 @@ TEST_CASE("lora CLI: the lora section gives diffusers' fused-LoRA latents (Wan, 
   CHECK(png.find("Lora: diffusers.safetensors (0.7, transformer, sha256 " + sha256sum(file).substr(0, 12) + ")") !=
         std::string::npos);
   CHECK(png.find(R"j("lora":[{"path":)j") != std::string::npos);  // the config as given, in ditgen_config
+}
+
+TEST_CASE("lora CLI: DiT with peft's adapter merged by peft gives its latents, alone and under tp2") {
+  // diffusers has no LoRA loader for DiT: the reference is peft's merge.
+  testing::TempDir dir("lora_dit");
+  const std::string config = lora_dir() + "/pipeline/dit_lora_run.json";
+  const std::string dit_noise = testing::reference_dir("dit_odd") + "noise.safetensors";
+  const auto ref = io::SafetensorsFile::open(lora_dir() + "/pipeline/dit_lora_expected.safetensors");
+  const Tensor want = ref->load("latents").to(DType::kF32).clone(), plain = ref->load("latents_no_lora").to(DType::kF32).clone();
+  for (const int ranks : {1, 2}) {
+    CAPTURE(ranks);
+    const std::string name = "dit" + std::to_string(ranks);
+    std::string launcher = ranks > 1 ? std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " : "";
+    const testing::Run r = testing::run_command(
+        launcher + DITGEN_EXE + " --device cpu --threads 1 --quiet --config " + config + " --init-noise " + dit_noise +
+        " --save-latents " + dir.file(name + ".safetensors") + " --output " + dir.file(name + "/img.png") +
+        (ranks > 1 ? " --set parallel.tp=2" : ""));
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    const Tensor got = latents_of(dir, name);
+    const double err = testing::rel_l2(got, want);
+    MESSAGE("dit_odd + peft LoRA 0.7 on " << ranks << " rank(s): relative L2 to peft's merged run " << err
+                                          << ", to the run without it " << testing::rel_l2(got, plain));
+    CHECK(err < 1e-4);
+    CHECK(testing::rel_l2(got, plain) > 0.1);
+  }
 }
 
 TEST_CASE("lora CLI: --lora FILE:SCALE appends to the list, as the config's section does") {
