@@ -195,7 +195,7 @@ TEST_CASE("lora CLI: tp2 under mpirun gives the single process's latents, one fo
   CHECK(without_cfg < with_cfg);
 }
 
-TEST_CASE("lora CLI: a LoRA that matches nothing is exit 2 naming the count and keys; lora_strict false warns") {
+TEST_CASE("lora CLI: a LoRA that matches nothing is exit 2 naming the count and keys, lora_strict false a warning") {
   testing::TempDir dir("lora_strict");
   // DiT's adapter on Wan: none of its modules is Wan's.
   const std::string dit = lora_dir() + "/dit/diffusers.safetensors";

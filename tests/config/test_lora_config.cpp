@@ -35,7 +35,7 @@ TEST_CASE("lora: defaults, a list of path / scale / target, paths beside the con
   CHECK(again.lora_strict == c.lora_strict);
 }
 
-TEST_CASE("lora: each item's keys and values checked, naming lora[i]; lora_apply runtime refused") {
+TEST_CASE("lora: each item's keys and values checked, naming lora[i], lora_apply runtime refused") {
   auto error_for = [](const json& list) { return load_error(with(minimal_config(), "lora", list)); };
   CHECK(contains(error_for(json{{"path", "a"}}), "lora: expected a list"));
   CHECK(contains(error_for(json::array({"a.safetensors"})), "lora[0]: expected an object"));
