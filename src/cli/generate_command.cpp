@@ -78,7 +78,8 @@ struct RunRecord {
   std::string json;
 };
 
-RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& layout) {
+RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& layout,
+                     const std::vector<pipeline::LoraRecord>& loras) {
   RunRecord r;
   nlohmann::json j = {{"device", device_name(device.device)},
                       {"dtype", dtype_name(device.dtype)},
@@ -92,6 +93,13 @@ RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& 
   if (device.device == Device::kCUDA) {
     j["attention"] = device.attention;
     r.parameters += ", Attention: " + device.attention;
+  }
+  // Each LoRA: its file, the file's SHA-256 (what `sha256sum` prints), its
+  // strength and the transformer it changed.
+  for (const pipeline::LoraRecord& l : loras) {
+    j["lora"].push_back({{"file", l.path}, {"sha256", l.sha256}, {"scale", l.scale}, {"target", l.target}});
+    r.parameters += ", Lora: " + std::filesystem::path(l.path).filename().string() + " (" +
+                    nlohmann::json(l.scale).dump() + ", " + l.target + ", sha256 " + l.sha256.substr(0, 12) + ")";
   }
   r.json = j.dump();
   return r;
@@ -131,6 +139,12 @@ void run_generate(const CliOptions& opts) {
     print_notes(pipe->notes());
   }
 
+  // The LoRA files read and checked against the transformers (exit 2 on a
+  // key that matches nothing, unless lora_strict is false), before weights.
+  const pipeline::LoraSetup lora = pipe->use_lora(cfg.lora, cfg.lora_strict, opts.config_path);
+  if (!quiet)
+    for (const std::string& line : lora.lines) std::fprintf(stderr, "ditgen: %s\n", line.c_str());
+
   const int threads = opts.threads > 0 ? opts.threads : default_threads(parallel::MpiRuntime::local_size());
   ops::set_num_threads(threads);
   if (std::string(ops::blas_threading()) != "openmp" && !quiet)
@@ -147,7 +161,7 @@ void run_generate(const CliOptions& opts) {
   metadata_cfg.output.skip_existing = false;
   const nlohmann::json effective = to_json(metadata_cfg);
   // Beside what was asked (model.dtype "auto", no --threads), what ran.
-  const RunRecord ran = run_record(device, threads, layout);
+  const RunRecord ran = run_record(device, threads, layout, lora.records);
   std::vector<std::unique_ptr<io::OutputWriter>> writers;
   if (rank0) {  // the output rank writes
     writers = make_output_writers(cfg.output, outputs, frames, effective.dump(), output_names(entries), ran.json);

@@ -116,6 +116,23 @@ void append_flag_overrides(Entries& entries, const ValueFlag& output, const Valu
     entries.add("generate.width=" + std::to_string(positive_integer(width.typed, width.text)), origin(width));
 }
 
+// --lora FILE[:SCALE]: {"path": FILE, "scale": SCALE}. The text after the
+// last ':' is the scale when it is a number (a file name may hold colons).
+nlohmann::json lora_flag_entry(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon != std::string::npos && colon > 0) {
+    const std::string tail = text.substr(colon + 1);
+    double scale = 0;
+    const auto [end, error] = std::from_chars(tail.data(), tail.data() + tail.size(), scale);
+    if (!tail.empty() && error == std::errc() && end == tail.data() + tail.size()) {
+      if (!std::isfinite(scale)) throw ConfigError("--lora " + text + ": the scale must be a finite number");
+      return {{"path", text.substr(0, colon)}, {"scale", scale}};
+    }
+  }
+  if (text.empty()) throw ConfigError("--lora: expected FILE[:SCALE], got \"\"");
+  return {{"path", text}};
+}
+
 // ConfigError for the first argument no option took: an option ditgen does
 // not have (with what the user most likely meant), or a stray word.
 void reject_extras(const CLI::App& app, const std::vector<std::string>& extras) {
@@ -190,6 +207,11 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
                                                              "overrides generate.prompts)")->type_name("TEXT");
   auto* negative_opt = app.add_option("--negative-prompt", negative_flag,
                                       "CFG's negative prompt (overrides generate.negative_prompt)")->type_name("TEXT");
+  std::vector<std::string> lora_flags;
+  app.add_option("--lora", lora_flags, "a LoRA file, at strength SCALE (default 1); repeatable, appends to the "
+                                       "config's lora list")
+      ->type_name("FILE[:SCALE]")
+      ->allow_extra_args(false);
   std::string prompt_file_flag;
   bool resume = false;
   auto* prompt_file_opt = app.add_option("--prompt-file", prompt_file_flag, "prompts, one per line, or .jsonl "
@@ -312,6 +334,8 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
     entries.add("generate.prompt_file=" + nlohmann::json(prompt_file_flag).dump(), typed);
   }
   if (resume) entries.add("output.skip_existing=true", "--resume");
+  for (const std::string& lora : lora_flags)
+    entries.add("lora+=" + lora_flag_entry(lora).dump(), "--lora " + shell_word(lora));
   if (negative_opt->count() > 0)
     entries.add("generate.negative_prompt=" + nlohmann::json(negative_flag).dump(),
                 "--negative-prompt " + shell_word(negative_flag));

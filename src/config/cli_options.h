@@ -9,7 +9,9 @@
 // --set entries too (generate.prompts, generate.prompt_file,
 // generate.negative_prompt, generate.frames, output.skip_existing), and so
 // are the shorthands --guidance (alias --cfg-scale), -H/--height and
-// -W/--width (generate.guidance_scale, generate.height, generate.width).
+// -W/--width (generate.guidance_scale, generate.height, generate.width);
+// each --lora FILE[:SCALE] is a `lora+={"path": FILE, "scale": SCALE}`
+// entry, appending to the config's lora list.
 // Each entry remembers what the user typed for it, so a message about its
 // value names the flag (`--prompt ""`), not the --set it became.
 //

@@ -38,6 +38,14 @@ void resolve_paths_against(nlohmann::json& document, const std::filesystem::path
     if (written.empty() || written.is_absolute()) continue;
     *value = (folder / written).lexically_normal().string();
   }
+  // and each LoRA's file (the lora list's items)
+  auto lora = document.find("lora");
+  if (lora == document.end() || !lora->is_array()) return;
+  for (nlohmann::json& item : *lora) {
+    if (!item.is_object() || !item.contains("path") || !item["path"].is_string()) continue;
+    const std::filesystem::path written = item["path"].get<std::string>();
+    if (!written.empty() && !written.is_absolute()) item["path"] = (folder / written).lexically_normal().string();
+  }
 }
 
 }  // namespace

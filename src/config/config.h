@@ -149,8 +149,23 @@ struct OutputConfig {
   bool operator==(const OutputConfig&) const = default;
 };
 
+// One entry of the `lora` list (docs/lora.md): a LoRA file, its strength
+// and the transformer it changes. A relative path in a config file names a
+// place beside that file; --lora's beside the current folder.
+struct LoraConfig {
+  std::string path;
+  double scale = 1.0;
+  // diffusers' loader's default; keys a file writes under transformer_2.
+  // go to the second expert whatever this says.
+  LoraTargetChoice target = LoraTargetChoice::kTransformer;
+  bool operator==(const LoraConfig&) const = default;
+};
+
 struct RunConfig {
   ModelConfig model;
+  std::vector<LoraConfig> lora;  // applied in this order, each change added to the weights
+  bool lora_strict = true;       // a key that matches no tensor of the model: exit 2 (else a warning)
+  LoraApply lora_apply = LoraApply::kMerge;
   GenerateConfig generate;
   ParallelConfig parallel;
   PabConfig pab;

@@ -20,4 +20,18 @@ enum class Quantize { kNone, kInt8 };
 inline constexpr EnumName<Quantize> kQuantizeNames[] = {{Quantize::kNone, "none"}, {Quantize::kInt8, "int8"}};
 inline const char* name_of(Quantize q) { return name_in(kQuantizeNames, q); }
 
+// lora[i].target: which transformer of a model a LoRA file changes (a
+// two-expert Wan 2.2 A14B has transformer and transformer_2).
+enum class LoraTargetChoice { kTransformer, kTransformer2, kBoth };
+inline constexpr EnumName<LoraTargetChoice> kLoraTargetNames[] = {{LoraTargetChoice::kTransformer, "transformer"},
+                                                                   {LoraTargetChoice::kTransformer2, "transformer_2"},
+                                                                   {LoraTargetChoice::kBoth, "both"}};
+inline const char* name_of(LoraTargetChoice t) { return name_in(kLoraTargetNames, t); }
+
+// lora_apply: merged into the weights at load, or applied beside them at
+// run time (not built yet: the config refuses it).
+enum class LoraApply { kMerge, kRuntime };
+inline constexpr EnumName<LoraApply> kLoraApplyNames[] = {{LoraApply::kMerge, "merge"}, {LoraApply::kRuntime, "runtime"}};
+inline const char* name_of(LoraApply a) { return name_in(kLoraApplyNames, a); }
+
 }  // namespace ditgen

@@ -35,6 +35,8 @@ SetOverride parse_set_override(const std::string& text, const ConfigContext& con
                       ": expected key.path=value (e.g. --set generate.steps=20)");
   SetOverride entry;
   entry.path = text.substr(0, equals);
+  entry.append = entry.path.size() > 1 && entry.path.back() == '+';
+  if (entry.append) entry.path.pop_back();
   entry.value = parse_override_value(text.substr(equals + 1));
   entry.text = text;
   if (const char* feature = not_built_yet(entry.path))
@@ -54,12 +56,20 @@ void apply_set_override(json& document, const SetOverride& entry, const ConfigCo
     const auto dot = entry.path.find('.', start);
     const std::string key = entry.path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (dot == std::string::npos) {
-      // null removes the key, so the default applies (`--set output.fps=null`
-      // before writing png from an mp4 config).
-      if (entry.value.is_null())
+      // `+=` appends to a list; null removes the key, so the default applies
+      // (`--set output.fps=null` before writing png from an mp4 config).
+      if (entry.append) {
+        json& list = (*node)[key];  // null when absent
+        if (list.is_null()) list = json::array();
+        if (!list.is_array())
+          throw ConfigError(context.file() + ": " + entry.path + ": expected a list, got " + describe_value(list) +
+                            " (cannot apply " + entry.text + ")");
+        list.push_back(entry.value);
+      } else if (entry.value.is_null()) {
         node->erase(key);
-      else
+      } else {
         (*node)[key] = entry.value;
+      }
       return;
     }
     walked = join_path(walked, key);

@@ -13,11 +13,14 @@ namespace ditgen::config {
 
 struct SetOverride {
   std::string path;       // dotted schema path
+  // `key.path+=value`: the value is appended to the list at path (created
+  // when absent), as --lora appends to `lora`.
+  bool append = false;
   nlohmann::json value;   // parsed as JSON when it parses, else the plain string
   std::string text;       // "key.path=value" as given, for messages
 };
 
-// Splits at the first '='. Throws ConfigError on a malformed entry or a path
+// Splits at the first '=' (a `+` before it: append). Throws ConfigError on a malformed entry or a path
 // outside the schema.
 SetOverride parse_set_override(const std::string& text, const ConfigContext& context);
 

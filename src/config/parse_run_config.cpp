@@ -240,6 +240,28 @@ OutputConfig parse_output(const ObjectReader& output) {
   return c;
 }
 
+// The lora list (docs/lora.md): each item an object of path, scale and
+// target, its keys checked here (the schema's walk does not enter lists).
+std::vector<LoraConfig> parse_lora(const ObjectReader& root) {
+  std::vector<LoraConfig> list;
+  const json* value = root.find("lora");
+  if (!value) return list;
+  const ConfigContext& context = root.context();
+  const json& items = read_array(*value, "lora", context);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const ObjectReader item(items[i], "lora[" + std::to_string(i) + "]", context);
+    for (const auto& entry : items[i].items())
+      if (entry.key() != "path" && entry.key() != "scale" && entry.key() != "target")
+        context.fail(item.path_of(entry.key()), "unknown key (a LoRA is {\"path\", \"scale\", \"target\"})");
+    LoraConfig c;
+    c.path = item.required_string("path", "the LoRA's .safetensors file");
+    if (const json* scale = item.find("scale")) c.scale = read_number(*scale, item.path_of("scale"), context);
+    c.target = item.enum_choice("target", c.target, kLoraTargetNames);
+    list.push_back(std::move(c));
+  }
+  return list;
+}
+
 }  // namespace
 
 RunConfig parse_run_config(const json& document, const ConfigContext& context) {
@@ -253,6 +275,14 @@ RunConfig parse_run_config(const json& document, const ConfigContext& context) {
   c.pab = parse_pab(root.section("pab"));
   c.cache = parse_cache(root.section("cache"));
   c.output = parse_output(root.section("output"));
+  c.lora = parse_lora(root);
+  c.lora_strict = root.boolean("lora_strict", c.lora_strict);
+  c.lora_apply = root.enum_choice("lora_apply", c.lora_apply, kLoraApplyNames);
+  // Run-time application (quantized weights kept as they are, the LoRA
+  // beside them) is not built: say so rather than merge behind the name.
+  if (c.lora_apply == LoraApply::kRuntime)
+    context.fail("lora_apply", "\"runtime\" is not supported yet: LoRA is merged into float weights at load "
+                               "(\"merge\", the default; docs/lora.md)");
 
   // Rules across sections that the model or the layout decide (cp = 2
   // needs guidance: parallel::layout_problems; PAB with PipeFusion:

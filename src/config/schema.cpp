@@ -28,6 +28,7 @@ const std::vector<std::string>& schema_paths() {
         "cache", "cache.kind", "cache.threshold", "cache.coefficients",
         "output", "output.path", "output.format", "output.fps", "output.crf", "output.grid",
         "output.skip_existing",
+        "lora", "lora_strict", "lora_apply",
     };
     for (const char* kind : {"spatial", "temporal", "cross", "mlp"}) {
       const std::string section = std::string("pab.") + kind;
@@ -64,9 +65,6 @@ const char* not_built_yet(const std::string& dotted_path) {
   static const std::pair<const char*, const char*> kPlanned[] = {
       {"generate.image", "image-to-video (generate.image)"},
       {"generate.last_image", "first-last-frame video (generate.last_image)"},
-      {"lora", "LoRA adapters (the lora section)"},
-      {"lora_strict", "LoRA adapters (lora_strict)"},
-      {"lora_apply", "LoRA adapters (lora_apply)"},
       {"vae", "VAE tiling (the vae section)"},
   };
   for (const auto& [path, feature] : kPlanned)

@@ -89,6 +89,15 @@ json to_json(const RunConfig& c) {
     j["parallel"]["warmup_steps"] = c.parallel.warmup_steps;
   }
   if (!c.parallel.sp_weights.empty()) j["parallel"]["sp_weights"] = c.parallel.sp_weights;
+  // Only with a LoRA, so configs without one round-trip (and PNG metadata)
+  // as before; the files' own digests are the run record's (cli/).
+  if (!c.lora.empty()) {
+    j["lora"] = json::array();
+    for (const LoraConfig& l : c.lora)
+      j["lora"].push_back({{"path", l.path}, {"scale", l.scale}, {"target", name_of(l.target)}});
+    j["lora_strict"] = c.lora_strict;
+    j["lora_apply"] = name_of(c.lora_apply);
+  }
   return j;
 }
 

@@ -675,29 +675,39 @@ Tensor WeightStore::load_scaled(const std::string& name, int64_t row_begin, int6
   return out;
 }
 
+Tensor WeightStore::edited(const std::string& name, Tensor loaded, int64_t row_begin, int64_t col_begin) const {
+  if (!edits_ || !edits_->changes(name)) return loaded;
+  // An owned float32 copy: a borrowed tensor is the file's read-only map.
+  Tensor part = loaded.dtype() == DType::kF32 ? loaded.clone() : loaded.to(DType::kF32);
+  if (points_into_file(name, loaded)) release_pages(name, loaded);
+  edits_->apply(name, part, row_begin, col_begin);
+  return part;
+}
+
 Tensor WeightStore::load(const std::string& name) const {
-  if (scales_.count(name)) return load_scaled(name, -1, -1);
+  if (scales_.count(name)) return edited(name, load_scaled(name, -1, -1), 0, 0);
   const Location& at = locate(name);
-  return files_[at.file]->load(at.name);
+  return edited(name, files_[at.file]->load(at.name), 0, 0);
 }
 
 Tensor WeightStore::load_rows(const std::string& name, int64_t row_begin, int64_t row_end) const {
-  if (scales_.count(name)) return load_scaled(name, row_begin, row_end);  // the file checks the range
+  // (the file checks the range)
+  if (scales_.count(name)) return edited(name, load_scaled(name, row_begin, row_end), row_begin, 0);
   const Location& at = locate(name);
-  return files_[at.file]->load_rows(at.name, row_begin, row_end);
+  return edited(name, files_[at.file]->load_rows(at.name, row_begin, row_end), row_begin, 0);
 }
 
 Tensor WeightStore::load_cols(const std::string& name, int64_t col_begin, int64_t col_end) const {
   const Location& at = locate(name);
   Tensor cols = files_[at.file]->load_cols(at.name, col_begin, col_end);
-  if (!scales_.count(name)) return cols;
+  if (!scales_.count(name)) return edited(name, cols, 0, col_begin);
   if (cols.dtype() != DType::kF32) cols = cols.to(DType::kF32);
   const Location& scale_at = locate(scales_.at(name));
   const Tensor scale = files_[scale_at.file]->load_f32(scale_at.name);
   const int64_t rows = cols.dim(0), width = cols.dim(1);
   for (int64_t r = 0; r < rows && width; ++r)
     for (int64_t k = 0; k < width; ++k) cols.data()[r * width + k] *= scale.data()[scale.numel() == 1 ? 0 : r];
-  return cols;
+  return edited(name, cols, 0, col_begin);
 }
 
 namespace {
@@ -736,6 +746,7 @@ std::optional<Tensor> WeightStore::load_block_rows(const std::string& name, int6
   const Location& at = locate(name);
   const std::optional<BlockView> v = block_view(*files_[at.file], at.name);
   if (!v) return std::nullopt;
+  if (edits_ && edits_->changes(name)) throw ConfigError(block_edit_refusal(name));
   check_span(*v, "rows", row_begin, row_end, v->rows, name);
   const uint8_t* bytes = v->file->bytes(at.name) + static_cast<size_t>(row_begin) * v->row_bytes;
   return Tensor::block_quantized(bytes, static_cast<size_t>(row_end - row_begin) * v->row_bytes,
@@ -748,6 +759,7 @@ std::optional<Tensor> WeightStore::load_block_cols(const std::string& name, int6
   const Location& at = locate(name);
   const std::optional<BlockView> v = block_view(*files_[at.file], at.name);
   if (!v) return std::nullopt;
+  if (edits_ && edits_->changes(name)) throw ConfigError(block_edit_refusal(name));
   check_span(*v, "columns", col_begin, col_end, v->k, name);
   const WeightFile& file = *v->file;
   const TensorInfo& ti = *v->info;
@@ -773,7 +785,20 @@ std::optional<Tensor> WeightStore::load_block_cols(const std::string& name, int6
                                  arithmetic, std::move(copy));
 }
 
+bool WeightStore::block_quantized(const std::string& name) const {
+  const Location& at = locate(name);
+  return block_view(*files_[at.file], at.name).has_value();
+}
+
+std::string WeightStore::block_edit_refusal(const std::string& name) const {
+  return file_of(name) + ": tensor '" + name + "' is " + element_type_name(info(name)) +
+         " (GGUF blocks): a LoRA changes it, and merging into block-quantized weights (lora_apply \"merge\") or "
+         "applying beside them (lora_apply \"runtime\") is not supported yet; give model.transformer a float "
+         "file (ditgen convert --type bf16)";
+}
+
 Tensor WeightStore::load_f32(const std::string& name) const {
+  if (edits_ && edits_->changes(name)) return load(name);  // float32 already
   if (scales_.count(name)) return load_scaled(name, -1, -1);
   const Location& at = locate(name);
   return files_[at.file]->load_f32(at.name);

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/weight_edits.h"
 #include "io/weight_file.h"
 #include "tensor/tensor.h"
 
@@ -185,6 +186,19 @@ class WeightStore {
   // or load_rows), not a copy or a decoded tensor; answers without loading.
   bool points_into_file(const std::string& name, const Tensor& t) const;
 
+  // Changes added to tensors as they load (io/weight_edits.h: LoRA merged
+  // at load); null: none. An edited tensor loads as an owned float32 copy
+  // of the part asked for, its change added; a block-quantized one is
+  // refused (ConfigError: block_edit_refusal).
+  void set_edits(std::shared_ptr<const WeightEdits> edits) { edits_ = std::move(edits); }
+  // Whether `name` is a 2-D GGUF tensor of a block type (what
+  // load_block_rows hands out in its blocks).
+  bool block_quantized(const std::string& name) const;
+  // Why a change to such a tensor is refused (a ConfigError's text, exit
+  // 2): merging would need its float copy, and applying at run time is not
+  // built yet.
+  std::string block_edit_refusal(const std::string& name) const;
+
   // Checks that `name` exists with exactly `shape` and a type that loads as
   // a floating tensor (F32, BF16, F16, float8, a GGUF block type; ModelError
   // naming the file, the tensor, and expected vs found shape or type
@@ -201,12 +215,16 @@ class WeightStore {
   void index_scales();
   // Rows [row_begin, row_end) of the scaled weight `name`, in float32.
   Tensor load_scaled(const std::string& name, int64_t row_begin, int64_t row_end) const;
+  // `loaded` (rows from row_begin, columns from col_begin of `name`) with
+  // its change added, when edits_ changes it; else `loaded` as it is.
+  Tensor edited(const std::string& name, Tensor loaded, int64_t row_begin, int64_t col_begin) const;
 
   std::string dir_;
   std::vector<std::shared_ptr<const WeightFile>> files_;
   std::map<std::string, Location> where_;
   std::map<std::string, std::string> scales_;  // weight name -> its scale_weight's name
   std::string source_;                         // the single weights file or the index, for messages
+  std::shared_ptr<const WeightEdits> edits_;
 };
 
 }  // namespace ditgen::io

@@ -133,13 +133,31 @@ models::Placement vae_placement(Device device, DType vae_dtype, const models::Va
   return {device, vae_dtype};
 }
 
+namespace {
+
+io::WeightStore open_part(const ModelParts& p, const std::string& part) {
+  if (part == "transformer" && !p.files.transformer.empty())
+    return io::WeightStore::open_file(p.files.transformer, p.spec->single_file_options());
+  if (part == "transformer_2" && !p.files.transformer_2.empty())
+    return io::WeightStore::open_file(p.files.transformer_2, (p.spec_2 ? *p.spec_2 : *p.spec).single_file_options());
+  if (part == "vae" && !p.files.vae.empty()) return io::WeightStore::open_file(p.files.vae, p.vae->single_file_options());
+  return io::WeightStore::open_dir(p.dir.part_dir(part));
+}
+
+}  // namespace
+
 io::WeightStore ModelParts::weights(const std::string& part) const {
-  if (part == "transformer" && !files.transformer.empty())
-    return io::WeightStore::open_file(files.transformer, spec->single_file_options());
-  if (part == "transformer_2" && !files.transformer_2.empty())
-    return io::WeightStore::open_file(files.transformer_2, (spec_2 ? *spec_2 : *spec).single_file_options());
-  if (part == "vae" && !files.vae.empty()) return io::WeightStore::open_file(files.vae, vae->single_file_options());
-  return io::WeightStore::open_dir(dir.part_dir(part));
+  io::WeightStore store = open_part(*this, part);
+  if (part == "transformer") store.set_edits(lora_transformer);
+  if (part == "transformer_2") store.set_edits(lora_transformer_2);
+  return store;
+}
+
+LoraSetup Pipeline::use_lora(const std::vector<LoraConfig>& loras, bool strict, const std::string& where) {
+  LoraSetup setup = setup_lora(loras, strict, parts_, where);
+  parts_.lora_transformer = setup.transformer;
+  parts_.lora_transformer_2 = setup.transformer_2;
+  return setup;
 }
 
 ModelParts ModelParts::read(const std::string& model_dir, const ComponentFiles& files) {
@@ -147,7 +165,7 @@ ModelParts ModelParts::read(const std::string& model_dir, const ComponentFiles& 
   check_component_file(files.transformer_2, "model.transformer_2");
   check_component_file(files.text_encoder, "model.text_encoder");
   check_component_file(files.vae, "model.vae");
-  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}, nullptr, 0, files, {}, {}};
+  ModelParts p{io::ModelDir::open(model_dir), nullptr, nullptr, {}, {}, nullptr, 0, files, {}, {}, nullptr, nullptr};
   p.spec = read_part_spec(p, "transformer", files.transformer, "model.transformer", models::transformer_spec);
   p.vae = read_part_spec(p, "vae", files.vae, "model.vae", models::vae_spec);
   const std::string& v_path = p.config_path("vae");

@@ -28,6 +28,7 @@
 #include "pab/change_recorder.h"
 #include "pab/step_cache.h"
 #include "parallel/communicator.h"
+#include "pipeline/lora_setup.h"
 #include "sched/sampler.h"
 #include "tensor/tensor.h"
 
@@ -188,10 +189,14 @@ struct ModelParts {
   // What the user is told about how the model was put together (which
   // published config a component file took), one line each.
   std::vector<std::string> notes;
+  // The changes the transformers' weights take as they load (LoRA merged at
+  // load: pipeline/lora_setup.h); null: none.
+  std::shared_ptr<const io::WeightEdits> lora_transformer, lora_transformer_2;
 
   // The weights of `part` ("transformer", "transformer_2", "vae"): the
   // single file the config names for it, read as its family names such
-  // files (the spec's single_file_options), else its folder.
+  // files (the spec's single_file_options), else its folder; a
+  // transformer's with its LoRA changes.
   io::WeightStore weights(const std::string& part) const;
   // The config.json `part` was read from (for messages).
   const std::string& config_path(const std::string& part) const { return config_paths.at(part); }
@@ -236,6 +241,12 @@ class Pipeline {
   sched::Sampler sampler_of(const Request& req) const {
     return req.scheduler == sched::Sampler::kModelDefault ? parts_.default_scheduler : req.scheduler;
   }
+
+  // The run's LoRA files (the config's lora list: pipeline/lora_setup.h)
+  // read and checked against the transformers, merged into their weights
+  // as they load: call before load_weights. What the user and the outputs'
+  // metadata are told comes back.
+  LoraSetup use_lora(const std::vector<LoraConfig>& loras, bool strict, const std::string& where);
 
   // Stage 0, no weights: the config's generate section checked against the
   // model and turned into a Request (conditions resolved, latent shape, the

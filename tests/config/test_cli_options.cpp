@@ -1,6 +1,7 @@
 // parse_cli on sample command lines: defaults, every option, the plan
 // subcommand, help/version, errors as ConfigError (exit 2), and the
-// precedence config < --set < dedicated flags.
+// precedence config < --set < dedicated flags; --lora appending to the
+// config's lora list (and `--set key+=value`).
 #include <sstream>
 
 #include "config/cli_options.h"
@@ -308,6 +309,30 @@ TEST_CASE("an unknown option is one line with a did-you-mean from ditgen's and o
   }
   CHECK(contains(parse_error({"--config", "r.json", "--bogus-flag"}), "--bogus-flag: no such option (see ditgen --help)"));
   CHECK(contains(parse_error({"--config", "r.json", "stray"}), "\"stray\": unexpected argument"));
+}
+
+TEST_CASE("--lora FILE[:SCALE] appends to the lora list, after the file's, and names itself in messages") {
+  const CliOptions o = parse({"--config", "run.json", "--lora", "style.safetensors:0.8", "--lora", "b.safetensors",
+                              "--lora", "dir:with:colons/c.safetensors:-1.5"});
+  const json doc = with(minimal_config(), "lora", json::array({{{"path", "own.safetensors"}}}));
+  const RunConfig c = load_config(write_config(doc), o.set_overrides, o.override_origins);
+  REQUIRE(c.lora.size() == 4);
+  CHECK(c.lora[0].path == (temp_dir() / "own.safetensors").string());
+  CHECK(c.lora[1].path == "style.safetensors");  // the command line's: relative to the current folder
+  CHECK(c.lora[1].scale == 0.8);
+  CHECK(c.lora[2].path == "b.safetensors");
+  CHECK(c.lora[2].scale == 1.0);
+  CHECK(c.lora[3].path == "dir:with:colons/c.safetensors");
+  CHECK(c.lora[3].scale == -1.5);
+  // Without a config list, --lora makes one.
+  const RunConfig alone = load_config(write_config(minimal_config()), o.set_overrides, o.override_origins);
+  CHECK(alone.lora.size() == 3);
+  CHECK(contains(parse_error({"--config", "run.json", "--lora", ""}), "--lora"));
+  // --set key+=value appends; onto a value that is not a list, an error.
+  const RunConfig set = load_config(write_config(minimal_config()), {R"(lora+={"path": "x.safetensors"})"});
+  REQUIRE(set.lora.size() == 1);
+  CHECK(set.lora[0].path == "x.safetensors");
+  CHECK(contains(load_error(write_config(minimal_config()), {"output.path+=x"}), "expected a list"));
 }
 
 }  // namespace ditgen::test

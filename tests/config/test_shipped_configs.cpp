@@ -78,6 +78,19 @@ TEST_CASE("configs/wan2.1-t2v-1.3b.json: Wan 2.1 T2V-1.3B as diffusers' WanPipel
   CHECK(c.output.fps == 16);
 }
 
+TEST_CASE("configs/wan2.1-t2v-14b-lightx2v-4step.json: a step- and CFG-distilled LoRA's 4 steps, guidance 1") {
+  const RunConfig c = load_config(shipped("wan2.1-t2v-14b-lightx2v-4step.json"), {});
+  CHECK(c.model.path == in_repo("models/Wan2.1-T2V-14B-Diffusers"));
+  REQUIRE(c.lora.size() == 1);  // a placeholder path beside the models, or --lora
+  CHECK(c.lora[0].path == in_repo("models/loras/Wan21_T2V_14B_lightx2v_cfg_step_distill_lora_rank64.safetensors"));
+  CHECK(c.lora[0].scale == 1.0);
+  CHECK(c.generate.steps == 4);
+  CHECK(c.generate.guidance_scale == 1.0);  // one forward per step
+  CHECK(c.generate.scheduler == sched::Sampler::kUnipc);
+  REQUIRE(c.generate.shift);
+  CHECK(*c.generate.shift == 3.0);  // the 14B's scheduler_config.json flow_shift
+}
+
 TEST_CASE("configs/pixart-alpha-512.json: PixArt-XL-2-512x512 with its own DPM-Solver++ at 512x512") {
   const RunConfig c = load_config(shipped("pixart-alpha-512.json"), {});
   CHECK(c.model.path == in_repo("models/PixArt-XL-2-512x512"));
