@@ -20,4 +20,10 @@ enum class Quantize { kNone, kInt8 };
 inline constexpr EnumName<Quantize> kQuantizeNames[] = {{Quantize::kNone, "none"}, {Quantize::kInt8, "int8"}};
 inline const char* name_of(Quantize q) { return name_in(kQuantizeNames, q); }
 
+// vae.tiling: when the VAE decodes in spatial tiles (docs/vae-tiling.md).
+enum class VaeTiling { kAuto, kOn, kOff };
+inline constexpr EnumName<VaeTiling> kVaeTilingNames[] = {
+    {VaeTiling::kAuto, "auto"}, {VaeTiling::kOn, "on"}, {VaeTiling::kOff, "off"}};
+inline const char* name_of(VaeTiling t) { return name_in(kVaeTilingNames, t); }
+
 }  // namespace ditgen

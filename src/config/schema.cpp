@@ -28,6 +28,8 @@ const std::vector<std::string>& schema_paths() {
         "cache", "cache.kind", "cache.threshold", "cache.coefficients",
         "output", "output.path", "output.format", "output.fps", "output.crf", "output.grid",
         "output.skip_existing",
+        "vae", "vae.tiling", "vae.tile_sample_min_height", "vae.tile_sample_min_width",
+        "vae.tile_sample_stride_height", "vae.tile_sample_stride_width",
     };
     for (const char* kind : {"spatial", "temporal", "cross", "mlp"}) {
       const std::string section = std::string("pab.") + kind;
@@ -67,7 +69,6 @@ const char* not_built_yet(const std::string& dotted_path) {
       {"lora", "LoRA adapters (the lora section)"},
       {"lora_strict", "LoRA adapters (lora_strict)"},
       {"lora_apply", "LoRA adapters (lora_apply)"},
-      {"vae", "VAE tiling (the vae section)"},
   };
   for (const auto& [path, feature] : kPlanned)
     if (dotted_path == path) return feature;
