@@ -9,9 +9,12 @@
 namespace ditgen::pipeline {
 namespace {
 
+// "8.1 GiB", or "12.3 MiB" under a tenth of a GiB.
 std::string gib(double bytes) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  const double gibs = bytes / (1024.0 * 1024.0 * 1024.0);
+  if (gibs >= 0.1) std::snprintf(text, sizeof text, "%.1f GiB", gibs);
+  else std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024.0));
   return text;
 }
 
