@@ -21,6 +21,15 @@ void check_tile(const Tensor& t, const char* what) {
   if (t.ndim() != 3) throw std::invalid_argument(std::string("vae tiles: ") + what + " is not (planes, rows, cols)");
 }
 
+// `prev` and `tile` as blending takes them: (planes, rows, cols) each, the
+// same planes and the same extent along `shared` (1: rows, 2: cols).
+void check_neighbour(const Tensor& prev, const Tensor& tile, int shared, const char* what) {
+  check_tile(prev, what);
+  check_tile(tile, "tile");
+  if (prev.dim(0) != tile.dim(0) || prev.dim(shared) != tile.dim(shared))
+    throw std::invalid_argument(std::string("vae tiles: ") + what + " does not line up with the tile");
+}
+
 }  // namespace
 
 TileAxis tile_axis(int64_t sample_min, int64_t sample_stride, int64_t factor) {
@@ -61,11 +70,8 @@ Tensor last_cols(const Tensor& tile, int64_t n) {
 }
 
 void blend_rows(const Tensor& above, Tensor& tile, int64_t blend) {
-  check_tile(above, "the tile above");
-  check_tile(tile, "tile");
+  check_neighbour(above, tile, 2, "the tile above");
   const int64_t planes = tile.dim(0), rows = tile.dim(1), cols = tile.dim(2), a = above.dim(1);
-  if (above.dim(0) != planes || above.dim(2) != cols)
-    throw std::invalid_argument("vae tiles: the tile above is not as wide as the tile");
   const int64_t e = std::min({a, rows, blend});
   for (int64_t p = 0; p < planes; ++p)
     for (int64_t y = 0; y < e; ++y) {
@@ -77,11 +83,8 @@ void blend_rows(const Tensor& above, Tensor& tile, int64_t blend) {
 }
 
 void blend_cols(const Tensor& left, Tensor& tile, int64_t blend) {
-  check_tile(left, "the tile to the left");
-  check_tile(tile, "tile");
+  check_neighbour(left, tile, 1, "the tile to the left");
   const int64_t planes = tile.dim(0), rows = tile.dim(1), cols = tile.dim(2), a = left.dim(2);
-  if (left.dim(0) != planes || left.dim(1) != rows)
-    throw std::invalid_argument("vae tiles: the tile to the left is not as tall as the tile");
   const int64_t e = std::min({a, cols, blend});
   for (int64_t x = 0; x < e; ++x) {
     const BlendWeights wgt(x, e);
