@@ -30,7 +30,7 @@ const std::string kSmallTiles =
 
 }  // namespace
 
-TEST_CASE("vae tiling CLI: auto over the memory limit tiles and says so; off and a roomy limit do not") {
+TEST_CASE("vae tiling CLI: auto over the memory limit tiles and says so, off and a roomy limit do not") {
   testing::TempDir tmp("vae_tiling_cli");
   const std::string noise = " --init-noise " + testing::reference_dir("wan_tiny") + "noise.safetensors";
   const testing::Run tiled = run_loud(tmp, noise + kSmallTiles + " --memory-limit 0.0001");
