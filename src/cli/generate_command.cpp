@@ -132,11 +132,13 @@ void run_generate(const CliOptions& opts) {
   pab::ChangeRecorder analysis;  // --pab-analyze
   if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
   pipeline::check_run(req, *pipe, layout.layout, opts.config_path);
+  const std::string tiling_note = setup_vae_tiling(cfg, opts, *pipe, req.latent_shape);
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
   if (!quiet) {
     print_config_notes(loaded);
     print_notes(pipe->notes());
+    if (!tiling_note.empty()) std::fprintf(stderr, "ditgen: %s\n", tiling_note.c_str());
   }
 
   // The LoRA files read and checked against the transformers (exit 2 on a

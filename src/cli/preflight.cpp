@@ -14,6 +14,7 @@
 #include "io/safetensors.h"
 #include "util/created_folders.h"
 #include "util/error.h"
+#include "util/memory_info.h"
 
 namespace ditgen::cli {
 
@@ -108,6 +109,20 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
   req.pab = pab_schedule(cfg, where, pipe.transformer());
   req.step_cache = step_cache_settings(cfg, where, pipe.transformer());
   return req;
+}
+
+std::string setup_vae_tiling(const RunConfig& cfg, const CliOptions& opts, pipeline::Pipeline& pipe,
+                             const Shape& latent_shape) {
+  pipeline::VaeTilingSettings settings;
+  settings.vae = cfg.vae;
+  settings.where = opts.config_path;
+  settings.memory_limit_bytes =
+      opts.memory_limit_gib > 0 ? opts.memory_limit_gib * 1024.0 * 1024.0 * 1024.0 : available_memory_bytes();
+  pipeline::vae_tile_grid(settings.vae, pipe.vae(), settings.where);  // bad sizes: exit 2 whatever the mode
+  const int64_t h = latent_shape.at(latent_shape.size() - 2), w = latent_shape.back();
+  std::string note = pipeline::decide_vae_tiling(settings, pipe.vae(), h, w).note;
+  pipe.set_vae_tiling(std::move(settings));
+  return note;
 }
 
 std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,

@@ -20,6 +20,13 @@ namespace ditgen::cli {
 // The pipeline's request for this config, with --init-noise and PAB added.
 pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe);
 
+// The vae section and the memory limit (--memory-limit, else the memory
+// available now) handed to the pipeline's decode, the tile sizes checked
+// against its VAE (ConfigError naming the field). Returns the line to tell
+// the user when "auto" tiles outputs of `latent_shape`, else "".
+std::string setup_vae_tiling(const RunConfig& cfg, const CliOptions& opts, pipeline::Pipeline& pipe,
+                             const Shape& latent_shape);
+
 // The writers of output.format / output.grid for `outputs` outputs of
 // `frames` frames; `config_json` (the effective config) goes into every
 // file's metadata; `names`: per output, a file stem replacing the numbered

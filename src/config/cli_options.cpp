@@ -198,6 +198,10 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   app.add_option("--pab-stats", options.pab_stats, "write the PAB summary as JSON");
   app.add_option("--cache-stats", options.cache_stats, "write the step cache's summary as JSON");
   app.add_option("--pab-analyze", options.pab_analyze, "write per-step attention change to DIR/pab.csv, DIR/pab.png");
+  app.add_option("--memory-limit", options.memory_limit_gib,
+                 "GiB the run may use: vae.tiling auto tiles the decode beyond it (default: the available memory)")
+      ->type_name("GIB")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--quiet", options.quiet, "no progress output");
   // --prompt / --negative-prompt become --set generate.prompts /
   // generate.negative_prompt (after the user's --set list, like --seed).

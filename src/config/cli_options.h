@@ -74,6 +74,7 @@ struct CliOptions {
   std::string cache_stats;                 // "" = no step cache JSON summary
   bool quiet = false;
   std::string text_cache;                  // --text-cache DIR: prompt embedding cache; "" = off
+  double memory_limit_gib = 0;             // --memory-limit: what vae.tiling "auto" plans against; 0 = available memory
   int world_size = 0;                      // plan: 0 = only the config's own layout
   EncodeOptions encode;
   ConvertOptions convert;

@@ -161,6 +161,19 @@ struct LoraConfig {
   bool operator==(const LoraConfig&) const = default;
 };
 
+// The top-level vae section (docs/vae-tiling.md): diffusers' enable_tiling
+// names, in pixels; 0 = the VAE's own default (models::VaeSpec's
+// default_tile_sizes). Each given size is a positive integer and a given
+// stride at most its side's given min; what needs the VAE (multiples of its
+// spatial factor, against its defaults) is checked where the VAE is known
+// (pipeline/vae_tiling.h).
+struct VaeConfig {
+  VaeTiling tiling = VaeTiling::kAuto;  // auto: tile when the untiled decode would exceed the memory limit
+  int tile_sample_min_height = 0, tile_sample_min_width = 0;
+  int tile_sample_stride_height = 0, tile_sample_stride_width = 0;
+  bool operator==(const VaeConfig&) const = default;
+};
+
 struct RunConfig {
   ModelConfig model;
   std::vector<LoraConfig> lora;  // applied in this order, each change added to the weights
@@ -171,6 +184,7 @@ struct RunConfig {
   PabConfig pab;
   CacheConfig cache;
   OutputConfig output;
+  VaeConfig vae;
 
   // Where the settings came from, for messages and PNG metadata.
   std::string source_file;              // the config path as given

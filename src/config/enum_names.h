@@ -34,4 +34,10 @@ enum class LoraApply { kMerge, kRuntime };
 inline constexpr EnumName<LoraApply> kLoraApplyNames[] = {{LoraApply::kMerge, "merge"}, {LoraApply::kRuntime, "runtime"}};
 inline const char* name_of(LoraApply a) { return name_in(kLoraApplyNames, a); }
 
+// vae.tiling: when the VAE decodes in spatial tiles (docs/vae-tiling.md).
+enum class VaeTiling { kAuto, kOn, kOff };
+inline constexpr EnumName<VaeTiling> kVaeTilingNames[] = {
+    {VaeTiling::kAuto, "auto"}, {VaeTiling::kOn, "on"}, {VaeTiling::kOff, "off"}};
+inline const char* name_of(VaeTiling t) { return name_in(kVaeTilingNames, t); }
+
 }  // namespace ditgen

@@ -3,6 +3,9 @@
 // first.
 #include "config/parse_run_config.h"
 
+#include <string>
+#include <tuple>
+
 #include "config/object_reader.h"
 #include "config/prompt_file.h"
 
@@ -262,6 +265,24 @@ std::vector<LoraConfig> parse_lora(const ObjectReader& root) {
   return list;
 }
 
+// The vae section: sizes are positive integers (absent = the VAE's
+// default), a stride no more than its min when both are given.
+VaeConfig parse_vae(const ObjectReader& vae) {
+  VaeConfig c;
+  c.tiling = vae.enum_choice("tiling", c.tiling, kVaeTilingNames);
+  c.tile_sample_min_height = vae.integer("tile_sample_min_height", 0, 1);
+  c.tile_sample_min_width = vae.integer("tile_sample_min_width", 0, 1);
+  c.tile_sample_stride_height = vae.integer("tile_sample_stride_height", 0, 1);
+  c.tile_sample_stride_width = vae.integer("tile_sample_stride_width", 0, 1);
+  for (const auto& [stride, min, side] : {std::tuple{c.tile_sample_stride_height, c.tile_sample_min_height, "height"},
+                                          std::tuple{c.tile_sample_stride_width, c.tile_sample_min_width, "width"}})
+    if (stride > 0 && min > 0 && stride > min)
+      vae.context().fail(vae.path_of(std::string("tile_sample_stride_") + side),
+                         std::to_string(stride) + " is over tile_sample_min_" + side + " " + std::to_string(min) +
+                             " (tiles would leave gaps; the overlap blended is min - stride)");
+  return c;
+}
+
 }  // namespace
 
 RunConfig parse_run_config(const json& document, const ConfigContext& context) {
@@ -283,6 +304,7 @@ RunConfig parse_run_config(const json& document, const ConfigContext& context) {
   if (c.lora_apply == LoraApply::kRuntime)
     context.fail("lora_apply", "\"runtime\" is not supported yet: LoRA is merged into float weights at load "
                                "(\"merge\", the default; docs/lora.md)");
+  c.vae = parse_vae(root.section("vae"));
 
   // Rules across sections that the model or the layout decide (cp = 2
   // needs guidance: parallel::layout_problems; PAB with PipeFusion:

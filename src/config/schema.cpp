@@ -29,6 +29,8 @@ const std::vector<std::string>& schema_paths() {
         "output", "output.path", "output.format", "output.fps", "output.crf", "output.grid",
         "output.skip_existing",
         "lora", "lora_strict", "lora_apply",
+        "vae", "vae.tiling", "vae.tile_sample_min_height", "vae.tile_sample_min_width",
+        "vae.tile_sample_stride_height", "vae.tile_sample_stride_width",
     };
     for (const char* kind : {"spatial", "temporal", "cross", "mlp"}) {
       const std::string section = std::string("pab.") + kind;
@@ -65,7 +67,6 @@ const char* not_built_yet(const std::string& dotted_path) {
   static const std::pair<const char*, const char*> kPlanned[] = {
       {"generate.image", "image-to-video (generate.image)"},
       {"generate.last_image", "first-last-frame video (generate.last_image)"},
-      {"vae", "VAE tiling (the vae section)"},
   };
   for (const auto& [path, feature] : kPlanned)
     if (dotted_path == path) return feature;

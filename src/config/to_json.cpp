@@ -3,6 +3,8 @@
 // PNG metadata a config that regenerates the image.
 #include "config/config.h"
 
+#include <utility>
+
 namespace ditgen {
 namespace {
 
@@ -81,6 +83,18 @@ json to_json(const RunConfig& c) {
   // Written only when on, so configs without a cache round-trip (and PNG
   // metadata) as before.
   if (c.cache.enabled()) j["cache"] = cache_json(c.cache);
+  // Written only when not the default, so configs without it round-trip
+  // (and PNG metadata) as before.
+  if (c.vae != VaeConfig{}) {
+    json& v = j["vae"];
+    v["tiling"] = name_of(c.vae.tiling);
+    const std::pair<const char*, int> sizes[] = {{"tile_sample_min_height", c.vae.tile_sample_min_height},
+                                                 {"tile_sample_min_width", c.vae.tile_sample_min_width},
+                                                 {"tile_sample_stride_height", c.vae.tile_sample_stride_height},
+                                                 {"tile_sample_stride_width", c.vae.tile_sample_stride_width}};
+    for (const auto& [key, value] : sizes)
+      if (value > 0) v[key] = value;
+  }
   // PipeFusion's settings only when asked for, so configs without them
   // round-trip (and PNG metadata) as before.
   if (c.parallel.pp != 1 || c.parallel.patches != 0 || c.parallel.warmup_steps != 1) {

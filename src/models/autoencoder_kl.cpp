@@ -76,6 +76,14 @@ AutoencoderKLConfig AutoencoderKLConfig::from_json(const nlohmann::json& cfg, co
   c.use_post_quant_conv = io::get_bool_or(cfg, "use_post_quant_conv", true, path);
   c.mid_block_add_attention = io::get_bool_or(cfg, "mid_block_add_attention", true, path);
   c.force_upcast = io::get_bool_or(cfg, "force_upcast", true, path);
+  // diffusers: sample_size[0] when a list (tiling's tile size only).
+  if (cfg.contains("sample_size") && !cfg["sample_size"].is_null()) {
+    const nlohmann::json& size = cfg["sample_size"];
+    const nlohmann::json& first = size.is_array() && !size.empty() ? size[0] : size;
+    require(first.is_number_integer() && first.get<int64_t>() > 0, path,
+            "sample_size: expected a positive integer (or a list of them), got " + size.dump());
+    c.sample_size = first.get<int64_t>();
+  }
 
   if (cfg.contains("block_out_channels") && !cfg["block_out_channels"].is_null()) {
     const auto& b = cfg["block_out_channels"];

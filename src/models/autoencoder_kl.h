@@ -49,6 +49,9 @@ struct AutoencoderKLConfig {
   // diffusers' force_upcast (default true): a float16 pipeline decodes with
   // the VAE in float32 (its GroupNorm and attention overflow in float16).
   bool force_upcast = true;
+  // The sample side diffusers' tiling defaults derive from (an int, or the
+  // first of a list); diffusers' default 32.
+  int64_t sample_size = 32;
 
   // Spatial upsampling factor of the decoder: 2^(len(block_out_channels) - 1).
   int64_t scale_factor() const { return int64_t{1} << (block_out_channels.size() - 1); }
@@ -115,6 +118,19 @@ class AutoencoderKLSpec final : public ConfigSpec<VaeSpec, AutoencoderKLConfig> 
   bool force_upcast() const override { return cfg_.force_upcast; }
   // LattePipeline's decode_chunk_size default.
   int64_t chunk_latent_frames() const override { return 14; }
+  // AutoencoderKL.__init__: sample_size x sample_size tiles overlapping by
+  // a quarter (tile_overlap_factor 0.25): stride m - int(m / 4).
+  nn::TileSampleSizes default_tile_sizes() const override {
+    const int64_t m = cfg_.sample_size;
+    return {m, m, m - m / 4, m - m / 4};
+  }
+  // One image at a time; at full resolution the last upsampler's
+  // (block_out_channels[1]) channels into block_out_channels[0].
+  double decode_bytes(int64_t h, int64_t w) const override {
+    const std::vector<int64_t>& c = cfg_.block_out_channels;
+    const int64_t f = cfg_.scale_factor();
+    return full_resolution_bytes(h * f * w * f, 1, c.size() > 1 ? c[1] : c[0], c[0], 0);
+  }
   void check_weights(const io::WeightStore& weights) const override { AutoencoderKL::check(weights, cfg_); }
   std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
 };

@@ -169,6 +169,23 @@ class AutoencoderKLCogVideoXSpec final : public CausalVaeSpec<AutoencoderKLCogVi
   LatentNormalization normalization() const override { return {cfg_.scaling_factor, {}, {}}; }
   // diffusers' num_latent_frames_batch_size.
   int64_t chunk_latent_frames() const override { return 2; }
+  // AutoencoderKLCogVideoX.__init__: tiles of half sample_height x half
+  // sample_width, overlapping by 1/6 of their height and 1/5 of their
+  // width (tile_overlap_factor_*): as strides, m - int(m / 6) and m - int(m / 5).
+  nn::TileSampleSizes default_tile_sizes() const override {
+    const int64_t mh = cfg_.sample_height / 2, mw = cfg_.sample_width / 2;
+    return {mh, mw, mh - mh / 6, mw - mw / 5};
+  }
+  // The first chunk (3 latent frames) makes 1 + 2 temporal_factor() frames
+  // at full resolution, through the last upsampler (block_out_channels[1])
+  // into block_out_channels[0]; the full-resolution causal convs: the last
+  // up block's resnets' and conv_out.
+  double decode_bytes(int64_t h, int64_t w) const override {
+    const std::vector<int64_t>& c = cfg_.block_out_channels;
+    const int64_t f = cfg_.spatial_factor();
+    return full_resolution_bytes(h * f * w * f, 1 + 2 * cfg_.temporal_factor(), c.size() > 1 ? c[1] : c[0], c[0],
+                                 2 * (cfg_.layers_per_block + 1) + 1);
+  }
   // CogVideoXPipeline.decode_latents never reads force_upcast: the VAE decodes
   // in the model's dtype (the published configs' force_upcast true included).
   bool force_upcast() const override { return false; }

@@ -378,4 +378,26 @@ std::unique_ptr<VaeSpec> make_autoencoder_kl_wan_spec(const nlohmann::json& cfg,
   return make_config_spec<AutoencoderKLWanSpec>(cfg, path);
 }
 
+double AutoencoderKLWanSpec::decode_bytes(int64_t h, int64_t w) const {
+  const std::vector<int64_t> dims = cfg_.dims();
+  const int64_t f = cfg_.spatial_factor(), r = cfg_.num_res_blocks;
+  // Cached floats per full-resolution pixel: at the latent level conv_in
+  // and the mid block's two residual blocks; then per up block its residual
+  // blocks' convs (the first takes the block's input channels), a temporal
+  // upsampler's time conv; conv_out at full resolution.
+  double share = 1.0 / static_cast<double>(f * f);  // the level's pixels per full-resolution pixel
+  double cached = 2.0 * static_cast<double>(cfg_.z_dim + 4 * dims[0]) * share;
+  const UpBlockChannels up = up_block_channels(dims);
+  for (size_t i = 0; i < up.out.size(); ++i) {
+    const bool upsamples = i + 1 < up.out.size();
+    int64_t inputs = up.in[i] + up.out[i] + 2 * r * up.out[i];
+    if (upsamples && cfg_.temporal_upsample(i)) inputs += up.out[i];
+    cached += 2.0 * static_cast<double>(inputs) * share;
+    if (upsamples) share *= 4;
+  }
+  cached += 2.0 * static_cast<double>(dims.back());
+  const double transient = 7.0 * static_cast<double>(cfg_.temporal_factor() * dims.back());
+  return 4.0 * static_cast<double>(h * f * w * f) * (cached + transient);
+}
+
 }  // namespace ditgen::models

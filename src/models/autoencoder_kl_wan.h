@@ -159,6 +159,12 @@ class AutoencoderKLWanSpec final : public CausalVaeSpec<AutoencoderKLWan> {
   LatentNormalization normalization() const override { return {1.0f, cfg_.latents_mean, cfg_.latents_std}; }
   // diffusers' _decode: one latent frame per decoder call.
   int64_t chunk_latent_frames() const override { return 1; }
+  // AutoencoderKLWan.__init__: 256 x 256 tiles every 192 pixels.
+  nn::TileSampleSizes default_tile_sizes() const override { return {256, 256, 192, 192}; }
+  // docs/vae-wan.md#memory's account: every causal conv's two cached
+  // frames at its level, plus the transient at the peak, 7 frames' worth of
+  // temporal_factor() full-resolution frames of dims[-1] channels.
+  double decode_bytes(int64_t h, int64_t w) const override;
   // The original release's names (ComfyUI's wan_2.1_vae.safetensors:
   // decoder.upsamples.N ...), mapped as diffusers' convert_wan_vae_to_diffusers
   // maps them (models/wan_vae_names.h); diffusers' names otherwise.

@@ -23,4 +23,14 @@ std::vector<int64_t> VaeSpec::latent_chunks(int64_t latent_frames) const {
   return chunks;
 }
 
+double full_resolution_bytes(int64_t pixels, int64_t frames, int64_t upsampled_channels, int64_t channels,
+                             int64_t causal_convs) {
+  constexpr double kWorkingCopies = 4;
+  const double upsample = static_cast<double>(frames) * static_cast<double>(upsampled_channels + channels);
+  const double level = kWorkingCopies * static_cast<double>(frames + (causal_convs > 0 ? 2 : 0)) *
+                       static_cast<double>(channels);
+  const double cache = 2.0 * static_cast<double>(causal_convs) * static_cast<double>(channels);
+  return 4.0 * static_cast<double>(pixels) * std::max(upsample, level + cache);
+}
+
 }  // namespace ditgen::models

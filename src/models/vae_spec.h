@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "models/nn/vae_tiles.h"
 #include "models/placement.h"
 #include "tensor/tensor.h"
 
@@ -128,6 +129,15 @@ class VaeSpec {
   // reference's.
   virtual std::vector<int64_t> latent_chunks(int64_t latent_frames) const;
 
+  // diffusers' enable_tiling defaults for this VAE, in pixels (tiled
+  // decode: models/vae_decode.h, the config's vae section).
+  virtual nn::TileSampleSizes default_tile_sizes() const = 0;
+  // An estimate of the peak bytes an untiled decode of h x w latents works
+  // in beyond its weights and the decoded frames (one chunk of
+  // latent_chunks() through the stream): what vae.tiling "auto" weighs
+  // against the memory limit. Tiled, the same for the tile's h x w.
+  virtual double decode_bytes(int64_t h, int64_t w) const = 0;
+
   // How one file of this VAE is read (model.vae): its other naming
   // (io::SingleFileOptions). Default: the names as stored.
   virtual io::SingleFileOptions single_file_options() const { return {}; }
@@ -139,5 +149,16 @@ class VaeSpec {
   // the decoder onto `place`.
   virtual std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const = 0;
 };
+
+// A rough decode_bytes() from a decoder's full-resolution level, where its
+// activations peak: `frames` output frames of one chunk at `pixels`
+// pixels, `upsampled_channels` out of the last nearest x2 upsampler,
+// `channels` after its conv, and `causal_convs` full-resolution causal
+// convs keeping two frames each (0 for a 2-D VAE); float32, four live
+// copies of the level's activation (a block's input, its norm's output,
+// the conv's staged input and output). Not measured (AutoencoderKL,
+// CogVideoX); Wan's VAE has its own measured account.
+double full_resolution_bytes(int64_t pixels, int64_t frames, int64_t upsampled_channels, int64_t channels,
+                             int64_t causal_convs);
 
 }  // namespace ditgen::models

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "models/registry.h"
+#include "models/vae_decode.h"
 #include "pipeline/cfg_combiner.h"
 #include "pipeline/class_pipeline.h"
 #include "pipeline/generation.h"
@@ -286,55 +287,37 @@ Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) co
   const models::LatentNormalization norm = vae.normalization();
   const bool video = latents.ndim() == 5;
   const int64_t n = latents.dim(0), channels = latents.dim(1), latent_frames = video ? latents.dim(2) : 1;
-  const int64_t h = latents.dim(latents.ndim() - 2), w = latents.dim(latents.ndim() - 1), hw = h * w;
-  const int64_t frames = vae.frames_of(latent_frames);
-  const std::vector<int64_t> chunks = vae.latent_chunks(latent_frames);
-  Tensor out;  // (n, F, 3, H, W)
-  int64_t per_frame = 0;
+  const int64_t h = latents.dim(latents.ndim() - 2), w = latents.dim(latents.ndim() - 1);
+  const int64_t per_output = channels * latent_frames * h * w, f = vae.spatial_factor();
+  const std::optional<models::nn::TileGrid> tiles =
+      vae_tiling_ ? decide_vae_tiling(*vae_tiling_, vae, h, w).grid : std::nullopt;
+  Tensor out = Tensor::empty({n, vae.frames_of(latent_frames), vae.out_channels(), h * f, w * f});  // (n, F, 3, H, W)
   if (on_stage) on_stage("decode", 0, static_cast<int>(n));
   for (int64_t i = 0; i < n; ++i) {
-    // One output at a time (the decoder's activations dominate memory), its
-    // latent frames through the VAE's stream a chunk at a time: (C, chunk,
-    // h, w), from (C, F', h, w).
-    const std::unique_ptr<models::VaeDecoder::Stream> stream = vae_decoder_->begin();
-    int64_t frame = 0;  // output frames written so far
-    int64_t f0 = 0;  // the chunk's first latent frame
-    for (const int64_t chunk : chunks) {
-      if (chunk < 1 || f0 + chunk > latent_frames)
-        throw std::logic_error("Pipeline::decode: the VAE's latent_chunks() do not cover its latent frames");
-      Tensor z = Tensor::empty({channels, chunk, h, w});
-      const float* src = latents.data() + i * channels * latent_frames * hw;
-      for (int64_t c = 0; c < channels; ++c)
-        std::memcpy(z.data() + c * chunk * hw, src + (c * latent_frames + f0) * hw,
-                    static_cast<size_t>(chunk * hw) * sizeof(float));
-      if (norm.per_channel()) {
-        // As WanPipeline writes it: latents / (1 / std) + mean.
-        for (int64_t c = 0; c < channels; ++c) {
-          const float inv_std = 1.0f / norm.std[static_cast<size_t>(c)], mean = norm.mean[static_cast<size_t>(c)];
-          float* zc = z.data() + c * chunk * hw;
-          for (int64_t j = 0; j < chunk * hw; ++j) zc[j] = zc[j] / inv_std + mean;
-        }
-      } else if (divide_by_scaling_factor_) {
-        // DiT's and Latte's pipelines multiply by 1/scaling_factor, PixArt's
-        // divides: the last bit differs, so each does as its reference does.
-        for (int64_t j = 0; j < z.numel(); ++j) z[j] /= norm.scaling_factor;
-      } else {
-        const float inv_sf = 1.0f / norm.scaling_factor;
-        for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
+    // One output at a time (the decoder's activations dominate memory): its
+    // latents (C, F', h, w) un-normalised, then through the VAE's stream a
+    // chunk at a time, whole or in tiles (models/vae_decode.h).
+    Tensor z = Tensor::empty({channels, latent_frames, h, w});
+    std::memcpy(z.data(), latents.data() + i * per_output, static_cast<size_t>(per_output) * sizeof(float));
+    if (norm.per_channel()) {
+      // As WanPipeline writes it: latents / (1 / std) + mean.
+      for (int64_t c = 0; c < channels; ++c) {
+        const float inv_std = 1.0f / norm.std[static_cast<size_t>(c)], mean = norm.mean[static_cast<size_t>(c)];
+        float* zc = z.data() + c * latent_frames * h * w;
+        for (int64_t j = 0; j < latent_frames * h * w; ++j) zc[j] = zc[j] / inv_std + mean;
       }
-      const Tensor img = stream->next(z);  // (frames of this chunk, 3, H, W) in about [-1, 1]
-      if (!out.defined()) {
-        per_frame = img.numel() / img.dim(0);
-        out = Tensor::empty({n, frames, img.dim(1), img.dim(2), img.dim(3)});
-      }
-      if (frame + img.dim(0) > frames)
-        throw std::logic_error("Pipeline::decode: the VAE decoded more frames than frames_of() says");
-      float* dst = out.data() + (i * frames + frame) * per_frame;
-      for (int64_t j = 0; j < img.numel(); ++j) dst[j] = std::clamp(img[j] / 2.0f + 0.5f, 0.0f, 1.0f);
-      frame += img.dim(0);
-      f0 += chunk;
+    } else if (divide_by_scaling_factor_) {
+      // DiT's and Latte's pipelines multiply by 1/scaling_factor, PixArt's
+      // divides: the last bit differs, so each does as its reference does.
+      for (int64_t j = 0; j < z.numel(); ++j) z[j] /= norm.scaling_factor;
+    } else {
+      const float inv_sf = 1.0f / norm.scaling_factor;
+      for (int64_t j = 0; j < z.numel(); ++j) z[j] *= inv_sf;
     }
-    if (frame != frames) throw std::logic_error("Pipeline::decode: the VAE decoded fewer frames than frames_of() says");
+    Tensor frames = out.slice0(i, i + 1).reshape({out.dim(1), out.dim(2), out.dim(3), out.dim(4)});
+    models::decode_latents(*vae_decoder_, vae, z, frames, tiles);  // raw, about [-1, 1]
+    float* dst = frames.data();
+    for (int64_t j = 0; j < frames.numel(); ++j) dst[j] = std::clamp(dst[j] / 2.0f + 0.5f, 0.0f, 1.0f);
     if (on_stage) on_stage("decode", static_cast<int>(i + 1), static_cast<int>(n));
   }
   return out;

@@ -24,6 +24,7 @@
 #include "models/placement.h"
 #include "models/transformer.h"
 #include "models/vae_spec.h"
+#include "pipeline/vae_tiling.h"
 #include "pab/broadcast.h"
 #include "pab/change_recorder.h"
 #include "pab/step_cache.h"
@@ -277,7 +278,10 @@ class Pipeline {
   // video goes through the VAE seam's stream (models/vae_spec.h) in the
   // chunks its latent_chunks() says, so the decoder's memory does not grow
   // with F.
+  // With set_vae_tiling, in spatial tiles where decide_vae_tiling says
+  // (docs/vae-tiling.md); without, whole.
   Tensor decode(const Tensor& latents, const StageCallback& on_stage = {}) const;
+  void set_vae_tiling(VaeTilingSettings settings) { vae_tiling_ = std::move(settings); }
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
   Result generate(const Request& req, const StepCallback& on_step = {}, const StageCallback& on_stage = {}) const;
@@ -322,6 +326,7 @@ class Pipeline {
 
   ModelParts parts_;
   std::shared_ptr<models::VaeDecoder> vae_decoder_;
+  std::optional<VaeTilingSettings> vae_tiling_;  // empty: decode untiled
   ParallelRun par_;
 };
 

@@ -7,6 +7,7 @@
 //
 //   bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5]
 //                    [--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile]
+//                    [--tiling] [--tile-min PIXELS --tile-stride PIXELS]
 //
 // DIR is a diffusers model root (model_index.json + vae/) or the vae
 // directory itself; --size is the decoded image's side (--height / --width
@@ -14,9 +15,12 @@
 // video VAE (vae/config.json _class_name AutoencoderKLWan, AutoencoderKLCogVideoX)
 // --frames (1 + 4k for Wan's, 1 + 8k for CogVideoX's; default 5) output
 // frames are decoded: their latent frames in the VAE's chunks through one
-// stream, as Pipeline::decode does. Output is one `key value`
-// line per figure:
+// stream, as Pipeline::decode does (models/vae_decode.h); --tiling decodes
+// in spatial tiles (the VAE's diffusers defaults, or square tiles of
+// --tile-min pixels every --tile-stride). Output is one `key value` line
+// per figure:
 //   decode_seconds <median>   decode_all <t1,t2,...>   peak_rss_bytes <n>
+//   (video) output_bytes <the decoded frames>  estimate_bytes <VaeSpec::decode_bytes, untiled>
 // and with --profile the per-op table of util/profile.h between
 // `profile_begin` and `profile_end` (summed over the timed repeats).
 #include <sys/resource.h>
@@ -25,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,6 +39,7 @@
 #include "io/safetensors.h"
 #include "models/autoencoder_kl.h"
 #include "models/registry.h"
+#include "models/vae_decode.h"
 #include "ops/ops.h"
 #include "util/error.h"
 #include "util/profile.h"
@@ -46,13 +52,15 @@ struct Args {
   std::string model, dtype = "float32";
   int64_t size = 512, height = 0, width = 0, frames = 5;
   int repeat = 3, warmup = 1, threads = 2;
-  bool profile = false;
+  bool profile = false, tiling = false;
+  int64_t tile_min = 0, tile_stride = 0;  // 0: the VAE's defaults
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5] "
-               "[--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile]\n");
+               "[--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile] "
+               "[--tiling] [--tile-min PIXELS --tile-stride PIXELS]\n");
   std::exit(code);
 }
 
@@ -71,6 +79,9 @@ Args parse(int argc, char** argv) {
     else if (k == "--warmup") a.warmup = std::stoi(value());
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--profile") a.profile = true;
+    else if (k == "--tiling") a.tiling = true;
+    else if (k == "--tile-min") a.tile_min = std::stoll(value());
+    else if (k == "--tile-stride") a.tile_stride = std::stoll(value());
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
@@ -113,24 +124,27 @@ int run_video(const Args& a, const std::string& dir, const nlohmann::json& json,
   for (int64_t i = 0; i < z.numel(); ++i) z[i] = dist(rng);
   std::printf("dtype %s\nvideo %lld frames of %lldx%lld\n", dtype_name(dtype), static_cast<long long>(a.frames),
               static_cast<long long>(a.height), static_cast<long long>(a.width));
+  std::optional<models::nn::TileGrid> tiles;
+  if (a.tiling) {
+    models::nn::TileSampleSizes sizes = spec.default_tile_sizes();
+    if (a.tile_min > 0) sizes.min_height = sizes.min_width = a.tile_min;
+    if (a.tile_stride > 0) sizes.stride_height = sizes.stride_width = a.tile_stride;
+    tiles = models::nn::tile_grid(sizes, f);
+    std::printf("tiles %lldx%lld every %lld\n", static_cast<long long>(sizes.min_width),
+                static_cast<long long>(sizes.min_height), static_cast<long long>(sizes.stride_width));
+  }
+  Tensor out = Tensor::empty({spec.frames_of(n), spec.out_channels(), a.height, a.width});
+  std::printf("output_bytes %lld\nestimate_bytes %.0f\n", static_cast<long long>(out.numel() * 4),
+              spec.decode_bytes(h, w));
   std::vector<double> times;
   double checksum = 0;
-  const int64_t hw = h * w;
   for (int r = 0; r < a.warmup + a.repeat; ++r) {
     if (r == a.warmup && a.profile) profile::reset();
     const double t0 = now();
-    const auto stream = decoder->begin();
-    int64_t i = 0;  // the chunk's first latent frame
-    for (const int64_t k : spec.latent_chunks(n)) {
-      Tensor chunk = Tensor::empty({c, k, h, w});
-      for (int64_t ch = 0; ch < c; ++ch)
-        std::copy(z.data() + (ch * n + i) * hw, z.data() + (ch * n + i + k) * hw, chunk.data() + ch * k * hw);
-      const Tensor frames = stream->next(chunk);
-      if (r == 0)
-        for (int64_t j = 0; j < frames.numel(); ++j) checksum += frames[j];
-      i += k;
-    }
+    models::decode_latents(*decoder, spec, z, out, tiles);
     const double dt = now() - t0;
+    if (r == 0)
+      for (int64_t j = 0; j < out.numel(); ++j) checksum += out[j];
     if (r >= a.warmup) times.push_back(dt);
   }
   report(times, checksum, a);
