@@ -14,10 +14,12 @@
 // Layout of the work, per sample b (its own key count, kv_lens):
 // - The keys are taken in chunks (all of them at once up to kMaxKeyChunk and
 //   a 16 MB budget for the chunk's bfloat16 keys and values). A chunk's keys
-//   and values are rounded once, for all heads, into (heads, keys, d)
-//   arrays, key rows padded with zeros to a multiple of kKeyAlign, so that
-//   every head's operand is one dense matrix and calls of different key
-//   counts (prompt lengths) share a few primitive shapes.
+//   and values are rounded once per head into dense rows, key rows padded
+//   with zeros to a multiple of kKeyAlign (so that calls of different key
+//   counts, prompt lengths, share a few primitive shapes), and packed into
+//   the blocked layout oneDNN's AMX kernels read (pairs along the summed
+//   index): once per chunk instead of by every query block's matmul, which
+//   cost a quarter of the products' time.
 // - Work items are (head, query block), one per OpenMP iteration; each runs
 //   S = Q K^T (bq x keys, float32) and O = P V (bq x d) as two oneDNN matmuls
 //   called inside the parallel loop, where oneDNN runs them on the calling
@@ -99,13 +101,44 @@ Blocking blocking(const AttentionArgs& a, int64_t keys) {
 }
 
 // The two products of a block of bq queries over key_pad keys, bfloat16
-// operands in dense rows of dp = pair_len(d): S = Q K^T (bq x key_pad),
-// O = P V (bq x dp).
+// operands, Q and P in dense rows, K and V packed (onednn_pack_b), dp =
+// pair_len(d): S = Q K^T (bq x key_pad), O = P V (bq x dp).
 MatmulCall score_call(int64_t bq, int64_t key_pad, int64_t dp) {
-  return MatmulCall{bq, key_pad, dp, false, true, dp, dp, key_pad, DType::kBF16};
+  MatmulCall call{bq, key_pad, dp, false, true, dp, dp, key_pad, DType::kBF16};
+  call.packed_b = true;
+  return call;
 }
 MatmulCall output_call(int64_t bq, int64_t key_pad, int64_t dp) {
-  return MatmulCall{bq, dp, key_pad, false, false, key_pad, dp, dp, DType::kBF16};
+  MatmulCall call{bq, dp, key_pad, false, true, key_pad, key_pad, dp, DType::kBF16};
+  call.packed_b = true;
+  return call;
+}
+
+// A chunk's packed keys and values: head h's at kb + h * k_bytes, vb + h * v_bytes.
+struct PackedHeads {
+  size_t k_bytes = 0, v_bytes = 0;  // per head, multiples of 64
+};
+PackedHeads packed_heads(int64_t key_pad, int64_t dp) {
+  auto line_up = [](size_t n) { return (n + 63) / 64 * 64; };
+  return {line_up(onednn_packed_b_bytes(key_pad, dp)), line_up(onednn_packed_b_bytes(dp, key_pad))};
+}
+
+// Runs fn(i) for i < n on the OpenMP threads, dynamically scheduled. An
+// exception must not leave an OpenMP region: the first one is kept and
+// rethrown after it.
+template <class F>
+void parallel_tasks(int64_t n, const F& fn) {
+  std::exception_ptr error;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < n; ++i) {
+    try {
+      fn(i);
+    } catch (...) {
+#pragma omp critical(attention_onednn_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 bool fast_kernel(const MatmulCall& call, bool need_amx) {
@@ -128,29 +161,31 @@ void prepare_shapes(const Blocking& k, int64_t q_len, int64_t keys, int64_t dp) 
   }
 }
 
-// Keys and values [k0, k0 + keys) of sample b, all heads, rounded into
-// kb / vb (heads, key_pad, dp); rows from `keys` on and the pad column are
-// zeros (a zero value row times a zero probability: no NaN from stale
-// memory).
-void round_keys_values(const AttentionArgs& a, int64_t b, int64_t k0, int64_t keys, int64_t key_pad, uint16_t* kb,
-                       uint16_t* vb) {
+// Keys and values [k0, k0 + keys) of sample b, every head's rounded to
+// bfloat16 rows (key_pad, dp) and packed into kb / vb (PackedHeads); rows
+// from `keys` on and the pad column are zeros (a zero value row times a
+// zero probability: no NaN from stale memory).
+void pack_keys_values(const AttentionArgs& a, int64_t b, int64_t k0, int64_t keys, int64_t key_pad,
+                      const PackedHeads& sizes, unsigned char* kb, unsigned char* vb) {
   const int64_t d = a.head_dim, dp = pair_len(d);
-  const float* k = static_cast<const float*>(a.k) + b * a.k_batch_stride + k0 * a.k_row_stride;
-  const float* v = static_cast<const float*>(a.v) + b * a.v_batch_stride + k0 * a.v_row_stride;
-#pragma omp parallel for schedule(static) if (key_pad * a.heads * d > 65536)
-  for (int64_t j = 0; j < key_pad; ++j)
-    for (int64_t h = 0; h < a.heads; ++h) {
-      uint16_t* kd = kb + (h * key_pad + j) * dp;
-      uint16_t* vd = vb + (h * key_pad + j) * dp;
-      if (j < keys) {
-        round_to_bf16(k + j * a.k_row_stride + h * d, d, kd);
-        round_to_bf16(v + j * a.v_row_stride + h * d, d, vd);
-        if (dp > d) kd[d] = vd[d] = 0;
-      } else {
-        std::memset(kd, 0, dp * sizeof(uint16_t));
-        std::memset(vd, 0, dp * sizeof(uint16_t));
-      }
+  parallel_tasks(2 * a.heads, [&](int64_t task) {
+    const int64_t h = task / 2;
+    const bool values = task % 2;
+    const float* src = values ? static_cast<const float*>(a.v) + b * a.v_batch_stride + k0 * a.v_row_stride
+                              : static_cast<const float*>(a.k) + b * a.k_batch_stride + k0 * a.k_row_stride;
+    const int64_t stride = values ? a.v_row_stride : a.k_row_stride;
+    uint16_t* rows = thread_scratch<uint16_t, kAttentionHeadRows>(key_pad * dp);
+    for (int64_t j = 0; j < keys; ++j) {
+      round_to_bf16(src + j * stride + h * d, d, rows + j * dp);
+      if (dp > d) rows[j * dp + d] = 0;
     }
+    std::memset(rows + keys * dp, 0, (key_pad - keys) * dp * sizeof(uint16_t));
+    // Keys are S's b as [n = keys, k = dp] rows; values P V's as [k = keys, n = dp].
+    if (values)
+      onednn_pack_b(dp, key_pad, false, rows, vb + h * sizes.v_bytes);
+    else
+      onednn_pack_b(key_pad, dp, true, rows, kb + h * sizes.k_bytes);
+  });
 }
 
 // One chunk's softmax step for one query row: s holds its key_pad scores
@@ -159,9 +194,17 @@ void round_keys_values(const AttentionArgs& a, int64_t b, int64_t k0, int64_t ke
 // values (max = -inf, sum = 0 before the first chunk); returns the factor
 // that rescales the outputs of earlier chunks.
 float softmax_row(float* s, int64_t keys, int64_t key_pad, uint16_t* p, float& max, float& sum) {
+  // The row max in 16 lanes: GCC leaves a max reduction scalar (it was
+  // most of this function's time), but vectorises this fixed-width loop.
+  constexpr int kLanes = 16;
+  float lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l) lanes[l] = max;
+  int64_t j = 0;
+  for (; j + kLanes <= keys; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] = lanes[l] > s[j + l] ? lanes[l] : s[j + l];
   float m = max;
-#pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < keys; ++j) m = std::max(m, s[j]);
+  for (; j < keys; ++j) m = std::max(m, s[j]);
+  for (int l = 0; l < kLanes; ++l) m = std::max(m, lanes[l]);
   float chunk_sum = 0.0f;
 #pragma omp simd reduction(+ : chunk_sum)
   for (int64_t j = 0; j < keys; ++j) {
@@ -180,8 +223,9 @@ float softmax_row(float* s, int64_t keys, int64_t key_pad, uint16_t* p, float& m
 struct Chunk {
   int64_t b, k0, keys, key_pad;
   bool first, last;
-  const uint16_t* kb;  // (heads, key_pad, dp)
-  const uint16_t* vb;
+  const unsigned char* kb;  // packed keys and values, PackedHeads
+  const unsigned char* vb;
+  PackedHeads sizes;
   int64_t pass0, pass_rows;  // the pass's first query and its rows
   // Several chunks only (else null): the running values between chunks,
   // (heads, pass_rows) each, and the unnormalised outputs (pass_rows, heads * d).
@@ -207,7 +251,7 @@ void attend_block(const AttentionArgs& a, const Chunk& c, int64_t h, int64_t i0,
     round_to_bf16(scores, d, q16 + i * dp);
     if (dp > d) q16[i * dp + d] = 0;
   }
-  onednn_matmul(score_call(bq, c.key_pad, dp), q16, c.kb + h * c.key_pad * dp, nullptr, scores);
+  onednn_matmul(score_call(bq, c.key_pad, dp), q16, c.kb + h * c.sizes.k_bytes, nullptr, scores);
 
   if (a.bias) {
     const float* bias = a.bias + h * a.bias_head_stride + i0 * a.bias_row_stride + c.k0;
@@ -233,7 +277,7 @@ void attend_block(const AttentionArgs& a, const Chunk& c, int64_t h, int64_t i0,
       kept_sum[i] = row_sum[i];
     }
   }
-  onednn_matmul(output_call(bq, c.key_pad, dp), probs, c.vb + h * c.key_pad * dp, nullptr, o);
+  onednn_matmul(output_call(bq, c.key_pad, dp), probs, c.vb + h * c.sizes.v_bytes, nullptr, o);
 
   float* out = static_cast<float*>(a.out) + c.b * a.out_batch_stride + i0 * a.out_row_stride + h * d;
   for (int64_t i = 0; i < bq; ++i) {
@@ -279,7 +323,10 @@ void attention_onednn(const AttentionArgs& a) {
   for (int64_t b = 0; b < a.batch; ++b) {
     const int64_t keys = a.kv_lens ? a.kv_lens[b] : a.kv_len;
     const Blocking k = blocking(a, keys);
-    uint16_t* kv = thread_scratch<uint16_t, kAttentionKeysValues>(2 * a.heads * k.key_pad * dp);
+    const PackedHeads largest = packed_heads(k.key_pad, dp);
+    const size_t head_bytes = largest.k_bytes + largest.v_bytes;
+    unsigned char* kv = reinterpret_cast<unsigned char*>(
+        thread_scratch<CacheLine, kAttentionKeysValues>(static_cast<int64_t>(a.heads * head_bytes / 64)));
     const bool several = k.chunks > 1;
     float* state = several ? thread_scratch<float, kAttentionRowState>(2 * a.heads * k.pass_rows) : nullptr;
     float* acc = several ? thread_scratch<float, kAttentionAccumulator>(k.pass_rows * a.heads * d) : nullptr;
@@ -290,36 +337,27 @@ void attention_onednn(const AttentionArgs& a) {
       const int64_t rows = std::min(k.pass_rows, a.q_len - pass0);
       const int64_t blocks = (rows + k.query_block - 1) / k.query_block;
       for (int64_t c = 0; c < k.chunks; ++c) {
+        const int64_t k0 = c * k.key_chunk, chunk_keys = std::min(k.key_chunk, keys - k0);
         Chunk ch{};
         ch.b = b;
-        ch.k0 = c * k.key_chunk;
-        ch.keys = std::min(k.key_chunk, keys - ch.k0);
-        ch.key_pad = round_up(ch.keys, kKeyAlign);
+        ch.k0 = k0;
+        ch.keys = chunk_keys;
+        ch.key_pad = round_up(chunk_keys, kKeyAlign);
+        ch.sizes = packed_heads(ch.key_pad, dp);
         ch.first = c == 0;
         ch.last = c == k.chunks - 1;
         ch.kb = kv;
-        ch.vb = kv + a.heads * ch.key_pad * dp;
+        ch.vb = kv + a.heads * ch.sizes.k_bytes;
         ch.pass0 = pass0;
         ch.pass_rows = k.pass_rows;
         ch.row_max = state;
         ch.row_sum = several ? state + a.heads * k.pass_rows : nullptr;
         ch.acc = acc;
-        round_keys_values(a, b, ch.k0, ch.keys, ch.key_pad, kv, kv + a.heads * ch.key_pad * dp);
-
-        // An exception must not leave an OpenMP region: the first one is
-        // kept and rethrown after it.
-        std::exception_ptr error;
-#pragma omp parallel for schedule(dynamic)
-        for (int64_t task = 0; task < a.heads * blocks; ++task) {
+        pack_keys_values(a, b, ch.k0, ch.keys, ch.key_pad, ch.sizes, kv, kv + a.heads * ch.sizes.k_bytes);
+        parallel_tasks(a.heads * blocks, [&](int64_t task) {
           const int64_t h = task / blocks, i0 = pass0 + task % blocks * k.query_block;
-          try {
-            attend_block(a, ch, h, i0, std::min(k.query_block, pass0 + rows - i0));
-          } catch (...) {
-#pragma omp critical(attention_onednn_error)
-            if (!error) error = std::current_exception();
-          }
-        }
-        if (error) std::rethrow_exception(error);
+          attend_block(a, ch, h, i0, std::min(k.query_block, pass0 + rows - i0));
+        });
       }
     }
   }

@@ -167,9 +167,20 @@ void onednn_pack_weight(int64_t n, int64_t k, const void* w, void* packed) {
   if (!onednn_packs_weight(n, k))
     throw std::invalid_argument("oneDNN matmul: a " + std::to_string(n) + "x" + std::to_string(k) +
                                 " weight does not pack");
+  onednn_pack_b(n, k, true, w, packed);
+}
+
+size_t onednn_packed_b_bytes(int64_t n, int64_t k) {
+  size_t bytes = 0;
+  with_onednn_errors([&] { bytes = packed_weight_desc(n, k).get_size(); });
+  return bytes;
+}
+
+void onednn_pack_b(int64_t n, int64_t k, bool trans_b, const void* b, void* packed) {
   with_onednn_errors([&] {
     auto& e = onednn_engine();
-    dnnl::memory plain(matrix_desc(k, n, true, k, dnnl::memory::data_type::bf16), e, const_cast<void*>(w));
+    const dnnl::memory::desc source = matrix_desc(k, n, trans_b, trans_b ? k : n, dnnl::memory::data_type::bf16);
+    dnnl::memory plain(source, e, const_cast<void*>(b));
     dnnl::memory blocked(packed_weight_desc(n, k), e, packed);
     dnnl::reorder(plain, blocked).execute(onednn_stream(), plain, blocked);
     onednn_stream().wait();
@@ -198,9 +209,6 @@ void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const f
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
     if (call.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
     if (const size_t bytes = p.scratchpad.get_size()) {
-      struct alignas(64) CacheLine {
-        unsigned char bytes[64];
-      };
       void* scratch = thread_scratch<CacheLine, kMatmulScratchpad>(static_cast<int64_t>((bytes + 63) / 64));
       args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad, e, scratch));
     }
