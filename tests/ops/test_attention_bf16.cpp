@@ -118,6 +118,14 @@ Tensor run(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, DTy
   return run_rows(ops::rows_of(q), ops::rows_of(k), ops::rows_of(v), q.shape(), q.dim(0), heads, compute, hooks, x);
 }
 
+// q attending to itself, one sample (1, n, heads * d), in `compute`.
+ops::AttentionArgs self_attention_args(const Tensor& q, Tensor& out, int64_t heads, DType compute) {
+  ops::AttentionArgs a = ops::attention_args(ops::rows_of(q), ops::rows_of(q), ops::rows_of(q), ops::rows_of(out), 1,
+                                             heads, q.dim(2) / heads);
+  a.compute = compute;
+  return a;
+}
+
 }  // namespace
 
 TEST_CASE("bfloat16 attention over one key chunk equals a loop over the rounded operands") {
@@ -220,9 +228,7 @@ TEST_CASE("bfloat16 attention: the paths agree over many chunks, with key counts
 TEST_CASE("bfloat16 attention: the kernel the hooks force, and oneDNN's only where its bfloat16 matmul is fast") {
   const Tensor q = random_tensor({1, 256, 128}, 1);
   Tensor out = Tensor::empty({1, 256, 128});
-  ops::AttentionArgs a =
-      ops::attention_args(ops::rows_of(q), ops::rows_of(q), ops::rows_of(q), ops::rows_of(out), 1, 2, 64);
-  a.compute = DType::kBF16;
+  ops::AttentionArgs a = self_attention_args(q, out, 2, DType::kBF16);
   ops::cpu::set_bf16_hooks(hooks_for(Path::kTiles));
   CHECK_FALSE(ops::cpu::attention_uses_onednn(a));
   ops::cpu::set_bf16_hooks(hooks_for(Path::kEmulated));
@@ -240,8 +246,6 @@ TEST_CASE("bfloat16 attention: the kernel the hooks force, and oneDNN's only whe
 TEST_CASE("attention rejects a compute dtype other than float32 and bfloat16") {
   const Tensor q = random_tensor({1, 4, 8}, 1);
   Tensor out = Tensor::empty({1, 4, 8});
-  ops::AttentionArgs a =
-      ops::attention_args(ops::rows_of(q), ops::rows_of(q), ops::rows_of(q), ops::rows_of(out), 1, 1, 8);
-  a.compute = DType::kF16;
+  const ops::AttentionArgs a = self_attention_args(q, out, 1, DType::kF16);
   CHECK_THROWS_AS(ops::attention(a), std::invalid_argument);
 }
