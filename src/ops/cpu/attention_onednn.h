@@ -11,7 +11,7 @@ namespace ditgen::ops::cpu {
 // Whether a bfloat16-compute call runs on oneDNN's matmuls: as the test hook
 // (Bf16Hooks::attention) forces, else where oneDNN runs both of the call's
 // products with AMX (not its reference loops, nor AVX-512 alone, where the
-// tile kernel is as fast).
+// tile kernel is as fast) and the head size is a multiple of 32.
 bool attention_uses_onednn(const AttentionArgs& a);
 
 // softmax(scale q k^T + bias) v with bfloat16 operands (a.compute), float32
