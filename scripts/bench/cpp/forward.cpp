@@ -8,6 +8,7 @@
 //                 [--repeat 5] [--warmup 1] [--threads 2] [--profile]
 //                 [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]
 //                 [--transformer-file FILE] [--quantize none|int8] [--save-output FILE.safetensors]
+//                 [--cpu-attention auto|tiles|matmul]
 //   bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype ...] ...
 //   bench_forward --sgemm [N] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1] [--threads 2]
 //
@@ -45,6 +46,10 @@
 // the prediction (what the pipeline does every step); scripts/bench/bench_cuda.sh
 // runs the CUDA variants next to the CPU one on the same machine.
 //   sgemm_gflops <median>      sgemm_all <g1,g2,...>
+//
+// --cpu-attention picks the CPU's bfloat16 attention kernel (the test hook
+// ops::cpu::Bf16Hooks::attention): auto, the tile kernel, or oneDNN's
+// matmuls, so that one machine times both.
 //
 // With --profile the per-op table of util/profile.h (summed over the timed
 // repeats, not the warmup) follows a `profile_begin` line up to `profile_end`.
@@ -84,7 +89,7 @@ struct Args {
   int64_t batch = 0, frames = 0, latent_size = 0, text_tokens = 120;  // 0: the mode's / model's default
   int repeat = 5, warmup = 1, threads = 2;
   bool profile = false, pack_weights = false;
-  std::string device = "cpu", dtype = "float32", attention = "auto";
+  std::string device = "cpu", dtype = "float32", attention = "auto", cpu_attention = "auto";
 };
 
 [[noreturn]] void usage(int code);
@@ -102,6 +107,7 @@ DTypeChoice dtype_choice(const std::string& name) {
                "         [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
                "         [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
                "         [--transformer-file FILE] [--quantize none|int8] [--save-output FILE.safetensors]\n"
+               "         [--cpu-attention auto|tiles|matmul]\n"
                "       bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype D] ...\n"
                "       bench_forward --sgemm [N=4096] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1]\n"
                "         [--threads 2]\n");
@@ -135,6 +141,7 @@ Args parse(int argc, char** argv) {
       if (q != "none" && q != "int8") usage(2);
       a.int8 = q == "int8";
     }
+    else if (k == "--cpu-attention") a.cpu_attention = value();
     else if (k == "--help" || k == "-h") usage(0);
     else usage(2);
   }
@@ -322,6 +329,12 @@ int run_forward(const Args& a) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   ops::set_num_threads(a.threads);
+  ops::cpu::Bf16Hooks hooks;
+  if (a.cpu_attention == "tiles") hooks.attention = ops::cpu::Bf16AttentionKernel::kTiles;
+  else if (a.cpu_attention == "matmul") hooks.attention = ops::cpu::Bf16AttentionKernel::kMatmul;
+  else if (a.cpu_attention != "auto") usage(2);
+  ops::cpu::set_bf16_hooks(hooks);
+  std::printf("cpu_attention %s\n", a.cpu_attention.c_str());
   profile::enable(a.profile);
   std::printf("threads %d\nblas_threading %s\nblas_core %s\n", a.threads, ops::blas_threading(),
               ops::blas_core());

@@ -29,6 +29,9 @@
 // bf16_dot.h).
 // Without it the same arithmetic is emulated: the operands rounded into the
 // float32 tiles and the float32 kernels run on them.
+// Where oneDNN multiplies bfloat16 with AMX, bfloat16 attention runs on its
+// matmuls instead (attention_onednn.cpp, same numerics); the choice is made
+// once here, at the top of cpu::attention.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -39,6 +42,7 @@
 #include <vector>
 
 #include "kernels/math/softmax.h"
+#include "ops/cpu/attention_onednn.h"
 #include "ops/cpu/bf16_dot.h"
 #include "ops/cpu/bf16_round.h"
 #include "ops/cpu/cpu_ops.h"
@@ -212,6 +216,10 @@ void attention(const AttentionArgs& a) {
   if (a.kv_lens)
     for (int64_t b = 0; b < a.batch; ++b)
       if (a.kv_lens[b] < 1 || a.kv_lens[b] > a.kv_len) throw std::invalid_argument("attention: bad kv_lens");
+  if (attention_uses_onednn(a)) {
+    attention_onednn(a);
+    return;
+  }
   const bool bf16 = a.compute == DType::kBF16;
   const bool native = bf16 && kNativeBf16 && !bf16_hooks().emulate;  // else bf16 is emulated in the float32 tiles
   const int64_t d = a.head_dim;

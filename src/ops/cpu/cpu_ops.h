@@ -40,10 +40,19 @@ void linear_into(const Tensor& x, const Tensor& w, const Tensor* bias, float* y,
 // checked on one machine. emulate: the bf16 arithmetic emulated in float32
 // (operands rounded, float32 kernels) even where the CPU has bf16 dot
 // products; gemm_block_elements > 0: a GEMM's input rows are rounded in
-// blocks of that many elements (default 16M).
+// blocks of that many elements (default 16M). attention: which kernel runs
+// bfloat16 attention when not emulated (attention_onednn.h): kAuto = oneDNN's
+// matmuls where they run on AMX, the tile kernel elsewhere; the other two
+// force one. attention_key_chunk, attention_query_rows > 0: the matmul path's
+// keys per chunk and queries per pass over the keys (default: from its
+// scratch budget), so that small tests cross them.
+enum class Bf16AttentionKernel { kAuto, kTiles, kMatmul };
 struct Bf16Hooks {
   bool emulate = false;
   int64_t gemm_block_elements = 0;
+  Bf16AttentionKernel attention = Bf16AttentionKernel::kAuto;
+  int64_t attention_key_chunk = 0;
+  int64_t attention_query_rows = 0;
 };
 void set_bf16_hooks(const Bf16Hooks& hooks);
 const Bf16Hooks& bf16_hooks();

@@ -61,6 +61,7 @@ const dnnl::memory::desc& packed_weight_desc(int64_t n, int64_t k) {
 struct Prepared {
   dnnl::matmul primitive;
   dnnl::memory::desc a, b, bias, c;
+  dnnl::memory::desc scratchpad;  // oneDNN's working memory for one call, ours (below)
   std::string kernel;
   // c is written to a contiguous scratch, then copied into the caller's
   // strided rows: oneDNN 2.6 has no optimised kernel for some strided
@@ -76,6 +77,12 @@ Prepared prepare_with(const MatmulCall& c, int64_t ldc) {
   p.b = c.packed_b ? packed_weight_desc(c.n, c.k) : matrix_desc(c.k, c.n, c.trans_b, c.ldb, t);
   p.c = matrix_desc(c.m, c.n, false, ldc, dnnl::memory::data_type::f32);
   dnnl::primitive_attr attr;
+  // The scratchpad comes from the calling thread's buffer (onednn_matmul):
+  // oneDNN's own ("library" mode) is bound to the thread that built the
+  // primitive, so two threads running one primitive at once (attention's
+  // matmuls inside its parallel loop, attention_onednn.cpp) wrote over each
+  // other's blocks.
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (c.alpha != 1.0f) attr.set_output_scales(0, {c.alpha});
   dnnl::post_ops ops;
   if (c.beta != 0.0f) ops.append_sum(c.beta);
@@ -90,6 +97,7 @@ Prepared prepare_with(const MatmulCall& c, int64_t ldc) {
   }
   const dnnl::matmul::primitive_desc pd(*d, attr, onednn_engine());
   p.kernel = pd.impl_info_str();
+  p.scratchpad = pd.scratchpad_desc();
   p.primitive = dnnl::matmul(pd);
   return p;
 }
@@ -159,9 +167,20 @@ void onednn_pack_weight(int64_t n, int64_t k, const void* w, void* packed) {
   if (!onednn_packs_weight(n, k))
     throw std::invalid_argument("oneDNN matmul: a " + std::to_string(n) + "x" + std::to_string(k) +
                                 " weight does not pack");
+  onednn_pack_b(n, k, true, w, packed);
+}
+
+size_t onednn_packed_b_bytes(int64_t n, int64_t k) {
+  size_t bytes = 0;
+  with_onednn_errors([&] { bytes = packed_weight_desc(n, k).get_size(); });
+  return bytes;
+}
+
+void onednn_pack_b(int64_t n, int64_t k, bool trans_b, const void* b, void* packed) {
   with_onednn_errors([&] {
     auto& e = onednn_engine();
-    dnnl::memory plain(matrix_desc(k, n, true, k, dnnl::memory::data_type::bf16), e, const_cast<void*>(w));
+    const dnnl::memory::desc source = matrix_desc(k, n, trans_b, trans_b ? k : n, dnnl::memory::data_type::bf16);
+    dnnl::memory plain(source, e, const_cast<void*>(b));
     dnnl::memory blocked(packed_weight_desc(n, k), e, packed);
     dnnl::reorder(plain, blocked).execute(onednn_stream(), plain, blocked);
     onednn_stream().wait();
@@ -189,6 +208,10 @@ void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const f
     dnnl::memory am(p.a, e, const_cast<void*>(a)), bm(p.b, e, const_cast<void*>(b)), cm(p.c, e, out);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}};
     if (call.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
+    if (const size_t bytes = p.scratchpad.get_size()) {
+      void* scratch = thread_scratch<CacheLine, kMatmulScratchpad>(static_cast<int64_t>((bytes + 63) / 64));
+      args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(p.scratchpad, e, scratch));
+    }
     p.primitive.execute(onednn_stream(), args);
     onednn_stream().wait();
     if (p.dense_c)

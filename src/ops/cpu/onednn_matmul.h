@@ -20,6 +20,7 @@
 // shapes over and over, and after the first denoising step no call builds
 // or allocates anything.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "ops/ops.h"
@@ -62,6 +63,14 @@ bool onednn_packs_weight(int64_t n, int64_t k);
 // Writes w's n * k elements to `packed` (n * k bfloat16, no overlap) in that
 // layout; requires onednn_packs_weight(n, k).
 void onednn_pack_weight(int64_t n, int64_t k, const void* w, void* packed);
+
+// The same layout for any bfloat16 b operand (attention's keys and values,
+// packed once and multiplied by many query blocks): its size in bytes,
+// padding included, and the packing of b, row-major [n, k] when trans_b (a
+// weight, keys) or [k, n] otherwise (values), dense rows. The packing runs
+// on the calling thread alone inside a parallel region.
+size_t onednn_packed_b_bytes(int64_t n, int64_t k);
+void onednn_pack_b(int64_t n, int64_t k, bool trans_b, const void* b, void* packed);
 
 // Runs one call (a cached primitive); m, n, k >= 1.
 void onednn_matmul(const MatmulCall& call, const void* a, const void* b, const float* bias, float* c);

@@ -17,10 +17,24 @@ enum ScratchTag {
   kRoundedInput,       // gemm.cpp: a block of input rows rounded to bfloat16
   kRoundedInputF32,    // gemm.cpp: the same as float32 values (the emulated bf16 path)
   kDenseMatmulOutput,  // onednn_matmul.cpp, int8_matmul.cpp: a strided output's contiguous stand-in
+  kMatmulScratchpad,   // onednn_matmul.cpp: oneDNN's scratchpad for one matmul call
   kQuantizedInput,     // int8_matmul.cpp: the input rows quantized to int8
   kQuantizedInputScales,  // int8_matmul.cpp: their per-row scales
   kInt8MatmulSums,     // int8_matmul.cpp: the int32 sums before scaling
   kBlockBandBf16,      // gemm.cpp: a band of block-quantized weight rows dequantized and rounded to bfloat16
+  kAttentionKeysValues,   // attention_onednn.cpp: a key chunk's keys and values packed for oneDNN (caller's thread)
+  kAttentionHeadRows,     // attention_onednn.cpp: one head's key or value rows in bfloat16, before packing
+  kAttentionRowState,     // attention_onednn.cpp: running max and sum per (head, query) (caller's thread)
+  kAttentionAccumulator,  // attention_onednn.cpp: unnormalised outputs across key chunks (caller's thread)
+  kAttentionQueries,      // attention_onednn.cpp: a query block scaled and rounded to bfloat16
+  kAttentionScores,       // attention_onednn.cpp: a query block's scores, then probabilities (float32)
+  kAttentionProbs,        // attention_onednn.cpp: the probabilities rounded to bfloat16
+  kAttentionOutput,       // attention_onednn.cpp: a query block's P V (float32)
+};
+
+// A 64-byte aligned unit, for buffers oneDNN reads as blocks of its own.
+struct alignas(64) CacheLine {
+  unsigned char bytes[64];
 };
 
 template <class T, ScratchTag Tag>
