@@ -105,10 +105,10 @@ struct Placement {
 inline Tensor release_source(const io::WeightStore& weights, const std::string& name, const Tensor& source,
                              Tensor placed) {
   if (placed.raw() == source.raw()) return placed;  // still the source itself
-  const Tensor stored = weights.load(name);          // a view: where the file's bytes are
-  const auto* begin = static_cast<const char*>(stored.raw());
-  const auto* at = static_cast<const char*>(source.raw());
-  if (source.is_cpu() && at >= begin && at < begin + stored.nbytes()) weights.release_pages(name, source);
+  // Asked without loading: a load of a tensor a LoRA changes is a whole
+  // float32 copy with the change merged (io/weight_edits.h), made again
+  // only to learn an address.
+  if (weights.points_into_file(name, source)) weights.release_pages(name, source);
   return placed;
 }
 
