@@ -32,15 +32,9 @@
 
 #include "io/bitmap_font.h"
 #include "io/png.h"
+#include "io/rgb_image.h"
 
 namespace ditgen::io {
-
-// An 8-bit RGB image: row-major height x width x 3 bytes.
-struct RgbImage {
-  int width = 0;
-  int height = 0;
-  std::vector<uint8_t> pixels;
-};
 
 struct Tile {
   RgbImage image;

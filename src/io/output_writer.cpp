@@ -32,7 +32,10 @@ Tensor frames_from_rgb(const std::vector<RgbImage>& frames) {
 
 // A PNG file as one RgbImage of height x width, or false.
 bool read_rgb_png(const std::string& path, int height, int width, RgbImage& image) {
-  return read_png_rgb(path, width, height, image.pixels, image.width, image.height);
+  int read_width = 0, read_height = 0;
+  if (!read_png_rgb(path, width, height, image.pixels, read_width, read_height)) return false;
+  image.width = read_width, image.height = read_height;
+  return true;
 }
 
 void check_output_item(const OutputItem& item, const OutputPlan& plan, const char* who) {

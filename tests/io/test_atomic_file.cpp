@@ -24,9 +24,11 @@
 namespace fs = std::filesystem;
 using namespace ditgen;
 
+namespace {
 struct TempDir : testing::TempDir {
   TempDir() : testing::TempDir("ditgen_test_atomic") {}
 };
+}  // namespace
 
 namespace {
 

@@ -71,8 +71,8 @@ void check_sheet_pixels(const RgbImage& sheet, const std::vector<Tile>& tiles, c
   int cell_w = 0, image_h = 0;
   for (const Tile& t : tiles) {
     const int s = enlargement(t.image.width, o.min_tile_width);
-    cell_w = std::max(cell_w, t.image.width * s);
-    image_h = std::max(image_h, t.image.height * s);
+    cell_w = std::max(cell_w, static_cast<int>(t.image.width) * s);
+    image_h = std::max(image_h, static_cast<int>(t.image.height) * s);
   }
   const int cell_h = image_h + kCaptionHeight;
   enum Owner : uint8_t { kBackground, kTile, kCaption };

@@ -19,9 +19,11 @@ using namespace ditgen;
 using namespace ditgen::io;
 using nlohmann::json;
 
+namespace {
 struct TempDir : testing::TempDir {
   TempDir() : testing::TempDir("ditgen_test_model_dir") {}
 };
+}  // namespace
 
 namespace {
 

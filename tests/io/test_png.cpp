@@ -23,9 +23,11 @@ namespace fs = std::filesystem;
 using namespace ditgen;
 using namespace ditgen::io;
 
+namespace {
 struct TempDir : testing::TempDir {
   TempDir() : testing::TempDir("ditgen_test_png") {}
 };
+}  // namespace
 
 namespace {
 

@@ -27,9 +27,11 @@ namespace fs = std::filesystem;
 using namespace ditgen;
 using namespace ditgen::io;
 
+namespace {
 struct TempDir : testing::TempDir {
   TempDir() : testing::TempDir("ditgen_test_safetensors") {}
 };
+}  // namespace
 
 namespace {
 
