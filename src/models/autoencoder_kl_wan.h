@@ -41,7 +41,6 @@
 #include "models/nn/causal_resnet.h"
 #include "models/nn/conv.h"
 #include "models/nn/norm.h"
-#include "models/nn/pixel_attention.h"
 #include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "models/vae_decoder_parts.h"

@@ -130,7 +130,7 @@ TEST_CASE("Wan VAE encode with bfloat16 convolution weights stays near diffusers
   CHECK(err > 1e-5);  // bfloat16 arithmetic really ran
 }
 
-TEST_CASE("Wan VAE encoder through the seam (VaeSpec::load_encoder); other families refuse") {
+TEST_CASE("Wan VAE encoder through the seam (VaeSpec::load_encoder), and other families refuse") {
   const std::string path = vae_dir() + "/config.json";
   const auto spec = models::make_autoencoder_kl_wan_spec(io::read_json_file(path), path);
   const auto enc = spec->load_encoder(io::WeightStore::open_dir(vae_dir()), {Device::kCPU, DType::kF32});
