@@ -74,13 +74,10 @@ const std::set<std::string> kKnownKeys = {
 const std::string kPostQuantConv = "post_quant_conv.";
 const std::string kConvIn = "decoder.conv_in.";
 const std::string kMidBlock = "decoder.mid_block.";
-const std::string kMidAttention = kMidBlock + "attentions.0.";
-const std::string kMidAttentionNorm = kMidAttention + "norm.";
 const std::string kNormOut = "decoder.norm_out.";
 const std::string kConvOut = "decoder.conv_out.";
 constexpr std::array<int64_t, 3> k3x3x3 = {3, 3, 3}, k1x1x1 = {1, 1, 1}, kTimeKernel = {3, 1, 1};
 
-std::string mid_resnet(int r) { return kMidBlock + "resnets." + std::to_string(r) + "."; }
 std::string time_conv(const std::string& up_block) { return up_block + "upsamplers.0.time_conv."; }
 std::string resample(const std::string& up_block) { return up_block + "upsamplers.0.resample.1."; }
 
@@ -108,24 +105,6 @@ UpBlockChannels up_block_channels(const std::vector<int64_t>& dims) {
     c.out.push_back(dims[i + 1]);
   }
   return c;
-}
-
-// [1, C, T, H, W] <-> [T, C, H, W] (frames as a batch of images, for the
-// per-frame 2-D ops): one copy_rows per frame, none when T == 1.
-Tensor frames_to_batch(const Tensor& x, const Placement& place) {
-  const int64_t c = x.dim(1), t = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  if (t == 1) return x.reshape({1, c, h, w});
-  Tensor out = place.empty({t, c, h, w});
-  for (int64_t f = 0; f < t; ++f) ops::copy_rows(x, f * hw, t * hw, out, f * c * hw, hw, c, hw);
-  return out;
-}
-
-Tensor batch_to_frames(const Tensor& x, const Placement& place) {
-  const int64_t t = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), hw = h * w;
-  if (t == 1) return x.reshape({1, c, 1, h, w});
-  Tensor out = place.empty({1, c, t, h, w});
-  for (int64_t f = 0; f < t; ++f) ops::copy_rows(x, f * c * hw, hw, out, f * hw, t * hw, c, hw);
-  return out;
 }
 
 }  // namespace
@@ -220,10 +199,7 @@ nn::TensorDecls AutoencoderKLWan::decoder_tensors(const AutoencoderKLWanConfig& 
   const int64_t z = c.z_dim, c0 = dims[0], c_last = dims.back();
   nn::TensorDecls t = nn::Conv3d::tensors(kPostQuantConv, z, z, k1x1x1);
   nn::append(t, nn::CausalConv3d::tensors(kConvIn, c0, z, k3x3x3));
-  nn::append(t, nn::WanResidualBlock::tensors(mid_resnet(0), c0, c0));
-  nn::append(t, nn::ChannelRmsNorm::tensors(kMidAttentionNorm, c0, 2));
-  nn::append(t, nn::PixelAttention::fused_tensors(kMidAttention, c0));
-  nn::append(t, nn::WanResidualBlock::tensors(mid_resnet(1), c0, c0));
+  nn::append(t, WanMidBlock::tensors(kMidBlock, c0));
   walk_up_blocks(
       up, c.num_res_blocks + 1,
       [&](const UpResnet& r) { nn::append(t, nn::WanResidualBlock::tensors(r.prefix, r.cin, r.cout)); },
@@ -255,10 +231,7 @@ AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const Autoenco
   m.cfg_ = c;
   m.post_quant_ = nn::Conv3d::load(w, kPostQuantConv, z, z, k1x1x1, place);
   m.conv_in_ = nn::CausalConv3d::load(w, kConvIn, c0, z, k3x3x3, place);
-  m.mid_resnet0_ = nn::WanResidualBlock::load(w, mid_resnet(0), c0, c0, place);
-  m.mid_attn_norm_ = nn::ChannelRmsNorm::load(w, kMidAttentionNorm, c0, 2, place);
-  m.mid_attn_ = nn::PixelAttention::load_fused(w, kMidAttention, c0, place);
-  m.mid_resnet1_ = nn::WanResidualBlock::load(w, mid_resnet(1), c0, c0, place);
+  m.mid_ = WanMidBlock::load(w, kMidBlock, c0, place);
   m.up_blocks_ = load_up_blocks<WanUpBlock>(
       up, c.num_res_blocks + 1,
       [&](const UpResnet& r) { return nn::WanResidualBlock::load(w, r.prefix, r.cin, r.cout, place); },
@@ -275,19 +248,9 @@ AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const Autoenco
   // diffusers' feat_idx order; an upsample3d's time conv after its block's
   // residual blocks.
   m.slots_ = decoder_causal_slots<nn::WanResidualBlock>(
-      m.conv_in_, {&m.mid_resnet0_, &m.mid_resnet1_}, m.up_blocks_, m.conv_out_,
+      m.conv_in_, {&m.mid_.resnet0(), &m.mid_.resnet1()}, m.up_blocks_, m.conv_out_,
       [](const WanUpBlock& b) { return b.temporal ? &b.time_conv : nullptr; });
   return m;
-}
-
-Tensor AutoencoderKLWan::attention(Tensor x) const {
-  profile::ScopedTimer t("vae.attention");
-  // Per frame, as a batch of images (T, C, H, W) (no copy for one frame).
-  Tensor normed = frames_to_batch(mid_attn_norm_(x), place_);
-  Tensor out = x.dim(2) == 1 ? x.clone().reshape(normed.shape()) : frames_to_batch(x, place_);
-  x = Tensor();
-  mid_attn_.add_to(std::move(normed), out);
-  return batch_to_frames(out, place_);
 }
 
 Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) const {
@@ -335,9 +298,7 @@ Tensor AutoencoderKLWan::decode_chunk(const Tensor& z, Cache& cache) const {
     x = post_quant_(z);  // 1x1x1: no cache
   }
   x = conv_in_(std::move(x), cache, place_);
-  x = mid_resnet0_(std::move(x), cache, place_);
-  x = attention(std::move(x));
-  x = mid_resnet1_(std::move(x), cache, place_);
+  x = mid_(std::move(x), cache);
   for (const WanUpBlock& blk : up_blocks_) {
     for (const nn::WanResidualBlock& r : blk.resnets) x = r(std::move(x), cache, place_);
     if (!blk.upsample) continue;  // the last block: conv_out works at its size

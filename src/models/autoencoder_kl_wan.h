@@ -21,11 +21,12 @@
 // channel count changes). Every norm is WanRMS_norm (x / ||x||_channels *
 // sqrt(C) * gamma, no bias).
 // A composition of the modules of models/nn/ (WanResidualBlock,
-// CausalConv3d, Conv2d/Conv3d, ChannelRmsNorm, PixelAttention's fused form),
+// CausalConv3d, Conv2d/Conv3d, ChannelRmsNorm) and the mid block the
+// encoder shares (models/wan_vae_blocks.h),
 // whose declarations (decoder_tensors, sized from vae/config.json) are
 // checked by name and shape before any is loaded; a decoder tensor the
 // config does not account for is an error. The encoder's tensors are never
-// read.
+// read here (the encoder: models/autoencoder_kl_wan_encoder.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -40,11 +41,11 @@
 #include "models/nn/causal_resnet.h"
 #include "models/nn/conv.h"
 #include "models/nn/norm.h"
-#include "models/nn/pixel_attention.h"
 #include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "models/vae_decoder_parts.h"
 #include "models/vae_spec.h"
+#include "models/wan_vae_blocks.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::models {
@@ -133,16 +134,11 @@ class AutoencoderKLWan : public CausalVae<AutoencoderKLWan, AutoencoderKLWanConf
   int64_t latent_channels() const { return cfg_.z_dim; }
 
  private:
-  // WanAttentionBlock: RMS norm, then one head of C channels over the H*W
-  // pixels of each frame, plus the input.
-  Tensor attention(Tensor x) const;
   Tensor upsample(Tensor x, const WanUpBlock& b, Cache& cache) const;
 
   nn::Conv3d post_quant_;                          // (z, z, 1, 1, 1)
   nn::CausalConv3d conv_in_;                       // (dims[0], z, 3, 3, 3)
-  nn::WanResidualBlock mid_resnet0_, mid_resnet1_;  // dims[0] -> dims[0]
-  nn::ChannelRmsNorm mid_attn_norm_;               // gamma (dims[0], 1, 1)
-  nn::PixelAttention mid_attn_;                    // to_qkv, proj (1x1 convs)
+  WanMidBlock mid_;                                // at dims[0]
   std::vector<WanUpBlock> up_blocks_;
   nn::ChannelRmsNorm norm_out_;                    // gamma (C_last, 1, 1, 1)
   nn::CausalConv3d conv_out_;                      // (out_channels, C_last, 3, 3, 3)
@@ -169,6 +165,9 @@ class AutoencoderKLWanSpec final : public CausalVaeSpec<AutoencoderKLWan> {
   // decoder.upsamples.N ...), mapped as diffusers' convert_wan_vae_to_diffusers
   // maps them (models/wan_vae_names.h); diffusers' names otherwise.
   io::SingleFileOptions single_file_options() const override;
+  // The encoder (models/autoencoder_kl_wan_encoder.h), from the same
+  // weights (either naming).
+  std::unique_ptr<VaeEncoder> load_encoder(const io::WeightStore& weights, const Placement& place) const override;
 };
 
 // The registry's factory: parses vae/config.json (AutoencoderKLWanConfig::from_json).

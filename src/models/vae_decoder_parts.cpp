@@ -35,13 +35,19 @@ void walk_up_blocks(const UpBlockChannels& channels, int64_t per_block,
 }
 
 void check_decoder_tensors(const io::WeightStore& w, const nn::TensorDecls& declared, const std::string& keys) {
+  check_declared_tensors(w, declared, {"decoder.", "post_quant_conv."}, keys);
+}
+
+void check_declared_tensors(const io::WeightStore& w, const nn::TensorDecls& declared,
+                            const std::vector<std::string>& prefixes, const std::string& keys) {
   nn::check_tensors(w, declared);
   std::set<std::string> names;
   for (const nn::TensorDecl& d : declared) names.insert(nn::stored_name(w, d));
   for (const std::string& name : w.names())
-    if ((name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0) && !names.count(name))
-      throw ModelError(w.file_of(name) + ": holds '" + name + "', which config.json (" + keys +
-                       ") does not account for");
+    for (const std::string& prefix : prefixes)
+      if (name.rfind(prefix, 0) == 0 && !names.count(name))
+        throw ModelError(w.file_of(name) + ": holds '" + name + "', which config.json (" + keys +
+                         ") does not account for");
 }
 
 bool begin_causal_call(nn::CausalCache& cache, const Tensor& z, int64_t channels, int64_t frames,

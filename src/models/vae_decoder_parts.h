@@ -9,9 +9,10 @@
 //                       the up blocks' resnets (names, channels) and block
 //                       ends in decoder order, for the declarations and for
 //                       loading (all three).
-//   check_decoder_tensors  every declared decoder tensor checked before any
-//                       is loaded (nn::check_tensors), and one the config
-//                       does not account for refused.
+//   check_decoder_tensors, check_declared_tensors
+//                       every declared decoder (or encoder) tensor checked
+//                       before any is loaded (nn::check_tensors), and one
+//                       the config does not account for refused.
 //   decoder_causal_slots, begin_causal_call, start_causal_cache,
 //   end_causal_call     a decode call's protocol over the causal convs'
 //                       nn::CausalCache: their slots in the order the
@@ -99,6 +100,11 @@ std::vector<Block> load_up_blocks(const UpBlockChannels& channels, int64_t per_b
 // "decoder." or "post_quant_conv." (config and weights disagree). The
 // encoder's tensors are never read.
 void check_decoder_tensors(const io::WeightStore& w, const nn::TensorDecls& declared, const std::string& keys);
+// The same for any part of a VAE: nn::check_tensors on `declared`, then
+// the ModelError for any other tensor under one of `prefixes` (an encoder's
+// "encoder." and "quant_conv.").
+void check_declared_tensors(const io::WeightStore& w, const nn::TensorDecls& declared,
+                            const std::vector<std::string>& prefixes, const std::string& keys);
 
 // ---- A decode call over the causal convolutions ------------------------------------
 

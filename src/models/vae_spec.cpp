@@ -23,6 +23,10 @@ std::vector<int64_t> VaeSpec::latent_chunks(int64_t latent_frames) const {
   return chunks;
 }
 
+std::unique_ptr<VaeEncoder> VaeSpec::load_encoder(const io::WeightStore&, const Placement&) const {
+  not_supported(std::string("encoding with the ") + family() + " VAE");
+}
+
 double full_resolution_bytes(int64_t pixels, int64_t frames, int64_t upsampled_channels, int64_t channels,
                              int64_t causal_convs) {
   constexpr double kWorkingCopies = 4;

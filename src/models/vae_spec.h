@@ -16,9 +16,15 @@
 // feature cache) fits the same interface; the causal ones (Wan's,
 // CogVideoX's) share their Stream and spec through CausalVae and
 // CausalVaeSpec (models/vae_decoder_parts.h).
+//
+// The encoder half (VaeEncoder: pixels to normalised latents, what an
+// image-to-video pipeline conditions on) is optional: a family that has one
+// answers load_encoder(); Wan's is the first
+// (models/autoencoder_kl_wan_encoder.h).
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -94,6 +100,20 @@ class VaeDecoderOf final : public VaeDecoder {
   Model model_;
 };
 
+class VaeEncoder {
+ public:
+  virtual ~VaeEncoder() = default;
+  // A video (in_channels, F, H, W), host float32 in [-1, 1], (F a frame
+  // count the VAE makes, H and W multiples of its spatial factor) -> its
+  // latents (latent_channels, latent_frames_of(F), H/f, W/f), host
+  // float32: the latent distribution's mode, normalised as the pipelines
+  // normalise their latents (the inverse of VaeSpec::normalization()), a
+  // chunk of frames at a time. With `tiles` (nn::encode_tile_grid), tiled
+  // as diffusers' tiled_encode, whatever the size (the caller decides when
+  // to tile: nn::needs_tiles on the pixels).
+  virtual Tensor encode(const Tensor& video, const std::optional<nn::TileGrid>& tiles = std::nullopt) const = 0;
+};
+
 class VaeSpec {
  public:
   virtual ~VaeSpec() = default;
@@ -148,6 +168,12 @@ class VaeSpec {
   // Validates every weight's name and shape against the config, then loads
   // the decoder onto `place`.
   virtual std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const = 0;
+
+  // The encoder half, for the pipelines that encode pixels (image-to-video):
+  // its weights validated against the config, then loaded onto `place`.
+  // By default ConfigError "not supported yet: encoding with the <family>
+  // VAE" (exit 2).
+  virtual std::unique_ptr<VaeEncoder> load_encoder(const io::WeightStore& weights, const Placement& place) const;
 };
 
 // A rough decode_bytes() from a decoder's full-resolution level, where its

@@ -7,7 +7,7 @@
 //
 //   bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5]
 //                    [--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile]
-//                    [--tiling] [--tile-min PIXELS --tile-stride PIXELS]
+//                    [--tiling] [--tile-min PIXELS --tile-stride PIXELS] [--encode]
 //
 // DIR is a diffusers model root (model_index.json + vae/) or the vae
 // directory itself; --size is the decoded image's side (--height / --width
@@ -17,8 +17,10 @@
 // frames are decoded: their latent frames in the VAE's chunks through one
 // stream, as Pipeline::decode does (models/vae_decode.h); --tiling decodes
 // in spatial tiles (the VAE's diffusers defaults, or square tiles of
-// --tile-min pixels every --tile-stride). Output is one `key value` line
-// per figure:
+// --tile-min pixels every --tile-stride). --encode times the VAE's encoder
+// instead (VaeSpec::load_encoder; Wan's) on a random video of those
+// frames and size, tiled as diffusers' tiled_encode under --tiling; its
+// figures are named encode_*. Output is one `key value` line per figure:
 //   decode_seconds <median>   decode_all <t1,t2,...>   peak_rss_bytes <n>
 //   (video) output_bytes <the decoded frames>  estimate_bytes <VaeSpec::decode_bytes, untiled>
 // and with --profile the per-op table of util/profile.h between
@@ -29,6 +31,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -52,7 +55,7 @@ struct Args {
   std::string model, dtype = "float32";
   int64_t size = 512, height = 0, width = 0, frames = 5;
   int repeat = 3, warmup = 1, threads = 2;
-  bool profile = false, tiling = false;
+  bool profile = false, tiling = false, encode = false;
   int64_t tile_min = 0, tile_stride = 0;  // 0: the VAE's defaults
 };
 
@@ -60,7 +63,7 @@ struct Args {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5] "
                "[--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile] "
-               "[--tiling] [--tile-min PIXELS --tile-stride PIXELS]\n");
+               "[--tiling] [--tile-min PIXELS --tile-stride PIXELS] [--encode]\n");
   std::exit(code);
 }
 
@@ -80,6 +83,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--profile") a.profile = true;
     else if (k == "--tiling") a.tiling = true;
+    else if (k == "--encode") a.encode = true;
     else if (k == "--tile-min") a.tile_min = std::stoll(value());
     else if (k == "--tile-stride") a.tile_stride = std::stoll(value());
     else if (k == "--help" || k == "-h") usage(0);
@@ -98,11 +102,48 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 void report(const std::vector<double>& times, double checksum, const Args& a) {
   struct rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("output_sum %.6g\ndecode_seconds %.4f\ndecode_all ", checksum, bench::median(times));
+  const char* what = a.encode ? "encode" : "decode";
+  std::printf("output_sum %.6g\n%s_seconds %.4f\n%s_all ", checksum, what, bench::median(times), what);
   for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.4f", i ? "," : "", times[i]);
   std::printf("\npeak_rss_bytes %lld\n", static_cast<long long>(ru.ru_maxrss) * 1024);
   if (a.profile)
-    std::printf("profile_begin (summed over %d decodes)\n%sprofile_end\n", a.repeat, profile::report().c_str());
+    std::printf("profile_begin (summed over %d %ss)\n%sprofile_end\n", a.repeat, what, profile::report().c_str());
+}
+
+// Timed runs of `once` (warmup first), the first's output summed.
+void timed(const Args& a, const std::function<Tensor()>& once) {
+  std::vector<double> times;
+  double checksum = 0;
+  for (int r = 0; r < a.warmup + a.repeat; ++r) {
+    if (r == a.warmup && a.profile) profile::reset();
+    const double t0 = now();
+    const Tensor out = once();
+    const double dt = now() - t0;
+    if (r == 0)
+      for (int64_t j = 0; j < out.numel(); ++j) checksum += out[j];
+    if (r >= a.warmup) times.push_back(dt);
+  }
+  report(times, checksum, a);
+}
+
+Tensor random_normal(const Shape& shape) {
+  Tensor t = Tensor::empty(shape);
+  std::mt19937 rng(0);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t[i] = dist(rng);
+  return t;
+}
+
+// --encode: a random video in [-1, 1] through the VAE's encoder.
+int run_encode(const Args& a, const std::string& dir, const models::VaeSpec& spec, DType dtype,
+               const std::optional<models::nn::TileSampleSizes>& sizes) {
+  const auto encoder = spec.load_encoder(io::WeightStore::open_dir(dir), {Device::kCPU, dtype});
+  Tensor video = random_normal({3, a.frames, a.height, a.width});
+  for (int64_t i = 0; i < video.numel(); ++i) video[i] = std::clamp(video[i] / 3.0f, -1.0f, 1.0f);
+  std::optional<models::nn::TileGrid> tiles;
+  if (sizes) tiles = models::nn::encode_tile_grid(*sizes, spec.spatial_factor());
+  timed(a, [&] { return encoder->encode(video, tiles); });
+  return 0;
 }
 
 // A causal video VAE (Wan's, CogVideoX's), through the registry's VAE seam:
@@ -116,38 +157,29 @@ int run_video(const Args& a, const std::string& dir, const nlohmann::json& json,
   if (a.height % f || a.width % f)
     throw ConfigError("--height / --width: multiples of " + std::to_string(f) + " for this VAE");
   const DType dtype = a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
-  const auto decoder = spec.load(io::WeightStore::open_dir(dir), {Device::kCPU, dtype});
   const int64_t c = spec.latent_channels(), n = spec.latent_frames_of(a.frames), h = a.height / f, w = a.width / f;
-  Tensor z = Tensor::empty({c, n, h, w});  // (C, F', h, w), as the stream takes it
-  std::mt19937 rng(0);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t i = 0; i < z.numel(); ++i) z[i] = dist(rng);
   std::printf("dtype %s\nvideo %lld frames of %lldx%lld\n", dtype_name(dtype), static_cast<long long>(a.frames),
               static_cast<long long>(a.height), static_cast<long long>(a.width));
-  std::optional<models::nn::TileGrid> tiles;
+  std::optional<models::nn::TileSampleSizes> sizes;
   if (a.tiling) {
-    models::nn::TileSampleSizes sizes = spec.default_tile_sizes();
-    if (a.tile_min > 0) sizes.min_height = sizes.min_width = a.tile_min;
-    if (a.tile_stride > 0) sizes.stride_height = sizes.stride_width = a.tile_stride;
-    tiles = models::nn::tile_grid(sizes, f);
-    std::printf("tiles %lldx%lld every %lld\n", static_cast<long long>(sizes.min_width),
-                static_cast<long long>(sizes.min_height), static_cast<long long>(sizes.stride_width));
+    sizes = spec.default_tile_sizes();
+    if (a.tile_min > 0) sizes->min_height = sizes->min_width = a.tile_min;
+    if (a.tile_stride > 0) sizes->stride_height = sizes->stride_width = a.tile_stride;
+    std::printf("tiles %lldx%lld every %lld\n", static_cast<long long>(sizes->min_width),
+                static_cast<long long>(sizes->min_height), static_cast<long long>(sizes->stride_width));
   }
+  if (a.encode) return run_encode(a, dir, spec, dtype, sizes);
+  const auto decoder = spec.load(io::WeightStore::open_dir(dir), {Device::kCPU, dtype});
+  const Tensor z = random_normal({c, n, h, w});  // (C, F', h, w), as the stream takes it
+  std::optional<models::nn::TileGrid> tiles;
+  if (sizes) tiles = models::nn::tile_grid(*sizes, f);
   Tensor out = Tensor::empty({spec.frames_of(n), spec.out_channels(), a.height, a.width});
   std::printf("output_bytes %lld\nestimate_bytes %.0f\n", static_cast<long long>(out.numel() * 4),
               spec.decode_bytes(h, w));
-  std::vector<double> times;
-  double checksum = 0;
-  for (int r = 0; r < a.warmup + a.repeat; ++r) {
-    if (r == a.warmup && a.profile) profile::reset();
-    const double t0 = now();
+  timed(a, [&] {
     models::decode_latents(*decoder, spec, z, out, tiles);
-    const double dt = now() - t0;
-    if (r == 0)
-      for (int64_t j = 0; j < out.numel(); ++j) checksum += out[j];
-    if (r >= a.warmup) times.push_back(dt);
-  }
-  report(times, checksum, a);
+    return out;
+  });
   return 0;
 }
 
@@ -163,24 +195,10 @@ int run(const Args& a) {
   const DType dtype = a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
   const models::AutoencoderKL vae = models::AutoencoderKL::load(io::WeightStore::open_dir(dir), cfg, {Device::kCPU, dtype});
   const int64_t side = a.size / cfg.scale_factor();
-  Tensor z = Tensor::empty({1, cfg.latent_channels, side, side});
-  std::mt19937 rng(0);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  for (int64_t i = 0; i < z.numel(); ++i) z[i] = dist(rng);
+  const Tensor z = random_normal({1, cfg.latent_channels, side, side});
   std::printf("dtype %s\nimage %lldx%lld\n", dtype_name(dtype), static_cast<long long>(a.size),
               static_cast<long long>(a.size));
-  std::vector<double> times;
-  double checksum = 0;
-  for (int r = 0; r < a.warmup + a.repeat; ++r) {
-    if (r == a.warmup && a.profile) profile::reset();
-    const double t0 = now();
-    const Tensor img = vae.decode(z);
-    const double dt = now() - t0;
-    if (r >= a.warmup) times.push_back(dt);
-    if (r == 0)
-      for (int64_t i = 0; i < img.numel(); ++i) checksum += img[i];
-  }
-  report(times, checksum, a);
+  timed(a, [&] { return vae.decode(z); });
   return 0;
 }
 

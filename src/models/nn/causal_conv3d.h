@@ -9,6 +9,8 @@
 // (CausalPad): Wan's slots start as zeros, CogVideoX's first chunk repeats
 // its first frame. The cache's call protocol (begin, slot allocation, end)
 // is the decoder's (models/vae_decoder_parts.h).
+// CausalTimeDownsample is the encoder's strided variant (Wan's
+// "downsample3d" time conv), on the same cache.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -67,6 +69,31 @@ class CausalConv3d {
   int64_t in_channels() const { return conv.in_channels(); }
 
   Conv3d conv;  // (Cout, Cin, 3, k, k)
+};
+
+// The time conv of Wan's "downsample3d" (WanResample in an encoder):
+// kernel (3, 1, 1), stride 2 in time, no padding, over [the previous
+// chunk's last frame | chunk]. A video's first chunk (one frame) passes
+// through unchanged. It takes one slot of the cache (allocated as every
+// slot, two frames; the second holds the last frame of the previous
+// chunk). With the encoder's chunks (1, then 2k frames at its level),
+// 2k frames become k.
+class CausalTimeDownsample {
+ public:
+  static TensorDecls tensors(const std::string& prefix, int64_t channels) {
+    return Conv3d::tensors(prefix, channels, channels, {3, 1, 1});
+  }
+  static CausalTimeDownsample load(const io::WeightStore& weights, const std::string& prefix, int64_t channels,
+                                   const Placement& place) {
+    return {Conv3d::load(weights, prefix, channels, channels, {3, 1, 1}, place)};
+  }
+  // x (1, C, T, H, W), consumed -> (1, C, T, H, W) on a cache's first call
+  // (not started), (1, C, T / 2, H, W) after (T even). Profiled as
+  // vae.conv3d.
+  Tensor operator()(Tensor x, CausalCache& cache, const Placement& place) const;
+  int64_t in_channels() const { return conv.in_channels(); }
+
+  Conv3d conv;  // (C, C, 3, 1, 1)
 };
 
 }  // namespace ditgen::models::nn

@@ -16,8 +16,14 @@
 // sizes: from tile_sample_min (m) and tile_sample_stride (s) in pixels,
 // latent_size m/f, latent_stride s/f, blend m - s, keep s (tile_axis()).
 // A tile is a (planes, rows, cols) block: planes = frames x channels.
+// diffusers' tiled_encode (AutoencoderKLWan's) is the same scheme the other
+// way: tiles of m pixels every s pixels, each encoded to latents, blended
+// over m/f - s/f latents, s/f latents kept (encode_tile_axis()); the loop
+// over tiles, the blending and the placing are one function for both
+// directions (assemble_tiles()).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -50,6 +56,12 @@ TileAxis tile_axis(int64_t sample_min, int64_t sample_stride, int64_t factor);
 // Both axes.
 TileGrid tile_grid(const TileSampleSizes& sizes, int64_t factor);
 
+// diffusers' tiled_encode from the same pixel sizes: tiles of m pixels
+// every s pixels (latent_size m, latent_stride s: the input side, here in
+// pixels), blended over m/f - s/f latents, s/f kept.
+TileAxis encode_tile_axis(int64_t sample_min, int64_t sample_stride, int64_t factor);
+TileGrid encode_tile_grid(const TileSampleSizes& sizes, int64_t factor);
+
 // The tile starts along an axis of `latent_extent` latents: 0, stride, ...
 // (< latent_extent).
 std::vector<int64_t> tile_starts(const TileAxis& axis, int64_t latent_extent);
@@ -68,5 +80,23 @@ Tensor last_cols(const Tensor& tile, int64_t n);
 void blend_rows(const Tensor& above, Tensor& tile, int64_t blend);
 // diffusers' blend_h: the same over columns, `left` (P, R, a).
 void blend_cols(const Tensor& left, Tensor& tile, int64_t blend);
+
+// Of x (C, F, H, W), host float32: frames [f0, f0 + n) of rows [y0, y0 +
+// th) and cols [x0, x0 + tw), as (C, n, th, tw).
+Tensor region_of(const Tensor& x, int64_t f0, int64_t n, int64_t y0, int64_t th, int64_t x0, int64_t tw);
+
+// One tile's output (P, R, C), host float32, from the input rows [y0, y0 +
+// th) and cols [x0, x0 + tw).
+using TileOf = std::function<Tensor(int64_t y0, int64_t th, int64_t x0, int64_t tw)>;
+
+// The tiled loop of both directions over an input of in_h x in_w (the
+// grid's input side): for each tile in raster order (starts tile_starts(),
+// sizes cut by the edge) tile_of(...) gives its output, which is blended
+// with the kept last rows of the tile above and the last columns of the
+// tile to its left (blend_rows, blend_cols), and whose first keep x keep
+// rows and columns go into `out` (P, H, W), host float32, at (i keep, j
+// keep), cropped to H x W. Holds one tile and the blend rows of one row of
+// tiles besides `out`.
+void assemble_tiles(const TileGrid& grid, int64_t in_h, int64_t in_w, Tensor& out, const TileOf& tile_of);
 
 }  // namespace ditgen::models::nn
