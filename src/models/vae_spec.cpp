@@ -23,6 +23,16 @@ std::vector<int64_t> VaeSpec::latent_chunks(int64_t latent_frames) const {
   return chunks;
 }
 
+int64_t declared_elements(const nn::TensorDecls& decls) {
+  int64_t n = 0;
+  for (const nn::TensorDecl& d : decls) {
+    int64_t e = 1;
+    for (const int64_t s : d.shape) e *= s;
+    n += e;
+  }
+  return n;
+}
+
 double full_resolution_bytes(int64_t pixels, int64_t frames, int64_t upsampled_channels, int64_t channels,
                              int64_t causal_convs) {
   constexpr double kWorkingCopies = 4;
