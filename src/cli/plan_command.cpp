@@ -59,38 +59,37 @@ std::string published_fallback(const RunConfig& cfg) {
 
 // "rank 0 (decodes)" / "ranks 1-3" columns of the stage table.
 void print_stage_memory(const pipeline::RunMemory& m, const pipeline::VaeTilingDecision& tiling) {
-  using pipeline::memory_text;
   const bool several = m.world_size > 1;
   const std::string others = m.world_size > 2 ? "ranks 1-" + std::to_string(m.world_size - 1) : "rank 1";
   std::printf("memory per rank by stage (estimate; docs/cli.md#plan says what is counted):\n");
   std::printf("  %-15s %18s%s\n", "stage", several ? "rank 0 (decodes)" : "one process",
               several ? ("  " + std::string(18 - std::min<size_t>(18, others.size()), ' ') + others).c_str() : "");
   auto row = [&](const char* stage, double r0, double rest, bool rest_applies) {
-    std::printf("  %-15s %18s", stage, memory_text(r0).c_str());
-    if (several) std::printf("  %18s", rest_applies ? memory_text(rest).c_str() : "-");
+    std::printf("  %-15s %18s", stage, format_bytes(r0).c_str());
+    if (several) std::printf("  %18s", rest_applies ? format_bytes(rest).c_str() : "-");
     std::printf("\n");
   };
   row("text encoding", m.output_rank.text_encoding, m.other_ranks.text_encoding, true);
   row("denoising", m.output_rank.denoising, m.other_ranks.denoising, true);
   row("VAE decode", m.output_rank.decode, 0, false);
-  std::printf("  %-15s %18s", "peak", memory_text(m.output_rank.peak()).c_str());
-  if (several) std::printf("  %18s", memory_text(m.other_ranks.peak()).c_str());
+  std::printf("  %-15s %18s", "peak", format_bytes(m.output_rank.peak()).c_str());
+  if (several) std::printf("  %18s", format_bytes(m.other_ranks.peak()).c_str());
   std::printf("\n");
-  std::printf("peak memory per rank: rank 0 %s (%s)", memory_text(m.output_rank.peak()).c_str(),
+  std::printf("peak memory per rank: rank 0 %s (%s)", format_bytes(m.output_rank.peak()).c_str(),
               m.output_rank.peak_stage());
   if (several)
-    std::printf(", %s %s each (%s)", others.c_str(), memory_text(m.other_ranks.peak()).c_str(),
+    std::printf(", %s %s each (%s)", others.c_str(), format_bytes(m.other_ranks.peak()).c_str(),
                 m.other_ranks.peak_stage());
   std::printf("; the peak is set by %s\n", m.peak_where().c_str());
-  std::printf("counted: the process itself %s (measured before anything loaded), transformer weights %s per rank, "
+  std::printf("counted: the process itself %s (measured: code, libraries, configs, thread pool), transformer weights %s per rank, "
               "activations %s per rank",
-              memory_text(m.process).c_str(), memory_text(m.transformer_weights).c_str(),
-              memory_text(m.activations).c_str());
+              format_bytes(m.process).c_str(), format_bytes(m.transformer_weights).c_str(),
+              format_bytes(m.activations).c_str());
   if (m.text_encoder_weights > 0)
-    std::printf(", text encoder %s + %s while it runs", memory_text(m.text_encoder_weights).c_str(),
-                memory_text(m.text_activations).c_str());
-  std::printf(", VAE decoder %s + %s working + %s of frames (rank 0)\n", memory_text(m.vae_weights).c_str(),
-              memory_text(m.decode_work).c_str(), memory_text(m.decoded_frames).c_str());
+    std::printf(", text encoder %s + %s while it runs", format_bytes(m.text_encoder_weights).c_str(),
+                format_bytes(m.text_activations).c_str());
+  std::printf(", VAE decoder %s + %s working + %s of frames (rank 0)\n", format_bytes(m.vae_weights).c_str(),
+              format_bytes(m.decode_work).c_str(), format_bytes(m.decoded_frames).c_str());
   std::printf("VAE decode: %s, %s%s\n", tiling.grid ? "tiled" : "untiled", tiling.why.c_str(),
               several ? "; only rank 0 decodes (it writes the outputs), the other ranks are done by then and "
                         "hold their weights only"
@@ -201,7 +200,7 @@ void run_plan(const CliOptions& opts) {
     std::printf("peak memory per rank (estimate; plan one layout for each stage's):");
     for (const parallel::PlanRow& r : rows)
       std::printf("%s %s %s", &r == &rows.front() ? "" : ",", r.layout.str().c_str(),
-                  pipeline::memory_text(memory_of(r).memory.peak()).c_str());
+                  format_bytes(memory_of(r).memory.peak()).c_str());
     std::printf("\n");
     return;
   }
@@ -210,7 +209,7 @@ void run_plan(const CliOptions& opts) {
   print_stage_memory(memory.memory, memory.tiling);
   if (opts.memory_limit_gib > 0 && memory.memory.peak() > limit)
     std::printf("--memory-limit %g is below this run's peak of %s: a run with it stops before loading (exit 2)\n",
-                opts.memory_limit_gib, pipeline::memory_text(memory.memory.peak()).c_str());
+                opts.memory_limit_gib, format_bytes(memory.memory.peak()).c_str());
 
   // Time: the step's FLOPs and bytes at this machine's measured rates.
   if (opts.no_calibrate) return;
@@ -218,17 +217,19 @@ void run_plan(const CliOptions& opts) {
     std::printf("time: no estimate for %s (the rates measured are the CPU's)\n", device_name(device.device));
     return;
   }
-  const MachineRates rates = measure_rates(work.hidden(), work.mlp_hidden, device.dtype, threads);
+  const MachineRates rates = measure_rates(static_cast<int64_t>(r.rows_per_rank), work.hidden(), work.mlp_hidden, device.dtype, threads);
   const parallel::StepCost cost = parallel::step_cost(r, work);
   const double step = cost.flops / rates.flops_per_second + cost.bytes / rates.bytes_per_second;
   const int64_t outputs = cfg.generate.num_outputs();
   const int64_t batches = (outputs + images - 1) / images;
   const double run = step * static_cast<double>(cfg.generate.steps * batches);
-  std::printf("time (estimate): %.3g s per step (%.3g GFLOP, %s moved per rank), %.3g s for %d steps x %lld "
+  std::printf("time (estimate): %s per step (%.3g GFLOP, %s moved per rank), %s for %d steps x %lld "
               "batch%s of denoising (text encoding and the VAE decode not included); from this machine's rates, "
               "measured in %.1f s with %d thread%s per rank: GEMM %.3g GFLOP/s (%s), memory %.3g GB/s "
               "(--no-calibrate skips this)\n",
-              step, cost.flops / 1e9, pipeline::memory_text(cost.bytes).c_str(), run, cfg.generate.steps,
+              step < 0.1 ? (std::to_string(static_cast<int>(step * 1000 + 0.5)) + " ms").c_str()
+                         : format_duration(step).c_str(),
+              cost.flops / 1e9, format_bytes(cost.bytes).c_str(), format_duration(run).c_str(), cfg.generate.steps,
               static_cast<long long>(batches), batches == 1 ? "" : "es", rates.seconds, rates.threads,
               rates.threads == 1 ? "" : "s", rates.flops_per_second / 1e9, dtype_name(device.dtype),
               rates.bytes_per_second / 1e9);

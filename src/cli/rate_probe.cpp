@@ -51,14 +51,14 @@ void warm_up_compute(int64_t width, DType weights, int threads) {
   ops::set_num_threads(before);
 }
 
-MachineRates measure_rates(int64_t width, int64_t inner, DType weights, int threads) {
+MachineRates measure_rates(int64_t rows, int64_t width, int64_t inner, DType weights, int threads) {
   const auto start = Clock::now();
   MachineRates r;
   r.threads = std::max(1, threads);
   const int before = ops::num_threads();
   ops::set_num_threads(r.threads);
 
-  const int64_t m = 256, k = std::clamp<int64_t>(width, 16, 4096), n = std::clamp<int64_t>(inner, 16, 2048);
+  const int64_t m = std::clamp<int64_t>(rows, 16, 2048), k = std::clamp<int64_t>(width, 16, 4096), n = std::clamp<int64_t>(inner, 16, 2048);
   const auto [x, w] = gemm_operands(m, n, k, weights);
   const double gemms = calls_per_second(0.6, [&] { (void)ops::linear(x, w, nullptr); });
   r.flops_per_second = gemms * 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

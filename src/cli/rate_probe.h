@@ -19,10 +19,11 @@ struct MachineRates {
   double seconds = 0;  // the probe's own time
 };
 
-// `width` (the model's hidden size, the GEMM's K) and `inner` (its MLP
-// width, N), both capped so the probe's buffers stay tens of MiB;
-// `weights` the GEMM weights' dtype; `threads` the run's per rank.
-MachineRates measure_rates(int64_t width, int64_t inner, DType weights, int threads);
+// `rows` (the token rows a rank's GEMMs take, M), `width` (the model's
+// hidden size, K) and `inner` (its MLP width, N), each capped so the
+// probe's buffers stay tens of MiB; `weights` the GEMM weights' dtype;
+// `threads` the run's per rank.
+MachineRates measure_rates(int64_t rows, int64_t width, int64_t inner, DType weights, int threads);
 
 // One small GEMM of `width` in `weights` on `threads` threads: starts the
 // thread pool and the GEMM library's kernels, what every run holds from

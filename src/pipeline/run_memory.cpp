@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace ditgen::pipeline {
 namespace {
@@ -34,13 +35,6 @@ std::string RunMemory::peak_where() const {
   const StageMemory& s = other ? other_ranks : output_rank;
   return std::string(other ? (world_size > 2 ? "ranks 1-" + std::to_string(world_size - 1) : "rank 1") : "rank 0") +
          ", " + s.peak_stage();
-}
-
-std::string memory_text(double bytes) {
-  char text[32];
-  if (bytes >= kGiB) std::snprintf(text, sizeof text, "%.2f GiB", bytes / kGiB);
-  else std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return text;
 }
 
 RunMemory plan_run_memory(const Pipeline& pipe, const RunMemoryInputs& in,
@@ -106,8 +100,8 @@ RunMemoryPlan plan_run(const Pipeline& pipe, const RunMemoryInputs& in, const Va
     const double needed_gib = std::ceil(plan.memory.peak() / kGiB * 100.0) / 100.0;
     char text[64];
     std::snprintf(text, sizeof text, "%.2f", needed_gib);
-    throw ConfigError("--memory-limit: " + memory_text(limit_bytes) + " is below the " +
-                      memory_text(plan.memory.peak()) + " this run needs (" + plan.memory.peak_where() +
+    throw ConfigError("--memory-limit: " + format_bytes(limit_bytes) + " is below the " +
+                      format_bytes(plan.memory.peak()) + " this run needs (" + plan.memory.peak_where() +
                       (plan.tiling.grid ? ", with a tiled VAE decode" : "") + "; ditgen plan --config " + where +
                       " shows each stage); the smallest limit that works is --memory-limit " + text);
   }

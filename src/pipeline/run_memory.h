@@ -85,7 +85,4 @@ struct RunMemoryPlan {
 RunMemoryPlan plan_run(const Pipeline& pipe, const RunMemoryInputs& in, const VaeConfig& vae, double limit_bytes,
                        bool limit_given, const std::string& where);
 
-// "1.9 GiB", or "268.4 MiB" under a GiB.
-std::string memory_text(double bytes);
-
 }  // namespace ditgen::pipeline

@@ -1,25 +1,16 @@
 // See vae_tiling.h.
 #include "pipeline/vae_tiling.h"
 
-#include <cstdio>
 #include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/strings.h"
 
 namespace ditgen::pipeline {
 namespace {
-
-// "8.1 GiB", or "12.3 MiB" under a tenth of a GiB.
-std::string gib(double bytes) {
-  char text[32];
-  const double gibs = bytes / (1024.0 * 1024.0 * 1024.0);
-  if (gibs >= 0.1) std::snprintf(text, sizeof text, "%.1f GiB", gibs);
-  else std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return text;
-}
 
 // A stride over its tile's side leaves gaps; either may be absent (0:
 // not looked at here).
@@ -107,18 +98,18 @@ VaeTilingDecision decide_vae_tiling(const VaeTilingSettings& settings, const mod
     // "the memory limit of 8.0 GiB", or "the 6.1 GiB the memory limit leaves it (8.0 GiB less 1.9 GiB the run
     // holds besides)".
     const std::string limit =
-        settings.held_bytes > 0 ? "the " + gib(room) + " the memory limit leaves it (" +
-                                      gib(settings.memory_limit_bytes) + " less " + gib(settings.held_bytes) +
+        settings.held_bytes > 0 ? "the " + format_bytes(room) + " the memory limit leaves it (" +
+                                      format_bytes(settings.memory_limit_bytes) + " less " + format_bytes(settings.held_bytes) +
                                       " the run holds besides)"
-                                : "the memory limit of " + gib(room);
+                                : "the memory limit of " + format_bytes(room);
     if (untiled <= room) {
-      d.why = "vae.tiling auto: the untiled decode of " + size + " needs about " + gib(untiled) + ", within " + limit;
+      d.why = "vae.tiling auto: the untiled decode of " + size + " needs about " + format_bytes(untiled) + ", within " + limit;
       return d;
     }
     const std::string reason =
-        "the untiled decode of " + size + " would need about " + gib(untiled) + ", over " + limit + "; tiles of " + std::to_string(grid.width.latent_size * f) + "x" +
+        "the untiled decode of " + size + " would need about " + format_bytes(untiled) + ", over " + limit + "; tiles of " + std::to_string(grid.width.latent_size * f) + "x" +
         std::to_string(grid.height.latent_size * f) + " need about " +
-        gib(spec.decode_bytes(grid.height.latent_size, grid.width.latent_size));
+        format_bytes(spec.decode_bytes(grid.height.latent_size, grid.width.latent_size));
     d.note = "vae: tiled decode (vae.tiling auto): " + reason;
     d.why = "vae.tiling auto: " + reason;
   } else {
