@@ -61,7 +61,7 @@ std::string published_fallback(const RunConfig& cfg) {
 void print_stage_memory(const pipeline::RunMemory& m, const pipeline::VaeTilingDecision& tiling) {
   const bool several = m.world_size > 1;
   const std::string others = m.world_size > 2 ? "ranks 1-" + std::to_string(m.world_size - 1) : "rank 1";
-  std::printf("memory per rank by stage (estimate; docs/cli.md#plan says what is counted):\n");
+  std::printf("memory per rank by stage (estimate; docs/cli.md#ditgen-plan-memory-and-time says what is counted):\n");
   std::printf("  %-15s %18s%s\n", "stage", several ? "rank 0 (decodes)" : "one process",
               several ? ("  " + std::string(18 - std::min<size_t>(18, others.size()), ' ') + others).c_str() : "");
   auto row = [&](const char* stage, double r0, double rest, bool rest_applies) {
@@ -78,8 +78,8 @@ void print_stage_memory(const pipeline::RunMemory& m, const pipeline::VaeTilingD
   std::printf("peak memory per rank: rank 0 %s (%s)", format_bytes(m.output_rank.peak()).c_str(),
               m.output_rank.peak_stage());
   if (several)
-    std::printf(", %s %s each (%s)", others.c_str(), format_bytes(m.other_ranks.peak()).c_str(),
-                m.other_ranks.peak_stage());
+    std::printf(", %s %s%s (%s)", others.c_str(), format_bytes(m.other_ranks.peak()).c_str(),
+                m.world_size > 2 ? " each" : "", m.other_ranks.peak_stage());
   std::printf("; the peak is set by %s\n", m.peak_where().c_str());
   std::printf("counted: the process itself %s (measured: code, libraries, configs, thread pool), transformer weights %s per rank, "
               "activations %s per rank",

@@ -1,4 +1,5 @@
-// What a run holds in memory, per rank and per stage (docs/cli.md#plan):
+// What a run holds in memory, per rank and per stage (docs/cli.md,
+// "ditgen plan: memory and time"):
 // `plan` prints it, a run decides its VAE tiling and checks --memory-limit
 // against it. From config files and the layout's figures alone, nothing
 // loaded.

@@ -31,7 +31,7 @@ double bytes_at(const std::string& text, size_t at) {
   return value * scale;
 }
 
-// plan's "peak memory per rank: rank 0 X (stage)[, rank 1 Y each (stage)]" -> {X, Y}.
+// plan's "peak memory per rank: rank 0 X (stage)[, rank 1 Y (stage)]" -> {X, Y}.
 std::vector<double> planned_peaks(const std::string& out) {
   const std::string head = "peak memory per rank: rank 0 ";
   const size_t at = out.find(head);
