@@ -11,6 +11,7 @@
 #include "cli/batch_manifest.h"
 #include "cli/layout_setup.h"
 #include "io/output_paths.h"
+#include "tensor/device_memory.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/interrupt_report.h"
@@ -220,6 +221,10 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
     int64_t made_here = 0;
     for (int64_t j = 0; j < count; ++j) made_here += to_write[static_cast<size_t>(run[static_cast<size_t>(first + j)])];
     if (!in.output_rank) {
+      // The output rank decodes now; this rank's activations go back to
+      // the system first (the host block cache would keep them), so ranks
+      // sharing a machine leave the decode their room.
+      device_memory::release_cached_host();
       done += made_here;
       continue;
     }
