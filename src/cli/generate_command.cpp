@@ -109,9 +109,10 @@ RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& 
 }
 
 // Every rank's peak resident memory, said by rank 0 beside what the memory
-// plan estimated for it (pipeline/run_memory.h): "rank 0 268.4 MiB
+// plan estimated for it on the CPU (pipeline/run_memory.h; host memory,
+// which a CUDA run's weights and activations are not): "rank 0 268.4 MiB
 // (estimated 270.1 MiB)". Collective over the world.
-void report_peak_memory(const RankLayout& layout, const pipeline::RunMemory& plan, bool say) {
+void report_peak_memory(const RankLayout& layout, const pipeline::RunMemory& plan, bool estimated, bool say) {
   const int ranks = parallel::MpiRuntime::world().size();
   const float mine = static_cast<float>(peak_resident_bytes() / (1024.0 * 1024.0));
   std::vector<float> peaks(static_cast<size_t>(ranks), mine);
@@ -120,10 +121,14 @@ void report_peak_memory(const RankLayout& layout, const pipeline::RunMemory& pla
   std::string line = "ditgen: peak memory (resident)";
   for (int r = 0; r < ranks; ++r) {
     char text[96];
-    std::snprintf(text, sizeof text, "%s rank %d %.1f MiB (estimated %.1f MiB)", r ? "," : ":", r,
-                  static_cast<double>(peaks[static_cast<size_t>(r)]),
-                  (r == 0 ? plan.output_rank : plan.other_ranks).peak() / (1024.0 * 1024.0));
+    std::snprintf(text, sizeof text, "%s rank %d %.1f MiB", r ? "," : ":", r,
+                  static_cast<double>(peaks[static_cast<size_t>(r)]));
     line += text;
+    if (estimated) {
+      std::snprintf(text, sizeof text, " (estimated %.1f MiB)",
+                    (r == 0 ? plan.output_rank : plan.other_ranks).peak() / (1024.0 * 1024.0));
+      line += text;
+    }
   }
   std::fprintf(stderr, "%s\n", line.c_str());
 }
@@ -230,7 +235,7 @@ void run_generate(const CliOptions& opts) {
   in.world_rank = layout.world_rank;
   const BatchOutcome result = run_batch(in, !opts.save_latents.empty());
   write_test_comm_stats(layout, result.forwards);
-  report_peak_memory(layout, memory.memory, !quiet);
+  report_peak_memory(layout, memory.memory, device.device == Device::kCPU, !quiet);
   if (!rank0) return;  // the output rank decodes and writes
   if (!opts.pab_analyze.empty()) write_pab_analysis(opts.pab_analyze, analysis);
   if (req.pab.enabled()) {

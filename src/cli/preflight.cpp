@@ -10,13 +10,13 @@
 #include <filesystem>
 
 #include "cli/pab_setup.h"
+#include "cli/run_memory_setup.h"
 #include "io/mp4_writer.h"
 #include "io/output_paths.h"
 #include "io/safetensors.h"
+#include "parallel/mpi_runtime.h"
 #include "util/created_folders.h"
 #include "util/error.h"
-#include "cli/run_memory_setup.h"
-#include "parallel/mpi_runtime.h"
 
 namespace ditgen::cli {
 
@@ -123,7 +123,7 @@ pipeline::RunMemoryPlan setup_run_memory(const RunConfig& cfg, const CliOptions&
   const pipeline::RunMemoryInputs in = run_memory_inputs(cfg, pipe, device, row, req.latent_shape, process_bytes);
   pipeline::RunMemoryPlan plan =
       pipeline::plan_run(pipe, in, cfg.vae, memory_limit_bytes(opts, process_bytes, parallel::MpiRuntime::local_size()),
-                         opts.memory_limit_gib > 0, opts.config_path);
+                         opts.memory_limit_gib > 0 && device.device == Device::kCPU, opts.config_path);
   pipe.set_vae_tiles(plan.tiling.grid);
   return plan;
 }

@@ -26,9 +26,10 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
 // The run's memory plan for this layout (pipeline/run_memory.h, `plan`'s
 // figures): the VAE tiling it decides against the memory limit
 // (--memory-limit, else the memory available now) handed to the
-// pipeline's decode, the tile sizes checked against its VAE, and a
-// --memory-limit under the run's peak refused (ConfigError naming the field
-// and the smallest limit that works). `process_bytes`: the process's
+// pipeline's decode, the tile sizes checked against its VAE, and on the
+// CPU a --memory-limit under the run's peak refused (ConfigError naming the
+// field and the smallest limit that works; the plan's figures are host
+// memory, and a CUDA run keeps its weights and activations on the device). `process_bytes`: the process's
 // resident bytes before anything loaded. The decision's note (for stderr)
 // and record (for the outputs' metadata) come back in it.
 pipeline::RunMemoryPlan setup_run_memory(const RunConfig& cfg, const CliOptions& opts, pipeline::Pipeline& pipe,
