@@ -127,7 +127,7 @@ TEST_CASE("memory plan CLI: under mpirun only rank 0 decodes, no more than one p
   CHECK(decode_of(two.output) <= decode_of(one.output));
 }
 
-TEST_CASE("memory plan CLI: a model not downloaded yet plans from its published config; the time estimate") {
+TEST_CASE("memory plan CLI: a model not downloaded yet plans from its published config, and the time estimate") {
   testing::TempDir tmp("memory_plan_published");
   const std::string config = std::string(DITGEN_SOURCE_DIR) + "/configs/wan2.1-t2v-1.3b.json";
   const std::string missing = tmp.file("models/Wan2.1-T2V-1.3B-Diffusers");

@@ -95,7 +95,7 @@ TEST_CASE("vae tiling: on, off and auto against the memory limit") {
   CHECK(wan->decode_bytes(4, 4) * 100 < wan->decode_bytes(60, 104));
 }
 
-TEST_CASE("vae tiling: errors say a value that works; the defaults are checked only where tiles may be used") {
+TEST_CASE("vae tiling: errors say a value that works, and the defaults are checked only where tiles may be used") {
   const auto wan = fixture_vae("wan_tiny/vae");
   VaeConfig odd;
   odd.tile_sample_min_width = 100;
