@@ -11,11 +11,13 @@
 #include "cli/batch_manifest.h"
 #include "cli/layout_setup.h"
 #include "io/output_paths.h"
+#include "tensor/device_memory.h"
 #include "util/atomic_file.h"
 #include "util/error.h"
 #include "util/interrupt_report.h"
 #include "util/progress.h"
 #include "util/run_stage.h"
+#include "util/strings.h"
 
 namespace ditgen::cli {
 namespace {
@@ -28,18 +30,6 @@ std::string format_number(double v) {
   std::ostringstream s;
   s << v;
   return s.str();
-}
-
-// "46.7 s", or "12m05s" from a minute on (as the step bar).
-std::string duration_text(double seconds) {
-  char text[32];
-  if (seconds < 60) {
-    std::snprintf(text, sizeof text, "%.1f s", seconds);
-  } else {
-    const long total = static_cast<long>(seconds + 0.5);
-    std::snprintf(text, sizeof text, "%ldm%02lds", total / 60, total % 60);
-  }
-  return text;
 }
 
 // One output's files for its "wrote" line: the file, or a video's PNG
@@ -204,7 +194,7 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
     const pipeline::Request chunk = work.slice(first, count);
     // The batch's place in the run, and its ETA from the outputs made so far.
     std::string label = "outputs " + std::to_string(total - todo + done) + "/" + std::to_string(total);
-    if (done > 0) label += ", ETA " + duration_text(seconds_since(batch_start) / static_cast<double>(done) *
+    if (done > 0) label += ", ETA " + format_duration(seconds_since(batch_start) / static_cast<double>(done) *
                                                     static_cast<double>(todo - done));
     std::optional<Progress> progress;
     progress.emplace(chunk.steps, !in.quiet, label);
@@ -231,6 +221,10 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
     int64_t made_here = 0;
     for (int64_t j = 0; j < count; ++j) made_here += to_write[static_cast<size_t>(run[static_cast<size_t>(first + j)])];
     if (!in.output_rank) {
+      // The output rank decodes now; this rank's activations go back to
+      // the system first (the host block cache would keep them), so ranks
+      // sharing a machine leave the decode their room.
+      device_memory::release_cached_host();
       done += made_here;
       continue;
     }

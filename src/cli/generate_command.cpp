@@ -20,6 +20,7 @@
 #include "cli/model_presence.h"
 #include "cli/pab_setup.h"
 #include "cli/preflight.h"
+#include "cli/rate_probe.h"
 #include "util/atomic_file.h"
 #include "config/config.h"
 #include "config/device_choice.h"
@@ -34,6 +35,7 @@
 #include "pipeline/run_checks.h"
 #include "util/error.h"
 #include "util/interrupt_report.h"
+#include "util/memory_info.h"
 #include "util/profile.h"
 #include "util/progress.h"
 
@@ -79,14 +81,15 @@ struct RunRecord {
 };
 
 RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& layout,
-                     const std::vector<pipeline::LoraRecord>& loras) {
+                     const std::vector<pipeline::LoraRecord>& loras, const std::string& vae_tiling_json) {
   RunRecord r;
   nlohmann::json j = {{"device", device_name(device.device)},
                       {"dtype", dtype_name(device.dtype)},
                       {"vae_dtype", dtype_name(device.vae_dtype)},
                       {"threads", threads},
                       {"world_size", layout.layout.world_size()},
-                      {"layout", layout.layout.str()}};
+                      {"layout", layout.layout.str()},
+                      {"vae_tiling", nlohmann::json::parse(vae_tiling_json)}};
   r.parameters = std::string(", Device: ") + device_name(device.device) + ", Dtype: " + dtype_name(device.dtype) +
                  ", VAE dtype: " + dtype_name(device.vae_dtype) + ", Threads: " + std::to_string(threads);
   if (layout.layout.world_size() > 1) r.parameters += ", Layout: " + layout.layout.str();
@@ -103,6 +106,31 @@ RunRecord run_record(const DeviceChoice& device, int threads, const RankLayout& 
   }
   r.json = j.dump();
   return r;
+}
+
+// Every rank's peak resident memory, said by rank 0 beside what the memory
+// plan estimated for it on the CPU (pipeline/run_memory.h; host memory,
+// which a CUDA run's weights and activations are not): "rank 0 268.4 MiB
+// (estimated 270.1 MiB)". Collective over the world.
+void report_peak_memory(const RankLayout& layout, const pipeline::RunMemory& plan, bool estimated, bool say) {
+  const int ranks = parallel::MpiRuntime::world().size();
+  const float mine = static_cast<float>(peak_resident_bytes() / (1024.0 * 1024.0));
+  std::vector<float> peaks(static_cast<size_t>(ranks), mine);
+  if (ranks > 1) parallel::MpiRuntime::world().all_gather(&mine, 1, peaks.data());
+  if (!say || layout.world_rank != 0) return;
+  std::string line = "ditgen: peak memory (resident)";
+  for (int r = 0; r < ranks; ++r) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%s rank %d %.1f MiB", r ? "," : ":", r,
+                  static_cast<double>(peaks[static_cast<size_t>(r)]));
+    line += text;
+    if (estimated) {
+      std::snprintf(text, sizeof text, " (estimated %.1f MiB)",
+                    (r == 0 ? plan.output_rank : plan.other_ranks).peak() / (1024.0 * 1024.0));
+      line += text;
+    }
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 }  // namespace
@@ -132,7 +160,14 @@ void run_generate(const CliOptions& opts) {
   pab::ChangeRecorder analysis;  // --pab-analyze
   if (!opts.pab_analyze.empty()) req.pab_analysis = &analysis;
   pipeline::check_run(req, *pipe, layout.layout, opts.config_path);
-  const std::string tiling_note = setup_vae_tiling(cfg, opts, *pipe, req.latent_shape);
+  const int threads = opts.threads > 0 ? opts.threads : default_threads(parallel::MpiRuntime::local_size());
+  // The process itself, before its weights load, as `plan` measures it
+  // (cli/rate_probe.h): with its thread pool and GEMM kernels started.
+  if (device.device == Device::kCPU) warm_up_compute(pipe->workload(cfg.generate, req.latent_shape).hidden(), device.dtype, threads);
+  const double process_bytes = resident_bytes();
+  const pipeline::RunMemoryPlan memory =
+      setup_run_memory(cfg, opts, *pipe, req, layout.layout, device, process_bytes);
+  const std::string& tiling_note = memory.tiling.note;
   const bool rank0 = layout.world_rank == 0;
   const bool quiet = opts.quiet || !rank0;
   if (!quiet) {
@@ -147,7 +182,6 @@ void run_generate(const CliOptions& opts) {
   if (!quiet)
     for (const std::string& line : lora.lines) std::fprintf(stderr, "ditgen: %s\n", line.c_str());
 
-  const int threads = opts.threads > 0 ? opts.threads : default_threads(parallel::MpiRuntime::local_size());
   ops::set_num_threads(threads);
   if (std::string(ops::blas_threading()) != "openmp" && !quiet)
     std::fprintf(stderr, "ditgen: warning: OpenBLAS uses %s threading, not OpenMP; expect contention "
@@ -163,7 +197,7 @@ void run_generate(const CliOptions& opts) {
   metadata_cfg.output.skip_existing = false;
   const nlohmann::json effective = to_json(metadata_cfg);
   // Beside what was asked (model.dtype "auto", no --threads), what ran.
-  const RunRecord ran = run_record(device, threads, layout, lora.records);
+  const RunRecord ran = run_record(device, threads, layout, lora.records, memory.tiling.record_json(cfg.vae.tiling));
   std::vector<std::unique_ptr<io::OutputWriter>> writers;
   if (rank0) {  // the output rank writes
     writers = make_output_writers(cfg.output, outputs, frames, effective.dump(), output_names(entries), ran.json);
@@ -201,6 +235,7 @@ void run_generate(const CliOptions& opts) {
   in.world_rank = layout.world_rank;
   const BatchOutcome result = run_batch(in, !opts.save_latents.empty());
   write_test_comm_stats(layout, result.forwards);
+  report_peak_memory(layout, memory.memory, device.device == Device::kCPU, !quiet);
   if (!rank0) return;  // the output rank decodes and writes
   if (!opts.pab_analyze.empty()) write_pab_analysis(opts.pab_analyze, analysis);
   if (req.pab.enabled()) {

@@ -5,16 +5,18 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
 #include "cli/pab_setup.h"
+#include "cli/run_memory_setup.h"
 #include "io/mp4_writer.h"
 #include "io/output_paths.h"
 #include "io/safetensors.h"
+#include "parallel/mpi_runtime.h"
 #include "util/created_folders.h"
 #include "util/error.h"
-#include "util/memory_info.h"
 
 namespace ditgen::cli {
 
@@ -111,18 +113,19 @@ pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, 
   return req;
 }
 
-std::string setup_vae_tiling(const RunConfig& cfg, const CliOptions& opts, pipeline::Pipeline& pipe,
-                             const Shape& latent_shape) {
-  pipeline::VaeTilingSettings settings;
-  settings.vae = cfg.vae;
-  settings.where = opts.config_path;
-  settings.memory_limit_bytes =
-      opts.memory_limit_gib > 0 ? opts.memory_limit_gib * 1024.0 * 1024.0 * 1024.0 : available_memory_bytes();
-  pipeline::vae_tile_grid(settings.vae, pipe.vae(), settings.where);  // bad sizes: exit 2 whatever the mode
-  const int64_t h = latent_shape.at(latent_shape.size() - 2), w = latent_shape.back();
-  std::string note = pipeline::decide_vae_tiling(settings, pipe.vae(), h, w).note;
-  pipe.set_vae_tiling(std::move(settings));
-  return note;
+pipeline::RunMemoryPlan setup_run_memory(const RunConfig& cfg, const CliOptions& opts, pipeline::Pipeline& pipe,
+                                         const pipeline::Request& req, const parallel::Layout& layout,
+                                         const DeviceChoice& device, double process_bytes) {
+  const parallel::Workload work = pipe.workload(cfg.generate, req.latent_shape);
+  const int64_t images = std::min<int64_t>(std::max(1, cfg.generate.batch_size), req.outputs());
+  const parallel::PlanRow row = parallel::plan_layout(layout, work, images, cfg.generate.guidance_scale > 1.0,
+                                                      element_sizing(cfg, device, pipe).bytes);
+  const pipeline::RunMemoryInputs in = run_memory_inputs(cfg, pipe, device, row, req.latent_shape, process_bytes);
+  pipeline::RunMemoryPlan plan =
+      pipeline::plan_run(pipe, in, cfg.vae, memory_limit_bytes(opts, process_bytes, parallel::MpiRuntime::local_size()),
+                         opts.memory_limit_gib > 0 && device.device == Device::kCPU, opts.config_path);
+  pipe.set_vae_tiles(plan.tiling.grid);
+  return plan;
 }
 
 std::vector<std::unique_ptr<io::OutputWriter>> make_output_writers(const OutputConfig& out, int outputs, int frames,

@@ -13,19 +13,28 @@
 #include "config/cli_options.h"
 #include "config/config.h"
 #include "io/output_writer.h"
+#include "config/device_choice.h"
+#include "parallel/layout.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/run_memory.h"
 
 namespace ditgen::cli {
 
 // The pipeline's request for this config, with --init-noise and PAB added.
 pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe);
 
-// The vae section and the memory limit (--memory-limit, else the memory
-// available now) handed to the pipeline's decode, the tile sizes checked
-// against its VAE (ConfigError naming the field). Returns the line to tell
-// the user when "auto" tiles outputs of `latent_shape`, else "".
-std::string setup_vae_tiling(const RunConfig& cfg, const CliOptions& opts, pipeline::Pipeline& pipe,
-                             const Shape& latent_shape);
+// The run's memory plan for this layout (pipeline/run_memory.h, `plan`'s
+// figures): the VAE tiling it decides against the memory limit
+// (--memory-limit, else the memory available now) handed to the
+// pipeline's decode, the tile sizes checked against its VAE, and on the
+// CPU a --memory-limit under the run's peak refused (ConfigError naming the
+// field and the smallest limit that works; the plan's figures are host
+// memory, and a CUDA run keeps its weights and activations on the device). `process_bytes`: the process's
+// resident bytes before anything loaded. The decision's note (for stderr)
+// and record (for the outputs' metadata) come back in it.
+pipeline::RunMemoryPlan setup_run_memory(const RunConfig& cfg, const CliOptions& opts, pipeline::Pipeline& pipe,
+                                         const pipeline::Request& req, const parallel::Layout& layout,
+                                         const DeviceChoice& device, double process_bytes);
 
 // The writers of output.format / output.grid for `outputs` outputs of
 // `frames` frames; `config_json` (the effective config) goes into every

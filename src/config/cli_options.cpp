@@ -199,7 +199,8 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   app.add_option("--cache-stats", options.cache_stats, "write the step cache's summary as JSON");
   app.add_option("--pab-analyze", options.pab_analyze, "write per-step attention change to DIR/pab.csv, DIR/pab.png");
   app.add_option("--memory-limit", options.memory_limit_gib,
-                 "GiB the run may use: vae.tiling auto tiles the decode beyond it (default: the available memory)")
+                 "GiB per rank the run may use: vae.tiling auto tiles the decode beyond it, a run needing more is "
+                 "refused (default: the available memory)")
       ->type_name("GIB")
       ->check(CLI::PositiveNumber);
   app.add_flag("--quiet", options.quiet, "no progress output");
@@ -289,6 +290,16 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
   plan->add_option("--set", plan_sets, "override a config field: --set key.path=value (repeatable)")
       ->type_name("KEY=VALUE")
       ->allow_extra_args(false);
+  plan->add_option("--memory-limit", options.memory_limit_gib,
+                   "GiB per rank the run may use (default: the available memory): vae.tiling auto, the check")
+      ->type_name("GIB")
+      ->check(CLI::PositiveNumber);
+  plan->add_option("--threads", options.threads, "CPU threads per rank the time estimate assumes")
+      ->type_name("N")
+      ->check(CLI::Range(0, 1 << 16));
+  plan->add_option("--device", options.device, "compute device")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  plan->add_flag("--no-calibrate", options.no_calibrate,
+                 "no time estimate (skips measuring this machine's rates, about a second)");
 
   try {
     app.parse(argc, argv);

@@ -74,8 +74,9 @@ struct CliOptions {
   std::string cache_stats;                 // "" = no step cache JSON summary
   bool quiet = false;
   std::string text_cache;                  // --text-cache DIR: prompt embedding cache; "" = off
-  double memory_limit_gib = 0;             // --memory-limit: what vae.tiling "auto" plans against; 0 = available memory
+  double memory_limit_gib = 0;             // --memory-limit: GiB per rank the run may use; 0 = available memory
   int world_size = 0;                      // plan: 0 = only the config's own layout
+  bool no_calibrate = false;               // plan --no-calibrate: no time estimate (no rate measured)
   EncodeOptions encode;
   ConvertOptions convert;
 };

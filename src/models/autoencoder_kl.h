@@ -131,6 +131,7 @@ class AutoencoderKLSpec final : public ConfigSpec<VaeSpec, AutoencoderKLConfig> 
     const int64_t f = cfg_.scale_factor();
     return full_resolution_bytes(h * f * w * f, 1, c.size() > 1 ? c[1] : c[0], c[0], 0);
   }
+  int64_t decoder_params() const override { return declared_elements(AutoencoderKL::decoder_tensors(cfg_)); }
   void check_weights(const io::WeightStore& weights) const override { AutoencoderKL::check(weights, cfg_); }
   std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override;
 };

@@ -271,6 +271,7 @@ class CausalVaeSpec : public ConfigSpec<VaeSpec, typename Model::Config> {
   int64_t spatial_factor() const override { return this->cfg_.spatial_factor(); }
   int64_t temporal_factor() const override { return this->cfg_.temporal_factor(); }
   bool force_upcast() const override { return this->cfg_.force_upcast; }
+  int64_t decoder_params() const override { return declared_elements(Model::decoder_tensors(this->cfg_)); }
   void check_weights(const io::WeightStore& weights) const override { Model::check(weights, this->cfg_); }
   std::unique_ptr<VaeDecoder> load(const io::WeightStore& weights, const Placement& place) const override {
     return std::make_unique<VaeDecoderOf<Model, typename Model::Stream>>(Model::load(weights, this->cfg_, place));

@@ -27,6 +27,16 @@ std::unique_ptr<VaeEncoder> VaeSpec::load_encoder(const io::WeightStore&, const 
   not_supported(std::string("encoding with the ") + family() + " VAE");
 }
 
+int64_t declared_elements(const nn::TensorDecls& decls) {
+  int64_t n = 0;
+  for (const nn::TensorDecl& d : decls) {
+    int64_t e = 1;
+    for (const int64_t s : d.shape) e *= s;
+    n += e;
+  }
+  return n;
+}
+
 double full_resolution_bytes(int64_t pixels, int64_t frames, int64_t upsampled_channels, int64_t channels,
                              int64_t causal_convs) {
   constexpr double kWorkingCopies = 4;

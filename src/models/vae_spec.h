@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "models/nn/tensor_decl.h"
 #include "models/nn/vae_tiles.h"
 #include "models/placement.h"
 #include "tensor/tensor.h"
@@ -157,6 +158,9 @@ class VaeSpec {
   // latent_chunks() through the stream): what vae.tiling "auto" weighs
   // against the memory limit. Tiled, the same for the tile's h x w.
   virtual double decode_bytes(int64_t h, int64_t w) const = 0;
+  // The decoder's weight elements (what load() places), from the config:
+  // what `plan` counts for the VAE's weights.
+  virtual int64_t decoder_params() const = 0;
 
   // How one file of this VAE is read (model.vae): its other naming
   // (io::SingleFileOptions). Default: the names as stored.
@@ -184,6 +188,9 @@ class VaeSpec {
 // copies of the level's activation (a block's input, its norm's output,
 // the conv's staged input and output). Not measured (AutoencoderKL,
 // CogVideoX); Wan's VAE has its own measured account.
+// The elements of a decoder's declared tensors (decoder_params()).
+int64_t declared_elements(const nn::TensorDecls& decls);
+
 double full_resolution_bytes(int64_t pixels, int64_t frames, int64_t upsampled_channels, int64_t channels,
                              int64_t causal_convs);
 

@@ -52,6 +52,7 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
   r.batch_per_rank = bi;
   r.frames_per_rank = video ? fi : 0;
   r.tokens_per_rank = static_cast<int64_t>(per_seq);
+  r.rows_per_rank = rows;
   const double d = m.hidden(), dt = d / l.tp, ff = m.mlp_hidden, g = m.gathered_per_layer;
   const double sp = l.sp, tp = l.tp;
   // PipeFusion: rank 0 is the first stage, holding a largest share of the layers.

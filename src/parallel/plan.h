@@ -125,6 +125,7 @@ struct PlanRow {
   int64_t batch_per_rank = 0;   // b
   int64_t frames_per_rank = 0;  // video models: frames outside the temporal attention (dsp f, else T); images 0
   int64_t tokens_per_rank = 0;  // tokens per image or frame outside the temporal attention (dsp N, else p)
+  double rows_per_rank = 0;     // token rows a rank holds outside the temporal attention (S*P)
   double weight_bytes_per_rank = 0, activation_bytes_per_rank = 0, comm_bytes_per_step_per_rank = 0;
   // Breakdown of comm_bytes_per_step_per_rank (they sum to it).
   double comm_sp = 0, comm_tp = 0, comm_cp = 0, comm_gather = 0, comm_pp = 0;

@@ -289,8 +289,7 @@ Tensor Pipeline::decode(const Tensor& latents, const StageCallback& on_stage) co
   const int64_t n = latents.dim(0), channels = latents.dim(1), latent_frames = video ? latents.dim(2) : 1;
   const int64_t h = latents.dim(latents.ndim() - 2), w = latents.dim(latents.ndim() - 1);
   const int64_t per_output = channels * latent_frames * h * w, f = vae.spatial_factor();
-  const std::optional<models::nn::TileGrid> tiles =
-      vae_tiling_ ? decide_vae_tiling(*vae_tiling_, vae, h, w).grid : std::nullopt;
+  const std::optional<models::nn::TileGrid>& tiles = vae_tiles_;
   Tensor out = Tensor::empty({n, vae.frames_of(latent_frames), vae.out_channels(), h * f, w * f});  // (n, F, 3, H, W)
   if (on_stage) on_stage("decode", 0, static_cast<int>(n));
   for (int64_t i = 0; i < n; ++i) {

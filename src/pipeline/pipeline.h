@@ -22,6 +22,7 @@
 #include "config/config.h"
 #include "io/model_dir.h"
 #include "models/placement.h"
+#include "models/text_encoder.h"
 #include "models/transformer.h"
 #include "models/vae_spec.h"
 #include "pipeline/vae_tiling.h"
@@ -278,10 +279,10 @@ class Pipeline {
   // video goes through the VAE seam's stream (models/vae_spec.h) in the
   // chunks its latent_chunks() says, so the decoder's memory does not grow
   // with F.
-  // With set_vae_tiling, in spatial tiles where decide_vae_tiling says
-  // (docs/vae-tiling.md); without, whole.
+  // With set_vae_tiles, in those spatial tiles (decide_vae_tiling's grid,
+  // docs/vae-tiling.md); without, whole.
   Tensor decode(const Tensor& latents, const StageCallback& on_stage = {}) const;
-  void set_vae_tiling(VaeTilingSettings settings) { vae_tiling_ = std::move(settings); }
+  void set_vae_tiles(std::optional<models::nn::TileGrid> tiles) { vae_tiles_ = std::move(tiles); }
   // condition + denoise + decode (on the output rank); writing is the
   // output writers'.
   Result generate(const Request& req, const StepCallback& on_step = {}, const StageCallback& on_stage = {}) const;
@@ -297,6 +298,9 @@ class Pipeline {
   // The condition stage's name in progress reports when it takes time (the
   // text encoder); null when it is instant (class labels).
   virtual const char* condition_stage() const { return nullptr; }
+  // The text encoder the condition stage loads (and releases), or null
+  // (class labels): what `plan` counts for that stage.
+  virtual const models::TextEncoderSpec* text_encoder() const { return nullptr; }
 
  protected:
   explicit Pipeline(ModelParts parts) : parts_(std::move(parts)) {}
@@ -326,7 +330,7 @@ class Pipeline {
 
   ModelParts parts_;
   std::shared_ptr<models::VaeDecoder> vae_decoder_;
-  std::optional<VaeTilingSettings> vae_tiling_;  // empty: decode untiled
+  std::optional<models::nn::TileGrid> vae_tiles_;  // empty: decode untiled
   ParallelRun par_;
 };
 

@@ -57,6 +57,7 @@ class TextPipeline final : public Pipeline {
 
   const TextStage& text_stage() const { return text_; }
   const char* condition_stage() const override { return "text encoder"; }
+  const models::TextEncoderSpec* text_encoder() const override { return &text_.encoder_spec(); }
   int64_t text_tokens(const GenerateConfig& generate) const override;
 
  private:

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "util/strings.h"
+
 namespace ditgen {
 namespace {
 
@@ -14,15 +16,6 @@ constexpr int kBarWidth = 20;
 std::string fixed(double value, int decimals) {
   char text[32];
   std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
-
-// "46.7 s" below a minute, "12m05s" above: long runs read better in minutes.
-std::string duration(double seconds) {
-  if (seconds < 60) return fixed(seconds, 1) + " s";
-  const long total = static_cast<long>(seconds + 0.5);
-  char text[32];
-  std::snprintf(text, sizeof text, "%ldm%02lds", total / 60, total % 60);
   return text;
 }
 
@@ -52,7 +45,7 @@ std::string Progress::bar_line(int done, double seconds_per_step) const {
   line += "] ";
   line += std::to_string(done) + "/" + std::to_string(total_steps_);
   line += "  " + fixed(seconds_per_step, 2) + " s/it";
-  line += "  ETA " + duration(seconds_per_step * (total_steps_ - done));
+  line += "  ETA " + format_duration(seconds_per_step * (total_steps_ - done));
   return line;
 }
 
@@ -76,7 +69,7 @@ void Progress::step_done(int i) {
     ++lines_printed_;
     out_ << (label_.empty() ? "" : label_ + ": ") << "step " << done << "/" << total_steps_ << " "
          << fixed(seconds_per_step, 2) << " s/it";
-    if (!last) out_ << ", ETA " << duration(seconds_per_step * (total_steps_ - done));
+    if (!last) out_ << ", ETA " << format_duration(seconds_per_step * (total_steps_ - done));
     out_ << "\n" << std::flush;
   }
 }

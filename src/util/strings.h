@@ -34,4 +34,17 @@ inline std::string format_bytes(double bytes) {
   return buf;
 }
 
+// "46.7 s", or "12m05s" from a minute on: the step bar, the batch's ETA,
+// plan's time estimate.
+inline std::string format_duration(double seconds) {
+  char text[32];
+  if (seconds < 60) {
+    std::snprintf(text, sizeof text, "%.1f s", seconds);
+  } else {
+    const long total = static_cast<long>(seconds + 0.5);
+    std::snprintf(text, sizeof text, "%ldm%02lds", total / 60, total % 60);
+  }
+  return text;
+}
+
 }  // namespace ditgen

@@ -71,8 +71,11 @@ TEST_CASE("a model not downloaded yet: exit 3 saying it is not there and where i
   CHECK(has(r, "download Wan-AI/Wan2.1-T2V-1.3B-Diffusers (model.source)"));
   CHECK(has(r, "docs/real-models.md"));
   CHECK_FALSE(has(r, "not a directory"));
-  // plan says the same.
-  CHECK(has(run_ditgen("plan --config " + tmp.file("wan.json")), "the model is not there"));
+  // plan plans from the published config of that name and says so (issue 47).
+  const testing::Run plan = run_ditgen("plan --no-calibrate --config " + tmp.file("wan.json"));
+  CHECK(plan.code == 0);
+  CHECK(has(plan, "model.path " + tmp.file("models/Wan2.1-T2V-1.3B-Diffusers") +
+                      " does not exist yet: planning from the published config "));
 
   // A Hub id given as model.path: the download command.
   const testing::Run hub = run_ditgen("--config " + repo("configs/default.json") +

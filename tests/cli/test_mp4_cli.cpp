@@ -370,14 +370,15 @@ TEST_CASE("mp4 cli: one line per output, few progress lines off a terminal, and 
       "ditgen: wrote " + (s.dir / "d_0000.mp4").string(), "ditgen: wrote " + (s.dir / "d_0001.mp4").string(),
       "ditgen: wrote " + (s.dir / "d_grid.png").string() + " (the contact sheet)"};
   // The text encoder's loop, the denoising loop's (its first line with its
-  // ETA, issue 43), 3 wrote, made.
-  REQUIRE_MESSAGE(lines.size() == 6, r.output);
+  // ETA, issue 43), 3 wrote, the peak memory (issue 47), made.
+  REQUIRE_MESSAGE(lines.size() == 7, r.output);
   CHECK(lines[0].rfind("text encoder: step 1/1 ", 0) == 0);
   CHECK(firsts[1].rfind("outputs 0/2: step 1/5 ", 0) == 0);
   CHECK(firsts[1].find(", ETA ") != std::string::npos);
   CHECK(lines[1].rfind("outputs 0/2: step 5/5 ", 0) == 0);
   CHECK(std::vector<std::string>(lines.begin() + 2, lines.begin() + 5) == expected_tail);
-  CHECK(lines[5].rfind("ditgen: made 2 videos in ", 0) == 0);
+  CHECK(lines[5].rfind("ditgen: peak memory (resident): rank 0 ", 0) == 0);
+  CHECK(lines[6].rfind("ditgen: made 2 videos in ", 0) == 0);
 
   const auto v = testing::decode_mp4((s.dir / "d_0000.mp4").string());
   CHECK(v.metadata.at("comment").find(", Model: latte-shapes, Device: cpu, Dtype: ") != std::string::npos);
@@ -387,6 +388,8 @@ TEST_CASE("mp4 cli: one line per output, few progress lines off a terminal, and 
   CHECK(ran.at("threads") == 2);
   CHECK(ran.at("layout") == "sp1 x cp1 x tp1 (dsp)");
   CHECK(ran.at("dtype") != "auto");
+  CHECK(ran.at("vae_tiling").at("tiled") == false);  // and why: the VAE decode's tiling, as decided (issue 47)
+  CHECK(ran.at("vae_tiling").at("why") == "one tile covers 32x32");
   CHECK(nlohmann::json::parse(v.metadata.at("description")).at("model").at("dtype") == "auto");  // as asked
 }
 

@@ -94,3 +94,52 @@ TEST_CASE("vae tiling: on, off and auto against the memory limit") {
   // The estimate grows with the area, so a tile needs less than the whole.
   CHECK(wan->decode_bytes(4, 4) * 100 < wan->decode_bytes(60, 104));
 }
+
+TEST_CASE("vae tiling: errors say a value that works, and the defaults are checked only where tiles may be used") {
+  const auto wan = fixture_vae("wan_tiny/vae");
+  VaeConfig odd;
+  odd.tile_sample_min_width = 100;
+  CHECK(contains(grid_error(odd, *wan), "vae.tile_sample_min_width: 100 is not a multiple of 8 (the pixels per "
+                                        "latent of this autoencoder_kl_wan VAE); 96 or 104 would do"));
+  VaeConfig wide;
+  wide.tile_sample_stride_width = 320;  // over the default side 256
+  CHECK(contains(grid_error(wide, *wan), "320 is over the tile's side 256 (tiles would leave gaps); at most 256 works"));
+  // Under "off" no tile is made: the stride against the VAE's default side
+  // is not looked at, a size no VAE could take still is.
+  pipeline::VaeTilingSettings s;
+  s.where = "run.json";
+  s.vae = wide;
+  s.vae.tiling = VaeTiling::kOff;
+  CHECK_NOTHROW(pipeline::check_given_tile_sizes(s.vae, *wan, s.where));
+  const pipeline::VaeTilingDecision off = pipeline::decide_vae_tiling(s, *wan, 60, 104);
+  CHECK_FALSE(off.grid);
+  CHECK(off.why == "vae.tiling off");
+  s.vae.tile_sample_min_height = 30;
+  CHECK_THROWS_AS(pipeline::check_given_tile_sizes(s.vae, *wan, s.where), ConfigError);
+  VaeConfig both;  // a given stride over a given side
+  both.tile_sample_min_height = 64;
+  both.tile_sample_stride_height = 72;
+  CHECK_THROWS_WITH_AS(pipeline::check_given_tile_sizes(both, *wan, "run.json"),
+                       doctest::Contains("vae.tile_sample_stride_height: 72 is over the tile's side 64"), ConfigError);
+}
+
+TEST_CASE("vae tiling: auto weighs the untiled decode against the limit less what the rank holds besides") {
+  const auto wan = fixture_vae("wan_tiny/vae");
+  pipeline::VaeTilingSettings s;
+  s.where = "run.json";
+  const double untiled = wan->decode_bytes(60, 104);
+  s.memory_limit_bytes = untiled * 1.5;
+  s.held_bytes = untiled * 0.4;  // room 1.1x the decode: untiled
+  const pipeline::VaeTilingDecision fits = pipeline::decide_vae_tiling(s, *wan, 60, 104);
+  CHECK_FALSE(fits.grid);
+  CHECK(contains(fits.why, "vae.tiling auto: the untiled decode of 832x480 needs about"));
+  CHECK(contains(fits.why, "the memory limit leaves it ("));
+  CHECK(contains(fits.record_json(VaeTiling::kAuto), R"("tiled":false,"tiling":"auto")"));
+  s.held_bytes = untiled * 0.6;  // room 0.9x the decode: tiled
+  const pipeline::VaeTilingDecision tiled = pipeline::decide_vae_tiling(s, *wan, 60, 104);
+  REQUIRE(tiled.grid);
+  CHECK(contains(tiled.note, "vae: tiled decode (vae.tiling auto): the untiled decode of 832x480 would need about"));
+  CHECK(contains(tiled.why, "vae.tiling auto: the untiled decode"));
+  // The record in pixels: Wan's default tiles of 256 every 192.
+  CHECK(contains(tiled.record_json(VaeTiling::kAuto), R"("stride":[192,192],"tile":[256,256],"tiled":true)"));
+}
