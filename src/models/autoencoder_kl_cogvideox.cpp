@@ -273,11 +273,13 @@ Tensor AutoencoderKLCogVideoX::decode_chunk(const Tensor& z, Cache& cache) const
   for (const CogVideoXUpBlock& blk : up_blocks_) {
     for (const nn::CogVideoXResnetBlock3D& r : blk.resnets) x = r(std::move(x), z, cache, place_);
     if (!blk.upsample) continue;  // the last block: norm_out and conv_out work at its size
-    x = upsample(std::move(x), blk);
-    // The next block works at 4x the pixels: this one's staging buffer and
-    // the host blocks cached for its sizes could not hold its, so they go
-    // back now.
+    // The upsampler and the next block work at 4x the pixels: this block's
+    // staging buffer and the host blocks cached for its sizes could hold
+    // none of theirs, so they go back before the upsampler's (its 4x input
+    // and output are the level's largest tensors) and again after it.
     cache.staging = Tensor();
+    device_memory::release_cached_host();
+    x = upsample(std::move(x), blk);
     device_memory::release_cached_host();
   }
   x = norm_out_(x, z, place_);

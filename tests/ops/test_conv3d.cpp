@@ -13,7 +13,7 @@
 #include <array>
 #include <stdexcept>
 
-#include "ops/cpu/onednn_conv.h"
+#include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
 #include "tensor/half.h"
 #include "test_helpers.h"
@@ -68,16 +68,7 @@ struct Case {
 // ops::conv3d, or with slab_bytes > 0 the CPU convolution itself in slabs
 // of at most that many bytes.
 Tensor conv3d_under_test(const Tensor& x, const Tensor& w, const Tensor* bias, A3 s, A3 p, int64_t slab_bytes) {
-  if (slab_bytes == 0) return ops::conv3d(x, w, bias, s, p);
-  ops::cpu::Conv3dShape shape;
-  shape.batch = x.dim(0), shape.in_channels = x.dim(1), shape.out_channels = w.dim(0);
-  shape.in = {x.dim(2), x.dim(3), x.dim(4)};
-  shape.kernel = {w.dim(2), w.dim(3), w.dim(4)};
-  shape.stride = s;
-  shape.padding = p;
-  Tensor y = Tensor::empty({shape.batch, shape.out_channels, shape.out(0), shape.out(1), shape.out(2)});
-  ops::cpu::onednn_conv3d(shape, x.data(), w.raw(), w.dtype(), bias ? bias->data() : nullptr, y.data(), slab_bytes);
-  return y;
+  return slab_bytes == 0 ? ops::conv3d(x, w, bias, s, p) : ops::cpu::conv3d(x, w, bias, s, p, slab_bytes);
 }
 
 void check(const Case& c, bool bf16_weight, int64_t slab_bytes = 0) {
