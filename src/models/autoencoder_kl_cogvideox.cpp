@@ -35,7 +35,13 @@
 // frames per causal conv at its level's size), never the video's length.
 // Intermediates are released as soon as they are consumed; the staging buffer
 // and the host blocks cached for a level's sizes are given back before the
-// next level (4x the pixels) starts, as for Wan's VAE.
+// next level (4x the pixels) starts, as for Wan's VAE, after a resnet's
+// channel change (CogVideoXResnetBlock3D) and at the end of the call. The
+// caching allocator never splits a block, so blocks kept past a change of
+// activation size are dead weight: at 9 x 256 x 256 they were 2.3 GiB of the
+// 6.0 GiB peak of a bfloat16 decode (now 3.3 GiB, diffusers' 3.4; the rest
+// of the difference was oneDNN's whole-video copies of the largest convs'
+// input and output, now made a time slab at a time: ops/cpu/onednn_conv.h).
 //
 // Device-agnostic: every step is an op (ops::conv3d, group_norm, mul_, add_,
 // silu_, upsample_nearest, copy_rows) on the placement's device; only the
@@ -267,16 +273,22 @@ Tensor AutoencoderKLCogVideoX::decode_chunk(const Tensor& z, Cache& cache) const
   for (const CogVideoXUpBlock& blk : up_blocks_) {
     for (const nn::CogVideoXResnetBlock3D& r : blk.resnets) x = r(std::move(x), z, cache, place_);
     if (!blk.upsample) continue;  // the last block: norm_out and conv_out work at its size
-    x = upsample(std::move(x), blk);
-    // The next block works at 4x the pixels: this one's staging buffer and
-    // the host blocks cached for its sizes could not hold its, so they go
-    // back now.
+    // The upsampler and the next block work at 4x the pixels: this block's
+    // staging buffer and the host blocks cached for its sizes could hold
+    // none of theirs, so they go back before the upsampler's (its 4x input
+    // and output are the level's largest tensors) and again after it.
     cache.staging = Tensor();
+    device_memory::release_cached_host();
+    x = upsample(std::move(x), blk);
     device_memory::release_cached_host();
   }
   x = norm_out_(x, z, place_);
   x = conv_out_(std::move(x), cache, place_);
+  // The last level's blocks go too: the next chunk (or stage) starts at the
+  // latent grid, where none of them would be reused before the first level
+  // change gives them back anyway.
   cache.staging = Tensor();
+  device_memory::release_cached_host();
   end_causal_call(cache, kNames);
   return x;
 }

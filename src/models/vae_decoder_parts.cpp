@@ -74,10 +74,15 @@ void start_causal_cache(nn::CausalCache& cache, const std::vector<CausalSlot>& s
   cache.pad = pad;
   cache.frames.clear();
   cache.frames.reserve(slots.size());
+  // In the convolutions' dtype (Placement::conv), not the activations': a
+  // bfloat16 convolution rounds its input to bfloat16 anyway, so bfloat16
+  // slots pad it with the same values at half the memory (CogVideoX-2b at
+  // 9 x 256 x 256: 1 GiB of float32 slots, resident from a video's second
+  // chunk on).
   for (const CausalSlot& s : slots) {
     const Shape shape = {1, s.channels, 2, cache.h * s.scale, cache.w * s.scale};
-    cache.frames.push_back(pad == nn::CausalPad::kZeros ? Tensor::zeros(shape, place.device, place.storage())
-                                                    : place.empty(shape));
+    cache.frames.push_back(pad == nn::CausalPad::kZeros ? Tensor::zeros(shape, place.device, place.dtype)
+                                                    : Tensor::empty(shape, place.device, place.dtype));
   }
 }
 

@@ -133,8 +133,10 @@ bool begin_causal_call(nn::CausalCache& cache, const Tensor& z, int64_t channels
 // Allocates the slots of `slots` (the causal convs in decoder order) for
 // the first call's grid, once and before any activation, at their exact
 // sizes (allocated later, each would take a larger freed block from the
-// caching allocator): zeros under CausalPad::kZeros, uninitialised under
-// kFirstFrame (the first call writes each slot before any read).
+// caching allocator), in the convolutions' dtype (bfloat16 ones round their
+// input anyway: half the memory, the same padding): zeros under
+// CausalPad::kZeros, uninitialised under kFirstFrame (the first call writes
+// each slot before any read).
 void start_causal_cache(nn::CausalCache& cache, const std::vector<CausalSlot>& slots, nn::CausalPad pad,
                         const Placement& place);
 

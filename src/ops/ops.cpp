@@ -14,6 +14,7 @@
 
 #include "kernels/math/ggml_blocks.h"
 #include "ops/cpu/cpu_ops.h"
+#include "tensor/convert.h"
 #ifdef DITGEN_WITH_CUDA
 #include "ops/gpu/gpu_ops.h"
 #endif
@@ -473,7 +474,13 @@ Tensor rotary_embed(const Tensor& x, const Tensor& cos, const Tensor& sin, int64
 
 void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor& dst, int64_t dst_offset,
                int64_t dst_stride, int64_t rows, int64_t row_len) {
-  same_place("copy_rows", src, {&dst});
+  // A float32 <-> bfloat16 pair on the CPU converts (a causal VAE's
+  // bfloat16 conv cache slots beside its float32 staging).
+  const bool converts = src.defined() && dst.defined() && src.device() == Device::kCPU &&
+                        dst.device() == Device::kCPU && src.dtype() != dst.dtype() &&
+                        (src.dtype() == DType::kF32 || src.dtype() == DType::kBF16) &&
+                        (dst.dtype() == DType::kF32 || dst.dtype() == DType::kBF16);
+  if (!converts) same_place("copy_rows", src, {&dst});
   if (rows <= 0 || row_len <= 0) return;
   auto inside = [&](const Tensor& t, int64_t offset, int64_t stride) {
     return offset >= 0 && stride >= row_len && offset + (rows - 1) * stride + row_len <= t.numel();
@@ -484,6 +491,15 @@ void copy_rows(const Tensor& src, int64_t src_offset, int64_t src_stride, Tensor
                                 std::to_string(src_stride) + " of " + shape_str(src.shape()) + " to offset " +
                                 std::to_string(dst_offset) + " stride " + std::to_string(dst_stride) + " of " +
                                 shape_str(dst.shape()));
+  if (converts) {
+    const size_t src_size = dtype_size(src.dtype()), dst_size = dtype_size(dst.dtype());
+    const auto* from = static_cast<const char*>(src.raw());
+    auto* to = static_cast<char*>(dst.raw());
+    for (int64_t r = 0; r < rows; ++r)
+      convert_host(from + static_cast<size_t>(src_offset + r * src_stride) * src_size, src.dtype(),
+                   to + static_cast<size_t>(dst_offset + r * dst_stride) * dst_size, dst.dtype(), row_len);
+    return;
+  }
   DITGEN_DISPATCH_ON(src, "copy_rows",
                      copy_rows(src, src_offset, src_stride, dst, dst_offset, dst_stride, rows, row_len),
                      copy_rows(src.data() + src_offset, src_stride, dst.data() + dst_offset, dst_stride, rows,

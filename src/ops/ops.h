@@ -231,7 +231,8 @@ void rotary_embed_rows_(Tensor& x, int64_t offset, int64_t row_stride, int64_t b
 // ---- Data movement ------------------------------------------------------------------
 // Copies `rows` rows of `row_len` elements from src (row r at src_offset +
 // r * src_stride) to dst (row r at dst_offset + r * dst_stride); src and dst
-// on one device with one dtype and every row inside both tensors (both
+// on one device with one dtype (or, on the CPU, float32 and bfloat16: each
+// value converted, rounded to nearest even) and every row inside both tensors (both
 // checked: std::invalid_argument). The source and destination ranges must
 // not overlap; that is the caller's duty, not checked (cudaMemcpy2D's result
 // is undefined for overlapping ranges, and the CPU's row-by-row memmove only

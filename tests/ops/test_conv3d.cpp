@@ -4,12 +4,16 @@
 // 1x1x1, strides per axis, non-cubic kernels, a Conv3d(kernel = stride)
 // patch embedding; float32 and bfloat16 weights (the bfloat16 conv rounds x
 // and w to bfloat16 and sums in float32: the reference takes the rounded
-// operands).
+// operands). The CPU's time slabs (ops/cpu/onednn_conv.h: a large conv in
+// runs of output frames read in place) under budgets small enough to make
+// slabs of one, two and three frames, with a remainder, batches and time
+// strides.
 #include <doctest/doctest.h>
 
 #include <array>
 #include <stdexcept>
 
+#include "ops/cpu/cpu_ops.h"
 #include "ops/ops.h"
 #include "tensor/half.h"
 #include "test_helpers.h"
@@ -61,7 +65,14 @@ struct Case {
   bool bias;
 };
 
-void check(const Case& c, bool bf16_weight) {
+// ops::conv3d, or with slab_bytes > 0 the CPU convolution itself in slabs
+// of at most that many bytes.
+Tensor conv3d_under_test(const Tensor& x, const Tensor& w, const Tensor* bias, A3 s, A3 p, int64_t slab_bytes) {
+  return slab_bytes == 0 ? ops::conv3d(x, w, bias, s, p) : ops::cpu::conv3d(x, w, bias, s, p, slab_bytes);
+}
+
+void check(const Case& c, bool bf16_weight, int64_t slab_bytes = 0) {
+  CAPTURE(slab_bytes);
   CAPTURE(shape_str(c.x));
   CAPTURE(c.cout);
   CAPTURE(shape_str({c.k[0], c.k[1], c.k[2]}));
@@ -72,7 +83,7 @@ void check(const Case& c, bool bf16_weight) {
   const Tensor x = random_tensor(c.x, 1), w = random_tensor({c.cout, c.x[1], c.k[0], c.k[1], c.k[2]}, 2, -0.5f, 0.5f);
   const Tensor bias = random_tensor({c.cout}, 3);
   const Tensor* bp = c.bias ? &bias : nullptr;
-  const Tensor got = ops::conv3d(x, bf16_weight ? w.to(DType::kBF16) : w, bp, c.s, c.p);
+  const Tensor got = conv3d_under_test(x, bf16_weight ? w.to(DType::kBF16) : w, bp, c.s, c.p, slab_bytes);
   const std::vector<double> ref =
       bf16_weight ? conv3d_reference(rounded_bf16(x), rounded_bf16(w), bp, c.s, c.p) : conv3d_reference(x, w, bp, c.s, c.p);
   REQUIRE(got.numel() == static_cast<int64_t>(ref.size()));
@@ -101,6 +112,22 @@ TEST_CASE("conv3d with a float32 weight matches a direct convolution in double")
 
 TEST_CASE("conv3d with a bfloat16 weight matches the direct convolution of the bfloat16-rounded operands") {
   for (const Case& c : kCases) check(c, true);
+}
+
+TEST_CASE("the CPU conv3d in time slabs matches the direct convolution") {
+  // Per output frame of the causal form, 1584 bytes of input (792 in
+  // bfloat16) and 1980 of output, beside a two-frame halo: budgets of 1 byte
+  // (one frame a slab), 12 KiB (two frames, three in bfloat16) and 14 KiB
+  // (three, four), with remainders.
+  const Case slabbed[] = {
+      {{1, 4, 8, 9, 11}, 5, {3, 3, 3}, {1, 1, 1}, {0, 1, 1}, true},   // the causal form, 6 output frames
+      {{2, 4, 7, 9, 11}, 3, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, false},  // CogVideoX's upsampler conv, batch 2
+      {{1, 4, 9, 9, 11}, 5, {3, 1, 1}, {2, 1, 1}, {0, 0, 0}, true},   // time stride 2: 4 output frames
+      {{1, 4, 5, 9, 11}, 2, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, true},   // 1x1x1
+  };
+  for (const int64_t budget : {int64_t{1}, int64_t{12} << 10, int64_t{14} << 10})
+    for (const Case& c : slabbed)
+      for (const bool bf16 : {false, true}) check(c, bf16, budget);
 }
 
 TEST_CASE("conv3d rejects mismatched shapes and bad geometry") {

@@ -103,6 +103,24 @@ TEST_CASE("copy_rows and gather_rows move exactly the rows asked for, inside the
   CHECK_THROWS_AS(ops::gather_rows(src, {6}), std::invalid_argument);
 }
 
+TEST_CASE("copy_rows converts between float32 and bfloat16 on the CPU, rounding to nearest even") {
+  const Tensor src = random_tensor({6, 7}, 17);
+  Tensor half = Tensor::zeros({4, 9}, Device::kCPU, DType::kBF16);
+  ops::copy_rows(src, 2, 7, half, 1, 9, 4, 3);  // float32 -> bfloat16
+  Tensor back = Tensor::zeros({4, 9});
+  ops::copy_rows(half, 0, 9, back, 0, 9, 4, 9);  // bfloat16 -> float32, the unwritten zeros too
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t j = 0; j < 9; ++j) {
+      const bool written = j >= 1 && j < 4;
+      // Tensor::to is the reference rounding (tensor/half.h)
+      const float want = written ? Tensor::full({1}, src[r * 7 + 2 + j - 1]).to(DType::kBF16).to(DType::kF32)[0] : 0.0f;
+      CHECK(back[r * 9 + j] == want);
+    }
+  CHECK_THROWS_AS(ops::copy_rows(src, 0, 7, half, 0, 9, 5, 3), std::invalid_argument);  // past half's end
+  Tensor f16 = Tensor::zeros({4, 9}, Device::kCPU, DType::kF16);
+  CHECK_THROWS_AS(ops::copy_rows(src, 0, 7, f16, 0, 9, 4, 3), std::invalid_argument);  // only float32 <-> bfloat16
+}
+
 TEST_CASE("attention_merge_ checks the shapes of its tensors") {
   Tensor out = Tensor::zeros({1, 4, 6}), lse = Tensor::zeros({1, 2, 4});
   CHECK_THROWS_AS(ops::attention_merge_(out, lse, Tensor::zeros({1, 4, 6}), Tensor::zeros({1, 3, 4}), 2),

@@ -36,7 +36,7 @@ enum class CausalPad {
 // The causal convs' state over one video's decode. A decode call takes the
 // slots in decoder order, one per causal conv.
 struct CausalCache {
-  std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in decoder order
+  std::vector<Tensor> frames;  // one (1, Cin, 2, H, W) slot per causal conv, in decoder order, in the convs' dtype
   size_t next = 0;             // the slot of the current call's next causal conv
   bool started = false;        // a call has completed (before that, `pad` decides the padding)
   CausalPad pad = CausalPad::kZeros;

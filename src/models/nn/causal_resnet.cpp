@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "ops/ops.h"
+#include "tensor/device_memory.h"
 #include "util/profile.h"
 
 namespace ditgen::models::nn {
@@ -167,10 +168,31 @@ CogVideoXResnetBlock3D CogVideoXResnetBlock3D::load(const io::WeightStore& w, co
 Tensor CogVideoXResnetBlock3D::operator()(Tensor x, const Tensor& zq, CausalCache& cache,
                                           const Placement& place) const {
   Tensor h = norm1_(x, zq, place);
+  // A block that changes the channel count changes the activations' size
+  // (CogVideoX-2b's last up block: 256 to 128 channels at full resolution).
+  // Its input goes as soon as the shortcut has read it, and the host blocks
+  // sized for it go back to the system before conv1 (the input's, the
+  // norm's resized zq) and after it (the norm's, and the staging buffer
+  // grown for the input's channels): the caching allocator never splits a
+  // block, so none could hold a narrower activation, and kept they were
+  // 2.3 GiB of a bfloat16 decode at 9 x 256 x 256.
+  const bool resizes = shortcut_.defined();
+  if (resizes) {
+    {
+      profile::ScopedTimer t("vae.residual");
+      x = shortcut_(x);
+    }
+    device_memory::release_cached_host();
+  }
   h = conv1_(std::move(h), cache, place);
+  if (resizes) {
+    cache.staging = Tensor();
+    device_memory::release_cached_host();
+  }
   h = norm2_(h, zq, place);
   h = conv2_(std::move(h), cache, place);
-  add_residual(h, x, shortcut_);
+  profile::ScopedTimer t("vae.residual");
+  ops::add_(h, x);  // x: the shortcut's output when the channels change
   return h;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/cpu/onednn_conv.h"
 #include "ops/cpu/onednn_matmul.h"
 #include "ops/ops.h"
 
@@ -89,8 +90,10 @@ void copy_rows(const float* src, int64_t src_stride, float* dst, int64_t dst_str
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
+// slab_bytes: onednn_conv3d's bound on its copies of a slab (tests take
+// small ones to exercise the slabs).
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,
-              std::array<int64_t, 3> padding);
+              std::array<int64_t, 3> padding, int64_t slab_bytes = kConvSlabBytes);
 
 Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool flip_sin_to_cos,
                           float downscale_freq_shift, float scale, float max_period);
