@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "ops/lora_delta.h"
+#include "util/profile.h"
 
 namespace ditgen::models {
 
@@ -40,6 +41,7 @@ std::vector<std::string> LoraMerge::runtime_untaken() const {
 void LoraMerge::apply(const std::string& name, Tensor& part, int64_t row_begin, int64_t col_begin) const {
   const auto found = by_tensor_.find(name);
   if (found == by_tensor_.end()) return;
+  profile::ScopedTimer timer("lora_merge");
   const int64_t rows = part.ndim() ? part.dim(0) : 1;
   const bool matrix = part.ndim() == 2;
   for (const Change& c : found->second) {

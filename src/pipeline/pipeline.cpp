@@ -159,6 +159,7 @@ std::unique_ptr<models::Transformer> ModelParts::load_transformer(const std::str
                                                                   const models::Placement& place) const {
   const models::TransformerSpec& s = part == "transformer_2" ? *spec_2 : *spec;
   const io::WeightStore store = weights(part);
+  profile::ScopedTimer timer("load_transformer");
   auto model = s.load(store, shard, place);
   check_runtime_lora_taken(store.edits(), part);
   return model;

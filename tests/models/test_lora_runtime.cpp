@@ -17,6 +17,7 @@
 
 #include "../parallel/fake_communicator.h"
 #include "../temp_dir.h"
+#include "lora_targets.h"
 #include "io/lora_file.h"
 #include "io/safetensors.h"
 #include "models/lora_merge.h"
@@ -29,24 +30,6 @@ using models::nn::Linear;
 using models::nn::RowParallelLinear;
 
 namespace {
-
-Tensor random(Shape shape, uint32_t seed, float sd = 1.0f) {
-  Tensor t = Tensor::empty(std::move(shape));
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d(0.0f, sd);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = d(gen);
-  return t;
-}
-
-io::LoraTarget pair(const std::string& tensor, const Tensor& a, const Tensor& b, double scaling) {
-  io::LoraTarget t;
-  t.tensor = tensor;
-  t.a = a;
-  t.b = b;
-  t.rank = a.dim(0);
-  t.scaling = scaling;
-  return t;
-}
 
 using Changes = std::vector<std::tuple<Tensor, Tensor, double>>;  // A (r, in), B (out, r), factor
 
@@ -90,14 +73,14 @@ TEST_CASE("lora at run time: Linear, column- and row-parallel layers against loo
   const int64_t out = 12, in = 10, rows = 5;
   // A stored (12, 10) weight: a band of rows [6, 12) is the adaLN-style
   // layer below; "blocks.0.l" is int8-eligible.
-  const Tensor w = random({out, in}, 1), bias = random({out}, 2), x = random({rows, in}, 3);
+  const Tensor w = testing::random_normal({out, in}, 1), bias = testing::random_normal({out}, 2), x = testing::random_normal({rows, in}, 3);
   const std::string path = dir.file("w.safetensors");
   io::write_safetensors(path, {{"blocks.0.l.weight", w}, {"blocks.0.l.bias", bias}});
 
   auto file = std::make_shared<io::LoraFile>();
-  const Tensor a1 = random({3, in}, 5, 0.5f), b1 = random({out, 3}, 6, 0.5f);
-  const Tensor a2 = random({2, in}, 7, 0.5f), b2 = random({out, 2}, 8, 0.5f);
-  file->targets = {pair("blocks.0.l.weight", a1, b1, 5.0 / 3), pair("blocks.0.l.weight", a2, b2, 1.0)};
+  const Tensor a1 = testing::random_normal({3, in}, 5, 0.5f), b1 = testing::random_normal({out, 3}, 6, 0.5f);
+  const Tensor a2 = testing::random_normal({2, in}, 7, 0.5f), b2 = testing::random_normal({out, 2}, 8, 0.5f);
+  file->targets = {testing::low_rank_target("blocks.0.l.weight", a1, b1, 5.0 / 3), testing::low_rank_target("blocks.0.l.weight", a2, b2, 1.0)};
   auto edits = std::make_shared<models::LoraMerge>();
   for (const io::LoraTarget& t : file->targets) edits->add(file, t, 0.7, /*at_runtime=*/true);
   io::WeightStore store = io::WeightStore::open_file(path);
@@ -166,7 +149,7 @@ TEST_CASE("lora at run time: Linear, column- and row-parallel layers against loo
 
 TEST_CASE("lora at run time: a change no linear layer took is reported") {
   auto file = std::make_shared<io::LoraFile>();
-  file->targets = {pair("table", Tensor::zeros({1, 4}), Tensor::zeros({3, 1}), 1.0)};
+  file->targets = {testing::low_rank_target("table", Tensor::zeros({1, 4}), Tensor::zeros({3, 1}), 1.0)};
   models::LoraMerge edits;
   edits.add(file, file->targets[0], 1.0, true);
   CHECK(edits.runtime_terms("other").empty());

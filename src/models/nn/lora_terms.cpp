@@ -3,6 +3,7 @@
 #include "models/nn/lora_terms.h"
 
 #include "ops/lora_delta.h"
+#include "util/profile.h"
 
 namespace ditgen::models::nn {
 
@@ -21,6 +22,7 @@ LoraTerms LoraTerms::load(const io::WeightStore& weights, const std::string& nam
 }
 
 void LoraTerms::add_to(const Tensor& x, Tensor& y) const {
+  profile::ScopedTimer timer("lora_runtime");
   for (const Term& t : terms_) ops::lora_apply_(x, t.a, t.b, t.factor, y);
 }
 
