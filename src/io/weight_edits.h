@@ -46,8 +46,11 @@ class WeightEdits {
   // it, in the order given (none: merged or unchanged). Asking marks the
   // tensor taken (runtime_untaken).
   virtual std::vector<LowRankTerm> runtime_terms(const std::string& /*name*/) const { return {}; }
-  // The tensors with run-time changes that no layer has asked for: a
-  // weight that is not a linear layer's, which nothing would apply them to.
+  // The tensors with run-time changes that were loaded (the store asked
+  // changes() for them) and that no layer asked runtime_terms for: a weight
+  // read by something other than a linear layer, which nothing would apply
+  // them to. (A tensor this rank never loads, another pipeline stage's, is
+  // not one.)
   virtual std::vector<std::string> runtime_untaken() const { return {}; }
 };
 

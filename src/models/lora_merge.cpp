@@ -18,6 +18,14 @@ void LoraMerge::add(std::shared_ptr<const io::LoraFile> file, const io::LoraTarg
   if (files_.empty() || files_.back() != file) files_.push_back(std::move(file));
 }
 
+bool LoraMerge::changes(const std::string& name) const {
+  if (at_runtime_.count(name)) {
+    const std::lock_guard<std::mutex> lock(taken_mutex_);
+    loaded_.insert(name);
+  }
+  return by_tensor_.count(name) != 0;
+}
+
 std::vector<io::LowRankTerm> LoraMerge::runtime_terms(const std::string& name) const {
   const auto found = at_runtime_.find(name);
   if (found == at_runtime_.end()) return {};
@@ -33,7 +41,7 @@ std::vector<io::LowRankTerm> LoraMerge::runtime_terms(const std::string& name) c
 std::vector<std::string> LoraMerge::runtime_untaken() const {
   const std::lock_guard<std::mutex> lock(taken_mutex_);
   std::vector<std::string> untaken;
-  for (const auto& [name, changes] : at_runtime_)
+  for (const std::string& name : loaded_)
     if (!taken_.count(name)) untaken.push_back(name);
   return untaken;
 }

@@ -37,7 +37,7 @@ class LoraMerge final : public io::WeightEdits {
            bool at_runtime = false);
   bool empty() const { return by_tensor_.empty() && at_runtime_.empty(); }
 
-  bool changes(const std::string& name) const override { return by_tensor_.count(name) != 0; }
+  bool changes(const std::string& name) const override;
   void apply(const std::string& name, Tensor& part, int64_t row_begin, int64_t col_begin) const override;
   std::vector<io::LowRankTerm> runtime_terms(const std::string& name) const override;
   std::vector<std::string> runtime_untaken() const override;
@@ -51,7 +51,8 @@ class LoraMerge final : public io::WeightEdits {
   std::map<std::string, std::vector<Change>> at_runtime_;  // low-rank, beside the weight
   std::vector<std::shared_ptr<const io::LoraFile>> files_;
   mutable std::mutex taken_mutex_;
-  mutable std::set<std::string> taken_;  // at_runtime_'s tensors a layer asked for
+  mutable std::set<std::string> loaded_;  // at_runtime_'s tensors the store loaded (asked changes())
+  mutable std::set<std::string> taken_;   // at_runtime_'s tensors a layer asked for
 };
 
 }  // namespace ditgen::models

@@ -62,8 +62,9 @@ LoraSetup setup_lora(const std::vector<LoraConfig>& loras, const LoraRules& rule
                      const std::string& where);
 
 // After a transformer's weights loaded with `edits`: ConfigError (exit 2)
-// naming `part` and the first tensor whose run-time change no linear layer
-// took (a weight no linear layer reads: nothing would apply it).
+// naming `part` and the first tensor loaded whose run-time change no
+// linear layer took (a weight no linear layer reads: nothing would apply
+// it).
 void check_runtime_lora_taken(const io::WeightEdits* edits, const std::string& part);
 
 }  // namespace ditgen::pipeline

@@ -7,7 +7,8 @@
 // through into()), a tp rank's input columns for RowParallelLinear (A's
 // columns: the two ranks' partial sums add up to the whole, the bias
 // counted once); under model.quantize "int8" beside the int8 weight. A
-// tensor whose run-time change no layer took is reported.
+// tensor loaded whose run-time change no layer took is reported (one not
+// loaded, another pipeline stage's, is not).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -85,10 +86,10 @@ TEST_CASE("lora at run time: Linear, column- and row-parallel layers against loo
   for (const io::LoraTarget& t : file->targets) edits->add(file, t, 0.7, /*at_runtime=*/true);
   io::WeightStore store = io::WeightStore::open_file(path);
   store.set_edits(edits);
-  CHECK(edits->runtime_untaken() == std::vector<std::string>{"blocks.0.l.weight"});
+  CHECK(edits->runtime_untaken().empty());  // not loaded yet (another pipeline stage's, say)
   // The weight itself loads as stored, borrowed from the file.
-  CHECK_FALSE(edits->changes("blocks.0.l.weight"));
   CHECK(store.points_into_file("blocks.0.l.weight", store.load("blocks.0.l.weight")));
+  CHECK(edits->runtime_untaken() == std::vector<std::string>{"blocks.0.l.weight"});  // loaded, nothing took it
 
   const Changes changes = {{a1, b1, 0.7 * 5.0 / 3}, {a2, b2, 0.7}};
   const std::vector<double> plain = reference(x, w, bias, changes, false), gelu = reference(x, w, bias, changes, true);
@@ -153,6 +154,8 @@ TEST_CASE("lora at run time: a change no linear layer took is reported") {
   models::LoraMerge edits;
   edits.add(file, file->targets[0], 1.0, true);
   CHECK(edits.runtime_terms("other").empty());
+  CHECK(edits.runtime_untaken().empty());
+  CHECK_FALSE(edits.changes("table"));  // what the store asks as it loads it: not merged
   CHECK(edits.runtime_untaken() == std::vector<std::string>{"table"});
   CHECK(edits.runtime_terms("table").size() == 1);
   CHECK(edits.runtime_untaken().empty());
