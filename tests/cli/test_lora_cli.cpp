@@ -133,7 +133,7 @@ TEST_CASE("lora CLI: the lora section gives diffusers' fused-LoRA latents (Wan, 
   CHECK(png.find(R"j("lora":[{"path":)j") != std::string::npos);  // the config as given, in ditgen_config
 }
 
-TEST_CASE("lora CLI: DiT with peft's adapter merged by peft gives its latents, merged or at run time, alone and under tp2") {
+TEST_CASE("lora CLI: DiT with peft's adapter merged by peft gives its latents, merged or at run time, alone, under tp2 and pp2") {
   // diffusers has no LoRA loader for DiT: the reference is peft's merge.
   testing::TempDir dir("lora_dit");
   const std::string config = lora_dir() + "/pipeline/dit_lora_run.json";
@@ -158,6 +158,18 @@ TEST_CASE("lora CLI: DiT with peft's adapter merged by peft gives its latents, m
       CHECK(err < 1e-4);
       CHECK(testing::rel_l2(got, plain) > 0.1);
     }
+  // PipeFusion (pp 2): each stage loads and applies only its own blocks' LoRA.
+  for (const std::string apply : {"merge", "runtime"}) {
+    const testing::Run r = testing::run_command(
+        std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " + DITGEN_EXE +
+        " --device cpu --threads 1 --quiet --config " + config + " --init-noise " + dit_noise + " --save-latents " +
+        dir.file("pp_" + apply + ".safetensors") + " --output " + dir.file("pp_" + apply + "/img.png") +
+        " --set parallel.pp=2 --set lora_apply=" + apply);
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+  }
+  const double pp = testing::rel_l2(latents_of(dir, "pp_runtime"), latents_of(dir, "pp_merge"));
+  MESSAGE("pp2, LoRA at run time against merged: relative L2 " << pp);
+  CHECK(pp < 1e-5);
 }
 
 TEST_CASE("lora CLI: --lora FILE:SCALE appends to the list, as the config's section does") {
