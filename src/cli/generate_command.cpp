@@ -178,7 +178,7 @@ void run_generate(const CliOptions& opts) {
 
   // The LoRA files read and checked against the transformers (exit 2 on a
   // key that matches nothing, unless lora_strict is false), before weights.
-  const pipeline::LoraSetup lora = pipe->use_lora(cfg.lora, cfg.lora_strict, opts.config_path);
+  const pipeline::LoraSetup lora = pipe->use_lora(cfg.lora, {cfg.lora_strict, cfg.lora_apply}, opts.config_path);
   if (!quiet)
     for (const std::string& line : lora.lines) std::fprintf(stderr, "ditgen: %s\n", line.c_str());
 

@@ -178,7 +178,9 @@ struct RunConfig {
   ModelConfig model;
   std::vector<LoraConfig> lora;  // applied in this order, each change added to the weights
   bool lora_strict = true;       // a key that matches no tensor of the model: exit 2 (else a warning)
-  LoraApply lora_apply = LoraApply::kMerge;
+  // Merged at load or applied beside the weights at run time; none: merged
+  // into float weights, beside GGUF block-quantized ones (docs/lora.md).
+  std::optional<LoraApply> lora_apply;
   GenerateConfig generate;
   ParallelConfig parallel;
   PabConfig pab;

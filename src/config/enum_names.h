@@ -29,7 +29,7 @@ inline constexpr EnumName<LoraTargetChoice> kLoraTargetNames[] = {{LoraTargetCho
 inline const char* name_of(LoraTargetChoice t) { return name_in(kLoraTargetNames, t); }
 
 // lora_apply: merged into the weights at load, or applied beside them at
-// run time (not built yet: the config refuses it).
+// run time, beside them (docs/lora.md).
 enum class LoraApply { kMerge, kRuntime };
 inline constexpr EnumName<LoraApply> kLoraApplyNames[] = {{LoraApply::kMerge, "merge"}, {LoraApply::kRuntime, "runtime"}};
 inline const char* name_of(LoraApply a) { return name_in(kLoraApplyNames, a); }

@@ -298,12 +298,7 @@ RunConfig parse_run_config(const json& document, const ConfigContext& context) {
   c.output = parse_output(root.section("output"));
   c.lora = parse_lora(root);
   c.lora_strict = root.boolean("lora_strict", c.lora_strict);
-  c.lora_apply = root.enum_choice("lora_apply", c.lora_apply, kLoraApplyNames);
-  // Run-time application (quantized weights kept as they are, the LoRA
-  // beside them) is not built: say so rather than merge behind the name.
-  if (c.lora_apply == LoraApply::kRuntime)
-    context.fail("lora_apply", "\"runtime\" is not supported yet: LoRA is merged into float weights at load "
-                               "(\"merge\", the default; docs/lora.md)");
+  if (root.find("lora_apply")) c.lora_apply = root.enum_choice("lora_apply", LoraApply::kMerge, kLoraApplyNames);
   c.vae = parse_vae(root.section("vae"));
 
   // Rules across sections that the model or the layout decide (cp = 2

@@ -110,7 +110,7 @@ json to_json(const RunConfig& c) {
     for (const LoraConfig& l : c.lora)
       j["lora"].push_back({{"path", l.path}, {"scale", l.scale}, {"target", name_of(l.target)}});
     j["lora_strict"] = c.lora_strict;
-    j["lora_apply"] = name_of(c.lora_apply);
+    if (c.lora_apply) j["lora_apply"] = name_of(*c.lora_apply);
   }
   return j;
 }

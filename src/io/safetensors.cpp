@@ -792,9 +792,10 @@ bool WeightStore::block_quantized(const std::string& name) const {
 
 std::string WeightStore::block_edit_refusal(const std::string& name) const {
   return file_of(name) + ": tensor '" + name + "' is " + element_type_name(info(name)) +
-         " (GGUF blocks): a LoRA changes it, and merging into block-quantized weights (lora_apply \"merge\") or "
-         "applying beside them (lora_apply \"runtime\") is not supported yet; give model.transformer a float "
-         "file (ditgen convert --type bf16)";
+         " (GGUF blocks): a LoRA would merge a change into it, which needs a float copy of the weight and is "
+         "not supported: a low-rank (lora_A / lora_B) change is applied beside such a weight at run time "
+         "(lora_apply \"runtime\", the default for it); a full-weight .diff is not; give model.transformer a "
+         "float file (ditgen convert --type bf16)";
 }
 
 Tensor WeightStore::load_f32(const std::string& name) const {

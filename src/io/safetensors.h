@@ -191,12 +191,18 @@ class WeightStore {
   // of the part asked for, its change added; a block-quantized one is
   // refused (ConfigError: block_edit_refusal).
   void set_edits(std::shared_ptr<const WeightEdits> edits) { edits_ = std::move(edits); }
+  const WeightEdits* edits() const { return edits_.get(); }
+  // The low-rank changes a linear layer applies beside the weight `name` at
+  // run time (WeightEdits::runtime_terms); none without edits.
+  std::vector<LowRankTerm> runtime_terms(const std::string& name) const {
+    return edits_ ? edits_->runtime_terms(name) : std::vector<LowRankTerm>{};
+  }
   // Whether `name` is a 2-D GGUF tensor of a block type (what
   // load_block_rows hands out in its blocks).
   bool block_quantized(const std::string& name) const;
-  // Why a change to such a tensor is refused (a ConfigError's text, exit
-  // 2): merging would need its float copy, and applying at run time is not
-  // built yet.
+  // Why merging a change into such a tensor is refused (a ConfigError's
+  // text, exit 2): it would need a float copy of it; a low-rank change is
+  // applied beside it at run time instead (lora_apply "runtime").
   std::string block_edit_refusal(const std::string& name) const;
 
   // Checks that `name` exists with exactly `shape` and a type that loads as

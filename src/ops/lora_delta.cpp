@@ -1,6 +1,7 @@
 // LoRA's arithmetic (lora_delta.h): two GEMMs, or one loop.
 #include "ops/lora_delta.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -35,7 +36,7 @@ void lora_apply_(const Tensor& x, const Tensor& a, const Tensor& b, float factor
   const int64_t rows = x.numel() / x.dim(-1);
   const Tensor x2 = x.reshape({rows, x.dim(-1)});
   Tensor y2 = y.reshape({rows, y.dim(-1)});
-  Tensor xa = Tensor::empty({rows, a.dim(0)}, x.device());
+  Tensor xa = Tensor::empty({rows, a.dim(0)}, x.device(), x.dtype());
   gemm(false, true, 1.0f, x2, a, 0.0f, xa);   // (rows, r) = x · A^T
   gemm(false, true, factor, xa, b, 1.0f, y2);  // y += factor · (x A^T) · B^T
 }
@@ -47,6 +48,19 @@ void lora_add_delta_(Tensor& t, const Tensor& delta, float factor) {
   float* p = t.data();  // host float32 (std::logic_error otherwise)
   const float* d = delta.data();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] += factor * d[i];
+}
+
+Tensor lora_columns(const Tensor& t, int64_t begin, int64_t count) {
+  if (t.ndim() != 2) throw std::invalid_argument("lora_columns: a 2-D tensor expected, got " + shape_str(t.shape()));
+  if (begin == 0 && count == t.dim(1)) return t;
+  if (begin < 0 || count < 0 || begin + count > t.dim(1))
+    throw std::out_of_range("lora_columns: columns [" + std::to_string(begin) + ", " + std::to_string(begin + count) +
+                            ") of " + shape_str(t.shape()));
+  Tensor out = Tensor::empty({t.dim(0), count});
+  const float* src = t.data();  // host float32 (std::logic_error otherwise)
+  for (int64_t r = 0; r < t.dim(0); ++r)
+    std::memcpy(out.data() + r * count, src + r * t.dim(1) + begin, static_cast<size_t>(count) * sizeof(float));
+  return out;
 }
 
 }  // namespace ditgen::ops

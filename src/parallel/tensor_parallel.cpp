@@ -18,10 +18,13 @@ Range column_split(int64_t total, const Communicator* tp) {
 }
 
 Tensor row_parallel_linear(Communicator* tp, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  Tensor y = ops::linear(x, w, nullptr);
-  if (group_size(tp) > 1) all_reduce_sum(*tp, y);
-  ops::add_broadcast_(y, bias);
-  return y;
+  return row_parallel_sum(tp, ops::linear(x, w, nullptr), bias);
+}
+
+Tensor row_parallel_sum(Communicator* tp, Tensor partial, const Tensor& bias) {
+  if (group_size(tp) > 1) all_reduce_sum(*tp, partial);
+  ops::add_broadcast_(partial, bias);
+  return partial;
 }
 
 Tensor gather_chunk_columns(Communicator* tp, const Tensor& local, int64_t chunks) {

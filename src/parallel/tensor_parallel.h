@@ -25,6 +25,9 @@ Range column_split(int64_t total, const Communicator* tp);
 // y (B, P, N) = x (B, P, Kl) w (N, Kl)^T summed over the tp ranks, plus
 // bias (N) once: the row-split half of a tp pair.
 Tensor row_parallel_linear(Communicator* tp, const Tensor& x, const Tensor& w, const Tensor& bias);
+// Its second half: this rank's partial sums (B, P, N) summed over the tp
+// ranks, then bias (N) added once.
+Tensor row_parallel_sum(Communicator* tp, Tensor partial, const Tensor& bias);
 
 // local (B, K*Dl): this rank's Dl = D/tp columns of each of K chunks of
 // width D, side by side -> (B, K*D) with every chunk whole:

@@ -25,7 +25,7 @@ ClassPipeline ClassPipeline::load(const std::string& model_dir, const ParallelRu
 void ClassPipeline::load_weights(const ParallelRun& par, const models::Placement& place, DType vae_dtype) {
   StageScope stage("loading weights");
   par_ = par;
-  transformer_ = parts_.spec->load(parts_.weights("transformer"), par.shard, place);
+  transformer_ = parts_.load_transformer("transformer", par.shard, place);
   load_vae(par, place.device, vae_dtype);
 }
 

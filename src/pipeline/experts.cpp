@@ -31,8 +31,7 @@ const models::Transformer& Experts::get(int which) const {
     held_.reset();  // the other expert's memory goes before this one is read
     device_memory::release_cached_host();
     const std::string part = which == kLowNoise ? "transformer_2" : "transformer";
-    const models::TransformerSpec& spec = which == kLowNoise ? *parts_->spec_2 : *parts_->spec;
-    held_ = spec.load(parts_->weights(part), shard_, place_);
+    held_ = parts_->load_transformer(part, shard_, place_);
     held_index_ = which;
   }
   return *held_;

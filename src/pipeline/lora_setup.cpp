@@ -42,6 +42,17 @@ io::LoraFile for_target(const io::LoraFile& file, LoraTargetChoice target) {
   return out;
 }
 
+// Whether `t` is applied beside its weight at run time (else merged at
+// load): a low-rank change under lora_apply "runtime", or by default on a
+// GGUF block-quantized weight, whose merge would need a float copy of it
+// (refused, as is any full-weight delta to such a weight).
+bool at_runtime(const io::LoraTarget& t, const io::WeightStore& store, const LoraRules& rules) {
+  const bool low_rank = t.kind == io::LoraKind::kLowRank;
+  const bool blocks = store.block_quantized(t.tensor);
+  if (blocks && (!low_rank || rules.apply == LoraApply::kMerge)) throw ConfigError(store.block_edit_refusal(t.tensor));
+  return low_rank && (blocks || rules.apply == LoraApply::kRuntime);
+}
+
 std::string file_sha256(const std::string& path) {
   const io::FileMap map(path, 0, "a LoRA file");
   return sha256_hex(map.data(), map.size());
@@ -49,7 +60,7 @@ std::string file_sha256(const std::string& path) {
 
 }  // namespace
 
-LoraSetup setup_lora(const std::vector<LoraConfig>& loras, bool strict, const ModelParts& parts,
+LoraSetup setup_lora(const std::vector<LoraConfig>& loras, const LoraRules& rules, const ModelParts& parts,
                      const std::string& where) {
   LoraSetup out;
   if (loras.empty()) return out;
@@ -84,19 +95,25 @@ LoraSetup setup_lora(const std::vector<LoraConfig>& loras, bool strict, const Mo
         for (const io::LoraTarget* t : m.other_expert)
           for (const std::string& key : t->keys)
             all.unmatched.push_back({key, "for transformer_2, and this model has one transformer"});
-      for (const io::LoraTarget* t : m.applied) {
-        if (store.block_quantized(t->tensor)) throw ConfigError(store.block_edit_refusal(t->tensor));
-        merges[e]->add(file, *t, c.scale);
-      }
+      for (const io::LoraTarget* t : m.applied) merges[e]->add(file, *t, c.scale, at_runtime(*t, store, rules));
     }
     out.lines.push_back(io::lora_report_line(*file, all));
-    const std::string warning = io::check_lora_coverage(*file, all, strict);
+    const std::string warning = io::check_lora_coverage(*file, all, rules.strict);
     if (!warning.empty()) out.lines.push_back("warning: " + warning);
     out.records.push_back({c.path, file_sha256(c.path), c.scale, name_of(c.target)});
   }
   if (!merges[0]->empty()) out.transformer = merges[0];
   if (!merges[1]->empty()) out.transformer_2 = merges[1];
   return out;
+}
+
+void check_runtime_lora_taken(const io::WeightEdits* edits, const std::string& part) {
+  if (!edits) return;
+  const std::vector<std::string> untaken = edits->runtime_untaken();
+  if (untaken.empty()) return;
+  throw ConfigError(part + ": tensor '" + untaken.front() + "' (and " + std::to_string(untaken.size() - 1) +
+                    " more) takes a LoRA at run time, and no linear layer reads it: applying a LoRA at run time "
+                    "is not supported for it (lora_apply \"merge\" merges it into a float weight)");
 }
 
 }  // namespace ditgen::pipeline

@@ -10,10 +10,19 @@
 // keys the first's (io/lora_file.h). A target naming transformer_2 on a
 // one-transformer model is a ConfigError. Coverage (io/lora_coverage.h):
 // keys that match no tensor (or its shape) are exit 2 naming the count and
-// the first keys, or a warning with lora_strict false; a change to a GGUF
-// block-quantized weight is exit 2 (not supported yet: docs/lora.md).
+// the first keys, or a warning with lora_strict false.
+//
+// Merged or at run time (lora_apply): a low-rank change is merged into a
+// float weight at load, and applied beside it at run time (the weight
+// unchanged, models/nn/lora_terms.h) with lora_apply "runtime" and, by
+// default, on a GGUF block-quantized weight. Full-tensor deltas and LoRA
+// biases always merge (biases and tables are float); merging into GGUF
+// blocks (lora_apply "merge", or a .diff of such a weight) is exit 2.
+// model.quantize "int8" weights are float when they load: merged before
+// they are quantized unless lora_apply says "runtime".
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +41,12 @@ struct LoraRecord {
   std::string target;  // lora[i].target's name
 };
 
+// The config's rules for its LoRAs.
+struct LoraRules {
+  bool strict = true;              // lora_strict
+  std::optional<LoraApply> apply;  // lora_apply; none: as the weight is stored (above)
+};
+
 struct LoraSetup {
   std::shared_ptr<const io::WeightEdits> transformer;    // null: no change
   std::shared_ptr<const io::WeightEdits> transformer_2;  // the second expert's
@@ -43,7 +58,13 @@ struct LoraSetup {
 
 // Reads every file of `loras` and checks it against `parts` (above);
 // `where` (the config file) names a wrong target in messages.
-LoraSetup setup_lora(const std::vector<LoraConfig>& loras, bool strict, const ModelParts& parts,
+LoraSetup setup_lora(const std::vector<LoraConfig>& loras, const LoraRules& rules, const ModelParts& parts,
                      const std::string& where);
+
+// After a transformer's weights loaded with `edits`: ConfigError (exit 2)
+// naming `part` and the first tensor loaded whose run-time change no
+// linear layer took (a weight no linear layer reads: nothing would apply
+// it).
+void check_runtime_lora_taken(const io::WeightEdits* edits, const std::string& part);
 
 }  // namespace ditgen::pipeline

@@ -154,8 +154,19 @@ io::WeightStore ModelParts::weights(const std::string& part) const {
   return store;
 }
 
-LoraSetup Pipeline::use_lora(const std::vector<LoraConfig>& loras, bool strict, const std::string& where) {
-  LoraSetup setup = setup_lora(loras, strict, parts_, where);
+std::unique_ptr<models::Transformer> ModelParts::load_transformer(const std::string& part,
+                                                                  const models::ShardGroups& shard,
+                                                                  const models::Placement& place) const {
+  const models::TransformerSpec& s = part == "transformer_2" ? *spec_2 : *spec;
+  const io::WeightStore store = weights(part);
+  profile::ScopedTimer timer("load_transformer");
+  auto model = s.load(store, shard, place);
+  check_runtime_lora_taken(store.edits(), part);
+  return model;
+}
+
+LoraSetup Pipeline::use_lora(const std::vector<LoraConfig>& loras, const LoraRules& rules, const std::string& where) {
+  LoraSetup setup = setup_lora(loras, rules, parts_, where);
   parts_.lora_transformer = setup.transformer;
   parts_.lora_transformer_2 = setup.transformer_2;
   return setup;

@@ -200,6 +200,12 @@ struct ModelParts {
   // files (the spec's single_file_options), else its folder; a
   // transformer's with its LoRA changes.
   io::WeightStore weights(const std::string& part) const;
+  // The transformer `part` ("transformer", "transformer_2") loaded from
+  // weights(part) for `shard` on `place`; then every change its LoRA
+  // applies at run time must have found its linear layer
+  // (check_runtime_lora_taken).
+  std::unique_ptr<models::Transformer> load_transformer(const std::string& part, const models::ShardGroups& shard,
+                                                        const models::Placement& place) const;
   // The config.json `part` was read from (for messages).
   const std::string& config_path(const std::string& part) const { return config_paths.at(part); }
 
@@ -246,9 +252,9 @@ class Pipeline {
 
   // The run's LoRA files (the config's lora list: pipeline/lora_setup.h)
   // read and checked against the transformers, merged into their weights
-  // as they load: call before load_weights. What the user and the outputs'
+  // as they load or applied beside them: call before load_weights. What the user and the outputs'
   // metadata are told comes back.
-  LoraSetup use_lora(const std::vector<LoraConfig>& loras, bool strict, const std::string& where);
+  LoraSetup use_lora(const std::vector<LoraConfig>& loras, const LoraRules& rules, const std::string& where);
 
   // Stage 0, no weights: the config's generate section checked against the
   // model and turned into a Request (conditions resolved, latent shape, the

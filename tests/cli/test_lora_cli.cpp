@@ -10,8 +10,13 @@
 // the bytes `plan` computes for one forward without CFG's second half. A
 // LoRA that matches nothing is exit 2 naming the count and the first keys,
 // with nothing written; lora_strict false warns and runs without it; a
-// second expert's target on a one-transformer model, lora_apply "runtime"
-// and a LoRA on a GGUF block-quantized weight are exit 2 naming the field.
+// second expert's target on a one-transformer model is exit 2 naming the
+// field. lora_apply "runtime" (the LoRA beside the weights, added in the
+// linear layers) gives the merged latents, alone and under tp 2, also on
+// DiT; beside int8 weights (model.quantize) diffusers' latents within
+// int8's own error; on a Q8_0 GGUF transformer (run time by default) the
+// latents of the same LoRA merged into the file's float32 dequantization,
+// and lora_apply "merge" there is exit 2 naming the tensor.
 // Each output's metadata names the LoRA: file, SHA-256 (as sha256sum
 // prints it), scale, target.
 #include <doctest/doctest.h>
@@ -19,6 +24,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <cmath>
+#include <random>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -126,29 +133,43 @@ TEST_CASE("lora CLI: the lora section gives diffusers' fused-LoRA latents (Wan, 
   CHECK(png.find(R"j("lora":[{"path":)j") != std::string::npos);  // the config as given, in ditgen_config
 }
 
-TEST_CASE("lora CLI: DiT with peft's adapter merged by peft gives its latents, alone and under tp2") {
+TEST_CASE("lora CLI: DiT with peft's adapter merged by peft gives its latents, merged or at run time, alone, under tp2 and pp2") {
   // diffusers has no LoRA loader for DiT: the reference is peft's merge.
   testing::TempDir dir("lora_dit");
   const std::string config = lora_dir() + "/pipeline/dit_lora_run.json";
   const std::string dit_noise = testing::reference_dir("dit_odd") + "noise.safetensors";
   const auto ref = io::SafetensorsFile::open(lora_dir() + "/pipeline/dit_lora_expected.safetensors");
   const Tensor want = ref->load("latents").to(DType::kF32).clone(), plain = ref->load("latents_no_lora").to(DType::kF32).clone();
-  for (const int ranks : {1, 2}) {
-    CAPTURE(ranks);
-    const std::string name = "dit" + std::to_string(ranks);
-    std::string launcher = ranks > 1 ? std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " : "";
+  for (const std::string apply : {"merge", "runtime"})
+    for (const int ranks : {1, 2}) {
+      CAPTURE(ranks);
+      CAPTURE(apply);
+      const std::string name = "dit" + std::to_string(ranks) + apply;
+      std::string launcher = ranks > 1 ? std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " : "";
+      const testing::Run r = testing::run_command(
+          launcher + DITGEN_EXE + " --device cpu --threads 1 --quiet --config " + config + " --init-noise " + dit_noise +
+          " --save-latents " + dir.file(name + ".safetensors") + " --output " + dir.file(name + "/img.png") +
+          " --set lora_apply=" + apply + (ranks > 1 ? " --set parallel.tp=2" : ""));
+      REQUIRE_MESSAGE(r.code == 0, r.output);
+      const Tensor got = latents_of(dir, name);
+      const double err = testing::rel_l2(got, want);
+      MESSAGE("dit_odd + peft LoRA 0.7 (" << apply << ") on " << ranks << " rank(s): relative L2 to peft's merged run "
+                                          << err << ", to the run without it " << testing::rel_l2(got, plain));
+      CHECK(err < 1e-4);
+      CHECK(testing::rel_l2(got, plain) > 0.1);
+    }
+  // PipeFusion (pp 2): each stage loads and applies only its own blocks' LoRA.
+  for (const std::string apply : {"merge", "runtime"}) {
     const testing::Run r = testing::run_command(
-        launcher + DITGEN_EXE + " --device cpu --threads 1 --quiet --config " + config + " --init-noise " + dit_noise +
-        " --save-latents " + dir.file(name + ".safetensors") + " --output " + dir.file(name + "/img.png") +
-        (ranks > 1 ? " --set parallel.tp=2" : ""));
+        std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " + DITGEN_EXE +
+        " --device cpu --threads 1 --quiet --config " + config + " --init-noise " + dit_noise + " --save-latents " +
+        dir.file("pp_" + apply + ".safetensors") + " --output " + dir.file("pp_" + apply + "/img.png") +
+        " --set parallel.pp=2 --set lora_apply=" + apply);
     REQUIRE_MESSAGE(r.code == 0, r.output);
-    const Tensor got = latents_of(dir, name);
-    const double err = testing::rel_l2(got, want);
-    MESSAGE("dit_odd + peft LoRA 0.7 on " << ranks << " rank(s): relative L2 to peft's merged run " << err
-                                          << ", to the run without it " << testing::rel_l2(got, plain));
-    CHECK(err < 1e-4);
-    CHECK(testing::rel_l2(got, plain) > 0.1);
   }
+  const double pp = testing::rel_l2(latents_of(dir, "pp_runtime"), latents_of(dir, "pp_merge"));
+  MESSAGE("pp2, LoRA at run time against merged: relative L2 " << pp);
+  CHECK(pp < 1e-5);
 }
 
 TEST_CASE("lora CLI: --lora FILE:SCALE appends to the list, as the config's section does") {
@@ -220,7 +241,7 @@ TEST_CASE("lora CLI: a LoRA that matches nothing is exit 2 naming the count and 
   CHECK(error_to(latents_of(dir, "lenient"), "latents_no_lora") < 1e-4);
 }
 
-TEST_CASE("lora CLI: a second expert's target on one transformer, lora_apply runtime, a bad --lora: exit 2") {
+TEST_CASE("lora CLI: a second expert's target on one transformer, a bad --lora: exit 2") {
   testing::TempDir dir("lora_bad");
   const std::string second = edited_config(dir, [](nlohmann::json& c) { c["lora"][0]["target"] = "transformer_2"; });
   testing::Run r = run_lora(dir, "second", second, "");
@@ -228,32 +249,166 @@ TEST_CASE("lora CLI: a second expert's target on one transformer, lora_apply run
   CHECK_MESSAGE(r.output.find("lora[0].target: \"transformer_2\": this model has one transformer") !=
                     std::string::npos,
                 r.output);
-  r = run_lora(dir, "runtime", run_config(), "--set lora_apply=runtime");
-  CHECK(r.code == 2);
-  CHECK_MESSAGE(r.output.find("lora_apply: \"runtime\" is not supported yet") != std::string::npos, r.output);
   r = run_lora(dir, "typo", run_config(), "--set lora=null --lora " + lora_dir() + "/wan/missing.safetensors:0.5");
   CHECK(r.code != 0);
   CHECK_MESSAGE(r.output.find("missing.safetensors") != std::string::npos, r.output);
   CHECK_FALSE(fs::exists(dir.file("typo")));
 }
 
-TEST_CASE("lora CLI: a LoRA on a GGUF block-quantized weight is exit 2 naming the tensor and lora_apply") {
+TEST_CASE("lora CLI: lora_apply runtime gives the merged latents (diffusers' fused run), alone and under tp2") {
+  testing::TempDir dir("lora_runtime");
+  testing::Run r = run_lora(dir, "merged", run_config(), "--quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  r = run_lora(dir, "runtime", run_config(), "--quiet --set lora_apply=runtime");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const Tensor runtime = latents_of(dir, "runtime");
+  const double to_merged = testing::rel_l2(runtime, latents_of(dir, "merged"));
+  const double to_diffusers = error_to(runtime, "latents");
+  MESSAGE("wan_tiny + LoRA 0.7 at run time: relative L2 to the merged run " << to_merged << ", to diffusers' fused run "
+                                                                           << to_diffusers);
+  CHECK(to_merged < 1e-5);
+  CHECK(to_diffusers < 1e-4);
+  CHECK(error_to(runtime, "latents_no_lora") > 0.1);
+  // tp 2: each rank B's rows of its column-parallel layers, A's columns
+  // of its row-parallel ones.
+  r = run_lora(dir, "runtime_tp2", run_config(), "--quiet --set lora_apply=runtime --set parallel.tp=2", 2);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const double tp = testing::rel_l2(latents_of(dir, "runtime_tp2"), runtime);
+  MESSAGE("tp2 vs one process, LoRA at run time: relative L2 " << tp);
+  CHECK(tp < 1e-5);
+}
+
+TEST_CASE("lora CLI: beside int8 weights (model.quantize), the LoRA moves the latents as diffusers' fused LoRA does") {
+  // int8 rounds every block's products (about 1e-2 of the latents here):
+  // the run with the LoRA is as far from diffusers' fused run as the run
+  // without it is from diffusers' plain one, whether the LoRA is applied
+  // beside the int8 weights or merged before they are quantized.
+  testing::TempDir dir("lora_int8");
+  testing::Run r = run_lora(dir, "plain", run_config(), "--quiet --set model.quantize=int8 --set lora=null");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const double base = error_to(latents_of(dir, "plain"), "latents_no_lora");
+  for (const std::string apply : {"runtime", "merge"}) {
+    CAPTURE(apply);
+    r = run_lora(dir, apply, run_config(), "--quiet --set model.quantize=int8 --set lora_apply=" + apply);
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    const Tensor got = latents_of(dir, apply);
+    const double err = error_to(got, "latents"), off = error_to(got, "latents_no_lora");
+    MESSAGE("int8 + LoRA 0.7 (" << apply << "): relative L2 to diffusers' fused float32 run " << err
+                                << " (int8 without the LoRA to diffusers' plain run: " << base << "), to the run "
+                                << "without the LoRA " << off);
+    CHECK(err < std::max(3 * base, 1e-3));
+    CHECK(err < 0.05);
+    CHECK(off > 0.1);
+  }
+}
+
+namespace {
+
+// A random LoRA for the wan_quant transformer (diffusers names, shapes from
+// its folder): rank-4 pairs on an attention projection, both feed-forward
+// layers (the first is column-parallel with a GELU, the second
+// row-parallel) and the output projection, each B A about half its
+// weight's spread.
+std::string quant_lora(const testing::TempDir& dir) {
+  const io::WeightStore w = io::WeightStore::open_dir(testing::fixture_dir("wan_quant") + "/transformer");
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  uint32_t seed = 1;
+  for (const std::string module : {"blocks.0.attn1.to_q", "blocks.0.ffn.net.0.proj", "blocks.1.ffn.net.2",
+                                   "blocks.1.attn2.to_out.0", "proj_out"}) {
+    const Tensor weight = w.load_f32(module + ".weight");
+    double sq = 0;
+    for (int64_t i = 0; i < weight.numel(); ++i) sq += double(weight.data()[i]) * weight.data()[i];
+    const double spread = std::sqrt(sq / static_cast<double>(weight.numel()));
+    const int64_t rank = 4;
+    const float sd = static_cast<float>(std::sqrt(0.5 * spread / std::sqrt(double(rank))));
+    Tensor a = Tensor::empty({rank, weight.dim(1)}), b = Tensor::empty({weight.dim(0), rank});
+    std::mt19937 gen(seed++);
+    std::normal_distribution<float> d(0.0f, sd);
+    for (int64_t i = 0; i < a.numel(); ++i) a.data()[i] = d(gen);
+    for (int64_t i = 0; i < b.numel(); ++i) b.data()[i] = d(gen);
+    tensors.emplace_back("transformer." + module + ".lora_A.weight", a);
+    tensors.emplace_back("transformer." + module + ".lora_B.weight", b);
+  }
+  const std::string path = dir.file("quant_lora.safetensors");
+  io::write_safetensors(path, tensors);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("lora CLI: a LoRA on a Q8_0 GGUF transformer applies at run time, as merged into its float32 dequantization") {
   testing::TempDir dir("lora_gguf");
   const std::string gguf = testing::fixture_dir("wan_quant") + "/single_files/wan2.1-t2v-tiny-Q8_0.gguf";
-  // A rank-2 LoRA of blocks.0.attn1.to_q in the shape the Q8_0 file holds it.
-  const Shape shape = io::WeightStore::open_file(gguf).info("blocks.0.self_attn.q.weight").shape;
-  Tensor a = Tensor::empty({2, shape[1]}), b = Tensor::empty({shape[0], 2});
-  for (int64_t i = 0; i < a.numel(); ++i) a.data()[i] = 0.01f;
-  for (int64_t i = 0; i < b.numel(); ++i) b.data()[i] = 0.01f;
-  const std::string lora = dir.file("q.safetensors");
-  io::write_safetensors(lora, {{"transformer.blocks.0.attn1.to_q.lora_A.weight", a},
-                               {"transformer.blocks.0.attn1.to_q.lora_B.weight", b}});
-  const testing::Run r = testing::run_command(
-      std::string(DITGEN_EXE) + " --device cpu --config " + testing::reference_dir("wan_quant") + "run_gguf.json" +
-      " --output " + dir.file("out/v.png") + " --lora " + lora);
+  const std::string f32 = dir.file("q8_0_as_f32.safetensors");
+  testing::Run r = testing::run_command(std::string(DITGEN_EXE) + " convert --input " + gguf +
+                                        " --component transformer --type f32 --output " + f32 + " --quiet");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const std::string lora = quant_lora(dir);
+  const auto run = [&](const std::string& name, const std::string& args, int ranks = 1) {
+    std::string launcher =
+        ranks > 1 ? std::string(DITGEN_MPIEXEC) + " --oversubscribe -np 2 -x OMP_NUM_THREADS=1 " : "";
+    return testing::run_command(launcher + DITGEN_EXE + " --device cpu --threads " + (ranks > 1 ? "1" : "2") +
+                                " --config " + testing::reference_dir("wan_quant") + "run_gguf.json --output " +
+                                dir.file(name + "/v.png") + " --save-latents " + dir.file(name + ".safetensors") +
+                                " " + args);
+  };
+  r = run("blocks", "--lora " + lora + ":0.8");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  r = run("dense", "--lora " + lora + ":0.8 --set model.transformer=" + f32);  // merged into float32 at load
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  r = run("plain", "");
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const Tensor blocks = latents_of(dir, "blocks");
+  const double err = testing::rel_l2(blocks, latents_of(dir, "dense"));
+  const double off = testing::rel_l2(blocks, latents_of(dir, "plain"));
+  MESSAGE("Q8_0 + LoRA at run time against the LoRA merged into its float32 dequantization: relative L2 " << err
+                                                                                                        << ", to the run without it " << off);
+  CHECK(err < 1e-5);
+  CHECK(off > 0.05);
+  // tp 2 on the blocks: each rank's rows / whole blocks of columns, and its share of each pair.
+  r = run("blocks_tp2", "--lora " + lora + ":0.8 --set parallel.tp=2", 2);
+  REQUIRE_MESSAGE(r.code == 0, r.output);
+  const double tp = testing::rel_l2(latents_of(dir, "blocks_tp2"), blocks);
+  MESSAGE("Q8_0 + LoRA, tp2 vs one process: relative L2 " << tp);
+  CHECK(tp < 1e-5);
+  // Merging into the blocks would need a float copy of them: exit 2, naming the tensor.
+  r = run("merge", "--lora " + lora + ":0.8 --set lora_apply=merge");
   CHECK(r.code == 2);
   CHECK_MESSAGE(r.output.find("tensor 'blocks.0.attn1.to_q.weight' is Q8_0 (GGUF blocks)") != std::string::npos,
                 r.output);
   CHECK(r.output.find("lora_apply") != std::string::npos);
-  CHECK_FALSE(fs::exists(dir.file("out")));
+  CHECK_FALSE(fs::exists(dir.file("merge")));
+}
+
+TEST_CASE("lora CLI: Wan 2.2's two experts, each or both with a LoRA, give diffusers' fused latents, merged or at run time") {
+  // scripts/fixtures/make_lora_wan22_fixtures.py: WanPipeline on wan22_tiny with
+  // load_lora_weights(..., load_into_transformer_2=...) + fuse_lora at 0.7 (UniPC, 4 steps:
+  // two on each expert, CFG 4 then 3).
+  testing::TempDir dir("lora_wan22");
+  const std::string cases = lora_dir() + "/wan22_pipeline/";
+  const auto ref = io::SafetensorsFile::open(cases + "expected.safetensors");
+  for (const std::string which : {"transformer", "transformer_2", "both", "pair"})
+    for (const std::string apply : {"merge", "runtime"}) {
+      CAPTURE(which);
+      CAPTURE(apply);
+      const std::string name = which + "_" + apply;
+      const testing::Run r = testing::run_command(
+          std::string(DITGEN_EXE) + " --device cpu --threads 2 --quiet --config " + cases + which + "_run.json" +
+          " --init-noise " + testing::reference_dir("wan22_tiny") + "noise.safetensors --save-latents " +
+          dir.file(name + ".safetensors") + " --output " + dir.file(name + "/v.png") + " --set lora_apply=" + apply);
+      REQUIRE_MESSAGE(r.code == 0, r.output);
+      const Tensor got = latents_of(dir, name);
+      double err = 0, off = 1e9;
+      for (int64_t i = 0; i < got.dim(0); ++i) {
+        const Tensor mine = got.slice0(i, i + 1);
+        const Tensor want = ref->load(which + "_" + std::to_string(i)), plain = ref->load("no_lora_" + std::to_string(i));
+        REQUIRE(mine.numel() == want.numel());
+        err = std::max(err, testing::rel_l2(mine.data(), want.data_as<float>(), want.numel()));
+        off = std::min(off, testing::rel_l2(mine.data(), plain.data_as<float>(), plain.numel()));
+      }
+      MESSAGE("wan22_tiny, LoRA on " << which << " (" << apply << "): relative L2 to diffusers' fused run " << err
+                                     << ", to the run without it " << off);
+      CHECK(err < 1e-4);
+      CHECK(off > 1e-2);
+    }
 }

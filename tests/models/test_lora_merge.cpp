@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "../temp_dir.h"
+#include "lora_targets.h"
 #include "io/lora_file.h"
 #include "io/safetensors.h"
 #include "models/lora_merge.h"
@@ -19,24 +20,6 @@
 using namespace ditgen;
 
 namespace {
-
-Tensor random(Shape shape, uint32_t seed) {
-  Tensor t = Tensor::empty(std::move(shape));
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> d;
-  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = d(gen);
-  return t;
-}
-
-io::LoraTarget low_rank(const std::string& tensor, const Tensor& a, const Tensor& b, double scaling) {
-  io::LoraTarget t;
-  t.tensor = tensor;
-  t.a = a;
-  t.b = b;
-  t.rank = a.dim(0);
-  t.scaling = scaling;
-  return t;
-}
 
 io::LoraTarget full(const std::string& tensor, io::LoraKind kind, const Tensor& delta) {
   io::LoraTarget t;
@@ -76,8 +59,8 @@ double max_error(const Tensor& got, const std::vector<double>& want, int64_t row
 TEST_CASE("lora merge at load: whole weights, tp rows and columns, biases and tables, against loops") {
   testing::TempDir dir("lora_merge");
   const int64_t out = 12, in = 10;
-  const Tensor w = random({out, in}, 1), bias = random({out}, 2), table = random({1, 6, 4}, 3);
-  const Tensor other = random({out, in}, 4);
+  const Tensor w = testing::random_normal({out, in}, 1), bias = testing::random_normal({out}, 2), table = testing::random_normal({1, 6, 4}, 3);
+  const Tensor other = testing::random_normal({out, in}, 4);
   for (const DType stored : {DType::kF32, DType::kBF16}) {
     CAPTURE(dtype_name(stored));
     const std::string path = dir.file(std::string("w_") + dtype_name(stored) + ".safetensors");
@@ -89,9 +72,9 @@ TEST_CASE("lora merge at load: whole weights, tp rows and columns, biases and ta
     const Tensor w_stored = plain.load("l.weight").to(DType::kF32).clone();  // bfloat16-rounded when so stored
 
     auto file = std::make_shared<io::LoraFile>();
-    const Tensor a1 = random({3, in}, 5), b1 = random({out, 3}, 6), a2 = random({2, in}, 7), b2 = random({out, 2}, 8);
-    const Tensor dbias = random({out}, 9), dtable = random({1, 6, 4}, 10);
-    file->targets = {low_rank("l.weight", a1, b1, 5.0 / 3), low_rank("l.weight", a2, b2, 1.0),
+    const Tensor a1 = testing::random_normal({3, in}, 5), b1 = testing::random_normal({out, 3}, 6), a2 = testing::random_normal({2, in}, 7), b2 = testing::random_normal({out, 2}, 8);
+    const Tensor dbias = testing::random_normal({out}, 9), dtable = testing::random_normal({1, 6, 4}, 10);
+    file->targets = {testing::low_rank_target("l.weight", a1, b1, 5.0 / 3), testing::low_rank_target("l.weight", a2, b2, 1.0),
                      full("l.bias", io::LoraKind::kBias, dbias), full("table", io::LoraKind::kTable, dtable)};
     auto merge = std::make_shared<models::LoraMerge>();
     for (const io::LoraTarget& t : file->targets) merge->add(file, t, 0.7);

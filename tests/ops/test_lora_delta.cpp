@@ -1,6 +1,7 @@
 // LoRA's arithmetic (ops/lora_delta.h) against plain double loops, on odd
 // shapes: the merged weight, the run-time output (whose sum with x · W^T is
-// x · the merged weight^T), the full delta, and the shape checks.
+// x · the merged weight^T), the full delta, a tp rank's columns, and the
+// shape checks.
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -75,4 +76,16 @@ TEST_CASE("lora delta: shapes that do not fit are refused") {
   CHECK_THROWS_AS(ops::lora_apply_(Tensor::zeros({2, 5}), a, b, 1, y), std::invalid_argument);
   CHECK_THROWS_AS(ops::lora_apply_(Tensor::zeros({3, 3}), a, b, 1, y), std::invalid_argument);
   CHECK_THROWS_AS(ops::lora_add_delta_(t, Tensor::zeros({1, 4}), 1), std::invalid_argument);
+}
+
+TEST_CASE("lora delta: lora_columns copies a tp rank's columns, all of them without a copy") {
+  const Tensor a = random_tensor({3, 7}, 7);
+  const Tensor mid = ops::lora_columns(a, 2, 4);
+  REQUIRE(mid.shape() == Shape{3, 4});
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < 4; ++c) CHECK(mid.data()[r * 4 + c] == a.data()[r * 7 + 2 + c]);
+  CHECK(ops::lora_columns(a, 0, 7).raw() == a.raw());
+  CHECK_THROWS_AS(ops::lora_columns(a, 5, 3), std::out_of_range);
+  CHECK_THROWS_AS(ops::lora_columns(a, -1, 2), std::out_of_range);
+  CHECK_THROWS_AS(ops::lora_columns(Tensor::zeros({7}), 0, 2), std::invalid_argument);
 }

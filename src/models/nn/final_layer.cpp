@@ -9,11 +9,10 @@ namespace ditgen::models::nn {
 
 namespace {
 
-// The stored tensor `name` (R, ...) with its rows reordered from (c, s)
+// `stored` (R, ...) with its rows reordered from (c, s)
 // (channels c < C outer) to (s, c), a CPU copy in the stored dtype: row
 // s * C + c of the result is stored row c * S + s.
-Tensor channels_last_rows(const io::WeightStore& w, const std::string& name, int64_t channels) {
-  const Tensor stored = w.load(name);
+Tensor channels_last_rows(const Tensor& stored, int64_t channels) {
   const int64_t rows = stored.dim(0), per_channel = rows / channels;
   Tensor out = Tensor::empty(stored.shape(), Device::kCPU, stored.dtype());
   const size_t row_bytes = stored.nbytes() / static_cast<size_t>(rows);
@@ -48,8 +47,9 @@ FinalLayer FinalLayer::load(const io::WeightStore& w, const FinalLayerNames& nam
     f.modulation_ = Linear::load(w, names.modulation, place);
   if (names.patch_channels_first > 0) {
     const int64_t channels = names.patch_channels_first;
-    f.proj_out_ = {place.matrix(channels_last_rows(w, names.out + "weight", channels)),
-                   place.put(channels_last_rows(w, names.out + "bias", channels))};
+    const auto reorder = [channels](const Tensor& t) { return channels_last_rows(t, channels); };
+    f.proj_out_ = {place.matrix(reorder(w.load(names.out + "weight"))), place.put(reorder(w.load(names.out + "bias"))),
+                   LoraTerms::load(w, names.out + "weight", 0, -1, 0, -1, place, reorder)};
   } else {
     f.proj_out_ = Linear::load(w, names.out, place);
   }

@@ -17,11 +17,18 @@
 //                         once after that (also with tp = 1, so the
 //                         arithmetic is the same whatever the layout).
 // Names: `prefix` + "weight" / "bias" ("transformer_blocks.0.attn1.to_q.").
+//
+// A LoRA applied at run time to a layer's weight (nn/lora_terms.h: every
+// layer asks the store by its weight's name) adds Σ factor · (x Aᵀ) Bᵀ to
+// x wᵀ + b before the layer's activation, each layer holding the share of
+// A and B that matches its share of w; a row-parallel layer adds its
+// partial product before the all-reduce, so it is summed once.
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "io/safetensors.h"
+#include "models/nn/lora_terms.h"
 #include "models/nn/tensor_decl.h"
 #include "models/placement.h"
 #include "ops/ops.h"
@@ -35,16 +42,22 @@ namespace ditgen::models::nn {
 TensorDecls linear_tensors(const std::string& prefix, int64_t out, int64_t in, TpSplit weight = TpSplit::kWhole,
                            TpSplit bias = TpSplit::kWhole);
 
+// act(x w^T + b + lora's terms): ops::linear, with the run-time LoRA's
+// terms added before the activation when the layer has any.
+Tensor linear_with_lora(const Tensor& x, const Tensor& w, const Tensor& b, const LoraTerms& lora,
+                        ops::Activation act);
+
 class Linear {
  public:
   static Linear load(const io::WeightStore& weights, const std::string& prefix, const Placement& place);
   // act(x (..., K) w^T + b): (..., N).
   Tensor operator()(const Tensor& x, ops::Activation act = ops::Activation::kNone) const {
-    return ops::linear(x, weight, &bias, act);
+    return linear_with_lora(x, weight, bias, lora, act);
   }
 
   Tensor weight;  // (N, K)
   Tensor bias;    // (N)
+  LoraTerms lora;  // run-time LoRA of the weight; usually none
 };
 
 class ColumnParallelLinear {
@@ -60,13 +73,14 @@ class ColumnParallelLinear {
                                    parallel::Communicator* tp, const Placement& place, int64_t first_row = 0);
   // (..., N/tp): this rank's outputs.
   Tensor operator()(const Tensor& x, ops::Activation act = ops::Activation::kNone) const {
-    return ops::linear(x, weight, &bias, act);
+    return linear_with_lora(x, weight, bias, lora, act);
   }
   // The same into columns [col, col + N/tp) of y, a (rows, W) tensor.
-  void into(const Tensor& x, Tensor& y, int64_t col) const { ops::linear_into(x, weight, &bias, y, col); }
+  void into(const Tensor& x, Tensor& y, int64_t col) const;
 
   Tensor weight;  // (N/tp, K)
   Tensor bias;    // (N/tp)
+  LoraTerms lora;  // run-time LoRA: B's rows of this layer's rows
 };
 
 class RowParallelLinear {
@@ -84,6 +98,7 @@ class RowParallelLinear {
 
   Tensor weight;  // (N, K/tp)
   Tensor bias;    // (N), added once after the all-reduce
+  LoraTerms lora;  // run-time LoRA: A's columns of this layer's columns
 
  private:
   parallel::Communicator* tp_ = nullptr;
