@@ -255,7 +255,7 @@ TEST_CASE("lora CLI: a second expert's target on one transformer, a bad --lora: 
   CHECK_FALSE(fs::exists(dir.file("typo")));
 }
 
-TEST_CASE("lora CLI: lora_apply runtime gives the merged latents (diffusers' fused run), alone and under tp2") {
+TEST_CASE("lora CLI: lora_apply runtime gives the merged latents (diffusers' fused run), alone, under tp2 and Ulysses sp2") {
   testing::TempDir dir("lora_runtime");
   testing::Run r = run_lora(dir, "merged", run_config(), "--quiet");
   REQUIRE_MESSAGE(r.code == 0, r.output);
@@ -276,6 +276,19 @@ TEST_CASE("lora CLI: lora_apply runtime gives the merged latents (diffusers' fus
   const double tp = testing::rel_l2(latents_of(dir, "runtime_tp2"), runtime);
   MESSAGE("tp2 vs one process, LoRA at run time: relative L2 " << tp);
   CHECK(tp < 1e-5);
+  // Ulysses sp 2: whole weights on each rank, the tokens split; merged
+  // and at run time alike.
+  for (const std::string apply : {"merged", "runtime"}) {
+    CAPTURE(apply);
+    r = run_lora(dir, apply + "_sp2", run_config(),
+                 "--quiet --set lora_apply=" + (apply == "merged" ? std::string("merge") : apply) +
+                     " --set parallel.sp=2 --set parallel.sp_mode=ulysses",
+                 2);
+    REQUIRE_MESSAGE(r.code == 0, r.output);
+    const double sp = testing::rel_l2(latents_of(dir, apply + "_sp2"), latents_of(dir, apply));
+    MESSAGE("ulysses sp2 vs one process, LoRA " << apply << ": relative L2 " << sp);
+    CHECK(sp < 1e-5);
+  }
 }
 
 TEST_CASE("lora CLI: beside int8 weights (model.quantize), the LoRA moves the latents as diffusers' fused LoRA does") {
