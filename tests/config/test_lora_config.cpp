@@ -40,7 +40,7 @@ TEST_CASE("lora: defaults, a list of path / scale / target, paths beside the con
   CHECK(load_config(write_config(to_json(runtime), "again2.json"), {}).lora_apply == LoraApply::kRuntime);
 }
 
-TEST_CASE("lora: each item's keys and values checked, naming lora[i]; lora_apply's names") {
+TEST_CASE("lora: each item's keys and values checked, naming lora[i], and lora_apply's names") {
   auto error_for = [](const json& list) { return load_error(with(minimal_config(), "lora", list)); };
   CHECK(contains(error_for(json{{"path", "a"}}), "lora: expected a list"));
   CHECK(contains(error_for(json::array({"a.safetensors"})), "lora[0]: expected an object"));
