@@ -29,11 +29,7 @@ std::unique_ptr<VaeEncoder> VaeSpec::load_encoder(const io::WeightStore&, const 
 
 int64_t declared_elements(const nn::TensorDecls& decls) {
   int64_t n = 0;
-  for (const nn::TensorDecl& d : decls) {
-    int64_t e = 1;
-    for (const int64_t s : d.shape) e *= s;
-    n += e;
-  }
+  for (const nn::TensorDecl& d : decls) n += shape_numel(d.shape);
   return n;
 }
 

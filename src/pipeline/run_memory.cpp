@@ -13,12 +13,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-double elements(const Shape& shape) {
-  double n = 1;
-  for (const int64_t d : shape) n *= static_cast<double>(d);
-  return n;
-}
-
 }  // namespace
 
 double StageMemory::peak() const { return std::max({text_encoding, denoising, decode}); }
@@ -55,7 +49,7 @@ RunMemory plan_run_memory(const Pipeline& pipe, const RunMemoryInputs& in,
     m.embeddings = rows * width * sizeof(float);
   }
   const double outputs = static_cast<double>(in.batch_outputs);
-  m.latents = outputs * elements(in.latent) * sizeof(float);
+  m.latents = outputs * static_cast<double>(shape_numel(in.latent)) * sizeof(float);
   // The decoded frames (outputs, F, 3, H, W) float32.
   const bool video = in.latent.size() == 4;
   const int64_t h = in.latent.at(in.latent.size() - 2), w = in.latent.back(), f = vae.spatial_factor();

@@ -68,7 +68,7 @@ models::nn::TileGrid vae_tile_grid(const VaeConfig& vae, const models::VaeSpec& 
 }
 
 std::string VaeTilingDecision::record_json(VaeTiling mode) const {
-  nlohmann::json j = {{"tiling", mode == VaeTiling::kOff ? "off" : mode == VaeTiling::kOn ? "on" : "auto"},
+  nlohmann::json j = {{"tiling", name_of(mode)},
                       {"tiled", grid.has_value()}};
   if (grid) {
     j["tile"] = {grid->height.latent_size * spatial_factor, grid->width.latent_size * spatial_factor};
