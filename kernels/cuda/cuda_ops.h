@@ -112,6 +112,10 @@ void conv2d(const void* x, const void* w, const void* bias, void* y, int64_t bat
 // y[B, C, H*f, W*f] = nearest upsampling of x[B, C, H, W].
 void upsample_nearest(const void* x, void* y, int64_t batch, int64_t channels, int64_t height, int64_t width,
                       int64_t factor, DType dtype);
+// out[B, C, 2H, 2W] from the stacked phase convolution y[B, 4C, H+1, W+1]
+// (kernels/math/upsample_phases.h).
+void interleave_upsample_phases(const void* y, void* out, int64_t batch, int64_t channels, int64_t height,
+                                int64_t width, DType dtype);
 // y[B, Cout, To, Ho, Wo] = conv3d(x[B, Cin, T, H, W], w[Cout, Cin, kt, kh, kw])
 // + bias[Cout] (bias may be null), per-axis (t, h, w) stride and symmetric
 // zero padding; To = (T + 2 pt - kt) / st + 1, and so on (conv3d.cu).

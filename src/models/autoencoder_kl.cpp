@@ -138,7 +138,7 @@ nn::TensorDecls AutoencoderKL::decoder_tensors(const AutoencoderKLConfig& c) {
       up, c.layers_per_block + 1,
       [&](const UpResnet& r) { nn::append(t, nn::ResnetBlock2D::tensors(r.prefix, resnet_dims(c, r.cin, r.cout))); },
       [&](size_t i, const std::string& ub) {
-        if (i + 1 < up.out.size()) nn::append(t, nn::Conv2d::tensors(upsampler(ub), up.out[i], up.out[i], 3));
+        if (i + 1 < up.out.size()) nn::append(t, nn::UpsampleConv2d::tensors(upsampler(ub), up.out[i], up.out[i]));
       });
   nn::append(t, nn::GroupNorm::tensors(kNormOut, ch.first));
   nn::append(t, nn::Conv2d::tensors(kConvOut, c.out_channels, ch.first, 3));
@@ -172,7 +172,7 @@ AutoencoderKL AutoencoderKL::load(const io::WeightStore& w, const AutoencoderKLC
       up, c.layers_per_block + 1,
       [&](const UpResnet& r) { return nn::ResnetBlock2D::load(w, r.prefix, resnet_dims(c, r.cin, r.cout), place); },
       [&](size_t i, const std::string& ub, VaeUpBlock& blk) {
-        if (i + 1 < up.out.size()) blk.upsampler = nn::Conv2d::load(w, upsampler(ub), up.out[i], up.out[i], 3, place);
+        if (i + 1 < up.out.size()) blk.upsampler = nn::UpsampleConv2d::load(w, upsampler(ub), up.out[i], up.out[i], place);
       });
   m.norm_out_ = nn::GroupNorm::load(w, kNormOut, ch.first, c.norm_num_groups, kNormEps, place);
   m.conv_out_ = nn::Conv2d::load(w, kConvOut, c.out_channels, ch.first, 3, place);
@@ -200,11 +200,7 @@ Tensor AutoencoderKL::decode_one(const Tensor& z) const {
   for (const VaeUpBlock& blk : up_blocks_) {
     for (const nn::ResnetBlock2D& r : blk.resnets) h = r(h);
     if (blk.upsampler.defined()) {
-      {
-        profile::ScopedTimer t("vae.upsample");
-        h = ops::upsample_nearest(h, 2);
-      }
-      profile::ScopedTimer t("vae.conv3x3");
+      profile::ScopedTimer t("vae.upsample");  // nearest x2 and the 3x3 conv, as one 2x2 conv of four phases
       h = blk.upsampler(h);
     }
     // The next block works at 4x the pixels: the host blocks cached for

@@ -30,6 +30,7 @@
 #include "models/nn/pixel_attention.h"
 #include "models/nn/resnet2d.h"
 #include "models/nn/tensor_decl.h"
+#include "models/nn/upsample_conv.h"
 #include "models/placement.h"
 #include "models/vae_spec.h"
 #include "tensor/tensor.h"
@@ -67,7 +68,7 @@ struct AutoencoderKLConfig {
 // and the upsampler's 3x3 conv.
 struct VaeUpBlock {
   std::vector<nn::ResnetBlock2D> resnets;  // layers_per_block + 1
-  nn::Conv2d upsampler;                    // (C, C, 3, 3); undefined for the last block
+  nn::UpsampleConv2d upsampler;            // (C, C, 3, 3) as four 2x2 phases; undefined for the last block
 };
 
 class AutoencoderKL {

@@ -207,7 +207,7 @@ nn::TensorDecls AutoencoderKLWan::decoder_tensors(const AutoencoderKLWanConfig& 
         if (i + 1 == up.out.size()) return;
         const int64_t ch = up.out[i];
         if (c.temporal_upsample(i)) nn::append(t, nn::CausalConv3d::tensors(time_conv(ub), 2 * ch, ch, kTimeKernel));
-        nn::append(t, nn::Conv2d::tensors(resample(ub), ch / 2, ch, 3));
+        nn::append(t, nn::UpsampleConv2d::tensors(resample(ub), ch / 2, ch));
       });
   nn::append(t, nn::ChannelRmsNorm::tensors(kNormOut, c_last, 3));
   nn::append(t, nn::CausalConv3d::tensors(kConvOut, c.out_channels, c_last, k3x3x3));
@@ -241,7 +241,7 @@ AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const Autoenco
         blk.upsample = true;
         blk.temporal = c.temporal_upsample(i);
         if (blk.temporal) blk.time_conv = nn::CausalConv3d::load(w, time_conv(ub), 2 * ch, ch, kTimeKernel, place);
-        blk.resample = nn::Conv2d::load(w, resample(ub), ch / 2, ch, 3, place);
+        blk.resample = nn::UpsampleConv2d::load(w, resample(ub), ch / 2, ch, place);
       });
   m.norm_out_ = nn::ChannelRmsNorm::load(w, kNormOut, c_last, 3, place);
   m.conv_out_ = nn::CausalConv3d::load(w, kConvOut, c.out_channels, c_last, k3x3x3, place);
@@ -268,15 +268,10 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) c
   }
   // Per frame: nearest-exact x2 (= nearest for x2) and the 3x3 conv to C/2.
   const int64_t c = x.dim(1), t = x.dim(2), h = x.dim(3), w = x.dim(4), hw = h * w;
-  const int64_t co = b.resample.weight.dim(0), ohw = 4 * hw;
+  const int64_t co = b.resample.out_channels(), ohw = 4 * hw;
   auto one_frame = [&](const Tensor& frame) {  // [1, C, H, W] -> [1, C/2, 2H, 2W]
-    Tensor up;
-    {
-      profile::ScopedTimer timer("vae.upsample");
-      up = ops::upsample_nearest(frame, 2);
-    }
-    profile::ScopedTimer timer("vae.conv2d");
-    return b.resample(up);
+    profile::ScopedTimer timer("vae.upsample");
+    return b.resample(frame);
   };
   if (t == 1) return one_frame(x.reshape({1, c, h, w})).reshape({1, co, 1, 2 * h, 2 * w});
   Tensor out = place_.empty({1, co, t, 2 * h, 2 * w});

@@ -42,6 +42,7 @@
 #include "models/nn/conv.h"
 #include "models/nn/norm.h"
 #include "models/nn/tensor_decl.h"
+#include "models/nn/upsample_conv.h"
 #include "models/placement.h"
 #include "models/vae_decoder_parts.h"
 #include "models/vae_spec.h"
@@ -91,7 +92,7 @@ struct WanUpBlock {
   bool upsample = false;                      // all but the last block
   bool temporal = false;                      // upsample3d (time_conv) rather than upsample2d
   nn::CausalConv3d time_conv;                 // (2C, C, 3, 1, 1); temporal only
-  nn::Conv2d resample;                        // resample.1: (C/2, C, 3, 3)
+  nn::UpsampleConv2d resample;                // resample.1: (C/2, C, 3, 3) as four 2x2 phases
 };
 
 // Placement, config, Cache, decode() of a whole video and the seam's Stream

@@ -337,6 +337,13 @@ Tensor upsample_nearest(const Tensor& x, int64_t factor) {
   DITGEN_DISPATCH(x, "upsample_nearest", upsample_nearest(x, factor));
 }
 
+Tensor interleave_upsample_phases(const Tensor& y) {
+  if (y.ndim() != 4 || y.dim(1) % 4 != 0 || y.dim(2) < 2 || y.dim(3) < 2)
+    throw std::invalid_argument("interleave_upsample_phases: expected [B, 4C, H+1, W+1], got " +
+                                shape_str(y.shape()));
+  DITGEN_DISPATCH(y, "interleave_upsample_phases", interleave_upsample_phases(y));
+}
+
 Tensor timestep_embedding(const std::vector<float>& timesteps, int64_t dim, bool flip_sin_to_cos,
                           float downscale_freq_shift, float scale, float max_period) {
   return cpu::timestep_embedding(timesteps, dim, flip_sin_to_cos, downscale_freq_shift, scale, max_period);

@@ -158,6 +158,11 @@ void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 // Nearest-neighbour upsampling by an integer factor: [B, C, H, W] -> [B, C, H*f, W*f].
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
+// Nearest x2 then a 3x3 convolution, done as one 2x2 convolution with four
+// phases stacked as output channels (kernels/math/upsample_phases.h): y
+// [B, 4C, H+1, W+1] (that convolution's output, zero padding 1) -> the
+// upsampled convolution's [B, C, 2H, 2W], a copy.
+Tensor interleave_upsample_phases(const Tensor& y);
 // 3-D convolution, NCDHW: x [B, Cin, T, H, W], w [Cout, Cin, kt, kh, kw],
 // bias [Cout] (may be null); stride and symmetric zero padding per axis, in
 // (t, h, w) order: out [B, Cout, To, Ho, Wo], To = (T + 2 pt - kt) / st + 1,

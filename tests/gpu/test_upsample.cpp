@@ -1,4 +1,4 @@
-// CUDA upsample_nearest against ops::upsample_nearest: a copy, so results
+// CUDA upsample_nearest and interleave_upsample_phases against the ops: copies, so results
 // are exact in every storage type (inputs pre-rounded to it).
 #include <doctest/doctest.h>
 
@@ -23,4 +23,18 @@ TEST_CASE("cuda upsample_nearest matches ops::upsample_nearest exactly") {
       for (int64_t i = 0; i < ref.numel(); ++i) mismatches += got[i] != ref[i];
       CHECK(mismatches == 0);
     }
+}
+
+TEST_CASE("cuda interleave_upsample_phases matches ops::interleave_upsample_phases exactly") {
+  for (cuda::DType t : gputest::kAllTypes) {
+    CAPTURE(cuda::dtype_name(t));
+    Tensor y = gputest::rounded(random_tensor({2, 12, 6, 8}, 2), t);  // (B, 4C, H+1, W+1): C 3, H 5, W 7
+    Tensor ref = ops::interleave_upsample_phases(y);
+    DeviceTensor dy(y, t), dout(ref.numel(), t);
+    cuda::interleave_upsample_phases(dy.data(), dout.data(), 2, 3, 5, 7, t);
+    Tensor got = dout.to_host(ref.shape());
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < ref.numel(); ++i) mismatches += got[i] != ref[i];
+    CHECK(mismatches == 0);
+  }
 }

@@ -163,7 +163,10 @@ TEST_CASE("Wan VAE from one file, in the original names or diffusers': the folde
     for (int64_t i = 0; i < y.numel(); ++i) y[i] = std::clamp(y[i], -1.0f, 1.0f);  // decode().sample is clamped
     const double err = testing::rel_l2(y, ref);
     MESSAGE(weights->dir() << ": relative L2 to diffusers' decode " << err);
-    CHECK(err <= 1e-5);
+    // diffusers' float32 decode of this fixture is itself 9.0e-6 from its
+    // float64 decode; ditgen's upsamplers sum the 3x3 taps in another order
+    // (nn/upsample_conv.h): 1.6e-5 from the float32 reference (6.8e-6 before).
+    CHECK(err <= 2.5e-5);
   }
 
   // The published layout's names, as diffusers' convert_wan_vae_to_diffusers writes them out.

@@ -18,6 +18,7 @@
 #include "models/nn/feed_forward.h"
 #include "models/nn/tensor_decl.h"
 #include "models/nn/transformer_block.h"
+#include "models/nn/upsample_conv.h"
 #include "parallel/sequence_attention.h"
 #include "temp_dir.h"
 #include "util/error.h"
@@ -292,4 +293,38 @@ TEST_CASE("nn::TensorDecl: legacy names and another stored shape are declared on
   const models::nn::TensorDecl absent{"a.weight", {3}, models::nn::TpSplit::kWhole, std::nullopt, {"b.weight"}};
   CHECK_THROWS_WITH_AS(models::nn::check_tensors(store, {absent}),
                        doctest::Contains("missing tensor 'a.weight' (or legacy 'b.weight')"), ModelError);
+}
+
+TEST_CASE("nn::UpsampleConv2d: nearest x2 then the 3x3 convolution, against the plain loop on the upsampled image") {
+  const int64_t B = 2, in = 3, out = 5, H = 5, W = 7;
+  const Tensor w = testing::random_tensor({out, in, 3, 3}, 11), b = testing::random_tensor({out}, 12);
+  const Tensor x = testing::random_tensor({B, in, H, W}, 13);
+  // ref (B, out, 2H, 2W): sum over the 3x3 window of the upsampled image u[y][x] = x[y / 2][x / 2], zero outside.
+  std::vector<double> ref(static_cast<size_t>(B * out * 4 * H * W));
+  for (int64_t n = 0; n < B; ++n)
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t yo = 0; yo < 2 * H; ++yo)
+        for (int64_t xo = 0; xo < 2 * W; ++xo) {
+          double s = b[o];
+          for (int64_t i = 0; i < in; ++i)
+            for (int64_t ky = 0; ky < 3; ++ky)
+              for (int64_t kx = 0; kx < 3; ++kx) {
+                const int64_t uy = yo + ky - 1, ux = xo + kx - 1;
+                if (uy < 0 || ux < 0 || uy >= 2 * H || ux >= 2 * W) continue;
+                s += static_cast<double>(w[((o * in + i) * 3 + ky) * 3 + kx]) *
+                     x[((n * in + i) * H + uy / 2) * W + ux / 2];
+              }
+          ref[static_cast<size_t>(((n * out + o) * 2 * H + yo) * 2 * W + xo)] = s;
+        }
+  testing::TempDir dir("upsample_conv");
+  const io::WeightStore store = store_of(dir, {{"up.weight", w}, {"up.bias", b}});
+  for (const DType dtype : {DType::kF32, DType::kBF16}) {
+    CAPTURE(dtype_name(dtype));
+    const nn::UpsampleConv2d up = nn::UpsampleConv2d::load(store, "up.", out, in, {Device::kCPU, dtype});
+    const Tensor y = up(x);
+    REQUIRE(y.shape() == Shape{B, out, 2 * H, 2 * W});
+    CHECK(testing::rel_l2(y, ref) < (dtype == DType::kF32 ? 1e-6 : 1e-2));
+  }
+  // A missing tensor is the store's ModelError naming it.
+  CHECK_THROWS_AS(nn::UpsampleConv2d::load(store, "other.", out, in, {Device::kCPU, DType::kF32}), ModelError);
 }

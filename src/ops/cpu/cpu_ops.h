@@ -90,6 +90,7 @@ void copy_rows(const float* src, int64_t src_stride, float* dst, int64_t dst_str
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
+Tensor interleave_upsample_phases(const Tensor& y);
 // slab_bytes: onednn_conv3d's bound on its copies of a slab (tests take
 // small ones to exercise the slabs).
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,

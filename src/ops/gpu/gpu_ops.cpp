@@ -142,6 +142,13 @@ Tensor upsample_nearest(const Tensor& x, int64_t factor) {
   return y;
 }
 
+Tensor interleave_upsample_phases(const Tensor& y) {
+  const int64_t c = y.dim(1) / 4, h = y.dim(2) - 1, w = y.dim(3) - 1;
+  Tensor out = like(y, {y.dim(0), c, 2 * h, 2 * w});
+  cuda::interleave_upsample_phases(y.raw(), out.raw(), y.dim(0), c, h, w, y.dtype());
+  return out;
+}
+
 Tensor patchify(const Tensor& x, int64_t p) {
   const int64_t b = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   Tensor y = like(x, {b, (h / p) * (w / p), c * p * p});

@@ -41,6 +41,7 @@ void attention_merge_(Tensor& out, Tensor& lse, const Tensor& out2, const Tensor
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor* bias, int64_t stride, int64_t padding);
 Tensor upsample_nearest(const Tensor& x, int64_t factor);
+Tensor interleave_upsample_phases(const Tensor& y);
 Tensor conv3d(const Tensor& x, const Tensor& w, const Tensor* bias, std::array<int64_t, 3> stride,
               std::array<int64_t, 3> padding);
 Tensor patchify(const Tensor& x, int64_t p);
