@@ -14,9 +14,10 @@
 // operands' product to float rounding, whatever the kernel.
 //
 // oneDNN runs the integer product (s8 x s8: AMX's native int8 product;
-// on AVX512-VNNI oneDNN offsets and corrects the activations itself) with
-// both scales, the bias and the activation fused into it, so the int32
-// sums never reach memory. A weight is packed once at load into the
+// on AVX512-VNNI oneDNN offsets and corrects the activations itself) in
+// tiles, each thread applying both scales, the bias and the activation to
+// its tile's int32 sums while they are in its cache (int8_matmul.cpp says
+// why not oneDNN's post-ops). A weight is packed once at load into the
 // blocked layout oneDNN prefers, with its scales appended, as the bfloat16
 // weights are packed (onednn_matmul.h).
 #pragma once
@@ -45,9 +46,9 @@ void pack_weight_s8(int64_t n, int64_t k, const int8_t* w, const float* scales, 
 void int8_linear(const float* x, int64_t m, int64_t k, int64_t ldx, const void* packed_w, int64_t n,
                  const float* bias, Activation act, float* y, int64_t ldy);
 
-// The kernel oneDNN runs for an (m, n, k) int8 linear with a bias, and
-// whether the epilogue is fused into it ("brg:avx512_core_amx_int8 fused",
-// or "... s32 + epilogue"), for benchmarks.
+// The kernel oneDNN runs for an (m, n, k) int8 linear and how the product
+// is split ("brg:avx512_core_amx_int8 tiles + epilogue", or "... s32 +
+// epilogue" for one call on the whole), for benchmarks.
 const char* int8_kernel_name(int64_t m, int64_t n, int64_t k);
 
 }  // namespace ditgen::ops::cpu
