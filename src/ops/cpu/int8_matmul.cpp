@@ -163,11 +163,13 @@ void epilogue_rows(const int32_t* acc, int64_t ld_acc, int64_t rows, int64_t col
     const float s = x_scales[i];
     const int32_t* src = acc + i * ld_acc;
     float* dst = y + i * ldy;
+    if (bias) {
 #pragma omp simd
-    for (int64_t j = 0; j < cols; ++j) dst[j] = static_cast<float>(src[j]) * (s * w_scales[j]);
-    if (bias)
+      for (int64_t j = 0; j < cols; ++j) dst[j] = static_cast<float>(src[j]) * (s * w_scales[j]) + bias[j];
+    } else {
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) dst[j] += bias[j];
+      for (int64_t j = 0; j < cols; ++j) dst[j] = static_cast<float>(src[j]) * (s * w_scales[j]);
+    }
     if (act == Activation::kGeluTanh)
 #pragma omp simd
       for (int64_t j = 0; j < cols; ++j) dst[j] = math::gelu_tanh(dst[j]);
