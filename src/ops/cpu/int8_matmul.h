@@ -1,7 +1,7 @@
 // W8A8 linear layers on the CPU: int8 weights with one scale per output
 // channel, activations quantized per row (token) when the layer runs, and
-// oneDNN's int8 matmul (AMX or VNNI: about twice its bfloat16 rate,
-// docs/cpu.md).
+// oneDNN's int8 matmul (AMX or VNNI: on AMX 1.5 to 2.1 times its bfloat16
+// rate at Wan's shapes, docs/quantized-benchmark.md).
 //
 //   weights      w_q[n, k] = round(w[n, k] / s_w[n]),  s_w[n] = max_k |w[n, k]| / 127
 //                (symmetric, per output channel; made once at load from a
