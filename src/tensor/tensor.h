@@ -17,7 +17,7 @@
 // bfloat16 weight packed into oneDNN's blocked layout (Layout::kGemmPacked,
 // made only by ops::pack_gemm_weight), an int8 W8A8 weight
 // (Layout::kInt8Packed, made only by ops::quantize_gemm_weight: its values
-// in oneDNN's int8 layout, then its column sums and per-row scales,
+// in oneDNN's int8 layout, then its per-row scales,
 // ops/cpu/int8_matmul.h), and a weight in one of ggml's block formats as a
 // GGUF file stores it (Layout::kBlockQuantized, borrowed from the mapped
 // file: each row K / block_size blocks of block_type(), a ggml type number,

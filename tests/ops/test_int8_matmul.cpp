@@ -68,7 +68,10 @@ TEST_CASE("int8: the linear equals the quantized operands' product (odd shapes, 
   };
   for (const Case c : {Case{1, 7, 5, false, ops::Activation::kNone, 0}, Case{3, 33, 65, true, ops::Activation::kNone, 0},
                        Case{17, 48, 96, true, ops::Activation::kGeluTanh, 5},
-                       Case{64, 130, 257, false, ops::Activation::kGeluTanh, 3}}) {
+                       Case{64, 130, 257, false, ops::Activation::kGeluTanh, 3},
+                       // Several output tiles (256 x 512 where the packed layout allows), with
+                       // tails in both directions.
+                       Case{300, 600, 70, true, ops::Activation::kGeluTanh, 2}}) {
     CAPTURE(c.m);
     CAPTURE(c.n);
     CAPTURE(c.k);

@@ -16,11 +16,11 @@ enum ScratchTag {
   kWidenedWeight,      // gemm.cpp: a block of 16-bit weight rows widened to float32
   kRoundedInput,       // gemm.cpp: a block of input rows rounded to bfloat16
   kRoundedInputF32,    // gemm.cpp: the same as float32 values (the emulated bf16 path)
-  kDenseMatmulOutput,  // onednn_matmul.cpp, int8_matmul.cpp: a strided output's contiguous stand-in
-  kMatmulScratchpad,   // onednn_matmul.cpp: oneDNN's scratchpad for one matmul call
+  kDenseMatmulOutput,  // onednn_matmul.cpp: a strided output's contiguous stand-in
+  kMatmulScratchpad,   // onednn_matmul.cpp, int8_matmul.cpp: oneDNN's scratchpad for one matmul call
   kQuantizedInput,     // int8_matmul.cpp: the input rows quantized to int8
   kQuantizedInputScales,  // int8_matmul.cpp: their per-row scales
-  kInt8MatmulSums,     // int8_matmul.cpp: the int32 sums before scaling
+  kInt8MatmulSums,     // int8_matmul.cpp: the int32 sums of a tile (or of the whole product) before scaling
   kBlockBandBf16,      // gemm.cpp: a band of block-quantized weight rows dequantized and rounded to bfloat16
   kAttentionKeysValues,   // attention_onednn.cpp: a key chunk's keys and values packed for oneDNN (caller's thread)
   kAttentionHeadRows,     // attention_onednn.cpp: one head's key or value rows in bfloat16, before packing
