@@ -9,7 +9,12 @@
 namespace ditgen::pipeline {
 namespace {
 
-std::string model_name(const RunConfig& cfg) { return std::filesystem::path(cfg.model.path).lexically_normal().string(); }
+// The model folder as the user named it, without a trailing '/'.
+std::string model_name(const RunConfig& cfg) {
+  std::string name = std::filesystem::path(cfg.model.path).lexically_normal().string();
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  return name;
+}
 
 }  // namespace
 

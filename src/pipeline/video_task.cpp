@@ -72,8 +72,10 @@ VideoKind read_video_kind(const std::string& model_dir) {
 
 void check_image_fields(const VideoKind& kind, bool image, bool last_image, const std::string& where,
                         const std::string& image_field, const std::string& last_field, const std::string& model) {
-  const std::string what = model + " is " + (kind.task == VideoTask::kNoImage ? "" : "a ") + task_name(kind.task) +
-                           (kind.task == VideoTask::kNoImage ? "" : " model") +
+  const std::string name = task_name(kind.task);
+  const bool vowel = std::string("aeiou").find(name[0]) != std::string::npos;
+  const char* article = kind.task == VideoTask::kNoImage ? "" : vowel ? "an " : "a ";
+  const std::string what = model + " is " + article + name + (kind.task == VideoTask::kNoImage ? "" : " model") +
                            (kind.pipeline_class.empty() ? "" : " (model_index.json: " + kind.pipeline_class + ")");
   if (image && !kind.takes_image())
     throw ConfigError(where + ": " + image_field + ": " + what +
