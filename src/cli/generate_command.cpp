@@ -151,6 +151,7 @@ void run_generate(const CliOptions& opts) {
     const std::vector<config::PromptEntry> lines = config::read_prompt_file(loaded.generate.prompt_file);
     images = pipeline::read_run_images(loaded, lines, static_cast<int64_t>(lines.size()), video, opts.config_path);
   }
+  pipeline::refuse_until_models_join(video, loaded.model.path);
   // The model's config files only: its family (registry) picks the pipeline,
   // and the settings the run left unset take the model's defaults.
   const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(

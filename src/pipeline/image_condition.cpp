@@ -6,7 +6,12 @@
 #include "pipeline/image_condition.h"
 
 #include <cstring>
+#include <map>
+#include <stdexcept>
 #include <string>
+#include <utility>
+
+#include "io/vae_image_input.h"
 
 #include "util/error.h"
 
@@ -138,6 +143,37 @@ ImageCondition text_only_expand_condition(int64_t latent_frames, int64_t latent_
   ImageCondition out;
   out.mode = ConditionMode::kExpandTimesteps;
   out.first_frame_mask = first_frame_mask(latent_frames, latent_height, latent_width, /*image=*/false);
+  return out;
+}
+
+std::vector<ImageCondition> image_conditions(const std::vector<OutputImages>& images,
+                                             const models::VaeEncoder& encoder, int64_t height, int64_t width,
+                                             int64_t frames, int64_t spatial_factor, int64_t temporal_factor,
+                                             ConditionMode mode) {
+  std::map<std::pair<const void*, const void*>, ImageCondition> encoded;  // by the files' decoded images
+  std::vector<ImageCondition> out;
+  for (const OutputImages& o : images) {
+    if (!o.image) {
+      if (mode != ConditionMode::kExpandTimesteps)
+        throw std::invalid_argument("image_conditions: an output without an image for a model that needs one");
+      out.push_back(text_only_expand_condition((frames - 1) / temporal_factor + 1, height / spatial_factor,
+                                               width / spatial_factor));
+      continue;
+    }
+    const auto key =
+        std::make_pair(static_cast<const void*>(o.image.get()), static_cast<const void*>(o.last_image.get()));
+    auto it = encoded.find(key);
+    if (it == encoded.end()) {
+      const Tensor image = io::vae_image_input(o.image->image.rgb, height, width, spatial_factor);
+      Tensor last;
+      if (o.last_image) last = io::vae_image_input(o.last_image->image.rgb, height, width, spatial_factor);
+      it = encoded
+               .emplace(key, encode_image_condition(encoder, image, o.last_image ? &last : nullptr, frames,
+                                                    temporal_factor, mode))
+               .first;
+    }
+    out.push_back(it->second);
+  }
   return out;
 }
 

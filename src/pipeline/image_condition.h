@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "models/vae_spec.h"
+#include "pipeline/input_images.h"
 #include "tensor/tensor.h"
 
 namespace ditgen::pipeline {
@@ -70,6 +71,17 @@ ImageCondition encode_image_condition(const models::VaeEncoder& encoder, const T
 
 // TI2V-5B as text-to-video: expand_timesteps with no image (mask all 1).
 ImageCondition text_only_expand_condition(int64_t latent_frames, int64_t latent_height, int64_t latent_width);
+
+// The condition stage's side: every output's condition from its decoded
+// images (Request::images), each resized to the run's height x width as
+// VideoProcessor.preprocess does (io/vae_image_input.h) and encoded; outputs
+// with the same files share one encode; an output without an image (TI2V
+// as text-to-video) gets text_only_expand_condition. `spatial_factor`,
+// `temporal_factor`: the VAE's.
+std::vector<ImageCondition> image_conditions(const std::vector<OutputImages>& images,
+                                             const models::VaeEncoder& encoder, int64_t height, int64_t width,
+                                             int64_t frames, int64_t spatial_factor, int64_t temporal_factor,
+                                             ConditionMode mode);
 
 // The loop side. The transformer's input for one output of a step:
 // `latents` (C, T', h, w) of that output, written to `model_in` (C_in, T', h, w):

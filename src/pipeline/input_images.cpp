@@ -96,7 +96,8 @@ std::optional<io::FrameSize> image_frame_size(const RunImages& images, std::opti
     if (size && (s.height != size->height || s.width != size->width))
       throw ConfigError(where + ": generate.height / generate.width: not given, and output " +
                         std::to_string(decided_by) + "'s image (" +
-                        images.outputs[static_cast<size_t>(decided_by)].image->path + ") gives " + std::to_string(size->width) + "x" + std::to_string(size->height) + " but output " +
+                        images.outputs[static_cast<size_t>(decided_by)].image->path + ") gives " +
+                        std::to_string(size->width) + "x" + std::to_string(size->height) + " but output " +
                         std::to_string(i) + "'s (" + image->path + ") " + std::to_string(s.width) + "x" +
                         std::to_string(s.height) + "; a run makes one size: give height and width");
     if (!size) {

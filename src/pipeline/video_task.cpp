@@ -94,4 +94,11 @@ void check_image_fields(const VideoKind& kind, bool image, bool last_image, cons
                       "\"last_image\" in a JSONL prompt file)");
 }
 
+void refuse_until_models_join(const VideoKind& kind, const std::string& model) {
+  if (!kind.takes_image()) return;
+  not_supported(std::string("running ") + task_name(kind.task) + " models (" + model + ", model_index.json: " +
+                kind.pipeline_class + "; its inputs were checked, the image conditioning is built, the models are "
+                "being built)");
+}
+
 }  // namespace ditgen::pipeline

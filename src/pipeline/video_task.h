@@ -66,4 +66,10 @@ VideoKind read_video_kind(const std::string& model_dir);
 void check_image_fields(const VideoKind& kind, bool image, bool last_image, const std::string& where,
                         const std::string& image_field, const std::string& last_field, const std::string& model);
 
+// Until the image-to-video models join (the CLIP image encoder, the
+// image-to-video transformer, the Wan 2.2 VAE: built apart): a model that
+// takes images is ConfigError "not supported yet" (exit 2), after its
+// inputs were checked. The join removes this call.
+void refuse_until_models_join(const VideoKind& kind, const std::string& model);
+
 }  // namespace ditgen::pipeline

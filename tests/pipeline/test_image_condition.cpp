@@ -9,6 +9,8 @@
 // diffusers' reshapes amount to; the errors.
 #include <doctest/doctest.h>
 
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "io/image_reader.h"
@@ -150,4 +152,29 @@ TEST_CASE("image condition: bad frame counts and mismatched images are refused")
                        doctest::Contains("the last image is"), ConfigError);
   const Tensor v = video_condition(image, nullptr, 5, ConditionMode::kExpandTimesteps);
   CHECK(v.shape() == Shape{3, 1, 16, 16});
+}
+
+TEST_CASE("image condition: every output's condition from its decoded images, resized to the run's size") {
+  auto read = [](const std::string& file) {
+    return std::make_shared<const io::InputImage>(
+        io::read_input_image(testing::fixture_dir("wan_i2v_inputs") + "/" + file));
+  };
+  const auto first = read("first.png"), last = read("last.png");
+  // Two outputs of one image (one encode), one first-last-frame output.
+  const std::vector<OutputImages> images = {{first, nullptr, 0}, {first, nullptr, 0}, {first, last, 2}};
+  const std::vector<ImageCondition> c =
+      image_conditions(images, encoder(), 32, 48, 9, 8, 4, ConditionMode::kChannels);
+  REQUIRE(c.size() == 3u);
+  check_close(c[0].condition, reference("i2v.condition"), 1e-5, "output 0");
+  CHECK(c[1].condition.raw() == c[0].condition.raw());  // shared
+  check_close(c[2].condition, reference("flf2v.condition"), 1e-5, "output 2 (first and last)");
+  // TI2V: an output without an image is text-to-video's condition.
+  const std::vector<ImageCondition> ti2v =
+      image_conditions({{first, nullptr, 0}, {nullptr, nullptr, 0}}, encoder(), 32, 48, 9, 8, 4,
+                       ConditionMode::kExpandTimesteps);
+  check_close(ti2v[0].condition, reference("expand.condition"), 1e-5, "ti2v output 0");
+  CHECK_FALSE(ti2v[1].condition.defined());
+  CHECK(ti2v[1].first_frame_mask.shape() == Shape{3, 4, 6});
+  CHECK_THROWS_AS(image_conditions({{nullptr, nullptr, 0}}, encoder(), 32, 48, 9, 8, 4, ConditionMode::kChannels),
+                  std::invalid_argument);
 }

@@ -199,3 +199,13 @@ TEST_CASE("input images: the frame size when height / width are not given") {
                        doctest::Contains("give height and width"), ConfigError);
   CHECK(image_frame_size(two, 32, 48, 480 * 832, 16, "r") == std::nullopt);
 }
+
+TEST_CASE("video task: models that take images are 'not supported yet' until they join, text-to-video runs") {
+  CHECK_NOTHROW(refuse_until_models_join(kind_of("wan_tiny"), "m"));
+  CHECK_NOTHROW(refuse_until_models_join(kind_of("pixart_tiny"), "m"));
+  for (const char* fixture : {"wan_i2v_tiny", "wan_flf2v_tiny", "wan22_i2v_tiny", "wan22_ti2v_tiny"}) {
+    CAPTURE(fixture);
+    CHECK_THROWS_WITH_AS(refuse_until_models_join(kind_of(fixture), "m"), doctest::Contains("not supported yet"),
+                         ConfigError);
+  }
+}
