@@ -40,6 +40,17 @@ std::string files_text(const std::vector<std::string>& files) {
   return files.front() + " ... " + files.back() + " (" + std::to_string(files.size()) + " files)";
 }
 
+// An output's input images (image-to-video) for its webui parameters:
+// ", Image: first.png (sha256 0123456789ab)[, Last image: ...]".
+std::string image_parameters(const nlohmann::json& images) {
+  std::string text;
+  for (const auto& [key, name] : {std::pair{"image", "Image"}, std::pair{"last_image", "Last image"}})
+    if (images.contains(key))
+      text += std::string(", ") + name + ": " + images[key].get<std::string>() + " (sha256 " +
+              images[std::string(key) + "_sha256"].get<std::string>().substr(0, 12) + ")";
+  return text;
+}
+
 // webui "parameters": the class (or prompt) on the first line, then
 // settings; a video's frame count after its size.
 std::string png_parameters(const std::string& label, const std::string& negative, const RunConfig& cfg,
@@ -68,6 +79,7 @@ nlohmann::json manifest_line(const BatchInputs& in, int64_t i, const std::vector
     line["class_name"] = req.captions[static_cast<size_t>(i)];
   }
   if (!in.lines.empty()) line["line"] = in.lines[static_cast<size_t>(i)];
+  if (!req.images.empty()) line.update(pipeline::image_metadata(req.images[static_cast<size_t>(i)]));
   line["seed"] = req.seed_of(i);
   line["steps"] = req.steps;
   line["seconds"] = seconds ? nlohmann::json(std::round(*seconds * 1000.0) / 1000.0) : nlohmann::json(nullptr);
@@ -242,11 +254,17 @@ BatchOutcome run_batch(const BatchInputs& in, bool keep_latents) {
         continue;
       }
       const int h = static_cast<int>(item.frames.dim(2)), w = static_cast<int>(item.frames.dim(3));
+      // The input images: their paths and SHA-256 in the parameters (the
+      // MP4 comment) and, for a PNG, a text chunk of their own.
+      const nlohmann::json images = all.images.empty() ? nlohmann::json::object()
+                                                       : pipeline::image_metadata(all.images[static_cast<size_t>(i)]);
       item.text = {{"parameters", png_parameters(item.caption, all.labels.empty() ? all.negative_of(i) : "",
                                                  *in.cfg, sched::name_of(out.scheduler), all.seed_of(i), w, h,
-                                                 static_cast<int>(frames.dim(1)), in.ran_parameters)},
+                                                 static_cast<int>(frames.dim(1)),
+                                                 image_parameters(images) + in.ran_parameters)},
                    {"ditgen_config", in.config_json},
                    {"ditgen_run", in.ran_json}};
+      if (!images.empty()) item.text.emplace_back("ditgen_images", images.dump());
       // Its files and its manifest line land together (or, on a signal
       // before the first rename, neither).
       LandingScope landing;

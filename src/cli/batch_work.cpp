@@ -87,11 +87,23 @@ namespace {
 // several machines a rank may read the model (or the prompt file) at a
 // path of its own (docs/parallel.md, "Across machines"); the model is told
 // by its model_index.json, the prompt file by the prompts it gave.
+// An output's input images by their contents (a rank may keep them
+// elsewhere).
+nlohmann::json image_hashes(const pipeline::Request& req, int64_t i) {
+  nlohmann::json hashes = nlohmann::json::array();
+  if (req.images.empty()) return hashes;
+  const pipeline::OutputImages& o = req.images[static_cast<size_t>(i)];
+  for (const auto& image : {o.image, o.last_image}) hashes.push_back(image ? image->sha256 : "");
+  return hashes;
+}
+
 std::string work_hash(const RunConfig& cfg, const pipeline::Request& req) {
   RunConfig settings = cfg;
   settings.output.skip_existing = false;
   settings.model.path.clear();
   settings.generate.prompt_file.clear();
+  settings.generate.image.clear();
+  settings.generate.last_image.clear();
   ContentHash h;
   h.update(to_json(settings).dump());
   // (Read when the pipeline opened the model: there.)
@@ -100,7 +112,8 @@ std::string work_hash(const RunConfig& cfg, const pipeline::Request& req) {
     const nlohmann::json one = {{"label", req.labels.empty() ? -1 : req.labels[static_cast<size_t>(i)]},
                                 {"prompt", req.prompts.empty() ? "" : req.prompts[static_cast<size_t>(i)]},
                                 {"negative", req.negative_of(i)},
-                                {"seed", req.seed_of(i)}};
+                                {"seed", req.seed_of(i)},
+                                {"images", image_hashes(req, i)}};
     h.update(one.dump() + "\n");
   }
   return h.hex();

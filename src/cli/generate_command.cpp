@@ -139,6 +139,19 @@ void run_generate(const CliOptions& opts) {
   const auto start = std::chrono::steady_clock::now();
   const RunConfig loaded = load_config(opts.config_path, opts.set_overrides, opts.override_origins);
   require_model_folder(loaded, opts.config_path);
+  // What the model does with input images, from its config files; the
+  // images (the config's, or for a model that takes them its prompt
+  // file's lines', the file read here and again below) are checked against
+  // the model and read now, before the pipeline opens.
+  const pipeline::VideoKind video = pipeline::read_video_kind(loaded.model.path);
+  std::optional<pipeline::RunImages> images;
+  if (loaded.generate.prompt_file.empty()) {
+    images = pipeline::read_run_images(loaded, {}, loaded.generate.num_outputs(), video, opts.config_path);
+  } else if (video.takes_image()) {
+    const std::vector<config::PromptEntry> lines = config::read_prompt_file(loaded.generate.prompt_file);
+    images = pipeline::read_run_images(loaded, lines, static_cast<int64_t>(lines.size()), video, opts.config_path);
+  }
+  pipeline::refuse_until_models_join(video, loaded.model.path);
   // The model's config files only: its family (registry) picks the pipeline,
   // and the settings the run left unset take the model's defaults.
   const std::unique_ptr<pipeline::Pipeline> pipe = pipeline::Pipeline::open(
@@ -146,7 +159,10 @@ void run_generate(const CliOptions& opts) {
   const RunConfig given = pipeline::with_model_defaults(loaded, pipe->transformer());
   // A prompt file is read and every line checked now, before anything else.
   const std::vector<config::PromptEntry> entries = read_batch_prompts(given, opts.config_path, *pipe);
-  const RunConfig cfg = with_prompt_file_prompts(given, entries);
+  if (!images)
+    images = pipeline::read_run_images(given, entries, static_cast<int64_t>(entries.size()), video, opts.config_path);
+  const RunConfig cfg =
+      with_image_frame_size(with_prompt_file_prompts(given, entries), *images, *pipe, video, opts.config_path);
   const models::TransformerSpec& model = pipe->transformer();
   const DeviceChoice device = setup_device(opts, cfg, model);
 
@@ -155,6 +171,7 @@ void run_generate(const CliOptions& opts) {
   // size (this rank's groups are formed), then the output paths.
   pipeline::Request req = prepare_request(cfg, opts, *pipe);
   apply_prompt_entries(req, entries, given);
+  req.images = images->outputs;
   req.text_cache_dir = opts.text_cache;
   const RankLayout layout = setup_layout(cfg, opts.config_path, pipe->workload(cfg.generate, req.latent_shape), device.device);
   pab::ChangeRecorder analysis;  // --pab-analyze

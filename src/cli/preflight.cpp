@@ -85,6 +85,24 @@ void probe_writable_file(const std::string& path, const std::string& what) {
   probe_writable_dir(std::filesystem::path(path).parent_path().string(), what + " '" + path + "'");
 }
 
+RunConfig with_image_frame_size(RunConfig cfg, const pipeline::RunImages& images, const pipeline::Pipeline& pipe,
+                                const pipeline::VideoKind& video, const std::string& where) {
+  const bool height = given_key(cfg, "generate", "height"), width = given_key(cfg, "generate", "width");
+  if (!images.any() || (height && width)) return cfg;
+  const int64_t spatial = pipe.vae().factors().spatial;
+  const Shape latent = pipe.transformer().latent_shape(0, 0, cfg.generate.frames, pipe.vae().factors(),
+                                                       where + ": generate");
+  const int64_t area = latent[latent.size() - 2] * spatial * latent.back() * spatial;
+  const std::optional<io::FrameSize> size = pipeline::image_frame_size(
+      images, height ? std::optional<int64_t>(cfg.generate.height) : std::nullopt,
+      width ? std::optional<int64_t>(cfg.generate.width) : std::nullopt, area, spatial * video.patch, where);
+  if (size) {
+    cfg.generate.height = static_cast<int>(size->height);
+    cfg.generate.width = static_cast<int>(size->width);
+  }
+  return cfg;
+}
+
 pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe) {
   const std::string& where = opts.config_path;
   pipeline::Request req = pipe.prepare(cfg.generate, where);

@@ -20,6 +20,12 @@
 
 namespace ditgen::cli {
 
+// Image-to-video runs given no height and / or width: the size the images
+// give at the model's default area (pipeline/input_images.h), the model's
+// default frame size being its latent_shape with no size given.
+RunConfig with_image_frame_size(RunConfig cfg, const pipeline::RunImages& images, const pipeline::Pipeline& pipe,
+                                const pipeline::VideoKind& video, const std::string& where);
+
 // The pipeline's request for this config, with --init-noise and PAB added.
 pipeline::Request prepare_request(const RunConfig& cfg, const CliOptions& opts, const pipeline::Pipeline& pipe);
 

@@ -224,6 +224,16 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
                                                                             "generate.prompt_file)")
                               ->type_name("FILE");
   prompt_opt->excludes(prompt_file_opt);
+  // --image / --last-image become generate.image / generate.last_image,
+  // relative to the current folder as --prompt-file is.
+  std::string image_flag, last_image_flag;
+  auto* image_opt = app.add_option("--image", image_flag, "the input image of an image-to-video model, PNG or "
+                                                          "JPEG (overrides generate.image)")
+                        ->type_name("FILE");
+  auto* last_image_opt = app.add_option("--last-image", last_image_flag,
+                                        "the last frame's image of a first-last-frame model (overrides "
+                                        "generate.last_image)")
+                             ->type_name("FILE");
   app.add_flag("--resume", resume, "skip outputs whose files exist (sets output.skip_existing)");
   app.add_option("--text-cache", options.text_cache, "cache prompt embeddings in DIR (off by default)")
       ->type_name("DIR");
@@ -348,6 +358,11 @@ CliOptions parse_cli(int argc, const char* const* argv, std::ostream& out) {
     entries.add("generate.prompts=[]", typed);
     entries.add("generate.prompt_file=" + nlohmann::json(prompt_file_flag).dump(), typed);
   }
+  if (image_opt->count() > 0)
+    entries.add("generate.image=" + nlohmann::json(image_flag).dump(), "--image " + shell_word(image_flag));
+  if (last_image_opt->count() > 0)
+    entries.add("generate.last_image=" + nlohmann::json(last_image_flag).dump(),
+                "--last-image " + shell_word(last_image_flag));
   if (resume) entries.add("output.skip_existing=true", "--resume");
   for (const std::string& lora : lora_flags)
     entries.add("lora+=" + lora_flag_entry(lora).dump(), "--lora " + shell_word(lora));

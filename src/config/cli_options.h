@@ -5,9 +5,10 @@
 // this build and machine can run a value (--device cuda, --attention flash,
 // a half-precision model.dtype) is decided later by choose_device
 // (config/device_choice.h), and --world-size's layouts by the plan command.
-// --prompt, --prompt-file, --negative-prompt, --frames and --resume are
-// --set entries too (generate.prompts, generate.prompt_file,
-// generate.negative_prompt, generate.frames, output.skip_existing), and so
+// --prompt, --prompt-file, --negative-prompt, --frames, --image,
+// --last-image and --resume are --set entries too (generate.prompts,
+// generate.prompt_file, generate.negative_prompt, generate.frames,
+// generate.image, generate.last_image, output.skip_existing), and so
 // are the shorthands --guidance (alias --cfg-scale), -H/--height and
 // -W/--width (generate.guidance_scale, generate.height, generate.width);
 // each --lora FILE[:SCALE] is a `lora+={"path": FILE, "scale": SCALE}`

@@ -61,6 +61,12 @@ struct GenerateConfig {
   std::string negative_prompt;
   bool negative_prompt_given = false;  // the key was there (even as ""): class-label models refuse it
   std::string prompt_file;       // text or .jsonl prompt file (config/prompt_file.h); excludes prompts
+  // Image-to-video (docs/image-to-video.md): the input image and, for
+  // first-last-frame models, the last frame's, PNG or JPEG; "" = none (a
+  // JSONL prompt file's lines may name their own). Which models take them
+  // is the model's to say (pipeline/video_task.h).
+  std::string image;
+  std::string last_image;
   int max_sequence_length = 0;   // text tokens per prompt; 0 = the pipeline's default
   std::uint64_t seed = 0;        // output i uses seed + i
   int steps = 50;

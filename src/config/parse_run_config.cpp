@@ -72,6 +72,8 @@ GenerateConfig parse_generate(const ObjectReader& generate) {
   c.negative_prompt = generate.string("negative_prompt", c.negative_prompt);
   c.negative_prompt_given = generate.find("negative_prompt") != nullptr;
   c.prompt_file = generate.string("prompt_file", c.prompt_file);
+  c.image = generate.string("image", c.image);
+  c.last_image = generate.string("last_image", c.last_image);
   c.max_sequence_length = generate.integer("max_sequence_length", c.max_sequence_length, 1);
   c.seed = generate.unsigned64("seed", c.seed);
   c.steps = generate.integer("steps", c.steps, 1);

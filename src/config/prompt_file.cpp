@@ -40,9 +40,9 @@ PromptEntry parse_jsonl_line(const std::string& line, const std::string& where) 
   PromptEntry e;
   for (auto it = obj.begin(); it != obj.end(); ++it)
     if (it.key() != "prompt" && it.key() != "negative_prompt" && it.key() != "seed" && it.key() != "frames" &&
-        it.key() != "name")
+        it.key() != "name" && it.key() != "image" && it.key() != "last_image")
       throw ConfigError(where + ": unknown key \"" + it.key() +
-                        "\" (expected prompt, negative_prompt, seed, frames, name)");
+                        "\" (expected prompt, negative_prompt, seed, frames, name, image, last_image)");
   if (!obj.contains("prompt")) throw ConfigError(where + ": prompt: required");
   e.prompt = string_field(obj, "prompt", where);
   check_prompt_text(e.prompt, where + ": prompt");
@@ -65,6 +65,11 @@ PromptEntry parse_jsonl_line(const std::string& line, const std::string& where) 
     e.name = string_field(obj, "name", where);
     check_name(e.name, where);
   }
+  for (const auto& [key, field] : {std::pair{"image", &e.image}, std::pair{"last_image", &e.last_image}})
+    if (obj.contains(key)) {
+      *field = string_field(obj, key, where);
+      if (field->empty()) throw ConfigError(where + ": " + key + ": expected a PNG or JPEG file, got \"\"");
+    }
   return e;
 }
 
@@ -109,7 +114,7 @@ std::vector<PromptEntry> parse_prompt_text(const std::string& text, const std::s
       out.push_back(parse_jsonl_line(line, where));
     } else {
       check_prompt_text(line, where);
-      out.push_back(PromptEntry{line, std::nullopt, std::nullopt, std::nullopt, "", 0});
+      out.push_back(PromptEntry{line, std::nullopt, std::nullopt, std::nullopt, "", "", "", 0});
     }
     out.back().line = line_no;
   }
@@ -132,7 +137,15 @@ std::vector<PromptEntry> read_prompt_file(const std::string& path) {
   in.seekg(0);
   std::string text(static_cast<size_t>(size), '\0');
   if (size > 0 && !in.read(text.data(), size)) throw ConfigError(path + ": cannot read the prompt file");
-  return parse_prompt_text(text, path, ends_with(path, ".jsonl"));
+  std::vector<PromptEntry> entries = parse_prompt_text(text, path, ends_with(path, ".jsonl"));
+  // A line's images name places beside the prompt file, as a config's
+  // paths name places beside the config.
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  for (PromptEntry& e : entries)
+    for (std::string* image : {&e.image, &e.last_image})
+      if (!image->empty() && std::filesystem::path(*image).is_relative())
+        *image = (folder / *image).lexically_normal().string();
+  return entries;
 }
 
 }  // namespace ditgen::config

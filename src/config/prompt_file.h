@@ -2,7 +2,9 @@
 // text, one prompt per line (blank lines and lines starting with '#'
 // skipped, a trailing '\r' dropped), or, for a `.jsonl` file, one JSON
 // object per line with `prompt` and optionally `negative_prompt`, `seed`,
-// `frames` and `name` (the output file's stem). Every line is checked:
+// `frames`, `name` (the output file's stem), and `image` / `last_image`
+// (image-to-video: files relative to the prompt file's folder, given as
+// read_prompt_file resolves them; not read here). Every line is checked:
 // valid UTF-8, at most kMaxPromptBytes, JSON fields of the right type, no
 // unknown key, a name that is a plain file stem. Errors are ConfigError
 // "<file>:<line>: ..." (exit 2), so a bad line is found before any model
@@ -28,6 +30,8 @@ struct PromptEntry {
   std::optional<uint64_t> seed;
   std::optional<int> frames;
   std::string name;  // output stem; "" = numbered
+  std::string image;       // "" = the run's generate.image
+  std::string last_image;  // "" = the run's generate.last_image
   int line = 0;      // 1-based, for messages
 };
 

@@ -25,8 +25,7 @@ std::string suggest_schema_path(const std::string& dotted_path);
 // string where a section belongs) are left to the typed reads.
 void reject_unknown_keys(const nlohmann::json& document, const ConfigContext& context);
 
-// For a key the design defines that this version does not build yet (the
-// round-4 component files, quantize, image inputs, LoRA, VAE tiling): what it is,
+// For a key the design defines that this version does not build yet: what it is,
 // for "not supported yet: ..." (exit 2); else null. Such keys are never
 // "unknown" and never ignored.
 const char* not_built_yet(const std::string& dotted_path);

@@ -29,6 +29,8 @@ json generate_json(const GenerateConfig& g) {
   // round-trip (fuzz_run_config holds to_json to that).
   if (g.negative_prompt_given || !g.negative_prompt.empty()) j["negative_prompt"] = g.negative_prompt;
   if (!g.prompt_file.empty()) j["prompt_file"] = g.prompt_file;
+  if (!g.image.empty()) j["image"] = g.image;
+  if (!g.last_image.empty()) j["last_image"] = g.last_image;
   if (g.max_sequence_length != 0) j["max_sequence_length"] = g.max_sequence_length;
   j["seed"] = g.seed;
   j["steps"] = g.steps;

@@ -58,7 +58,9 @@ Generation::Generation(const GenerationSetup& setup, int64_t first, int64_t coun
                                      parts.dir.part_config_path("scheduler"), req.shift);
   scheduler_->set_timesteps(req.steps);
   timesteps_ = scheduler_->timesteps();
-  model_in_ = Tensor::empty(in_one(setup.one, static_cast<int64_t>(halves.size()) * count));
+  Shape model_one = setup.one;
+  if (const ImageCondition* image = image_of(0)) model_one[0] = model_input_channels(*image, setup.one[0]);
+  model_in_ = Tensor::empty(in_one(model_one, static_cast<int64_t>(halves.size()) * count));
   eps_ = Tensor::empty(in_one(setup.one, count));
   // One PAB cache per generation: the count starts at 0, and the CFG
   // halves (one forward here, or the two cp ranks) share each step.
@@ -92,11 +94,32 @@ Tensor Generation::starting_noise() const {
   return noise;
 }
 
+const ImageCondition* Generation::image_of(int64_t j) const {
+  return setup_.images ? &setup_.images->at(static_cast<size_t>(first_ + j)) : nullptr;
+}
+
+void Generation::write_model_input(int s) {
+  const int64_t copies = model_in_.dim(0) / count_;
+  if (!setup_.images) {
+    for (int64_t c = 0; c < copies; ++c)
+      std::memcpy(model_in_.data() + c * latents_.numel(), latents_.data(), latents_.nbytes());
+    return;
+  }
+  const int64_t one = shape_numel(setup_.one), input_values = model_in_.numel() / model_in_.dim(0);
+  for (int64_t c = 0; c < copies; ++c)
+    for (int64_t j = 0; j < count_; ++j)
+      pipeline::write_model_input(*image_of(j), latents_.data() + j * one, setup_.one,
+                                  model_in_.data() + (c * count_ + j) * input_values);
+  // diffusers' mask[0][0][:, ::2, ::2] * t (TI2V-5B's patch is 2 x 2).
+  const ImageCondition& first = *image_of(0);
+  if (first.mode == ConditionMode::kExpandTimesteps)
+    token_timesteps_ = token_timesteps(first.first_frame_mask, static_cast<float>(timesteps_[static_cast<size_t>(s)]),
+                                       2, 2);
+}
+
 void Generation::begin_step(int s) {
   const size_t i = static_cast<size_t>(s);
-  const int64_t copies = model_in_.dim(0) / count_;
-  for (int64_t c = 0; c < copies; ++c)
-    std::memcpy(model_in_.data() + c * latents_.numel(), latents_.data(), latents_.nbytes());
+  write_model_input(s);
   if (pab_)
     pab_->begin_step(timesteps_[i], i + 1 < timesteps_.size() ? std::optional<double>(timesteps_[i + 1])
                                                               : std::nullopt);
@@ -124,9 +147,16 @@ void Generation::step(int s) {
   // learned sigma's channels follow the eps ones).
   const models::TransformerSpec& spec = *setup_.parts->spec;
   const int64_t eps_values = shape_numel(setup_.one);
-  const int64_t out_stride = spec.out_channels() * (eps_values / spec.in_channels());
+  // (eps_values / the latents' channels: the values of a channel; the
+  // model input may have more channels, an image condition's.)
+  const int64_t out_stride = spec.out_channels() * (eps_values / setup_.one[0]);
   setup_.cfg->combine(out, count_, eps_values, out_stride, denoiser.guidance_scale, eps_);
   scheduler_->step(eps_, s, latents_);
+  // expand_timesteps: after the loop the image's latent frame replaces
+  // the first one once more (diffusers, after its loop).
+  if (setup_.images && s + 1 == steps())
+    for (int64_t j = 0; j < count_; ++j)
+      replace_first_frame(*image_of(j), latents_.data() + j * eps_values, setup_.one);
 }
 
 void Generation::finish(PabSummary* summary) {

@@ -34,6 +34,9 @@ struct GenerationSetup {
   const DenoiserForStep* denoiser = nullptr;
   const ConditionBatch* condition_batch = nullptr;
   Shape one;                           // one output's latents, (C, h, w) or (C, F, h, w)
+  // Image-to-video: each output's condition (pipeline/image_condition.h),
+  // the run's outputs in order; null = none.
+  const std::vector<ImageCondition>* images = nullptr;
 };
 
 class Generation {
@@ -54,6 +57,10 @@ class Generation {
  private:
   Tensor starting_noise() const;
   void begin_step(int s);
+  // The model input of this step: the latents, joined to each output's
+  // image condition where there is one, once per CFG half.
+  void write_model_input(int s);
+  const ImageCondition* image_of(int64_t j) const;  // output first_ + j's, or null
   void record_step_cache(PabSummary* summary) const;
 
   const GenerationSetup& setup_;
@@ -61,13 +68,17 @@ class Generation {
   std::unique_ptr<sched::Scheduler> scheduler_;
   std::vector<double> timesteps_;
   Tensor latents_;   // (count, ...one)
-  Tensor model_in_;  // (halves x count, ...one): the latents once per CFG half
+  Tensor model_in_;  // (halves x count, C_in, ...): the latents (and image condition) once per CFG half
   Tensor eps_;       // (count, ...one): the guided noise prediction
   std::optional<pab::BroadcastCache> pab_;
   std::optional<parallel::StaleKeyValues> stale_kv_;
   std::optional<pab::StepCache> step_cache_;
   models::ForwardArgs args_;
   Tensor text_;          // the conditioning text the args point at (text-conditional)
+  // expand_timesteps (TI2V): this step's timestep per token of one output
+  // (every output's mask is alike). Seam: handed to the transformer once
+  // ForwardArgs takes per-token timesteps (the Wan I2V transformer).
+  std::vector<float> token_timesteps_;
   int last_expert_ = -1; // the expert of the last step (-1: none yet)
 };
 

@@ -103,6 +103,7 @@ Request Request::select(const std::vector<int64_t>& chosen) const {
   r.prompts = pick(prompts);
   r.captions = pick(captions);
   r.negative_prompts = pick(negative_prompts);
+  r.images = pick(images);
   r.seeds.clear();
   for (const int64_t i : chosen) r.seeds.push_back(seed_of(i));
   if (init_noise) {
@@ -124,6 +125,7 @@ Conditions Conditions::slice(int64_t first, int64_t count) const {
   c.negative_embeds = negative_embeds;
   c.negative_row = sub(negative_row, first, count);
   c.negative_lengths = sub(negative_lengths, first, count);
+  c.images = sub(images, first, count);
   return c;
 }
 
@@ -221,14 +223,17 @@ std::unique_ptr<Pipeline> Pipeline::open(const std::string& model_dir, OpenFor p
 
 Tensor Pipeline::denoise_loop(const DenoiserForStep& denoiser, const Request& req, const Shape& one,
                               int64_t outputs, const ConditionBatch& condition_batch, const StepCallback& on_step,
-                              PabSummary* pab_summary) const {
+                              PabSummary* pab_summary, const std::vector<ImageCondition>* images) const {
   Shape all = one;
   all.insert(all.begin(), outputs);
   if (req.init_noise && req.init_noise->shape() != all)
     throw ConfigError("--init-noise: tensor 'noise' has shape " + shape_str(req.init_noise->shape()) +
                       ", expected " + shape_str(all) + (one.size() == 4 ? " (outputs, C, F, h, w)" : " (outputs, C, h, w)"));
   const CfgCombiner cfg(req.guidance_scale > 1.0f, par_.cp);
-  const GenerationSetup setup{&parts_, &req, &par_, &cfg, &denoiser, &condition_batch, one};
+  if (images && static_cast<int64_t>(images->size()) != outputs)
+    throw std::invalid_argument("Pipeline::denoise_loop: " + std::to_string(images->size()) +
+                                " image conditions for " + std::to_string(outputs) + " outputs");
+  const GenerationSetup setup{&parts_, &req, &par_, &cfg, &denoiser, &condition_batch, one, images};
   const int64_t batch_size = std::max(1, req.batch_size);
   const int batches = static_cast<int>((outputs + batch_size - 1) / batch_size);
   Tensor result = Tensor::empty(all);

@@ -25,6 +25,8 @@
 #include "models/text_encoder.h"
 #include "models/transformer.h"
 #include "models/vae_spec.h"
+#include "pipeline/image_condition.h"
+#include "pipeline/input_images.h"
 #include "pipeline/vae_tiling.h"
 #include "pab/broadcast.h"
 #include "pab/change_recorder.h"
@@ -66,6 +68,9 @@ struct Request {
   int batch_size = 4;
   Shape latent_shape;                 // of one output, (C, h, w) or a video's (C, F, h, w); empty = the model's default
   std::optional<Tensor> init_noise;   // (outputs, ...latent_shape) instead of drawn noise
+  // Image-to-video, per output: its input images, decoded
+  // (pipeline/input_images.h); empty = no output has one.
+  std::vector<OutputImages> images;
   pab::Schedule pab;                  // Pyramid Attention Broadcast; default off
   pab::ChangeRecorder* pab_analysis = nullptr;  // --pab-analyze: records every step's change
   // The step cache (docs/design.md §8, pab/step_cache.h): its rule, threshold
@@ -123,6 +128,9 @@ struct Conditions {
   Tensor negative_embeds;                 // (K, L, D) the distinct negative prompts (usually K = 1)
   std::vector<int32_t> negative_row;      // N: each output's row of negative_embeds; empty = row 0 for all
   std::vector<int32_t> negative_lengths;  // N: the rows each output's unconditional half sees
+  // Image-to-video (pipeline/image_condition.h): each output's condition,
+  // what the denoising loop joins to its latents every step; empty = none.
+  std::vector<ImageCondition> images;
   int64_t outputs() const {
     return static_cast<int64_t>(class_labels.empty() ? prompt_lengths.size() : class_labels.size());
   }
@@ -324,10 +332,11 @@ class Pipeline {
   // batches of batch_size, each a Generation (pipeline/generation.h: its
   // noise, scheduler, CFG halves, PAB and step caches) run step by step
   // through each step's denoiser. Returns the final latents (outputs,
-  // ...latent shape).
+  // ...latent shape). `images`: each output's image-to-video condition
+  // (pipeline/image_condition.h), or null.
   Tensor denoise_loop(const DenoiserForStep& denoiser, const Request& req, const Shape& one, int64_t outputs,
                       const ConditionBatch& condition_batch, const StepCallback& on_step,
-                      PabSummary* pab_summary) const;
+                      PabSummary* pab_summary, const std::vector<ImageCondition>* images = nullptr) const;
 
   // How the decode stage undoes the latent scaling: diffusers' DiT and Latte
   // pipelines multiply by 1 / scaling_factor, PixArt's divides (the last

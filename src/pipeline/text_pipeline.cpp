@@ -160,7 +160,8 @@ Tensor TextPipeline::denoise(const Request& req, const Conditions& cond, const S
     return StepDenoiser{&experts_.get(expert),
                         expert == Experts::kLowNoise ? req.guidance_scale_2 : req.guidance_scale, expert};
   };
-  return denoise_loop(denoiser, req, one, cond.outputs(), condition_batch, on_step, pab_summary);
+  return denoise_loop(denoiser, req, one, cond.outputs(), condition_batch, on_step, pab_summary,
+                      cond.images.empty() ? nullptr : &cond.images);
 }
 
 }  // namespace ditgen::pipeline

@@ -195,6 +195,14 @@ TEST_CASE("batch flags: --prompt-file replaces both prompt sources, --resume set
 
 namespace ditgen::test {
 
+TEST_CASE("--image and --last-image set generate.image / generate.last_image, relative to the current folder") {
+  const CliOptions o = parse({"--config", "run.json", "--image", "in/first.png", "--last-image", "last.jpg"});
+  CHECK(o.set_overrides ==
+        std::vector<std::string>{"generate.image=\"in/first.png\"", "generate.last_image=\"last.jpg\""});
+  CHECK(o.override_origins == std::vector<std::string>{"--image in/first.png", "--last-image last.jpg"});
+  CHECK(parse({"--config", "run.json"}).set_overrides.empty());
+}
+
 TEST_CASE("encode: its options, and what it requires") {
   std::ostringstream out;
   const char* argv[] = {"ditgen", "encode", "--model", "m", "--prompt", "a cat", "--prompt", "b",

@@ -36,6 +36,30 @@ TEST_CASE("prompt file: text lines, comments and blank lines") {
   CHECK(p[2].line == 7);
 }
 
+TEST_CASE("prompt file: JSONL image and last_image, relative to the prompt file's folder") {
+  const auto p = parse_prompt_text(
+      "{\"prompt\": \"a cat\", \"image\": \"cat.png\"}\n"
+      "{\"prompt\": \"x\", \"image\": \"/abs/a.jpg\", \"last_image\": \"b.jpg\"}\n{\"prompt\": \"y\"}\n",
+      "p.jsonl", true);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].image == "cat.png");  // as written: read_prompt_file resolves
+  CHECK(p[1].last_image == "b.jpg");
+  CHECK(p[2].image.empty());
+  CHECK(contains(error_of("{\"prompt\": \"a\", \"image\": 3}\n", true), "p.txt:1: image: expected a string"));
+  CHECK(contains(error_of("{\"prompt\": \"a\", \"last_image\": \"\"}\n", true), "p.txt:1: last_image: expected a PNG"));
+  CHECK(contains(error_of("{\"prompt\": \"a\", \"images\": \"x\"}\n", true), "image, last_image"));
+
+  const testing::TempDir tmp("prompt_images");
+  const std::filesystem::path dir = tmp.path;
+  const auto read = read_prompt_file(tmp.write("sub/p.jsonl",
+                                               "{\"prompt\": \"a\", \"image\": \"../in/a.png\", \"last_image\": "
+                                               "\"b.png\"}\n{\"prompt\": \"b\", \"image\": \"/abs/c.png\"}\n"));
+  REQUIRE(read.size() == 2);
+  CHECK(read[0].image == (dir / "in" / "a.png").lexically_normal().string());
+  CHECK(read[0].last_image == (dir / "sub" / "b.png").lexically_normal().string());
+  CHECK(read[1].image == "/abs/c.png");
+}
+
 TEST_CASE("prompt file: JSONL objects") {
   const auto p = parse_prompt_text(
       "{\"prompt\": \"a cat\", \"seed\": 7, \"name\": \"cat\"}\n{\"prompt\": \"x\", \"negative_prompt\": \"blur\", "

@@ -77,16 +77,27 @@ TEST_CASE("the first_block and teacache caches pass, with PipeFusion too") {
   CHECK_NOTHROW(load_config(path, {"parallel.pp=2"}));
 }
 
-TEST_CASE("the design's keys not built yet are 'not supported yet', naming the key") {
-  const std::vector<std::pair<std::string, json>> planned = {
-      {"generate.image", "in.png"}, {"generate.last_image", "last.png"}};
-  for (const auto& [key, value] : planned) {
-    CAPTURE(key);
-    const std::string m = load_error(with(minimal_config(), key, value));
-    CHECK(contains(m, key + ": not supported yet"));
-  }
-  // A key that is neither built nor planned stays unknown, with a suggestion.
+TEST_CASE("image inputs pass, each read beside the config file: the model decides whether it takes them") {
+  std::filesystem::create_directories(temp_dir() / "i2v");
+  const json c = with(with(minimal_config(), "generate.image", "first.png"), "generate.last_image", "../last.jpg");
+  const RunConfig r = load_config(write_config(c, "i2v/run.json"), {});
+  CHECK(r.generate.image == (temp_dir() / "i2v/first.png").string());
+  CHECK(r.generate.last_image == (temp_dir() / "last.jpg").lexically_normal().string());
+  // --set (and --image) name places relative to the current folder; "" takes none.
+  const RunConfig set = load_config(write_config(c, "i2v/run.json"), {"generate.image=x.png", "generate.last_image=\"\""});
+  CHECK(set.generate.image == "x.png");
+  CHECK(set.generate.last_image.empty());
+  // They round-trip through the effective config.
+  CHECK(to_json(r)["generate"]["image"] == r.generate.image);
+  CHECK(to_json(r)["generate"]["last_image"] == r.generate.last_image);
+  CHECK_FALSE(to_json(set)["generate"].contains("last_image"));
+  // Of the wrong type: the field is named.
+  CHECK(contains(load_error(with(minimal_config(), "generate.image", 3)), "generate.image"));
+}
+
+TEST_CASE("a key that is neither built nor planned is unknown, with a suggestion") {
   CHECK(contains(load_error(with(minimal_config(), "model.transformers", "t.gguf")), "unknown key"));
+  CHECK(contains(load_error(with(minimal_config(), "generate.imag", "x.png")), "did you mean generate.image"));
 }
 
 }  // namespace ditgen::test
