@@ -25,7 +25,7 @@ scripts/fixtures/requirements-wan.txt):
         [--bench-dir build/scripts/bench/cpp] [--workdir /tmp/ditgen-bench] \\
         [--threads 2] [--repeat 3] [--warmup 1] [--rounds 1] \\
         [--dtypes float32,bfloat16] [--parts transformer,vae] \\
-        [--frames F] [--size S] [--small]
+        [--frames F] [--size S] [--height H --width W] [--tiling] [--small]
 
 Needs torch and diffusers (torch 2.x, diffusers 0.42).  What it does:
 
@@ -50,10 +50,12 @@ Needs torch and diffusers (torch 2.x, diffusers 0.42).  What it does:
          from_pretrained(...).to(dtype) under torch.inference_mode();
          ditgen: bench_forward --model DIR --batch 2 --frames F'
          --latent-size S/8 --text-tokens T.
-       vae: latents (1, 16, F', S/8, S/8) -> F frames of S x S; diffusers:
-         the VAE class's decode (Wan: its per-latent-frame causal cache;
-         CogVideoX: its latent-frame batches, no tiling); ditgen:
-         bench_vae_decode --height S --width S --frames F.
+       vae: latents (1, 16, F', H/8, W/8) -> F frames of H x W (--height,
+         --width; default S x S); diffusers: the VAE class's decode (Wan:
+         its per-latent-frame causal cache; CogVideoX: its latent-frame
+         batches), after enable_tiling() under --tiling; ditgen:
+         bench_vae_decode --height H --width W --frames F [--tiling] (the
+         same default tiles as diffusers').
      Each run does --warmup untimed and --repeat timed passes; the reported
      time is the median of all timed passes over all rounds.  A
      measurement that fails (say a bench program that does not know the
@@ -190,7 +192,9 @@ with torch.inference_mode():
         cls = getattr(diffusers, a["vae_class"])
         m = cls.from_pretrained(a["model"], subfolder="vae").to(dtype).eval()
         c = m.config.z_dim if "z_dim" in m.config else m.config.latent_channels
-        z = torch.randn(1, c, a["latent_frames"], a["latent"], a["latent"], generator=g).to(dtype)
+        z = torch.randn(1, c, a["latent_frames"], a["latent_h"], a["latent_w"], generator=g).to(dtype)
+        if a["tiling"]:
+            m.enable_tiling()  # diffusers' default tiles (Wan: 256 x 256 every 192)
         run = lambda: m.decode(z, return_dict=False)[0]
     for i in range(a["warmup"] + a["repeat"]):
         t0 = time.perf_counter()
@@ -225,6 +229,7 @@ def run_torch(args, spec: VideoModel, model: Path, part: str, dtype: str, inputs
     output saved to `save` (float32 safetensors, "output") when given."""
     payload = dict(part=part, dtype=dtype, model=str(model), threads=args.threads, warmup=args.warmup,
                    repeat=args.repeat, latent=args.size // 8, latent_frames=spec.latent_frames(args.frames),
+                   latent_h=args.height // 8, latent_w=args.width // 8, tiling=args.tiling,
                    text_tokens=spec.text_tokens, text_dim_key=spec.text_dim_key, frames_first=spec.frames_first,
                    transformer_class=spec.transformer_class, vae_class=spec.vae_class,
                    inputs=str(inputs) if inputs else None, save=str(save) if save else None)
@@ -243,8 +248,8 @@ def run_ditgen(args, spec: VideoModel, model: Path, part: str, dtype: str, extra
                "--text-tokens", str(spec.text_tokens)]
         key = "forward_all"
     else:
-        cmd = [str(args.bench_dir / "bench_vae_decode"), "--model", str(model), "--height", str(args.size),
-               "--width", str(args.size), "--frames", str(args.frames)]
+        cmd = [str(args.bench_dir / "bench_vae_decode"), "--model", str(model), "--height", str(args.height),
+               "--width", str(args.width), "--frames", str(args.frames)] + (["--tiling"] if args.tiling else [])
         key = "decode_all"
     out = checked(cmd + common)
     figures = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
@@ -267,6 +272,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--parts", default="transformer,vae")
     p.add_argument("--frames", type=int, help="output frames (default: the model's; 1 + 4k for Wan, 1 + 8k for CogVideoX)")
     p.add_argument("--size", type=int, help="the frames' side in pixels, a multiple of 16 (default 256)")
+    p.add_argument("--height", type=int, help="the VAE decode's height in pixels, a multiple of 16 (default --size)")
+    p.add_argument("--width", type=int, help="the VAE decode's width in pixels, a multiple of 16 (default --size)")
+    p.add_argument("--tiling", action="store_true",
+                   help="the VAE decode tiled: diffusers' enable_tiling() and bench_vae_decode --tiling, both with "
+                        "diffusers' default tiles")
     p.add_argument("--small", action="store_true", help="a tiny model of the same layout: checks the script only")
     p.add_argument("--make-model", type=Path, help=argparse.SUPPRESS)  # the child that writes the model
     args = p.parse_args(argv)
@@ -278,8 +288,11 @@ def main(argv: list[str] | None = None) -> None:
     args.size = args.size or spec.size
     if args.frames < 1 or (args.frames - 1) % spec.frame_step:
         p.error(f"--frames: {spec.label} makes 1 + {spec.frame_step}k frames")
-    if args.size < 16 or args.size % 16:
-        p.error("--size: a multiple of 16 (the VAE's 8 times the transformer's patch of 2)")
+    args.height = args.height or args.size
+    args.width = args.width or args.size
+    for name in ("size", "height", "width"):
+        if getattr(args, name) < 16 or getattr(args, name) % 16:
+            p.error(f"--{name}: a multiple of 16 (the VAE's 8 times the transformer's patch of 2)")
     if REPO in args.workdir.resolve().parents:
         sys.exit("--workdir must lie outside the repository (the weights are gigabytes)")
     dtypes, parts = args.dtypes.split(","), args.parts.split(",")
@@ -308,7 +321,8 @@ def main(argv: list[str] | None = None) -> None:
     lf, ls = spec.latent_frames(args.frames), args.size // 8
     print(f"\n{spec.label}{' (SMALL: script check only)' if args.small else ''}, random weights: "
           f"transformer forward CFG batch 2 at {args.frames} x {side} ({lf} x {ls} x {ls} latents, "
-          f"{spec.text_tokens} text rows), VAE decode of those {args.frames} frames; "
+          f"{spec.text_tokens} text rows), VAE decode of {args.frames} frames of {args.height} x {args.width}"
+          f"{' tiled (diffusers default tiles)' if args.tiling else ''}; "
           f"{args.threads} threads, median of {args.rounds} x {args.repeat} passes\n")
     print("| part | engine | dtype | seconds | peak RSS GiB | / diffusers bf16 time | / diffusers same dtype |")
     print("|---|---|---|---|---|---|---|")
