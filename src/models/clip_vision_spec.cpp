@@ -20,8 +20,9 @@ namespace {
 
 constexpr int64_t kMaxWidth = int64_t{1} << 16, kMaxLayers = 1024, kMaxImage = 4096;
 
-// The GEMM weights of the declarations (2-D, the patch conv's declared
-// shape included) and the rest, in elements.
+// The GEMM weights of the declarations (the 2-D ones: the linears and the
+// patch conv, declared as its GEMM) and the rest, in elements. The position
+// table is 2-D too but placed as a plain weight (Placement::put).
 struct Elements {
   double matrices = 0, other = 0;
 };
