@@ -3,9 +3,7 @@
 // polynomial, 2^n by exponent bits): branch-free so CPU loops vectorise under
 // `omp simd` without libmvec, and within ~2 ulp of expf over the float range.
 // GELU(tanh) is written as x * sigmoid(2u), identical to 0.5x(1 + tanh(u)) but
-// with one exp and no cancellation. The exact GELU takes erff (the C
-// library's on the host, CUDA's on the device): torch's GELU to float32
-// rounding, which a parity test at 1e-6 needs. ReLU lets a NaN through, as torch.relu
+// with one exp and no cancellation; the exact GELU uses erff. ReLU lets a NaN through, as torch.relu
 // does.
 #pragma once
 #include <cmath>
@@ -60,8 +58,7 @@ DITGEN_HD float gelu_tanh(float x) {
   return x / (1.0f + fast_exp(-2.0f * u));
 }
 
-// The exact GELU (torch's default, approximate="none"; transformers'
-// "gelu"): 0.5 x (1 + erf(x / sqrt(2))).
+// The exact GELU (torch's default, approximate="none"): 0.5 x (1 + erf(x / sqrt 2)).
 DITGEN_HD float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 }  // namespace ditgen::math
