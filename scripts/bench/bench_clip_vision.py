@@ -12,7 +12,9 @@ side reads the folder of its compute dtype (transformers: from_pretrained(dtype=
 --dtype).
 
 Runs, each its own process (peak RSS from os.wait4's rusage of that child alone), one image of
-random normalised pixels, a warm-up encode then --repeat timed ones (median):
+random normalised pixels, a warm-up encode then --repeat timed ones (median of the wall time, and
+of the process's CPU time over the encode, all threads: steadier than the wall clock on a machine
+shared with other jobs):
 
   transformers float32 / bfloat16   torch.set_num_threads(--threads), inference_mode,
                                     attn_implementation "sdpa" (transformers' default)
@@ -72,16 +74,16 @@ model = CLIPVisionModel.from_pretrained(folder, dtype=dtype).eval()
 load = time.perf_counter() - t0
 g = torch.Generator().manual_seed(0)
 pixels = (torch.rand(1, 3, 224, 224, generator=g) * 4 - 2).to(dtype)
-times = []
+times, cpu = [], []
 with torch.inference_mode():
     for r in range(repeat + 1):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = model(pixel_values=pixels, output_hidden_states=True).hidden_states[-2]
         if r:
             times.append(time.perf_counter() - t)
-times.sort()
-print(json.dumps({"load_seconds": load, "encode_seconds": times[len(times) // 2], "encode_all": times,
-                  "shape": list(out.shape)}))
+            cpu.append(time.process_time() - c)
+print(json.dumps({"load_seconds": load, "encode_seconds": sorted(times)[len(times) // 2], "encode_all": times,
+                  "encode_cpu_seconds": sorted(cpu)[len(cpu) // 2], "shape": list(out.shape)}))
 """
 
 
@@ -140,19 +142,21 @@ def main() -> None:
             fig = dict(line.split(" ", 1) for line in out.strip().splitlines() if " " in line)
             rows[f"ditgen {dtype}" + (" packed" if pack else "")] = {
                 "load_seconds": float(fig["load_seconds"]), "encode_seconds": float(fig["encode_seconds"]),
-                "encode_all": fig["encode_all"], "peak_rss": rss}
+                "encode_all": fig["encode_all"], "encode_cpu_seconds": float(fig["encode_cpu_seconds"]),
+                "peak_rss": rss}
 
     print(f"load average before {load_before}, after {os.getloadavg()}; threads {args.threads}, "
           f"repeat {args.repeat} (median)")
-    print(f"{'run':<30}{'encode s':>10}{'load s':>9}{'sum s':>8}{'peak RSS GiB':>14}")
+    print(f"{'run':<30}{'encode s':>10}{'CPU s':>8}{'load s':>9}{'sum s':>8}{'peak RSS GiB':>14}")
     for name, r in rows.items():
-        print(f"{name:<30}{r['encode_seconds']:>10.3f}{r['load_seconds']:>9.2f}"
+        print(f"{name:<30}{r['encode_seconds']:>10.3f}{r['encode_cpu_seconds']:>8.2f}{r['load_seconds']:>9.2f}"
               f"{r['encode_seconds'] + r['load_seconds']:>8.2f}{r['peak_rss'] / 2**30:>14.2f}")
     for name, r in rows.items():
         if not name.startswith("ditgen"):
             continue
         t = rows["transformers " + name.split()[1]]
-        print(f"{name} / transformers: encode {r['encode_seconds'] / t['encode_seconds']:.2f}x, load + encode "
+        print(f"{name} / transformers: encode {r['encode_seconds'] / t['encode_seconds']:.2f}x (CPU time "
+              f"{r['encode_cpu_seconds'] / t['encode_cpu_seconds']:.2f}x), load + encode "
               f"{(r['encode_seconds'] + r['load_seconds']) / (t['encode_seconds'] + t['load_seconds']):.2f}x, "
               f"peak RSS {r['peak_rss'] / t['peak_rss']:.2f}x")
     print(json.dumps(rows))

@@ -12,6 +12,7 @@
 // a slower load: worth it only for many encodes per load). Output is one
 // `key value` line per figure:
 //   load_seconds <t>  encode_seconds <median>  encode_all <t1,t2,...>
+//   encode_cpu_seconds <median CPU time of an encode, all threads>
 //   output_sum <checksum>  peak_rss_bytes <n>  weight_bytes <ClipVisionSpec's count>
 // and with --profile the per-op table of util/profile.h between
 // `profile_begin` and `profile_end` (summed over the timed repeats).
@@ -71,6 +72,16 @@ Args parse(int argc, char** argv) {
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
+// CPU seconds this process has used, all threads (user + system): on a
+// machine shared with other jobs a steadier measure of the work than the
+// wall clock.
+double cpu_seconds() {
+  struct rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return seconds(ru.ru_utime) + seconds(ru.ru_stime);
+}
+
 int run(const Args& a) {
   const models::Placement place(Device::kCPU, a.dtype == "bfloat16" ? DType::kBF16 : DType::kF32, a.pack);
   const models::ClipVisionSpec spec = models::clip_vision_spec(a.model);
@@ -85,14 +96,17 @@ int run(const Args& a) {
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
   for (int64_t i = 0; i < pixels.numel(); ++i) pixels.data()[i] = dist(rng);
 
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;
   double checksum = 0;
   for (int r = 0; r < a.warmup + a.repeat; ++r) {
     if (r == a.warmup && a.profile) profile::reset();
-    const double start = now();
+    const double start = now(), cpu_start = cpu_seconds();
     const Tensor out = encoder->encode(pixels);
     const double t = now() - start;
-    if (r >= a.warmup) times.push_back(t);
+    if (r >= a.warmup) {
+      times.push_back(t);
+      cpu_times.push_back(cpu_seconds() - cpu_start);
+    }
     if (r == 0)
       for (int64_t i = 0; i < out.numel(); ++i) checksum += out[i];
   }
@@ -100,6 +114,7 @@ int run(const Args& a) {
   getrusage(RUSAGE_SELF, &ru);
   std::printf("load_seconds %.4f\nencode_seconds %.4f\nencode_all ", load, bench::median(times));
   for (size_t i = 0; i < times.size(); ++i) std::printf("%s%.4f", i ? "," : "", times[i]);
+  std::printf("\nencode_cpu_seconds %.4f", bench::median(cpu_times));
   std::printf("\noutput_sum %.6g\npeak_rss_bytes %lld\nweight_bytes %.0f\n", checksum,
               static_cast<long long>(ru.ru_maxrss) * 1024, spec.weight_bytes(place));
   if (a.profile)
