@@ -8,7 +8,9 @@
  * size) -> workload -> parallel::weight_elements_per_rank;
  * part_config("vae") -> models::vae_spec (the registry's VAE seam)
  * -> scale_factor(); part_config("text_encoder") -> models::T5Config::from_json
- * -> the expected tensor list and parameter count; and the scheduler text ->
+ * -> the expected tensor list and parameter count, and the same text as an
+ * image_encoder/config.json -> models::ClipVisionConfig::from_json -> its
+ * declared tensors, parameter count and bytes; and the scheduler text ->
  * sched::parse_scheduler_config (diffusers' -Infinity tokens) ->
  * make_scheduler for the model's own class and every name of
  * sched::scheduler_names() ("ddim", "dpmpp_2m", "unipc", "euler") ->
@@ -23,6 +25,8 @@
 
 #include "fuzz_support.h"
 #include "io/model_dir.h"
+#include "models/clip_vision.h"
+#include "models/clip_vision_spec.h"
 #include "models/registry.h"
 #include "models/t5.h"
 #include "models/t5_spec.h"
@@ -77,6 +81,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const ditgen::models::T5Spec spec(ditgen::models::T5Config::from_json(model.part_config("text_encoder"), path));
       const auto tensors = ditgen::models::T5Encoder::layer_tensors(spec.config(), 0);
       g_sink = static_cast<double>(spec.param_count()) + static_cast<double>(tensors.size());
+    });
+    ditgen::fuzz::allow_reader_errors([&] {
+      const std::string path = model.part_config_path("text_encoder");
+      const ditgen::models::ClipVisionSpec spec(
+          ditgen::models::ClipVisionConfig::from_json(model.part_config("text_encoder"), path));
+      const auto tensors = ditgen::models::ClipVisionEncoder::layer_tensors(spec.config(), "", 0);
+      g_sink = static_cast<double>(spec.param_count()) + spec.weight_bytes({}) + spec.encode_bytes({}, 3) +
+               static_cast<double>(tensors.size());
     });
   } catch (const ditgen::Error&) {
   }

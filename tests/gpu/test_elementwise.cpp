@@ -1,4 +1,4 @@
-// CUDA silu / gelu_tanh / relu / add_ / mul_ / gated_residual_ against the
+// CUDA silu / gelu / gelu_tanh / relu / add_ / mul_ / gated_residual_ against the
 // CPU ops on odd shapes, every storage type (tolerances: gpu_test_helpers.h).
 #include <doctest/doctest.h>
 
@@ -10,7 +10,7 @@ using gputest::DeviceTensor;
 using testing::random_tensor;
 using testing::rel_l2;
 
-TEST_CASE("cuda silu and gelu_tanh match the CPU ops, in place and out of place") {
+TEST_CASE("cuda silu, gelu (exact) and gelu_tanh match the CPU ops, in place and out of place") {
   for (cuda::DType t : gputest::kAllTypes) {
     CAPTURE(cuda::dtype_name(t));
     Tensor x = gputest::rounded(random_tensor({3, 1001}, 1, -9.0f, 9.0f), t);
@@ -18,6 +18,11 @@ TEST_CASE("cuda silu and gelu_tanh match the CPU ops, in place and out of place"
     DeviceTensor dx(x, t), dy(n, t);
     cuda::silu(dx.data(), dy.data(), n, t);
     CHECK(rel_l2(dy.to_host(x.shape()), ops::silu(x)) < gputest::tolerance(t));
+    DeviceTensor de(x, t);
+    cuda::gelu(de.data(), dy.data(), n, t);
+    Tensor e = x.clone();
+    ops::gelu_(e);
+    CHECK(rel_l2(dy.to_host(x.shape()), e) < gputest::tolerance(t));
     cuda::gelu_tanh(dx.data(), dx.data(), n, t);  // in place
     Tensor g = x.clone();
     ops::gelu_tanh_(g);

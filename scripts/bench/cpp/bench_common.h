@@ -1,7 +1,7 @@
 // Small helpers shared by the benchmark programs of scripts/bench: the median
 // of repeated timings, reading an option's value from the command line, the
 // step cache settings the PAB benchmarks compare (--caches), and PSNR
-// averaged over images with identical ones capped.
+// averaged over images with identical ones capped; main's error report.
 #pragma once
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pab/step_cache.h"
+#include "util/error.h"
 
 namespace ditgen::bench {
 
@@ -63,6 +64,21 @@ inline std::vector<double> parse_coefficients(const std::string& text) {
     pos = comma + 1;
   }
   return out.size() == 5 ? out : std::vector<double>{};
+}
+
+// main's body for a benchmark program: run(), an error reported as
+// "<program>: <message>" with ditgen's exit code for it (1 for others).
+template <class Run>
+int run_reporting_errors(const char* program, Run run) {
+  try {
+    return run();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 1;
+  }
 }
 
 }  // namespace ditgen::bench
