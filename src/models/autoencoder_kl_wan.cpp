@@ -474,6 +474,10 @@ ChunkedDecode AutoencoderKLWan::chunked(int64_t latent_frames, const Cache& cach
 io::SingleFileOptions AutoencoderKLWanSpec::single_file_options() const {
   io::SingleFileOptions o;
   o.other_naming_probe = "decoder.conv1.weight";  // diffusers': decoder.conv_in.weight
+  if (cfg_.is_residual) {
+    o.rename = [](const std::string& name) { return wan22_vae_original_to_diffusers(name); };
+    return o;
+  }
   o.rename = [per_block = cfg_.num_res_blocks + 1, blocks = static_cast<int64_t>(cfg_.dim_mult.size())](
                  const std::string& name) { return wan_vae_original_to_diffusers(name, per_block, blocks); };
   return o;

@@ -198,8 +198,10 @@ class AutoencoderKLWanSpec final : public CausalVaeSpec<AutoencoderKLWan> {
   // temporal_factor() full-resolution frames of dims[-1] channels.
   double decode_bytes(int64_t h, int64_t w) const override;
   // The original release's names (ComfyUI's wan_2.1_vae.safetensors:
-  // decoder.upsamples.N ...), mapped as diffusers' convert_wan_vae_to_diffusers
-  // maps them (models/wan_vae_names.h); diffusers' names otherwise.
+  // decoder.upsamples.N ...; with is_residual wan2.2_vae.safetensors:
+  // decoder.upsamples.X.upsamples.Y ...), mapped as diffusers'
+  // convert_wan_vae_to_diffusers / convert_vae_22 map them
+  // (models/wan_vae_names.h); diffusers' names otherwise.
   io::SingleFileOptions single_file_options() const override;
   // The encoder (models/autoencoder_kl_wan_encoder.h), from the same
   // weights (either naming).

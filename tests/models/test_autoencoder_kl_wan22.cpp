@@ -22,6 +22,7 @@
 #include "models/nn/vae_patches.h"
 #include "models/registry.h"
 #include "models/vae_decode.h"
+#include "models/wan_vae_names.h"
 #include "../ops/test_helpers.h"
 #include "util/error.h"
 
@@ -263,4 +264,25 @@ TEST_CASE("Wan 2.2 VAE weights are validated against config.json: Wan 2.1's layo
   cfg.is_residual = false;  // Wan 2.1's upsamplers.0. names and C/2 channels
   CHECK_THROWS_WITH_AS(models::AutoencoderKLWan::load(weights, cfg), doctest::Contains("upsamplers.0"), ModelError);
   CHECK_THROWS_AS(models::AutoencoderKLWanEncoder::load(weights, cfg), ModelError);
+}
+
+TEST_CASE("Wan 2.2 VAE: the release's tensor names (wan2.2_vae.safetensors) map to diffusers' as convert_vae_22 does") {
+  // Every tensor of the fixture VAE under its release name (the fixture
+  // script checks them against diffusers' convert_vae_22 renaming).
+  const nlohmann::json names = io::read_json_file(testing::fixture_dir("wan22_vae") + "/reference/original_names.json");
+  REQUIRE(names.size() > 100);
+  const auto spec = models::vae_spec(io::read_json_file(config_path()), config_path());
+  const io::SingleFileOptions options = spec->single_file_options();
+  CHECK(options.other_naming_probe == "decoder.conv1.weight");
+  REQUIRE(options.rename);
+  const auto weights = io::WeightStore::open_dir(vae_dir());
+  for (const auto& [original, diffusers] : names.items()) {
+    CAPTURE(original);
+    CHECK(options.rename(original) == diffusers.get<std::string>());
+    CHECK(weights.contains(diffusers.get<std::string>()));
+  }
+  for (const char* foreign : {"decoder.upsamples.1.residual.0.gamma",        // Wan 2.1's flat list
+                              "decoder.upsamples.x.upsamples.0.residual.0.gamma", "encoder.downsamples.0.resample.1.weight",
+                              "decoder.upsamples.0.upsamples.1.avg_shortcut.weight", "decoder.conv1.gamma"})
+    CHECK_FALSE(models::wan22_vae_original_to_diffusers(foreign));
 }
