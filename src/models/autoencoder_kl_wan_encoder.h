@@ -41,7 +41,7 @@
 // of tile_sample_min pixels every tile_sample_stride pixels, each encoded
 // on a fresh cache in the same chunks, blended over the latent overlap; the
 // means are blended and then normalised. Tile sizes must be multiples of
-// the spatial factor.
+// the network factor (8), in patches for a patch_size.
 //
 // The latents returned are the mode (the mean channels), normalised as
 // WanImageToVideoPipeline does: (mode - latents_mean) * (1 / latents_std),
