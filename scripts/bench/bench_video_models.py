@@ -12,6 +12,10 @@ Models (--model):
   cogvideox-2b  CogVideoX-2b: 9 frames of 256 x 256, latents (3, 16, 32, 32)
                 (diffusers' transformer takes (B, F, C, H, W)), 226 text rows
                 of 4096 (its max_text_seq_length).
+  wan2.2-ti2v-5b-vae  Wan 2.2 TI2V-5B's VAE alone (--parts vae: is_residual,
+                patch_size 2, 16 pixels a latent): 17 frames of 256 x 256,
+                latents (48, 5, 16, 16). Its transformer's random weights
+                (20 GB in float32) are not written.
 
 Usage (from the repository root, after building the bench programs; the
 Wan-era Python environment, scripts/fixtures/requirements-wan.txt:
@@ -21,11 +25,11 @@ scripts/fixtures/requirements-wan.txt):
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DDITGEN_BENCHMARKS=ON
     cmake --build build --target bench_forward bench_vae_decode -j
     /root/venv-wan/bin/python scripts/bench/bench_video_models.py \\
-        --model wan2.1-1.3b|cogvideox-2b \\
+        --model wan2.1-1.3b|cogvideox-2b|wan2.2-ti2v-5b-vae \\
         [--bench-dir build/scripts/bench/cpp] [--workdir /tmp/ditgen-bench] \\
         [--threads 2] [--repeat 3] [--warmup 1] [--rounds 1] \\
         [--dtypes float32,bfloat16] [--parts transformer,vae] \\
-        [--frames F] [--size S] [--height H --width W] [--tiling] [--small]
+        [--frames F] [--size S] [--height H --width W] [--tiling] [--small] [--compare]
 
 Needs torch and diffusers (torch 2.x, diffusers 0.42).  What it does:
 
@@ -50,12 +54,17 @@ Needs torch and diffusers (torch 2.x, diffusers 0.42).  What it does:
          from_pretrained(...).to(dtype) under torch.inference_mode();
          ditgen: bench_forward --model DIR --batch 2 --frames F'
          --latent-size S/8 --text-tokens T.
-       vae: latents (1, 16, F', H/8, W/8) -> F frames of H x W (--height,
-         --width; default S x S); diffusers: the VAE class's decode (Wan:
-         its per-latent-frame causal cache; CogVideoX: its latent-frame
-         batches), after enable_tiling() under --tiling; ditgen:
-         bench_vae_decode --height H --width W --frames F [--tiling] (the
-         same default tiles as diffusers').
+       vae: latents (1, C, F', S/f, S/f) -> F frames of S x S (f: 8, Wan
+         2.2 TI2V's 16); diffusers:
+         the VAE class's decode (Wan: its per-latent-frame causal cache;
+         CogVideoX: its latent-frame batches, no tiling); ditgen:
+         bench_vae_decode --height S --width S --frames F. --height /
+         --width decode H x W instead; --tiling tiles both engines' decode
+         with diffusers' default tiles (enable_tiling(); --tiling).
+     --compare (vae): ditgen runs first and saves its random latents and
+     frames (bench_vae_decode --save-output), diffusers decodes those
+     latents, and the relative L2 of the two videos (ditgen's clamped, as
+     diffusers clamps) is printed per dtype.
      Each run does --warmup untimed and --repeat timed passes; the reported
      time is the median of all timed passes over all rounds.  A
      measurement that fails (say a bench program that does not know the
@@ -100,6 +109,8 @@ class VideoModel:
     frame_step: int        # output frame counts 1 + frame_step * k
     small_transformer: dict = field(default_factory=dict)
     small_vae: dict = field(default_factory=dict)
+    vae_factor: int = 8    # pixels per latent, each side
+    vae_only: bool = False  # no transformer written or run
 
     def latent_frames(self, frames: int) -> int:
         return (frames - 1) // 4 + 1  # both VAEs compress time 4x after the first frame
@@ -120,6 +131,11 @@ MODELS = {
         small_transformer=dict(num_attention_heads=2, attention_head_dim=16, num_layers=2, text_embed_dim=64,
                                time_embed_dim=32),
         small_vae=dict(block_out_channels=[32, 32, 32, 32], layers_per_block=1)),
+    "wan2.2-ti2v-5b-vae": VideoModel(
+        label="Wan 2.2 TI2V-5B's VAE", published="Wan2.2-TI2V-5B-Diffusers", random_dir="Wan2.2-TI2V-5B-vae-random",
+        transformer_class="WanTransformer3DModel", vae_class="AutoencoderKLWan", frames=17, size=256,
+        text_tokens=512, text_dim_key="text_dim", frames_first=False, frame_step=4,
+        small_vae=dict(base_dim=16, decoder_base_dim=16), vae_factor=16, vae_only=True),
 }
 
 
@@ -143,8 +159,12 @@ def make_model(spec: VideoModel, root: Path, small: bool) -> None:
         vcfg.update(spec.small_vae)
     torch.manual_seed(0)
     print(f"writing {root} (random weights{', small' if small else ''}) ...", file=sys.stderr, flush=True)
-    getattr(diffusers, spec.transformer_class)(**tcfg).save_pretrained(root / "transformer", safe_serialization=True)
-    getattr(diffusers, spec.vae_class)(**vcfg).save_pretrained(root / "vae", safe_serialization=True)
+    if not spec.vae_only:
+        getattr(diffusers, spec.transformer_class)(**tcfg).save_pretrained(root / "transformer",
+                                                                          safe_serialization=True)
+    # from_config, as from_pretrained reads it: keys the class does not take
+    # (Wan 2.2's clip_output) are dropped with a warning.
+    getattr(diffusers, spec.vae_class).from_config(vcfg).save_pretrained(root / "vae", safe_serialization=True)
     shutil.copy(published / "model_index.json", root / "model_index.json")
     (root / ".complete").write_text("")
 
@@ -195,6 +215,9 @@ with torch.inference_mode():
         z = torch.randn(1, c, a["latent_frames"], a["latent_h"], a["latent_w"], generator=g).to(dtype)
         if a["tiling"]:
             m.enable_tiling()  # diffusers' default tiles (Wan: 256 x 256 every 192)
+        if a.get("inputs"):  # bench_vae_decode --save-output's latents (C, F', h, w), for ditgen's inputs
+            from safetensors.torch import load_file
+            z = load_file(a["inputs"])["latents"][None].to(dtype)
         run = lambda: m.decode(z, return_dict=False)[0]
     for i in range(a["warmup"] + a["repeat"]):
         t0 = time.perf_counter()
@@ -228,8 +251,9 @@ def run_torch(args, spec: VideoModel, model: Path, part: str, dtype: str, inputs
     `inputs` (a bench_forward --save-output file) when given, its first
     output saved to `save` (float32 safetensors, "output") when given."""
     payload = dict(part=part, dtype=dtype, model=str(model), threads=args.threads, warmup=args.warmup,
-                   repeat=args.repeat, latent=args.size // 8, latent_frames=spec.latent_frames(args.frames),
-                   latent_h=args.height // 8, latent_w=args.width // 8, tiling=args.tiling,
+                   repeat=args.repeat, latent=args.size // spec.vae_factor, latent_h=args.height // spec.vae_factor,
+                   latent_w=args.width // spec.vae_factor, tiling=args.tiling,
+                   latent_frames=spec.latent_frames(args.frames),
                    text_tokens=spec.text_tokens, text_dim_key=spec.text_dim_key, frames_first=spec.frames_first,
                    transformer_class=spec.transformer_class, vae_class=spec.vae_class,
                    inputs=str(inputs) if inputs else None, save=str(save) if save else None)
@@ -259,6 +283,37 @@ def run_ditgen(args, spec: VideoModel, model: Path, part: str, dtype: str, extra
             "peak_rss_bytes": int(figures["peak_rss_bytes"])}
 
 
+def compare_paths(args, dtype: str) -> tuple[Path, Path]:
+    """--compare's files: ditgen's latents and frames, diffusers' frames."""
+    return (args.workdir / f"compare-{args.model}-{dtype}-ditgen.safetensors",
+            args.workdir / f"compare-{args.model}-{dtype}-diffusers.safetensors")
+
+
+def compare_files(args, part: str, engine: str, dtype: str) -> dict:
+    """--compare (vae): ditgen saves its latents and frames, diffusers then
+    decodes those latents and saves its frames (the run's other options)."""
+    if not args.compare or part != "vae":
+        return {}
+    ours, theirs = compare_paths(args, dtype)
+    return {"extra": ("--save-output", str(ours))} if engine == "ditgen" else {"inputs": ours, "save": theirs}
+
+
+def videos_rel_l2(args, dtype: str) -> str:
+    """Relative L2 of ditgen's frames (clamped, as the pipeline and diffusers
+    clamp) to diffusers' decode of the same latents."""
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    ours, theirs = compare_paths(args, dtype)
+    if not ours.exists() or not theirs.exists():
+        return "not compared (a run failed)"
+    a = np.clip(load_file(str(ours))["output"].astype(np.float64), -1.0, 1.0).transpose(1, 0, 2, 3)
+    b = load_file(str(theirs))["output"].astype(np.float64)[0]
+    if a.shape != b.shape:
+        return f"shapes differ: {a.shape} vs {b.shape}"
+    return f"{np.linalg.norm(a - b) / np.linalg.norm(b):.3g}"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=sorted(MODELS), required=True)
@@ -278,6 +333,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="the VAE decode tiled: diffusers' enable_tiling() and bench_vae_decode --tiling, both with "
                         "diffusers' default tiles")
     p.add_argument("--small", action="store_true", help="a tiny model of the same layout: checks the script only")
+    p.add_argument("--compare", action="store_true",
+                   help="vae: diffusers decodes ditgen's latents, and the two videos' relative L2 is printed")
     p.add_argument("--make-model", type=Path, help=argparse.SUPPRESS)  # the child that writes the model
     args = p.parse_args(argv)
     spec = MODELS[args.model]
@@ -296,6 +353,8 @@ def main(argv: list[str] | None = None) -> None:
     if REPO in args.workdir.resolve().parents:
         sys.exit("--workdir must lie outside the repository (the weights are gigabytes)")
     dtypes, parts = args.dtypes.split(","), args.parts.split(",")
+    if spec.vae_only and parts != ["vae"]:
+        p.error(f"--parts: {args.model} benchmarks the VAE alone (--parts vae)")
     model = ensure_model(args.model, args.workdir, args.small)
 
     times: dict = {}
@@ -304,10 +363,12 @@ def main(argv: list[str] | None = None) -> None:
     for _ in range(args.rounds):
         for part in parts:
             for dtype in dtypes:
-                for engine, run in (("diffusers", run_torch), ("ditgen", run_ditgen)):
+                # --compare: ditgen first, so that diffusers decodes its latents.
+                engines = (("diffusers", run_torch), ("ditgen", run_ditgen))
+                for engine, run in (engines[::-1] if args.compare else engines):
                     key = (part, engine, dtype)
                     try:
-                        r = run(args, spec, model, part, dtype)
+                        r = run(args, spec, model, part, dtype, **compare_files(args, part, engine, dtype))
                     except Failed as e:
                         failed[key] = str(e)
                         print(f"{part} {engine} {dtype}: did not run: {e}", file=sys.stderr, flush=True)
@@ -317,8 +378,13 @@ def main(argv: list[str] | None = None) -> None:
                     print(f"{part} {engine} {dtype}: {statistics.median(r['seconds']):.3f} s, "
                           f"peak RSS {r['peak_rss_bytes'] / 2**30:.2f} GiB", file=sys.stderr, flush=True)
 
+    if args.compare and "vae" in parts:
+        for dtype in dtypes:
+            print(f"vae {dtype}: ditgen vs diffusers decode of the same latents, relative L2 "
+                  f"{videos_rel_l2(args, dtype)}", file=sys.stderr, flush=True)
+
     side = f"{args.size} x {args.size}"
-    lf, ls = spec.latent_frames(args.frames), args.size // 8
+    lf, ls = spec.latent_frames(args.frames), args.size // spec.vae_factor
     print(f"\n{spec.label}{' (SMALL: script check only)' if args.small else ''}, random weights: "
           f"transformer forward CFG batch 2 at {args.frames} x {side} ({lf} x {ls} x {ls} latents, "
           f"{spec.text_tokens} text rows), VAE decode of {args.frames} frames of {args.height} x {args.width}"

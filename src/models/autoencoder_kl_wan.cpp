@@ -20,6 +20,16 @@
 // one to 2^(temporal upsamplers) = 4, and feeding the frames one by one is
 // diffusers' decode of the whole video.
 //
+// Wan 2.2's residual up blocks (is_residual): the block's input is held
+// (a handle: no op writes into its input) until the upsampler is done, then
+// dup_up makes DupUp3D of it: per time phase, the output channels' source
+// channels gathered (one copy_rows per run of channels at a steady step),
+// nearest x2 (both columns of a pixel pair share a channel: the repeats
+// are even), and, when the row phase changes the channel, the two row
+// phases' rows interleaved; the time phases interleaved as frames. The
+// first latent frame keeps only the last time phase (first_chunk), as the
+// main path's skipped time conv keeps one frame.
+//
 // Memory: one latent frame's activations (at most four output frames at the
 // last level) plus the caches (2 frames per causal conv, at its level's
 // size), never the video's length. The caches are allocated once, at the
@@ -36,12 +46,16 @@
 // placement's device; only the stream's input and output cross to the host.
 #include "models/autoencoder_kl_wan.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "io/model_dir.h"
+#include "models/nn/vae_patches.h"
 #include "models/wan_vae_names.h"
 #include "ops/ops.h"
 #include "tensor/device_memory.h"
@@ -78,8 +92,6 @@ const std::string kNormOut = "decoder.norm_out.";
 const std::string kConvOut = "decoder.conv_out.";
 constexpr std::array<int64_t, 3> k3x3x3 = {3, 3, 3}, k1x1x1 = {1, 1, 1}, kTimeKernel = {3, 1, 1};
 
-std::string time_conv(const std::string& up_block) { return up_block + "upsamplers.0.time_conv."; }
-std::string resample(const std::string& up_block) { return up_block + "upsamplers.0.resample.1."; }
 
 std::vector<float> float_list(const nlohmann::json& cfg, const char* key, const std::vector<float>& fallback,
                               const std::string& path) {
@@ -97,14 +109,60 @@ std::vector<float> float_list(const nlohmann::json& cfg, const char* key, const 
 
 // The up blocks' channels (WanDecoder3d): block i goes to dims[i + 1], the
 // first from dims[0], every later one from the previous block's upsampled
-// C/2.
-UpBlockChannels up_block_channels(const std::vector<int64_t>& dims) {
+// C/2 (Wan 2.1) or C (is_residual: its upsampler keeps the channels).
+UpBlockChannels up_block_channels(const AutoencoderKLWanConfig& cfg) {
+  const std::vector<int64_t> dims = cfg.dims();
   UpBlockChannels c;
   for (size_t i = 0; i + 1 < dims.size(); ++i) {
-    c.in.push_back(i == 0 ? dims[0] : dims[i] / 2);
+    c.in.push_back(i == 0 || cfg.is_residual ? dims[i] : dims[i] / 2);
     c.out.push_back(dims[i + 1]);
   }
   return c;
+}
+
+// The upsampler's conv output channels: C/2 (Wan 2.1), C (is_residual).
+int64_t resample_out(const AutoencoderKLWanConfig& cfg, int64_t channels) {
+  return cfg.is_residual ? channels : channels / 2;
+}
+
+// Where an up block's upsampler is stored: a ModuleList (Wan 2.1's
+// WanUpBlock) or one module (WanResidualUpBlock).
+std::string upsampler(const AutoencoderKLWanConfig& cfg, const std::string& up_block) {
+  return up_block + (cfg.is_residual ? "upsampler." : "upsamplers.0.");
+}
+
+// DupUp3D's channel repeats for up block i: cout * factor / cin, what
+// diffusers asserts whole. Odd repeats would take a pixel's two columns
+// from different channels, which dup_up does not do.
+int64_t dup_repeats(const AutoencoderKLWanConfig& cfg, const UpBlockChannels& up, size_t i) {
+  return up.out[i] * (cfg.temporal_upsample(i) ? 8 : 4) / up.in[i];
+}
+
+void check_residual_shortcuts(const AutoencoderKLWanConfig& cfg, const std::string& path) {
+  const UpBlockChannels up = up_block_channels(cfg);
+  for (size_t i = 0; i + 1 < up.out.size(); ++i) {
+    const int64_t factor = cfg.temporal_upsample(i) ? 8 : 4;
+    require(up.out[i] * factor % up.in[i] == 0, path,
+            "dim_mult: up block " + std::to_string(i) + "'s DupUp3D shortcut cannot repeat " +
+                std::to_string(up.in[i]) + " channels into " + std::to_string(up.out[i]) + " x " +
+                std::to_string(factor));
+    if (dup_repeats(cfg, up, i) % 2 != 0)
+      not_supported(path + ": is_residual true with dim_mult " + nlohmann::json(cfg.dim_mult).dump() + " (up block " +
+                    std::to_string(i) + "'s DupUp3D repeats its channels an odd number of times)");
+  }
+  // The encoder's AvgDown3D shortcuts: in * factor must split into out groups.
+  const int64_t levels = static_cast<int64_t>(cfg.dim_mult.size());
+  int64_t in = cfg.base_dim;
+  for (int64_t i = 0; i < levels; ++i) {
+    const int64_t out = cfg.base_dim * cfg.dim_mult[static_cast<size_t>(i)];
+    const bool last = i + 1 == levels;
+    const int64_t factor = last ? 1 : (cfg.temperal_downsample[static_cast<size_t>(i)] ? 8 : 4);
+    require(in * factor % out == 0, path,
+            "dim_mult: down block " + std::to_string(i) + "'s AvgDown3D shortcut cannot average " +
+                std::to_string(in) + " x " + std::to_string(factor) + " values into " + std::to_string(out) +
+                " channels");
+    in = out;
+  }
 }
 
 }  // namespace
@@ -151,13 +209,20 @@ AutoencoderKLWanConfig AutoencoderKLWanConfig::from_json(const nlohmann::json& c
               " entries (one per downsampling level: len(dim_mult) - 1), got " +
               std::to_string(c.temperal_downsample.size()));
 
-  // What diffusers builds and this decoder does not.
-  if (get_bool_or(cfg, "is_residual", false, path))
-    not_supported(path + ": is_residual true (Wan 2.2 TI2V's VAE: residual up blocks with DupUp3D shortcuts)");
-  if (get_int_or(cfg, "patch_size", 1, path) != 1)
-    not_supported(path + ": patch_size " + cfg["patch_size"].dump() + " (the VAE's own patchify, Wan 2.2 TI2V)");
-  if (!get_bool_or(cfg, "clip_output", true, path))
-    not_supported(path + ": clip_output false (diffusers 0.42.1 and ditgen's pipeline always clamp to [-1, 1])");
+  c.is_residual = get_bool_or(cfg, "is_residual", false, path);
+  // patch_size null / absent: no patches (diffusers).
+  c.patch_size = get_int_or(cfg, "patch_size", 1, path);
+  require(c.patch_size >= 1, path, "patch_size: expected a positive integer or null, got " + cfg["patch_size"].dump());
+  if (c.patch_size > 2)
+    not_supported(path + ": patch_size " + cfg["patch_size"].dump() + " (only null, 1 and 2: Wan 2.2 TI2V's)");
+  const int64_t per_patch = c.patch_size * c.patch_size;
+  for (const auto& [key, channels] : {std::pair{"in_channels", c.in_channels}, {"out_channels", c.out_channels}})
+    require(channels % per_patch == 0, path,
+            std::string(key) + ": " + std::to_string(channels) + " is not a multiple of patch_size^2 = " +
+                std::to_string(per_patch) + " (the patches' pixels are channels)");
+  // clip_output (Wan 2.2's configs: false) is not a key of diffusers 0.42.1's
+  // AutoencoderKLWan: it clamps anyway, and so does ditgen's pipeline.
+  (void)get_bool_or(cfg, "clip_output", true, path);
   if (cfg.contains("attn_scales") && !cfg["attn_scales"].is_null()) {
     const auto& a = cfg["attn_scales"];
     require(a.is_array(), path, "attn_scales: expected an array, got " + a.dump());
@@ -180,13 +245,15 @@ AutoencoderKLWanConfig AutoencoderKLWanConfig::from_json(const nlohmann::json& c
     require(std::isfinite(c.latents_std[i]) && c.latents_std[i] != 0.0f && std::isfinite(c.latents_mean[i]), path,
             "latents_mean / latents_std[" + std::to_string(i) + "]: expected finite values and a non-zero std");
 
+  if (c.is_residual) check_residual_shortcuts(c, path);
+
   // The pipeline's factors (WanPipeline reads these keys) must be the
   // decoder's own.
   const int64_t sf = get_int_or(cfg, "scale_factor_spatial", c.spatial_factor(), path);
   const int64_t tf = get_int_or(cfg, "scale_factor_temporal", c.temporal_factor(), path);
   require(sf == c.spatial_factor(), path,
           "scale_factor_spatial: " + std::to_string(sf) + ", but the decoder upsamples by " +
-              std::to_string(c.spatial_factor()) + " (2^(len(dim_mult) - 1))");
+              std::to_string(c.spatial_factor()) + " (2^(len(dim_mult) - 1) x patch_size)");
   require(tf == c.temporal_factor(), path,
           "scale_factor_temporal: " + std::to_string(tf) + ", but the decoder's time upsampling gives " +
               std::to_string(c.temporal_factor()) + " (2^(true entries of temperal_downsample))");
@@ -195,7 +262,7 @@ AutoencoderKLWanConfig AutoencoderKLWanConfig::from_json(const nlohmann::json& c
 
 nn::TensorDecls AutoencoderKLWan::decoder_tensors(const AutoencoderKLWanConfig& c) {
   const std::vector<int64_t> dims = c.dims();
-  const UpBlockChannels up = up_block_channels(dims);
+  const UpBlockChannels up = up_block_channels(c);
   const int64_t z = c.z_dim, c0 = dims[0], c_last = dims.back();
   nn::TensorDecls t = nn::Conv3d::tensors(kPostQuantConv, z, z, k1x1x1);
   nn::append(t, nn::CausalConv3d::tensors(kConvIn, c0, z, k3x3x3));
@@ -206,8 +273,9 @@ nn::TensorDecls AutoencoderKLWan::decoder_tensors(const AutoencoderKLWanConfig& 
       [&](size_t i, const std::string& ub) {
         if (i + 1 == up.out.size()) return;
         const int64_t ch = up.out[i];
-        if (c.temporal_upsample(i)) nn::append(t, nn::CausalConv3d::tensors(time_conv(ub), 2 * ch, ch, kTimeKernel));
-        nn::append(t, nn::UpsampleConv2d::tensors(resample(ub), ch / 2, ch));
+        const std::string us = upsampler(c, ub);
+        if (c.temporal_upsample(i)) nn::append(t, nn::CausalConv3d::tensors(us + "time_conv.", 2 * ch, ch, kTimeKernel));
+        nn::append(t, nn::UpsampleConv2d::tensors(us + "resample.1.", resample_out(c, ch), ch));
       });
   nn::append(t, nn::ChannelRmsNorm::tensors(kNormOut, c_last, 3));
   nn::append(t, nn::CausalConv3d::tensors(kConvOut, c.out_channels, c_last, k3x3x3));
@@ -224,7 +292,7 @@ AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const Autoenco
                                         const Placement& place) {
   check(w, c);  // every name and shape, before anything is loaded
   const std::vector<int64_t> dims = c.dims();
-  const UpBlockChannels up = up_block_channels(dims);
+  const UpBlockChannels up = up_block_channels(c);
   const int64_t z = c.z_dim, c0 = dims[0], c_last = dims.back();
   AutoencoderKLWan m;
   m.place_ = place;
@@ -240,8 +308,11 @@ AutoencoderKLWan AutoencoderKLWan::load(const io::WeightStore& w, const Autoenco
         const int64_t ch = up.out[i];
         blk.upsample = true;
         blk.temporal = c.temporal_upsample(i);
-        if (blk.temporal) blk.time_conv = nn::CausalConv3d::load(w, time_conv(ub), 2 * ch, ch, kTimeKernel, place);
-        blk.resample = nn::UpsampleConv2d::load(w, resample(ub), ch / 2, ch, place);
+        blk.dup_shortcut = c.is_residual;
+        const std::string us = upsampler(c, ub);
+        if (blk.temporal)
+          blk.time_conv = nn::CausalConv3d::load(w, us + "time_conv.", 2 * ch, ch, kTimeKernel, place);
+        blk.resample = nn::UpsampleConv2d::load(w, us + "resample.1.", resample_out(c, ch), ch, place);
       });
   m.norm_out_ = nn::ChannelRmsNorm::load(w, kNormOut, c_last, 3, place);
   m.conv_out_ = nn::CausalConv3d::load(w, kConvOut, c.out_channels, c_last, k3x3x3, place);
@@ -284,6 +355,71 @@ Tensor AutoencoderKLWan::upsample(Tensor x, const WanUpBlock& b, Cache& cache) c
   return out;
 }
 
+namespace {
+
+// dst planes [0, n) = src's channel planes at `channels` (each `plane`
+// values), one copy_rows per run of channels at a steady positive step.
+void gather_planes(const Tensor& src, const std::vector<int64_t>& channels, int64_t plane, Tensor& dst) {
+  const int64_t n = static_cast<int64_t>(channels.size());
+  for (int64_t o = 0; o < n;) {
+    const int64_t c0 = channels[static_cast<size_t>(o)];
+    const int64_t step = o + 1 < n ? channels[static_cast<size_t>(o + 1)] - c0 : 1;
+    int64_t run = 1;
+    while (step > 0 && o + run < n && channels[static_cast<size_t>(o + run)] == c0 + run * step) ++run;
+    ops::copy_rows(src, c0 * plane, step * plane, dst, o * plane, plane, run, plane);
+    o += run;
+  }
+}
+
+}  // namespace
+
+Tensor AutoencoderKLWan::dup_up(const Tensor& x, int64_t cout, int64_t factor_t, bool first_chunk) const {
+  profile::ScopedTimer timer("vae.upsample");
+  const int64_t cin = x.dim(1), t = x.dim(2), h = x.dim(3), w = x.dim(4), plane = t * h * w, ohw = 4 * h * w;
+  // DupUp3D: channel k of the repeated input (k / repeats of x) is output
+  // channel o at phase (a, b, d), k = ((o factor_t + a) 2 + b) 2 + d: frame
+  // t factor_t + a, pixel (2y + b, 2x + d). repeats is even (the config
+  // checks it), so d never changes the channel: nearest x2 gives both
+  // columns.
+  const int64_t repeats = cout * factor_t * 4 / cin;
+  auto channel = [&](int64_t o, int64_t a, int64_t b) { return ((o * factor_t + a) * 2 + b) * 2 / repeats; };
+  // first_chunk: diffusers keeps frames [factor_t - 1, ...): of one input frame, phase a = factor_t - 1 alone.
+  const int64_t a0 = first_chunk ? factor_t - 1 : 0, phases = factor_t - a0;
+  Tensor out = phases > 1 ? place_.empty({1, cout, t * phases, 2 * h, 2 * w}) : Tensor();
+  Tensor gathered = place_.empty({1, cout * t, h, w});
+  for (int64_t a = a0; a < factor_t; ++a) {
+    std::vector<int64_t> rows[2];  // the channel of each output channel, at row phase b
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t o = 0; o < cout; ++o) rows[b].push_back(channel(o, a, b));
+    // This phase's frames (1, cout, t, 2h, 2w).
+    Tensor y;
+    if (rows[0] == rows[1]) {  // repeats a multiple of 4: nearest x2 is the whole phase
+      gather_planes(x, rows[0], plane, gathered);
+      y = ops::upsample_nearest(gathered, 2).reshape({1, cout, t, 2 * h, 2 * w});
+    } else {  // rows 2y + b from row phase b's channels
+      y = place_.empty({1, cout, t, 2 * h, 2 * w});
+      for (int64_t b = 0; b < 2; ++b) {
+        gather_planes(x, rows[b], plane, gathered);
+        const Tensor up = ops::upsample_nearest(gathered, 2);  // (1, cout t, 2h, 2w)
+        ops::copy_rows(up, b * 2 * w, 4 * w, y, b * 2 * w, 4 * w, cout * t * h, 2 * w);
+      }
+    }
+    if (phases == 1) return y;
+    // Frame tt of y is frame tt factor_t + a of the block.
+    ops::copy_rows(y, 0, ohw, out, (a - a0) * ohw, phases * ohw, cout * t, ohw);
+  }
+  return out;
+}
+
+Tensor AutoencoderKLWan::to_pixels(Tensor frames, bool frames_first) const {
+  const int64_t p = cfg_.patch_size;
+  if (p == 1) return frames;
+  if (!frames_first) return nn::unpatchify_pixels(frames, p);
+  // (T, C p^2, h, w) as (T, C p^2, 1, h, w).
+  const int64_t t = frames.dim(0), c = frames.dim(1), h = frames.dim(2), w = frames.dim(3);
+  return nn::unpatchify_pixels(frames.reshape({t, c, 1, h, w}), p).reshape({t, c / (p * p), h * p, w * p});
+}
+
 Tensor AutoencoderKLWan::decode_chunk(const Tensor& z, Cache& cache) const {
   if (begin_causal_call(cache, z, cfg_.z_dim, 1, kNames))
     start_causal_cache(cache, slots_, nn::CausalPad::kZeros, place_);
@@ -295,9 +431,17 @@ Tensor AutoencoderKLWan::decode_chunk(const Tensor& z, Cache& cache) const {
   x = conv_in_(std::move(x), cache, place_);
   x = mid_(std::move(x), cache);
   for (const WanUpBlock& blk : up_blocks_) {
+    // WanResidualUpBlock's shortcut input (no op writes into its input).
+    const Tensor block_in = blk.dup_shortcut ? x : Tensor();
+    const bool first_chunk = !cache.started;
     for (const nn::WanResidualBlock& r : blk.resnets) x = r(std::move(x), cache, place_);
     if (!blk.upsample) continue;  // the last block: conv_out works at its size
     x = upsample(std::move(x), blk, cache);
+    if (blk.dup_shortcut) {
+      const Tensor shortcut = dup_up(block_in, x.dim(1), blk.temporal ? 2 : 1, first_chunk);
+      profile::ScopedTimer t("vae.residual");
+      ops::add_(x, shortcut);
+    }
     // The next block works at 4x the pixels: this one's staging buffer and
     // the host blocks cached for its sizes could not hold its, so they go
     // back now.
@@ -319,12 +463,16 @@ ChunkedDecode AutoencoderKLWan::chunked(int64_t latent_frames, const Cache& cach
   // temporal_factor().
   const int64_t tf = cfg_.temporal_factor();
   return {std::vector<int64_t>(static_cast<size_t>(latent_frames), 1),
-          (cache.started ? 0 : 1 - tf) + latent_frames * tf, cfg_.out_channels, cfg_.spatial_factor(), stream};
+          (cache.started ? 0 : 1 - tf) + latent_frames * tf, cfg_.out_channels, cfg_.network_factor(), stream};
 }
 
 io::SingleFileOptions AutoencoderKLWanSpec::single_file_options() const {
   io::SingleFileOptions o;
   o.other_naming_probe = "decoder.conv1.weight";  // diffusers': decoder.conv_in.weight
+  if (cfg_.is_residual) {
+    o.rename = [](const std::string& name) { return wan22_vae_original_to_diffusers(name); };
+    return o;
+  }
   o.rename = [per_block = cfg_.num_res_blocks + 1, blocks = static_cast<int64_t>(cfg_.dim_mult.size())](
                  const std::string& name) { return wan_vae_original_to_diffusers(name, per_block, blocks); };
   return o;
@@ -336,14 +484,15 @@ std::unique_ptr<VaeSpec> make_autoencoder_kl_wan_spec(const nlohmann::json& cfg,
 
 double AutoencoderKLWanSpec::decode_bytes(int64_t h, int64_t w) const {
   const std::vector<int64_t> dims = cfg_.dims();
-  const int64_t f = cfg_.spatial_factor(), r = cfg_.num_res_blocks;
+  // Full resolution is the decoder's own (patches, for a patch_size).
+  const int64_t f = cfg_.network_factor(), r = cfg_.num_res_blocks;
   // Cached floats per full-resolution pixel: at the latent level conv_in
   // and the mid block's two residual blocks; then per up block its residual
   // blocks' convs (the first takes the block's input channels), a temporal
   // upsampler's time conv; conv_out at full resolution.
   double share = 1.0 / static_cast<double>(f * f);  // the level's pixels per full-resolution pixel
   double cached = 2.0 * static_cast<double>(cfg_.z_dim + 4 * dims[0]) * share;
-  const UpBlockChannels up = up_block_channels(dims);
+  const UpBlockChannels up = up_block_channels(cfg_);
   for (size_t i = 0; i < up.out.size(); ++i) {
     const bool upsamples = i + 1 < up.out.size();
     int64_t inputs = up.in[i] + up.out[i] + 2 * r * up.out[i];
@@ -352,7 +501,12 @@ double AutoencoderKLWanSpec::decode_bytes(int64_t h, int64_t w) const {
     if (upsamples) share *= 4;
   }
   cached += 2.0 * static_cast<double>(dims.back());
-  const double transient = 7.0 * static_cast<double>(cfg_.temporal_factor() * dims.back());
+  double transient = 7.0 * static_cast<double>(cfg_.temporal_factor() * dims.back());
+  // is_residual: the last upsampling block ends at full resolution holding
+  // its upsampled output, the DupUp3D shortcut and the nearest x2 it is
+  // made from (not measured).
+  if (cfg_.is_residual && up.out.size() >= 2)
+    transient = std::max(transient, 3.0 * static_cast<double>(cfg_.temporal_factor() * up.out[up.out.size() - 2]));
   return 4.0 * static_cast<double>(h * f * w * f) * (cached + transient);
 }
 

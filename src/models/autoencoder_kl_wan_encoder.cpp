@@ -30,6 +30,7 @@
 #include <memory>
 #include <utility>
 
+#include "models/nn/vae_patches.h"
 #include "ops/ops.h"
 #include "tensor/device_memory.h"
 #include "util/error.h"
@@ -56,8 +57,9 @@ std::vector<int64_t> encoder_dims(const AutoencoderKLWanConfig& c) {
   return d;
 }
 
-// The flat down_blocks list: for each level, its residual blocks (prefix,
-// channels in and out), then its downsample (prefix, channels, temporal).
+// The down_blocks: for each level, its residual blocks (prefix, channels in
+// and out), then its downsample (prefix, channels, temporal). Wan 2.1's are
+// one flat list; Wan 2.2's (is_residual) one WanResidualDownBlock a level.
 struct DownWalk {
   std::function<void(size_t level, const std::string& prefix, int64_t in, int64_t out)> resnet;
   std::function<void(size_t level, const std::string& prefix, int64_t channels, bool temporal)> downsample;
@@ -67,8 +69,13 @@ void walk_down_blocks(const AutoencoderKLWanConfig& c, const DownWalk& walk) {
   const std::vector<int64_t> dims = encoder_dims(c);
   int64_t index = 0;
   for (size_t i = 0; i + 1 < dims.size(); ++i) {
-    for (int64_t r = 0; r < c.num_res_blocks; ++r) walk.resnet(i, down_block(index++), r == 0 ? dims[i] : dims[i + 1], dims[i + 1]);
-    if (i + 2 < dims.size()) walk.downsample(i, down_block(index++), dims[i + 1], c.temperal_downsample[i]);
+    const std::string level = down_block(static_cast<int64_t>(i));
+    for (int64_t r = 0; r < c.num_res_blocks; ++r)
+      walk.resnet(i, c.is_residual ? level + "resnets." + std::to_string(r) + "." : down_block(index++),
+                  r == 0 ? dims[i] : dims[i + 1], dims[i + 1]);
+    if (i + 2 < dims.size())
+      walk.downsample(i, c.is_residual ? level + "downsampler." : down_block(index++), dims[i + 1],
+                      c.temperal_downsample[i]);
   }
 }
 
@@ -82,6 +89,26 @@ void check_supported(const AutoencoderKLWanConfig& c) {
   if (AutoencoderKLWanEncoder::kChunkFrames % c.temporal_factor() != 0)
     not_supported("a Wan VAE encoder of temporal factor " + std::to_string(c.temporal_factor()) +
                   " (diffusers encodes 4 frames a chunk)");
+}
+
+// WanResidualDownBlock's AvgDown3D(in, out, ft, fs) as a conv3d at stride =
+// kernel (ft, fs, fs): output channel o averages the group of in * ft fs^2 /
+// out values k = ((c ft + a) fs + b) fs + d in [o group, (o + 1) group) (input
+// channel c at frame offset a, pixel offset (b, d)). None when it is the
+// identity.
+void set_avg_shortcut(WanDownLevel& level, int64_t in, int64_t out, const Placement& place) {
+  const int64_t ft = level.temporal ? 2 : 1, fs = level.downsample ? 2 : 1, group = in * ft * fs * fs / out;
+  if (ft == 1 && fs == 1 && in == out) return;
+  Tensor w = Tensor::zeros({out, in, ft, fs, fs});
+  for (int64_t c = 0; c < in; ++c)
+    for (int64_t a = 0; a < ft; ++a)
+      for (int64_t b = 0; b < fs; ++b)
+        for (int64_t d = 0; d < fs; ++d) {
+          const int64_t k = ((c * ft + a) * fs + b) * fs + d, o = k / group;
+          w.data()[(((o * in + c) * ft + a) * fs + b) * fs + d] = 1.0f / static_cast<float>(group);
+        }
+  level.avg_shortcut = true;
+  level.avg_weight = place.put(w);
 }
 
 }  // namespace
@@ -130,6 +157,8 @@ AutoencoderKLWanEncoder AutoencoderKLWanEncoder::load(const io::WeightStore& w, 
                          level.resample = nn::Conv3d::load_2d(w, resample(p), ch, ch, 3, place);
                          if (temporal) level.time_conv = nn::CausalTimeDownsample::load(w, time_conv(p), ch, place);
                        }});
+  if (c.is_residual)
+    for (size_t i = 0; i < m.levels_.size(); ++i) set_avg_shortcut(m.levels_[i], dims[i], dims[i + 1], place);
   m.mid_ = WanMidBlock::load(w, kMidBlock, c_last, place);
   m.norm_out_ = nn::ChannelRmsNorm::load(w, kNormOut, c_last, 3, place);
   m.conv_out_ = nn::CausalConv3d::load(w, kConvOut, z2, c_last, k3x3x3, place);
@@ -137,7 +166,7 @@ AutoencoderKLWanEncoder AutoencoderKLWanEncoder::load(const io::WeightStore& w, 
 
   // The slots in the order encode_chunk runs the causal convs (diffusers'
   // feat_idx order), scales against the latent grid.
-  int64_t scale = c.spatial_factor();
+  int64_t scale = c.network_factor();
   m.slots_.push_back({m.conv_in_.in_channels(), scale});
   for (const WanDownLevel& level : m.levels_) {
     for (const nn::WanResidualBlock& r : level.resnets)
@@ -172,8 +201,19 @@ Tensor AutoencoderKLWanEncoder::downsample(Tensor x, const WanDownLevel& level, 
   return x;
 }
 
+Tensor AutoencoderKLWanEncoder::avg_down(const Tensor& x, const WanDownLevel& level) const {
+  profile::ScopedTimer timer("vae.residual");
+  const std::array<int64_t, 3> k = {level.avg_weight.dim(2), level.avg_weight.dim(3), level.avg_weight.dim(4)};
+  const int64_t c = x.dim(1), t = x.dim(2), hw = x.dim(3) * x.dim(4), pad = (k[0] - t % k[0]) % k[0];
+  if (pad == 0) return ops::conv3d(x, level.avg_weight, nullptr, k, {0, 0, 0});
+  // AvgDown3D pads the frames to whole groups with zero frames in front.
+  Tensor padded = Tensor::zeros({1, c, t + pad, x.dim(3), x.dim(4)}, place_.device, place_.storage());
+  ops::copy_rows(x, 0, t * hw, padded, pad * hw, (t + pad) * hw, c, t * hw);
+  return ops::conv3d(padded, level.avg_weight, nullptr, k, {0, 0, 0});
+}
+
 Tensor AutoencoderKLWanEncoder::encode_chunk(const Tensor& x, Cache& cache) const {
-  const int64_t f = cfg_.spatial_factor(), frames = cache.started ? kChunkFrames : 1;
+  const int64_t f = cfg_.network_factor(), frames = cache.started ? kChunkFrames : 1;
   if (x.ndim() != 5 || x.dim(0) != 1 || x.dim(1) != cfg_.in_channels || x.dim(2) != frames || x.dim(3) < f ||
       x.dim(4) < f || x.dim(3) % f != 0 || x.dim(4) % f != 0)
     throw RuntimeFailure(std::string(kNames.model) + ": chunk " + shape_str(x.shape()) + " is not [1, " +
@@ -191,9 +231,17 @@ Tensor AutoencoderKLWanEncoder::encode_chunk(const Tensor& x, Cache& cache) cons
   }
   Tensor h = conv_in_(x, cache, place_);
   for (const WanDownLevel& level : levels_) {
+    // WanResidualDownBlock: x + AvgDown3D(its input), the shortcut made first (it is the smaller).
+    const Tensor shortcut = level.avg_shortcut ? avg_down(h, level) : Tensor();
+    const bool identity_shortcut = cfg_.is_residual && !level.avg_shortcut;
+    const Tensor input = identity_shortcut ? h : Tensor();
     for (const nn::WanResidualBlock& r : level.resnets) h = r(std::move(h), cache, place_);
+    if (level.downsample) h = downsample(std::move(h), level, cache);
+    if (level.avg_shortcut || identity_shortcut) {
+      profile::ScopedTimer t("vae.residual");
+      ops::add_(h, level.avg_shortcut ? shortcut : input);
+    }
     if (!level.downsample) continue;
-    h = downsample(std::move(h), level, cache);
     // The next level works at a quarter of the pixels: this one's staging
     // buffer and the host blocks cached for its sizes go back now.
     cache.staging = Tensor();
@@ -213,7 +261,7 @@ Tensor AutoencoderKLWanEncoder::encode_chunk(const Tensor& x, Cache& cache) cons
 
 Tensor AutoencoderKLWanEncoder::encode_region(const Tensor& video, int64_t y0, int64_t th, int64_t x0,
                                               int64_t tw) const {
-  const int64_t frames = video.dim(1), f = cfg_.spatial_factor(), z = cfg_.z_dim;
+  const int64_t frames = video.dim(1), f = cfg_.network_factor(), z = cfg_.z_dim;
   const int64_t per_chunk = kChunkFrames / cfg_.temporal_factor();
   const int64_t latent_frames = 1 + (frames - 1) / kChunkFrames * per_chunk, hw = (th / f) * (tw / f);
   Tensor out = Tensor::empty({z, latent_frames, th / f, tw / f});
@@ -238,27 +286,36 @@ Tensor AutoencoderKLWanEncoder::encode_region(const Tensor& video, int64_t y0, i
 }
 
 Tensor AutoencoderKLWanEncoder::encode_mode(const Tensor& video, const std::optional<nn::TileGrid>& tiles) const {
-  const int64_t f = cfg_.spatial_factor();
-  if (video.ndim() != 4 || video.dim(0) != cfg_.in_channels || video.dim(1) < 1 ||
+  const int64_t f = cfg_.spatial_factor(), p = cfg_.patch_size, channels = cfg_.in_channels / (p * p);
+  if (video.ndim() != 4 || video.dim(0) != channels || video.dim(1) < 1 ||
       (video.dim(1) - 1) % kChunkFrames != 0 || video.dim(2) < f || video.dim(3) < f || video.dim(2) % f != 0 ||
       video.dim(3) % f != 0 || video.device() != Device::kCPU || video.dtype() != DType::kF32)
     throw RuntimeFailure(std::string(kNames.model) + ": video " + shape_str(video.shape()) + " is not a host float32 [" +
-                         std::to_string(cfg_.in_channels) + ", 1 + " + std::to_string(kChunkFrames) +
+                         std::to_string(channels) + ", 1 + " + std::to_string(kChunkFrames) +
                          "k, H, W] with H and W multiples of " + std::to_string(f));
-  const int64_t height = video.dim(2), width = video.dim(3);
-  if (!tiles) return encode_region(video, 0, height, 0, width);
-  for (const nn::TileAxis* axis : {&tiles->height, &tiles->width})
-    if (axis->latent_size % f != 0 || axis->latent_stride % f != 0 || axis->latent_stride < f)
+  // From here on in patches (diffusers' patchify, then _encode or tiled_encode).
+  const Tensor x = p == 1 ? video
+                          : nn::patchify_pixels(video.reshape({1, channels, video.dim(1), video.dim(2), video.dim(3)}), p)
+                                .reshape({cfg_.in_channels, video.dim(1), video.dim(2) / p, video.dim(3) / p});
+  const int64_t height = x.dim(2), width = x.dim(3), nf = cfg_.network_factor();
+  if (!tiles) return encode_region(x, 0, height, 0, width);
+  // The caller's grid is encode_tile_grid(sizes, f): tiles of sizes every
+  // strides; diffusers reads those in patches, its latents nf patches each.
+  const nn::TileGrid grid = nn::encode_tile_grid(
+      {tiles->height.latent_size, tiles->width.latent_size, tiles->height.latent_stride, tiles->width.latent_stride},
+      nf);
+  for (const nn::TileAxis* axis : {&grid.height, &grid.width})
+    if (axis->latent_size % nf != 0 || axis->latent_stride % nf != 0 || axis->latent_stride < nf)
       throw RuntimeFailure(std::string(kNames.model) + ": tiles of " + std::to_string(axis->latent_size) +
-                           " pixels every " + std::to_string(axis->latent_stride) + ": not multiples of " +
-                           std::to_string(f) + " (the encoder tiles in whole latents)");
-  const int64_t z = cfg_.z_dim, latent_frames = 1 + (video.dim(1) - 1) / kChunkFrames * (kChunkFrames / cfg_.temporal_factor());
-  Tensor out = Tensor::empty({z, latent_frames, height / f, width / f});
-  Tensor planes = out.reshape({z * latent_frames, height / f, width / f});
-  nn::assemble_tiles(*tiles, height, width, planes, [&](int64_t y0, int64_t th, int64_t x0, int64_t tw) {
-    Tensor tile = encode_region(video, y0, th, x0, tw);
+                           (p == 1 ? " pixels" : " patches") + " every " + std::to_string(axis->latent_stride) +
+                           ": not multiples of " + std::to_string(nf) + " (the encoder tiles in whole latents)");
+  const int64_t z = cfg_.z_dim, latent_frames = 1 + (x.dim(1) - 1) / kChunkFrames * (kChunkFrames / cfg_.temporal_factor());
+  Tensor out = Tensor::empty({z, latent_frames, height / nf, width / nf});
+  Tensor planes = out.reshape({z * latent_frames, height / nf, width / nf});
+  nn::assemble_tiles(grid, height, width, planes, [&](int64_t y0, int64_t th, int64_t x0, int64_t tw) {
+    Tensor tile = encode_region(x, y0, th, x0, tw);
     device_memory::release_cached_host();  // the edge tiles are smaller
-    return tile.reshape({z * latent_frames, th / f, tw / f});
+    return tile.reshape({z * latent_frames, th / nf, tw / nf});
   });
   return out;
 }

@@ -4,8 +4,7 @@
 // CUDA (models::Placement), behind the seam's VaeEncoder
 // (models/vae_spec.h).
 //
-// Structure (diffusers 0.42.1 WanEncoder3d, is_residual false, attn_scales
-// []): conv_in (causal 3x3x3, in_channels -> dims[0]); per level i of
+// Structure (diffusers 0.42.1 WanEncoder3d, attn_scales []): conv_in (causal 3x3x3, in_channels -> dims[0]); per level i of
 // dim_mult (dims = base_dim * [1] + dim_mult) num_res_blocks residual
 // blocks (dims[i] -> dims[i + 1], then at dims[i + 1]) and, in every level
 // but the last, a WanResample: "downsample2d" (per frame, zero padding of
@@ -15,8 +14,20 @@
 // nn::CausalTimeDownsample); the mid block the decoder shares
 // (models/wan_vae_blocks.h); RMS norm + SiLU; conv_out (causal 3x3x3 ->
 // 2 z_dim); then quant_conv (1x1x1, 2 z_dim -> 2 z_dim): the latent
-// distribution's mean and log-variance. The encoder's down_blocks are one
-// flat list (residual blocks and resamples in that order), as stored.
+// distribution's mean and log-variance. Wan 2.1's down_blocks are one flat
+// list (residual blocks and resamples in that order), as stored. Wan 2.2's
+// (is_residual: WanResidualDownBlock) are one block a level (resnets.N.,
+// downsampler.), each adding diffusers' AvgDown3D of its input to its
+// output: the input's values averaged in groups over channels, 2 x 2
+// pixels (all but the last level) and 2 frames (a temporal level; a
+// one-frame chunk is padded with a zero frame in front), held as a conv3d
+// of constant weights 1/group at stride = kernel (computed before the
+// level's resnets, so only its small output is held).
+//
+// patch_size p (Wan 2.2 TI2V: 2): the video is patchified on the host
+// first (nn/vae_patches.h: in_channels = 3 p^2 channels at 1/p the
+// pixels); everything after works on the patches, and tiles are read in
+// patches, as diffusers' tiled_encode reads them.
 //
 // Chunks (diffusers' _encode): the first frame alone, then four frames at
 // a time, through one causal cache (nn::CausalCache, every slot starting
@@ -30,7 +41,7 @@
 // of tile_sample_min pixels every tile_sample_stride pixels, each encoded
 // on a fresh cache in the same chunks, blended over the latent overlap; the
 // means are blended and then normalised. Tile sizes must be multiples of
-// the spatial factor.
+// the network factor (8), in patches for a patch_size.
 //
 // The latents returned are the mode (the mean channels), normalised as
 // WanImageToVideoPipeline does: (mode - latents_mean) * (1 / latents_std),
@@ -65,6 +76,11 @@ struct WanDownLevel {
   bool temporal = false;                 // downsample3d (time_conv) rather than downsample2d
   nn::Conv3d resample;                   // resample.1: (C, C, 3, 3), held (C, C, 1, 3, 3)
   nn::CausalTimeDownsample time_conv;    // (C, C, 3, 1, 1); temporal only
+  // is_residual: AvgDown3D of the level's input, (Cout, Cin, ft, fs, fs)
+  // of 1/group each, ft = 2 on a temporal level, fs = 2 but on the last;
+  // none when it is the identity (the last level at one channel count).
+  bool avg_shortcut = false;
+  Tensor avg_weight;
 };
 
 class AutoencoderKLWanEncoder final : public VaeEncoder {
@@ -87,16 +103,18 @@ class AutoencoderKLWanEncoder final : public VaeEncoder {
   static AutoencoderKLWanEncoder load(const io::WeightStore& weights, const AutoencoderKLWanConfig& cfg,
                                       const Placement& place = {});
 
-  // One chunk (1, in_channels, n, H, W) on the placement (n = 1 on a fresh
-  // cache, kChunkFrames after; H, W multiples of the spatial factor, the
-  // same for every chunk of a cache) through the encoder and quant_conv ->
-  // (1, 2 z_dim, n == 1 ? 1 : n / temporal_factor(), H/f, W/f) on the
-  // placement: the distribution's parameters (mean | logvar).
+  // One chunk (1, in_channels, n, H, W) on the placement, patches already
+  // channels (n = 1 on a fresh cache, kChunkFrames after; H, W multiples of
+  // the network factor f, the same for every chunk of a cache) through the
+  // encoder and quant_conv -> (1, 2 z_dim, n == 1 ? 1 : n /
+  // temporal_factor(), H/f, W/f) on the placement: the distribution's
+  // parameters (mean | logvar).
   Tensor encode_chunk(const Tensor& x, Cache& cache) const;
 
-  // VaeEncoder: (in_channels, 1 + 4k, H, W) -> normalised mode (z_dim, 1 +
-  // 4k / temporal_factor(), H/f, W/f), host float32; RuntimeFailure for
-  // another shape or a tile grid whose tiles are not whole latents.
+  // VaeEncoder: (image channels, 1 + 4k, H, W) -> normalised mode (z_dim,
+  // 1 + 4k / temporal_factor(), H/f, W/f), host float32 (f the spatial
+  // factor, patches included); RuntimeFailure for another shape or a tile
+  // grid whose tiles are not whole latents (in patches, for a patch_size).
   Tensor encode(const Tensor& video, const std::optional<nn::TileGrid>& tiles = std::nullopt) const override;
   // The same before the normalisation: the mode (mean channels), untiled or tiled.
   Tensor encode_mode(const Tensor& video, const std::optional<nn::TileGrid>& tiles = std::nullopt) const;
@@ -109,6 +127,8 @@ class AutoencoderKLWanEncoder final : public VaeEncoder {
   // cache in the chunks -> the mode (z_dim, T', th/f, tw/f), host float32.
   Tensor encode_region(const Tensor& video, int64_t y0, int64_t th, int64_t x0, int64_t tw) const;
   Tensor downsample(Tensor x, const WanDownLevel& level, Cache& cache) const;
+  // AvgDown3D of a level's input x (1, Cin, T, H, W).
+  Tensor avg_down(const Tensor& x, const WanDownLevel& level) const;
 
   Placement place_;
   AutoencoderKLWanConfig cfg_;

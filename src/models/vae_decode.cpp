@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "models/nn/vae_patches.h"
 #include "tensor/device_memory.h"
 
 namespace ditgen::models {
@@ -34,18 +35,45 @@ void decode_region(const VaeDecoder& decoder, const VaeSpec& spec, const Tensor&
   if (frame != frames) throw std::logic_error("decode_latents: the VAE decoded fewer frames than frames_of() says");
 }
 
+// diffusers' tiled_decode; for a VAE with a patch_size p it blends the
+// tiles as patches (before its unpatchify): blend and keep in patches, the
+// decoded tiles patchified back (nn/vae_patches.h: values moved, not
+// changed) and the blended image unpatchified into `out`.
 void decode_tiled(const VaeDecoder& decoder, const VaeSpec& spec, const Tensor& z, Tensor& out,
                   const nn::TileGrid& grid) {
-  const int64_t h = z.dim(2), w = z.dim(3), f = spec.spatial_factor(), planes = out.dim(0) * out.dim(1);
-  Tensor image = out.reshape({planes, h * f, w * f});
-  nn::assemble_tiles(grid, h, w, image, [&](int64_t y0, int64_t th, int64_t x0, int64_t tw) {
-    Tensor tile = Tensor::empty({planes, th * f, tw * f});
-    decode_region(decoder, spec, z, y0, th, x0, tw, tile);
-    // The edge tiles are smaller: blocks cached for one tile's sizes
-    // would pile up beside the next's.
+  const int64_t p = spec.patch_size(), h = z.dim(2), w = z.dim(3), f = spec.spatial_factor();
+  const int64_t frames = out.dim(0), channels = out.dim(1), planes = frames * channels;
+  if (p == 1) {
+    Tensor image = out.reshape({planes, h * f, w * f});
+    nn::assemble_tiles(grid, h, w, image, [&](int64_t y0, int64_t th, int64_t x0, int64_t tw) {
+      Tensor tile = Tensor::empty({planes, th * f, tw * f});
+      decode_region(decoder, spec, z, y0, th, x0, tw, tile);
+      // The edge tiles are smaller: blocks cached for one tile's sizes
+      // would pile up beside the next's.
+      device_memory::release_cached_host();
+      return tile;
+    });
+    return;
+  }
+  // diffusers: blend m/p - s/p and keep s/p patches, for the pixel grid's
+  // blend m - s and keep s (tile sizes multiples of f, so of p).
+  nn::TileGrid patched = grid;
+  for (nn::TileAxis* axis : {&patched.height, &patched.width}) {
+    axis->blend /= p;
+    axis->keep /= p;
+  }
+  const int64_t fp = f / p, patch_planes = planes * p * p;
+  Tensor image = Tensor::empty({frames, channels * p * p, 1, h * fp, w * fp});
+  Tensor image_planes = image.reshape({patch_planes, h * fp, w * fp});
+  nn::assemble_tiles(patched, h, w, image_planes, [&](int64_t y0, int64_t th, int64_t x0, int64_t tw) {
+    Tensor tile = Tensor::empty({frames, channels, 1, th * f, tw * f});
+    Tensor tile_frames = tile.reshape({frames, channels, th * f, tw * f});
+    decode_region(decoder, spec, z, y0, th, x0, tw, tile_frames);
     device_memory::release_cached_host();
-    return tile;
+    return nn::patchify_pixels(tile, p).reshape({patch_planes, th * fp, tw * fp});
   });
+  const Tensor pixels = nn::unpatchify_pixels(image, p);
+  std::memcpy(out.data(), pixels.data(), static_cast<size_t>(out.numel()) * sizeof(float));
 }
 
 }  // namespace

@@ -9,7 +9,9 @@
 // diffusers' clear_cache per tile) decodes all its latent frames in the
 // same chunks; the tile is blended with the kept bottom rows of the tile
 // above and the kept right columns of the tile to its left, and its first
-// keep x keep pixels are written. What is held besides the output is one
+// keep x keep pixels are written; a VAE with a patch_size (Wan 2.2 TI2V's)
+// is blended in its patches, before they become pixels, as diffusers
+// blends it. What is held besides the output is one
 // tile's frames and the last `blend` rows of one row of tiles: memory is
 // bounded by the tile, not by the image.
 #pragma once

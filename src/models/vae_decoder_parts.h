@@ -213,6 +213,8 @@ Tensor decode_in_chunks(const Tensor& latents, const ChunkedDecode& d, const Pla
 //       family's chunks) or of one Stream::next (stream true: the caller's
 //       chunk, at the cache's state), and the frames they make
 //   Tensor decode_chunk(const Tensor& z, Cache& cache) const;  one decoder call
+// and optionally Tensor to_pixels(Tensor, bool frames_first) const, hiding
+// CausalVae's.
 template <class Derived, class ConfigT>
 class CausalVae {
  public:
@@ -227,8 +229,9 @@ class CausalVae {
     const Derived& m = self();
     check_latent_video(z, m.latent_channels(), Derived::kNames);
     Cache cache;
-    return decode_in_chunks(z, m.chunked(z.dim(2), cache, false), place_,
-                            [&](const Tensor& zi) { return m.decode_chunk(zi, cache); }, Derived::kNames);
+    return m.to_pixels(decode_in_chunks(z, m.chunked(z.dim(2), cache, false), place_,
+                                        [&](const Tensor& zi) { return m.decode_chunk(zi, cache); }, Derived::kNames),
+                       false);
   }
 
   // The seam's stream (VaeDecoderOf<Derived, Stream>): one video's latents
@@ -238,8 +241,10 @@ class CausalVae {
     explicit Stream(const Derived& vae) : vae_(vae) {}
     Tensor next(const Tensor& latents) override {
       check_stream_latents(latents, vae_.latent_channels(), Derived::kNames);
-      return decode_in_chunks(latents, vae_.chunked(latents.dim(1), cache_, true), vae_.placement(),
-                              [&](const Tensor& z) { return vae_.decode_chunk(z, cache_); }, Derived::kNames);
+      return vae_.to_pixels(decode_in_chunks(latents, vae_.chunked(latents.dim(1), cache_, true), vae_.placement(),
+                                             [&](const Tensor& z) { return vae_.decode_chunk(z, cache_); },
+                                             Derived::kNames),
+                            true);
     }
 
    private:
@@ -249,6 +254,10 @@ class CausalVae {
 
   const Config& config() const { return cfg_; }
   const Placement& placement() const { return place_; }
+  // decode_in_chunks' host frames as the image's pixels (frames_first:
+  // Stream::next's layout). As they are; Derived may hide this with its own
+  // (Wan's unpatchify).
+  Tensor to_pixels(Tensor frames, bool /*frames_first*/) const { return frames; }
   int64_t causal_convs() const { return static_cast<int64_t>(slots_.size()); }
 
  protected:

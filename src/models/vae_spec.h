@@ -109,9 +109,12 @@ class VaeEncoder {
   // latents (latent_channels, latent_frames_of(F), H/f, W/f), host
   // float32: the latent distribution's mode, normalised as the pipelines
   // normalise their latents (the inverse of VaeSpec::normalization()), a
-  // chunk of frames at a time. With `tiles` (nn::encode_tile_grid), tiled
-  // as diffusers' tiled_encode, whatever the size (the caller decides when
-  // to tile: nn::needs_tiles on the pixels).
+  // chunk of frames at a time. With `tiles` (nn::encode_tile_grid of the
+  // sizes and spatial_factor()), tiled as diffusers' tiled_encode, whatever
+  // the size (the caller decides when to tile: nn::needs_tiles on the
+  // pixels). A VAE with a patch_size p > 1 reads the tile sizes as diffusers
+  // does, in patches of the patchified video (a 256 tile covers 256 p
+  // pixels).
   virtual Tensor encode(const Tensor& video, const std::optional<nn::TileGrid>& tiles = std::nullopt) const = 0;
 };
 
@@ -123,6 +126,11 @@ class VaeSpec {
   virtual int64_t latent_channels() const = 0;
   virtual int64_t out_channels() const = 0;
   virtual int64_t spatial_factor() const = 0;  // pixels per latent, each side
+  // Pixels per side of the patches the decoder makes as channels (diffusers'
+  // AutoencoderKLWan patch_size: Wan 2.2 TI2V's 2; 1 for the rest): a
+  // tiled decode blends its tiles as patches, as diffusers' tiled_decode
+  // does (models/vae_decode.h).
+  virtual int64_t patch_size() const { return 1; }
   // Frames per latent frame after the first: 1 for image VAEs (a video is
   // decoded frame by frame), 4 for Wan's causal VAE (frames 1 + 4k).
   virtual int64_t temporal_factor() const { return 1; }

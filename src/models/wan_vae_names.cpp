@@ -54,15 +54,44 @@ std::optional<std::string> shared_part(std::string_view side, std::string_view r
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<std::string> wan_vae_original_to_diffusers(std::string_view name, int64_t resnets_per_block,
-                                                         int64_t up_blocks) {
+// What Wan 2.1's and 2.2's names share: the quant convs and each side's
+// conv1, middle and head.
+std::optional<std::string> common_name(std::string_view name) {
   if (name == "conv1.weight" || name == "conv1.bias") return "quant_conv." + std::string(name.substr(6));
   if (name == "conv2.weight" || name == "conv2.bias") return "post_quant_conv." + std::string(name.substr(6));
   for (const std::string_view side : {std::string_view("encoder."), std::string_view("decoder.")})
     if (starts_with(name, side))
       if (auto shared = shared_part(side, name.substr(side.size()))) return shared;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> wan22_vae_original_to_diffusers(std::string_view name) {
+  if (auto common = common_name(name)) return common;
+  struct Side {
+    std::string_view original, inner, diffusers, resample;
+  };
+  for (const Side& side : {Side{"encoder.downsamples.", "downsamples.", "encoder.down_blocks.", "downsampler."},
+                           Side{"decoder.upsamples.", "upsamples.", "decoder.up_blocks.", "upsampler."}}) {
+    if (!starts_with(name, side.original)) continue;
+    const auto level = indexed(name.substr(side.original.size()));
+    if (!level || !starts_with(level->second, side.inner)) return std::nullopt;
+    const auto entry = indexed(level->second.substr(side.inner.size()));
+    if (!entry) return std::nullopt;
+    const std::string block = std::string(side.diffusers) + std::to_string(level->first) + ".";
+    if (const auto tail = residual_tail(entry->second))
+      return block + "resnets." + std::to_string(entry->first) + "." + *tail;
+    // The resample's index (after the block's residual blocks) is dropped.
+    if (resample_tail(entry->second)) return block + std::string(side.resample) + std::string(entry->second);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> wan_vae_original_to_diffusers(std::string_view name, int64_t resnets_per_block,
+                                                         int64_t up_blocks) {
+  if (auto common = common_name(name)) return common;
   if (starts_with(name, "encoder.downsamples.")) {
     const auto at = indexed(name.substr(20));
     if (!at) return std::nullopt;

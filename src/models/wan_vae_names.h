@@ -20,6 +20,16 @@
 // published layout (num_res_blocks 2, four up blocks: residual blocks at
 // 0-2, 4-6, 8-10, 12-14, upsamplers at 3, 7, 11, the one shortcut at 4);
 // here it follows the config, which gives the same names for that layout.
+//
+// Wan 2.2 TI2V's VAE (Wan2.2_VAE.pth, ComfyUI's wan2.2_vae.safetensors;
+// is_residual) nests its blocks, as diffusers' scripts/convert_wan_to_diffusers.py
+// convert_vae_22 maps them:
+//
+//   encoder.downsamples.X.downsamples.Y   encoder.down_blocks.X.resnets.Y (residual, shortcut)
+//                                         or .down_blocks.X.downsampler (resample, time_conv; Y dropped)
+//   decoder.upsamples.X.upsamples.Y       decoder.up_blocks.X.resnets.Y, or .up_blocks.X.upsampler
+//
+// and the rest as Wan 2.1's.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -33,5 +43,10 @@ namespace ditgen::models {
 // blocks each; nullopt for a name that is no tensor of such a VAE.
 std::optional<std::string> wan_vae_original_to_diffusers(std::string_view name, int64_t resnets_per_block,
                                                          int64_t up_blocks);
+
+// "decoder.upsamples.2.upsamples.3.resample.1.weight" ->
+// "decoder.up_blocks.2.upsampler.resample.1.weight" (Wan 2.2's layout, any
+// sizes); nullopt for a name that is no tensor of such a VAE.
+std::optional<std::string> wan22_vae_original_to_diffusers(std::string_view name);
 
 }  // namespace ditgen::models

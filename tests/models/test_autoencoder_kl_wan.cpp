@@ -209,10 +209,7 @@ TEST_CASE("Wan VAE spec: published configs, frames 1 + 4k, normalisation") {
     const auto& c = dynamic_cast<const models::AutoencoderKLWanSpec&>(*spec).config();
     CHECK(c.dims() == std::vector<int64_t>{384, 384, 384, 192, 96});
   }
-  // Wan 2.2 TI2V-5B's VAE (residual blocks, patchify): exit 2, naming the key.
-  const std::string ti2v = published("Wan2.2-TI2V-5B-Diffusers");
-  CHECK_THROWS_WITH_AS(models::vae_spec(io::read_json_file(ti2v), ti2v),
-                       doctest::Contains(("not supported yet: " + ti2v + ": is_residual true").c_str()), ConfigError);
+  // Wan 2.2 TI2V-5B's VAE (residual blocks, patchify): tests/models/test_autoencoder_kl_wan22.cpp.
 
   const auto spec = models::vae_spec(fixture_json(), vae_dir() + "/config.json");
   CHECK_NOTHROW(spec->check_frames(9, "run.json: generate.frames"));
@@ -270,23 +267,20 @@ TEST_CASE("Wan VAE config errors name the file and key") {
   expect_model_error(cfg, "x/vae/config.json: mid_block_attention: not a key diffusers' AutoencoderKLWan takes");
 
   cfg = fixture_json();
-  cfg["is_residual"] = true;
-  expect_not_supported(cfg, "is_residual true");
-  cfg = fixture_json();
-  cfg["patch_size"] = 2;
-  expect_not_supported(cfg, "patch_size 2");
+  cfg["patch_size"] = 2;  // 3 channels are not whole 2x2 patches
+  expect_model_error(cfg, "x/vae/config.json: in_channels: 3 is not a multiple of patch_size^2 = 4");
   cfg = fixture_json();
   cfg["attn_scales"] = {0.5};
   expect_not_supported(cfg, "attn_scales [0.5]");
   cfg = fixture_json();
   cfg["dropout"] = 0.1;
   expect_not_supported(cfg, "dropout 0.1");
+
+  // Accepted: what the published configs carry (clip_output false: Wan
+  // 2.2's; diffusers 0.42.1 ignores it and clamps, as the pipeline does).
   cfg = fixture_json();
   cfg["clip_output"] = false;
-  expect_not_supported(cfg, "clip_output false");
-
-  // Accepted: what the published configs carry.
-  cfg = fixture_json();
+  CHECK_NOTHROW(parse(cfg));
   cfg["clip_output"] = true;
   cfg["patch_size"] = nullptr;
   cfg["decoder_base_dim"] = nullptr;

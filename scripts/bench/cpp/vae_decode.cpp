@@ -8,6 +8,7 @@
 //   bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5]
 //                    [--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile]
 //                    [--tiling] [--tile-min PIXELS --tile-stride PIXELS] [--encode]
+//                    [--save-output FILE.safetensors]
 //
 // DIR is a diffusers model root (model_index.json + vae/) or the vae
 // directory itself; --size is the decoded image's side (--height / --width
@@ -20,7 +21,10 @@
 // --tile-min pixels every --tile-stride). --encode times the VAE's encoder
 // instead (VaeSpec::load_encoder; Wan's) on a random video of those
 // frames and size, tiled as diffusers' tiled_encode under --tiling; its
-// figures are named encode_*. Output is one `key value` line per figure:
+// figures are named encode_*. --save-output writes a video decode's
+// latents (C, F', h, w) and raw frames (F, C, H, W) as float32 "latents" and
+// "output" (scripts/bench/bench_video_models.py --compare decodes the same
+// latents with diffusers). Output is one `key value` line per figure:
 //   decode_seconds <median>   decode_all <t1,t2,...>   peak_rss_bytes <n>
 //   (video) output_bytes <the decoded frames>  estimate_bytes <VaeSpec::decode_bytes, untiled>
 // and with --profile the per-op table of util/profile.h between
@@ -57,13 +61,14 @@ struct Args {
   int repeat = 3, warmup = 1, threads = 2;
   bool profile = false, tiling = false, encode = false;
   int64_t tile_min = 0, tile_stride = 0;  // 0: the VAE's defaults
+  std::string save_output;                 // a video decode's latents and frames, when given
 };
 
 [[noreturn]] void usage(int code) {
   std::fprintf(code ? stderr : stdout,
                "usage: bench_vae_decode --model DIR [--size 512] [--height H --width W] [--frames 5] "
                "[--dtype float32|bfloat16] [--repeat 3] [--warmup 1] [--threads 2] [--profile] "
-               "[--tiling] [--tile-min PIXELS --tile-stride PIXELS] [--encode]\n");
+               "[--tiling] [--tile-min PIXELS --tile-stride PIXELS] [--encode] [--save-output FILE]\n");
   std::exit(code);
 }
 
@@ -84,6 +89,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--profile") a.profile = true;
     else if (k == "--tiling") a.tiling = true;
     else if (k == "--encode") a.encode = true;
+    else if (k == "--save-output") a.save_output = value();
     else if (k == "--tile-min") a.tile_min = std::stoll(value());
     else if (k == "--tile-stride") a.tile_stride = std::stoll(value());
     else if (k == "--help" || k == "-h") usage(0);
@@ -180,6 +186,7 @@ int run_video(const Args& a, const std::string& dir, const nlohmann::json& json,
     models::decode_latents(*decoder, spec, z, out, tiles);
     return out;
   });
+  if (!a.save_output.empty()) io::write_safetensors(a.save_output, {{"latents", z}, {"output", out}});
   return 0;
 }
 
