@@ -69,6 +69,7 @@ void dequantize_ggml(const void* blocks, size_t bytes, uint32_t ggml_type, void*
 // y[n] = silu(x[n]) / gelu_tanh(x[n]) / relu(x[n]); y == x is allowed (in place).
 void silu(const void* x, void* y, int64_t n, DType dtype);
 void gelu_tanh(const void* x, void* y, int64_t n, DType dtype);
+void gelu(const void* x, void* y, int64_t n, DType dtype);  // the exact (erf) GELU
 void relu(const void* x, void* y, int64_t n, DType dtype);
 // x[n] += y[n] / x[n] *= y[n].
 void add_(void* x, const void* y, int64_t n, DType dtype);

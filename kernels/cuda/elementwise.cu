@@ -13,12 +13,13 @@ namespace ditgen::cuda {
 
 namespace {
 
-enum class Unary { kSilu, kGeluTanh, kRelu };
+enum class Unary { kSilu, kGeluTanh, kGelu, kRelu };
 
 template <Unary U>
 __device__ __forceinline__ float apply(float v) {
   if constexpr (U == Unary::kSilu) return math::silu(v);
   if constexpr (U == Unary::kGeluTanh) return math::gelu_tanh(v);
+  if constexpr (U == Unary::kGelu) return math::gelu(v);
   return math::relu(v);
 }
 
@@ -87,6 +88,8 @@ void binary(void* x, const void* y, int64_t n, DType dtype) {
 void silu(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kSilu>(x, y, n, dtype); }
 
 void gelu_tanh(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kGeluTanh>(x, y, n, dtype); }
+
+void gelu(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kGelu>(x, y, n, dtype); }
 
 void relu(const void* x, void* y, int64_t n, DType dtype) { unary<Unary::kRelu>(x, y, n, dtype); }
 

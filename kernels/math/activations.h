@@ -3,7 +3,7 @@
 // polynomial, 2^n by exponent bits): branch-free so CPU loops vectorise under
 // `omp simd` without libmvec, and within ~2 ulp of expf over the float range.
 // GELU(tanh) is written as x * sigmoid(2u), identical to 0.5x(1 + tanh(u)) but
-// with one exp and no cancellation. ReLU lets a NaN through, as torch.relu
+// with one exp and no cancellation; the exact GELU uses erff. ReLU lets a NaN through, as torch.relu
 // does.
 #pragma once
 #include <cmath>
@@ -57,5 +57,8 @@ DITGEN_HD float gelu_tanh(float x) {
   float u = k * (x + 0.044715f * x * x * x);
   return x / (1.0f + fast_exp(-2.0f * u));
 }
+
+// The exact GELU (torch's default, approximate="none"): 0.5 x (1 + erf(x / sqrt 2)).
+DITGEN_HD float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
 
 }  // namespace ditgen::math

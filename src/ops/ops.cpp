@@ -192,6 +192,7 @@ Tensor quantize_gemm_weight(const Tensor& w) {
 void silu_(Tensor& x) { DITGEN_DISPATCH(x, "silu_", silu_(x)); }
 Tensor silu(const Tensor& x) { DITGEN_DISPATCH(x, "silu", silu(x)); }
 void gelu_tanh_(Tensor& x) { DITGEN_DISPATCH(x, "gelu_tanh_", gelu_tanh_(x)); }
+void gelu_(Tensor& x) { DITGEN_DISPATCH(x, "gelu_", gelu_(x)); }
 void relu_(Tensor& x) { DITGEN_DISPATCH(x, "relu_", relu_(x)); }
 
 void add_(Tensor& x, const Tensor& y) {

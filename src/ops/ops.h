@@ -80,6 +80,7 @@ Tensor dequantize_gemm_weight(const Tensor& w, DType dtype = DType::kF32);
 void silu_(Tensor& x);                       // x * sigmoid(x), in place
 Tensor silu(const Tensor& x);
 void gelu_tanh_(Tensor& x);                  // GELU, tanh approximation, in place
+void gelu_(Tensor& x);                       // exact (erf) GELU, in place
 void relu_(Tensor& x);                       // max(x, 0), in place (NaN stays NaN, as torch.relu)
 void add_(Tensor& x, const Tensor& y);       // x += y (same shape)
 void mul_(Tensor& x, const Tensor& y);       // x *= y (same shape; T5's gated feed-forward)

@@ -61,6 +61,7 @@ const Bf16Hooks& bf16_hooks();
 void silu_(Tensor& x);
 Tensor silu(const Tensor& x);
 void gelu_tanh_(Tensor& x);
+void gelu_(Tensor& x);
 void relu_(Tensor& x);
 void add_(Tensor& x, const Tensor& y);
 void mul_(Tensor& x, const Tensor& y);

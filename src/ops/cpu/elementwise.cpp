@@ -55,6 +55,10 @@ void gelu_tanh_(Tensor& x) {
   map_(x, [](float v) { return math::gelu_tanh(v); });
 }
 
+void gelu_(Tensor& x) {
+  map_(x, [](float v) { return math::gelu(v); });
+}
+
 void relu_(Tensor& x) {
   map_(x, [](float v) { return math::relu(v); });
 }

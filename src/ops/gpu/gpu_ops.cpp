@@ -50,6 +50,8 @@ Tensor silu(const Tensor& x) {
 
 void gelu_tanh_(Tensor& x) { cuda::gelu_tanh(x.raw(), x.raw(), x.numel(), x.dtype()); }
 
+void gelu_(Tensor& x) { cuda::gelu(x.raw(), x.raw(), x.numel(), x.dtype()); }
+
 void relu_(Tensor& x) { cuda::relu(x.raw(), x.raw(), x.numel(), x.dtype()); }
 
 void add_(Tensor& x, const Tensor& y) { cuda::add_(x.raw(), y.raw(), x.numel(), x.dtype()); }

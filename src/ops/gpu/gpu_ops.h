@@ -22,6 +22,7 @@ Tensor dequantize_gemm_weight(const Tensor& w, DType dtype);
 void silu_(Tensor& x);
 Tensor silu(const Tensor& x);
 void gelu_tanh_(Tensor& x);
+void gelu_(Tensor& x);
 void relu_(Tensor& x);
 void add_(Tensor& x, const Tensor& y);
 void mul_(Tensor& x, const Tensor& y);
