@@ -15,6 +15,8 @@
 
 #include "fixture.h"
 #include "forward_checks.h"
+#include "pab_schedules.h"
+#include "wan_i2v_case.h"
 #include "io/model_dir.h"
 #include "models/registry.h"
 #include "models/wan.h"
@@ -22,6 +24,8 @@
 #include "../ops/test_helpers.h"
 #include "pab/broadcast.h"
 #include "pab/step_cache.h"
+#include "parallel/plan.h"
+#include "parallel/step_cost.h"
 #include "util/error.h"
 
 using namespace ditgen;
@@ -29,11 +33,7 @@ using namespace ditgen::models;
 
 namespace {
 
-const std::string kFixture = "wan_i2v_tiny";
-
-std::string transformer_dir(const std::string& variant) {
-  return testing::fixture_dir(kFixture) + "/" + variant + "/transformer";
-}
+std::string transformer_dir(const std::string& variant) { return testing::wan_i2v_dir(variant) + "/transformer"; }
 nlohmann::json config_json(const std::string& variant) {
   return io::read_json_file(transformer_dir(variant) + "/config.json");
 }
@@ -44,37 +44,7 @@ std::unique_ptr<Transformer> load_variant(const std::string& variant, DType dtyp
   return spec->load(io::WeightStore::open_dir(transformer_dir(variant)), {}, Placement(Device::kCPU, dtype));
 }
 
-Tensor forward_tensor(const std::string& variant, const std::string& name) {
-  const std::string path = testing::fixture_dir(kFixture) + "/" + variant + "/forward.safetensors";
-  return io::SafetensorsFile::open(path)->load(name).to(DType::kF32).clone();
-}
-
-// The fixture's call: latents, timestep (B, or B x tokens for ti2v), 512 text rows, image tokens.
-struct Case {
-  Tensor latents, text, sample;
-  std::optional<Tensor> image;
-  ForwardArgs args;
-
-  explicit Case(const std::string& variant) {
-    latents = forward_tensor(variant, "latents");
-    text = forward_tensor(variant, "encoder_hidden_states");
-    sample = forward_tensor(variant, "sample");
-    const Tensor t = forward_tensor(variant, "timestep");
-    args.latents = &latents;
-    args.text = &text;
-    if (t.ndim() == 2) {  // per token; the step's timestep: the noisy tokens'
-      args.token_timesteps.assign(t.data(), t.data() + t.numel());
-      for (int64_t b = 0; b < t.dim(0); ++b) args.timesteps.push_back(t[b * t.dim(1) + t.dim(1) - 1]);
-    } else {
-      args.timesteps.assign(t.data(), t.data() + t.numel());
-    }
-    if (variant == "i2v" || variant == "flf2v") {
-      image = forward_tensor(variant, "encoder_hidden_states_image");
-      args.image = &*image;
-    }
-  }
-  Case(const Case&) = delete;
-};
+using Case = testing::WanI2vCase;
 
 }  // namespace
 
@@ -113,7 +83,7 @@ TEST_CASE("wan i2v: the conditioning is used - other image tokens or one timeste
 }
 
 TEST_CASE("wan i2v: the weights in the original Wan release's names (k_img, v_img, norm_k_img, img_emb.proj) give the same forward") {
-  const std::string file = testing::fixture_dir(kFixture) + "/i2v/i2v_original.safetensors";
+  const std::string file = testing::wan_i2v_dir("i2v") + "/i2v_original.safetensors";
   const io::WeightStore store = io::WeightStore::open_file(file, wan_single_file_naming().read);
   CHECK(store.contains("blocks.1.attn2.add_k_proj.weight"));
   CHECK(store.contains("condition_embedder.image_embedder.ff.net.0.proj.weight"));
@@ -180,16 +150,7 @@ TEST_CASE("wan i2v config: image_dim and added_kv_proj_dim together (= inner dim
 TEST_CASE("wan i2v PAB: every branch (spatial, cross with the image tokens, mlp) computed then reused exactly") {
   const auto model = load_variant("i2v");
   Case c("i2v");
-  pab::Schedule s;
-  for (pab::Kind k : {pab::Kind::kSpatial, pab::Kind::kCross, pab::Kind::kMlp}) {
-    auto& kind = s[k];
-    kind.configured = true;
-    kind.range = 2;
-    kind.lo = 0;
-    kind.hi = 1000;
-    kind.blocks = {0, 1};
-  }
-  pab::BroadcastCache cache(s, 2);
+  pab::BroadcastCache cache(testing::reuse_every_branch({pab::Kind::kSpatial, pab::Kind::kCross, pab::Kind::kMlp}), 2);
   c.args.timesteps = {500, 500};
   c.args.pab = &cache;
   cache.begin_step(500, 500);
@@ -277,4 +238,29 @@ TEST_CASE("wan i2v spec: the published Wan 2.2 TI2V-5B config parses") {
   const auto ti2v = transformer_spec(io::read_json_file(root + "Wan2.2-TI2V-5B-Diffusers/transformer/config.json"), "c");
   CHECK(ti2v->in_channels() == 48);
   CHECK(ti2v->num_layers() == 30);
+}
+
+TEST_CASE("wan i2v spec: the workload's weights are every stored tensor, its cross-attention attends 257 image tokens (FLF2V 514), plan's FLOPs count them") {
+  for (const std::string variant : {"i2v", "flf2v"}) {
+    CAPTURE(variant);
+    const auto spec = transformer_spec(config_json(variant), "c");
+    parallel::Workload w = spec->workload({36, 2, 6, 10});
+    w.set_text_tokens(512);
+    REQUIRE(w.attention.size() == 2);
+    const int64_t image_tokens = variant == "i2v" ? 257 : 514;
+    CHECK(w.attention[1].added_tokens == image_tokens);
+    CHECK(w.attention[1].tokens == 512);
+    const io::WeightStore store = io::WeightStore::open_dir(transformer_dir(variant));
+    double stored = 0;
+    for (const std::string& name : store.names()) stored += static_cast<double>(shape_numel(store.info(name).shape));
+    CHECK(w.layers * (w.split_per_layer + w.whole_per_layer) + w.whole_once == stored);
+    // The image tokens' k and v projections (2 b M D 2 D) and their attention (4 rows M D), per layer.
+    const parallel::Layout one{1, 1, 1, parallel::SpMode::kUlysses};
+    const parallel::PlanRow row = parallel::plan_layout(one, w, 2, false);
+    parallel::Workload text_only = w;
+    text_only.attention[1].added_tokens = 0;
+    const double d = static_cast<double>(w.hidden()), m = static_cast<double>(image_tokens), rows = 2.0 * 30;
+    const double expected = static_cast<double>(w.layers) * (2 * 2 * m * d * 2 * d + 4 * rows * m * d);
+    CHECK(parallel::step_cost(row, w).flops - parallel::step_cost(row, text_only).flops == doctest::Approx(expected));
+  }
 }

@@ -15,13 +15,14 @@
 #include <doctest/doctest.h>
 #include <mpi.h>
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "../fixture.h"
 #include "../../ops/test_helpers.h"
 #include "../../parallel/mpi/mpi_test_main.h"
+#include "../wan_i2v_case.h"
+#include "sp_tp_layouts.h"
 #include "io/model_dir.h"
 #include "models/wan.h"
 #include "models/wan_spec.h"
@@ -36,69 +37,21 @@ namespace {
 
 parallel::Communicator& world() { return parallel::MpiRuntime::world(); }
 
-std::string dir_of(const std::string& variant) {
-  return testing::fixture_dir("wan_i2v_tiny") + "/" + variant;
-}
-
-Tensor load_tensor(const std::string& variant, const std::string& name) {
-  return io::SafetensorsFile::open(dir_of(variant) + "/forward.safetensors")->load(name).to(DType::kF32).clone();
-}
-
-// The fixture's inputs (as tests/models/test_wan_i2v.cpp reads them).
-struct Case {
-  Tensor latents, text, sample;
-  std::optional<Tensor> image;
-  ForwardArgs args;
-  explicit Case(const std::string& variant) {
-    latents = load_tensor(variant, "latents");
-    text = load_tensor(variant, "encoder_hidden_states");
-    sample = load_tensor(variant, "sample");
-    const Tensor t = load_tensor(variant, "timestep");
-    args.latents = &latents;
-    args.text = &text;
-    if (t.ndim() == 2) {
-      args.token_timesteps.assign(t.data(), t.data() + t.numel());
-      for (int64_t b = 0; b < t.dim(0); ++b) args.timesteps.push_back(t[b * t.dim(1) + t.dim(1) - 1]);
-    } else {
-      args.timesteps.assign(t.data(), t.data() + t.numel());
-    }
-    if (variant == "i2v") {
-      image = load_tensor(variant, "encoder_hidden_states_image");
-      args.image = &*image;
-    }
-  }
-};
-
 WanConfig config_of(const std::string& variant) {
-  const std::string path = dir_of(variant) + "/transformer/config.json";
+  const std::string path = testing::wan_i2v_dir(variant) + "/transformer/config.json";
   return WanConfig::from_json(io::read_json_file(path), path);
 }
 
 WanTransformer load(const std::string& variant, const ShardGroups& groups) {
-  return WanTransformer::load(io::WeightStore::open_dir(dir_of(variant) + "/transformer"), config_of(variant), groups);
-}
-
-// Every sp x tp factorisation of the world for 4 heads (ulysses: sp divides the heads per tp rank).
-std::vector<parallel::Layout> layouts(int world_size, int64_t heads) {
-  std::vector<parallel::Layout> out;
-  for (int tp = 1; tp <= world_size; ++tp) {
-    if (world_size % tp || heads % tp) continue;
-    const int sp = world_size / tp;
-    for (parallel::SpMode mode : {parallel::SpMode::kUlysses, parallel::SpMode::kRing}) {
-      if (sp == 1 && mode == parallel::SpMode::kRing) continue;
-      if (mode == parallel::SpMode::kUlysses && (heads / tp) % sp) continue;
-      out.push_back({sp, 1, tp, mode});
-    }
-  }
-  return out;
+  return WanTransformer::load(io::WeightStore::open_dir(testing::wan_i2v_dir(variant) + "/transformer"), config_of(variant), groups);
 }
 
 void check_layouts(const std::string& variant) {
   const int rank = world().rank();
   const WanTransformer single = load(variant, {});
-  const Case c(variant);
+  const testing::WanI2vCase c(variant);
   const Tensor whole = single.forward(c.args);
-  for (const parallel::Layout& layout : layouts(world().size(), single.config().num_heads)) {
+  for (const parallel::Layout& layout : testing::sp_tp_layouts(world().size(), single.config().num_heads)) {
     INFO("rank ", rank, " of ", world().size(), ", ", variant, ", ", layout.str());
     const auto tp_group = parallel::tp_split(layout, rank), sp_group = parallel::sp_split(layout, rank);
     const auto tp = parallel::MpiRuntime::split(world(), tp_group.color, tp_group.key);
@@ -135,7 +88,7 @@ void check_layouts(const std::string& variant) {
 void check_pipefusion(const std::string& variant) {
   if (world().size() != 2) return;
   const WanTransformer single = load(variant, {});
-  const Case c(variant);
+  const testing::WanI2vCase c(variant);
   const Tensor whole = single.forward(c.args);
   const auto pp = parallel::MpiRuntime::split(world(), 0, world().rank());
   ShardGroups groups;
