@@ -9,6 +9,13 @@ Models (--model):
   wan2.1-1.3b   Wan 2.1 T2V-1.3B (issue 34's benchmark; scripts/bench/bench_wan.py
                 is this script with --model wan2.1-1.3b): 17 frames of
                 256 x 256, latents (16, 5, 32, 32), 512 text rows of 4096.
+  wan2.2-ti2v-5b  Wan 2.2 TI2V-5B's transformer (the image-to-video issue's
+                benchmark; --parts transformer: ditgen does not read its VAE):
+                17 frames of 256 x 256, latents (48, 5, 16, 16) (its VAE
+                compresses space 16x), 512 text rows of 4096, a timestep per
+                token as WanImageToVideoPipeline's expand_timesteps gives
+                them: 0 on the first latent frame's tokens, 500 elsewhere
+                (ditgen: bench_forward --first-frame-clean).
   cogvideox-2b  CogVideoX-2b: 9 frames of 256 x 256, latents (3, 16, 32, 32)
                 (diffusers' transformer takes (B, F, C, H, W)), 226 text rows
                 of 4096 (its max_text_seq_length).
@@ -107,6 +114,8 @@ class VideoModel:
     text_dim_key: str      # the transformer config's text width
     frames_first: bool     # diffusers' transformer takes (B, F, C, H, W)
     frame_step: int        # output frame counts 1 + frame_step * k
+    vae_factor: int = 8    # the VAE's spatial compression
+    first_frame_clean: bool = False  # a timestep per token, 0 on the first latent frame's (TI2V)
     small_transformer: dict = field(default_factory=dict)
     small_vae: dict = field(default_factory=dict)
     vae_factor: int = 8    # pixels per latent, each side
@@ -121,6 +130,14 @@ MODELS = {
         label="Wan 2.1 T2V-1.3B", published="Wan2.1-T2V-1.3B-Diffusers", random_dir="Wan2.1-T2V-1.3B-random",
         transformer_class="WanTransformer3DModel", vae_class="AutoencoderKLWan", frames=17, size=256,
         text_tokens=512, text_dim_key="text_dim", frames_first=False, frame_step=4,
+        small_transformer=dict(num_attention_heads=2, attention_head_dim=16, num_layers=2, ffn_dim=64, text_dim=64,
+                               freq_dim=32),
+        small_vae=dict(base_dim=16)),
+    "wan2.2-ti2v-5b": VideoModel(
+        label="Wan 2.2 TI2V-5B", published="Wan2.2-TI2V-5B-Diffusers", random_dir="Wan2.2-TI2V-5B-random",
+        transformer_class="WanTransformer3DModel", vae_class="AutoencoderKLWan", frames=17, size=256,
+        text_tokens=512, text_dim_key="text_dim", frames_first=False, frame_step=4, vae_factor=16,
+        first_frame_clean=True,
         small_transformer=dict(num_attention_heads=2, attention_head_dim=16, num_layers=2, ffn_dim=64, text_dim=64,
                                freq_dim=32),
         small_vae=dict(base_dim=16)),
@@ -207,6 +224,10 @@ with torch.inference_mode():
                     sys.exit(f"{a['inputs']}: {name} {tuple(given[name].shape)}, expected {tuple(have.shape)}")
             x, text = given["latents"].to(dtype), given["text"].to(dtype)
         t = torch.tensor([500.0, 500.0])
+        if a["first_frame_clean"]:  # expand_timesteps: a timestep per token (patch 2 x 2), the first frame's 0
+            per_frame = (n // 2) * (n // 2)
+            t = torch.full((2, f * per_frame), 500.0)
+            t[:, :per_frame] = 0.0
         run = lambda: m(hidden_states=x, timestep=t, encoder_hidden_states=text, return_dict=False)[0]
     else:
         cls = getattr(diffusers, a["vae_class"])
@@ -253,7 +274,7 @@ def run_torch(args, spec: VideoModel, model: Path, part: str, dtype: str, inputs
     payload = dict(part=part, dtype=dtype, model=str(model), threads=args.threads, warmup=args.warmup,
                    repeat=args.repeat, latent=args.size // spec.vae_factor, latent_h=args.height // spec.vae_factor,
                    latent_w=args.width // spec.vae_factor, tiling=args.tiling,
-                   latent_frames=spec.latent_frames(args.frames),
+                   latent_frames=spec.latent_frames(args.frames), first_frame_clean=spec.first_frame_clean,
                    text_tokens=spec.text_tokens, text_dim_key=spec.text_dim_key, frames_first=spec.frames_first,
                    transformer_class=spec.transformer_class, vae_class=spec.vae_class,
                    inputs=str(inputs) if inputs else None, save=str(save) if save else None)
@@ -268,8 +289,8 @@ def run_ditgen(args, spec: VideoModel, model: Path, part: str, dtype: str, extra
               "--warmup", str(args.warmup), *extra]
     if part == "transformer":
         cmd = [str(args.bench_dir / "bench_forward"), "--model", str(model), "--batch", "2",
-               "--frames", str(spec.latent_frames(args.frames)), "--latent-size", str(args.size // 8),
-               "--text-tokens", str(spec.text_tokens)]
+               "--frames", str(spec.latent_frames(args.frames)), "--latent-size", str(args.size // spec.vae_factor),
+               "--text-tokens", str(spec.text_tokens)] + (["--first-frame-clean"] if spec.first_frame_clean else [])
         key = "forward_all"
     else:
         cmd = [str(args.bench_dir / "bench_vae_decode"), "--model", str(model), "--height", str(args.height),
@@ -347,9 +368,10 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--frames: {spec.label} makes 1 + {spec.frame_step}k frames")
     args.height = args.height or args.size
     args.width = args.width or args.size
+    step = 2 * spec.vae_factor
     for name in ("size", "height", "width"):
-        if getattr(args, name) < 16 or getattr(args, name) % 16:
-            p.error(f"--{name}: a multiple of 16 (the VAE's 8 times the transformer's patch of 2)")
+        if getattr(args, name) < step or getattr(args, name) % step:
+            p.error(f"--{name}: a multiple of {step} (the VAE's {spec.vae_factor} times the transformer's patch of 2)")
     if REPO in args.workdir.resolve().parents:
         sys.exit("--workdir must lie outside the repository (the weights are gigabytes)")
     dtypes, parts = args.dtypes.split(","), args.parts.split(",")

@@ -54,6 +54,8 @@ constexpr Row kGlobalRows[] = {
     {"img_emb.proj.1", "condition_embedder.image_embedder.ff.net.0.proj", false},
     {"img_emb.proj.3", "condition_embedder.image_embedder.ff.net.2", false},
     {"img_emb.proj.4", "condition_embedder.image_embedder.norm2", false},
+    // First-last-frame models: the image tokens' learned positions (1, 514, image_dim).
+    {"img_emb.emb_pos", "condition_embedder.image_embedder.pos_embed", true},
 };
 
 // A block number as the names write it: 1 to 9 digits, no leading zero.

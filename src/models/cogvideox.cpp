@@ -356,7 +356,7 @@ Tensor CogVideoXTransformer::forward(const ForwardArgs& a) const {
   pass.teacache_signal = [&](const Tensor&) { return Stage::Pass::Signal{emb, false}; };
   // norm_out's (B, 2D) shift and scale, its LayerNorm's affine folded in: once, not per patch.
   const Tensor out_shift_scale = nn::fold_norm_affine(final_.shift_scale(emb), norm_out_, {{0, 1}}, place);
-  pass.head = [&](const Tensor& hidden) { return final_(norm_final_(hidden), out_shift_scale); };
+  pass.head = [&](const Tensor& hidden, parallel::Range) { return final_(norm_final_(hidden), out_shift_scale); };
   // (B, n, p*p*C): every token's patch, channels last; the video rows unpatchified.
   const Tensor out = stage_.run(n, bsz, d, c.out_per_token(), a.stale_kv, pass, a.step_cache);
   const Tensor video = ops::take_rows(out, text_rows, n - text_rows);

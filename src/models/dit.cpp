@@ -170,7 +170,7 @@ Tensor DitTransformer::forward(const Tensor& x, const std::vector<float>& timest
   pass.teacache_signal = [&](const Tensor& hidden) {  // block 0's AdaLayerNormZero output
     return Stage::Pass::Signal{blocks_[0].body.attention_input(hidden, nn::Modulation(mods[0], d)), true};
   };
-  pass.head = [&](const Tensor& hidden) {
+  pass.head = [&](const Tensor& hidden, parallel::Range) {
     if (!final_shift.defined()) final_shift = final_layer_.shift_scale(conditioning(0, t_emb, labels));
     return final_layer_(hidden, final_shift);
   };

@@ -202,7 +202,7 @@ Tensor LatteTransformer::forward(const ForwardArgs& a) const {
     return Stage::Pass::Signal{spatial_[0].attention_input(hidden, modulation), true};
   };
   // (B*F_me, N_me, p*p*out), each frame modulated by its video's embedded timestep
-  pass.head = [&](const Tensor& hidden) {
+  pass.head = [&](const Tensor& hidden, parallel::Range) {
     return stem_.final_layer(hidden, stem_.final_layer.shift_scale(ops::repeat_rows(embedded, local_frames)));
   };
   if (dsp) pass.gather_frames = [&](const Tensor& rows) { return frame_shard.gather(rows); };  // (B*F, N, R)

@@ -123,7 +123,7 @@ Tensor PixArtTransformer::forward(const ForwardArgs& a) const {
   pass.teacache_signal = [&](const Tensor& hidden) {  // block 0's modulated attention input
     return Stage::Pass::Signal{blocks_[0].attention_input(hidden, shared_mod), true};
   };
-  pass.head = [&](const Tensor& hidden) { return stem_.final_layer(hidden, stem_.final_layer.shift_scale(embedded)); };
+  pass.head = [&](const Tensor& hidden, parallel::Range) { return stem_.final_layer(hidden, stem_.final_layer.shift_scale(embedded)); };
   const Tensor out = stage_.run(n, bsz, c.inner_dim(), p * p * c.out_channels, a.stale_kv, pass, a.step_cache);
   return ops::unpatchify(out, grid_h, grid_w, p, c.out_channels).to(Device::kCPU, DType::kF32);
 }

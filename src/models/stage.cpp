@@ -181,7 +181,7 @@ Tensor Stage::run(int64_t n, int64_t batch, int64_t width, int64_t out_width, pa
       continue;
     }
     // Every rank needs the whole prediction: gather the frames (dsp) or the tokens.
-    const Tensor out_rows = pass.head(hidden);
+    const Tensor out_rows = pass.head(hidden, rows);
     if (pass.gather_frames) {
       out = pass.gather_frames(out_rows);
       break;  // the whole video as one patch (PipeFusion does not take dsp)

@@ -74,8 +74,8 @@ class Stage {
     // holds those samples' rows only (their per-sample inputs are the
     // family's to select: sample_rows), or every sample's when empty.
     std::function<void(Tensor& hidden, parallel::Range patch, parallel::Range layers, const Samples& samples)> layers;
-    // The last stage's (B, P, R) output rows of them.
-    std::function<Tensor(const Tensor& hidden)> head;
+    // The last stage's (B, P, R) output rows of them, the tokens `rows`.
+    std::function<Tensor(const Tensor& hidden, parallel::Range rows)> head;
     // Frames sharded (dsp): each rank holds every token of its frames, the
     // video runs as one patch, and this gathers the whole (B, n, R) output
     // from each rank's rows. Empty: tokens sharded over sp, output rows

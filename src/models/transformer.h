@@ -49,6 +49,12 @@ struct ForwardArgs {
   // k rows; Wan L, its zero rows seen unmasked; empty = all L rows).
   const Tensor* text = nullptr;         // (B, L, caption_channels) host float32
   std::vector<int32_t> text_lengths;    // B, each in [1, L]; or empty
+  // Image-conditioned Wan (image_dim in its config): the image encoder's
+  // tokens, a second context beside the text (every rank holds them whole).
+  const Tensor* image = nullptr;        // (B, M, image_dim) host float32: M = 257, or 514 first-last-frame
+  // Wan 2.2 TI2V (expand_timesteps): a timestep per token, 0 on the clean
+  // first latent frame's, for the modulation in place of `timesteps`.
+  std::vector<float> token_timesteps;   // B * tokens, each sample's in the model's token order; or empty
   // PixArt's micro-conditions (micro_conditions() models only): per sample
   // the image's (height, width) in pixels and height / width.
   std::vector<std::array<float, 2>> resolution;  // B

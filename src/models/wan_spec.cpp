@@ -34,6 +34,9 @@ parallel::Workload WanSpec::workload(const Shape& latent) const {
   // (max_sequence_length), not the config's: `plan` sets it.
   parallel::Workload w = sized(latent, {AttentionKind::kSpatioTemporal, AttentionKind::kCross}, 1);
   w.qk_norms_across_heads = true;  // under tp, a squared sum per row of q and k all-reduced
+  // Image-to-video: the cross-attention also attends to the image tokens
+  // (context, whole on every rank): one image's, or both of first-last-frame's.
+  w.attention[1].added_tokens = image_tokens();
   return w;
 }
 

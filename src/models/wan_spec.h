@@ -47,8 +47,17 @@ class WanSpec final : public FamilySpec<WanConfig, WanTransformer> {
   // (three tp all-reduces).
   parallel::Workload workload(const Shape& latent) const override;
 
+  // The image tokens an image_dim model's cross-attention attends besides
+  // the text: CLIP ViT-H/14's 257 (256 patches and the class token) for
+  // one image, pos_embed_seq_len (2 x 257) for first-last-frame; 0 without
+  // image_dim.
+  int64_t image_tokens() const {
+    return cfg_.image_dim == 0 ? 0 : cfg_.pos_embed_seq_len > 0 ? cfg_.pos_embed_seq_len : kClipImageTokens;
+  }
+
   // WanPipeline's defaults.
   static constexpr int64_t kDefaultHeight = 480, kDefaultWidth = 832, kDefaultFrames = 81;
+  static constexpr int64_t kClipImageTokens = 257;
 };
 
 // The original Wan release's names (ComfyUI's and city96's GGUF files:

@@ -112,6 +112,11 @@ struct AttentionOp {
   int64_t tokens = 0;  // keys each query attends to (cross: the text's; 0 = not known from the config)
   int64_t heads = 0;   // sp (Ulysses) and tp split them
   KeySource keys = KeySource::kSameSequence;
+  // A cross-attention's second context (Wan I2V's image tokens, whole on
+  // every rank like the text): its own keys and values, attended by the same
+  // queries, the output added before the one output projection (no extra
+  // all-reduce). 0 = none.
+  int64_t added_tokens = 0;
 
   static AttentionOp spatial(int64_t tokens, int64_t heads) { return {AttentionKind::kSpatial, tokens, heads}; }
   static AttentionOp temporal(int64_t frames, int64_t heads) { return {AttentionKind::kTemporal, frames, heads}; }
@@ -155,7 +160,8 @@ struct Workload {
   int64_t gathered_per_layer = 0;  // elements per sequence all-gathered over tp per block (0: none)
   // Each attention's q and k are RMS-normalised over all heads (Wan): under
   // tp every rank all-reduces one float per row of q and one per row of k
-  // (a cross-attention's keys: the text's rows, AttentionOp::tokens).
+  // (a cross-attention's keys: the text's rows, AttentionOp::tokens, and
+  // the added context's, AttentionOp::added_tokens).
   bool qk_norms_across_heads = false;
   // The text joins each sequence (an MM-DiT's joint attention, CogVideoX):
   // its tokens lead the image's or video's in one sequence that every

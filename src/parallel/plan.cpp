@@ -140,7 +140,8 @@ PlanRow plan_layout(const Layout& l, const Workload& m, int64_t images_per_batch
     };
     double norms = 0;
     for (const AttentionOp& op : m.attention_ops())
-      norms += reduced(rows) + reduced(op.keys == KeySource::kSameSequence ? rows : b * static_cast<double>(op.tokens));
+      norms += reduced(rows) + reduced(op.keys == KeySource::kSameSequence ? rows : b * static_cast<double>(op.tokens)) +
+               (op.added_tokens > 0 ? reduced(b * static_cast<double>(op.added_tokens)) : 0.0);
     r.comm_tp += L * norms;
   }
   // The output is gathered over sp by the last stage only (rank 0 is the first).

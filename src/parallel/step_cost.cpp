@@ -18,6 +18,9 @@ StepCost step_cost(const PlanRow& row, const Workload& work) {
       per_layer += 2 * rows * d * 4 * dt;
     }
     per_layer += 4 * rows * keys * dt;
+    // An added context (Wan I2V's image tokens): its k and v projections and the second attention.
+    const double added = static_cast<double>(op.added_tokens);
+    per_layer += 2 * sequences * added * d * 2 * dt + 4 * rows * added * dt;
   }
   per_layer += static_cast<double>(work.feed_forwards) * 2 * rows * 2 * d * static_cast<double>(work.mlp_hidden) /
                layout.tp;

@@ -10,7 +10,9 @@
 //                      cross-attention's k and v over its text rows,
 //                      2*b*S*K*D*2*Dt, S sequences per sample) + scores and values 4*rows*K*Dt,
 //                      K = the keys per query (AttentionOp::tokens, the
-//                      tokens of a sequence when not given)
+//                      tokens of a sequence when not given; an added
+//                      context of K' tokens, AttentionOp::added_tokens:
+//                      its k and v 2*b*S*K'*D*2*Dt + 4*rows*K'*Dt more)
 //                + feed_forwards * 2*rows*2*D*F/tp )
 //   bytes = the rank's weights (each read once per forward) + twice a
 //           block's activations per layer (written and read back) + the

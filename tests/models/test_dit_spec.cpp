@@ -74,12 +74,16 @@ TEST_CASE("registry: unknown classes are model errors, every named transformer f
   // diffusers' defaults: Wan 2.1's VAE (tests/models/test_autoencoder_kl_wan.cpp).
   CHECK(vae_spec({{"_class_name", "AutoencoderKLWan"}}, "m/vae/config.json")->temporal_factor() == 4);
   // diffusers' defaults: Wan 2.1 14B's transformer (tests/models/test_wan.cpp);
-  // its image-to-video models are named by the contract, not built yet: exit 2.
+  // an image-to-video one (tests/models/test_wan_i2v.cpp) sets image_dim
+  // with added_kv_proj_dim = the inner dim, or neither: one alone is exit 3.
   CHECK(std::string(transformer_spec({{"_class_name", "WanTransformer3DModel"}}, "m/transformer/config.json")
                         ->family()) == "wan");
   CHECK_THROWS_WITH_AS(transformer_spec({{"_class_name", "WanTransformer3DModel"}, {"image_dim", 1280}},
                                         "m/transformer/config.json"),
-                       doctest::Contains("not supported yet: Wan image-to-video"), ConfigError);
+                       doctest::Contains("image_dim 1280 and added_kv_proj_dim 0"), ModelError);
+  CHECK(transformer_spec({{"_class_name", "WanTransformer3DModel"}, {"image_dim", 1280}, {"added_kv_proj_dim", 5120}},
+                         "m/transformer/config.json")
+            ->in_channels() == 16);
 }
 
 TEST_CASE("DitSpec: sizes, PAB kinds, latent shape") {

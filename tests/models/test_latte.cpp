@@ -10,6 +10,7 @@
 
 #include "fixture.h"
 #include "forward_checks.h"
+#include "pab_schedules.h"
 #include "io/model_dir.h"
 #include "models/latte.h"
 #include "models/latte_spec.h"
@@ -179,15 +180,8 @@ TEST_CASE("latte PAB: the spatial and temporal blocks of a layer keep their MLP 
   // mlp) key would hand the spatial block the temporal block's MLP output.
   const auto model = load_via_registry();
   ForwardCase c;
-  pab::Schedule s;
-  for (int k = 0; k < pab::kKinds; ++k) {
-    auto& kind = s[static_cast<pab::Kind>(k)];
-    kind.configured = true;
-    kind.range = 2;
-    kind.lo = 0;
-    kind.hi = 1000;
-    kind.blocks = {0, 1};
-  }
+  pab::Schedule s =
+      testing::reuse_every_branch({pab::Kind::kSpatial, pab::Kind::kTemporal, pab::Kind::kCross, pab::Kind::kMlp});
   pab::BroadcastCache cache(s, 2);
   c.args.timesteps = {500, 500};
   c.args.pab = &cache;

@@ -180,7 +180,7 @@ TEST_CASE("nn::Attention: q/k LayerNorm per head, cross-attention with per-text 
   CHECK(rel_l2(got, ref) < 1e-5);
 }
 
-TEST_CASE("nn::FeedForward: the gated GELU (tanh) of the two halves of net.0, and the exact GELU refused") {
+TEST_CASE("nn::FeedForward: the gated GELU (tanh) of the two halves of net.0, and the exact (erf) GELU") {
   const int64_t rows = 7, d = 6, f = 10;
   testing::TempDir dir("nn_ff");
   const Named w = {{"ff.net.0.proj.weight", testing::random_tensor({2 * f, d}, 1)},
@@ -205,9 +205,19 @@ TEST_CASE("nn::FeedForward: the gated GELU (tanh) of the two halves of net.0, an
     }
   CHECK(rel_l2(got, linear_ref(hidden, named(w, "ff.net.2.weight"), named(w, "ff.net.2.bias"))) < 1e-5);
 
-  CHECK_THROWS_WITH_AS(
-      models::nn::FeedForward::load(store, "ff.", {d, f, models::nn::FeedForwardActivation::kGelu}, nullptr, {}),
-      doctest::Contains("not supported yet: the exact (erf) GELU"), ConfigError);
+  // The exact GELU (WanImageEmbedding's): net.0's first F rows, 0.5 v (1 + erf(v / sqrt 2)), then net.2.
+  testing::TempDir plain_dir("nn_ff_gelu");
+  const Named plain_w = {{"ff.net.0.proj.weight", testing::random_tensor({f, d}, 5)},
+                         {"ff.net.0.proj.bias", testing::random_tensor({f}, 6)},
+                         {"ff.net.2.weight", testing::random_tensor({d, f}, 7)},
+                         {"ff.net.2.bias", testing::random_tensor({d}, 8)}};
+  const auto plain_store = store_of(plain_dir, plain_w);
+  const auto exact =
+      models::nn::FeedForward::load(plain_store, "ff.", {d, f, models::nn::FeedForwardActivation::kGelu}, nullptr, {});
+  std::vector<float> pre = linear_ref(values(x), named(plain_w, "ff.net.0.proj.weight"),
+                                      named(plain_w, "ff.net.0.proj.bias"));
+  for (float& v : pre) v = static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+  CHECK(rel_l2(exact(x), linear_ref(pre, named(plain_w, "ff.net.2.weight"), named(plain_w, "ff.net.2.bias"))) < 1e-6);
 }
 
 TEST_CASE("nn::TransformerBlock: the optional norm before the cross-attention") {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "fixture.h"
+#include "pab_schedules.h"
 #include "io/model_dir.h"
 #include "models/pixart.h"
 #include "models/pixart_spec.h"
@@ -182,15 +183,7 @@ TEST_CASE("pixart PAB: a reused branch gives the output its computation would gi
   // every block is computed in step 0 and reused in step 1, so the outputs match.
   const auto model = load_via_registry("pixart_tiny");
   ForwardCase c("pixart_tiny", "", false);
-  pab::Schedule s;
-  for (pab::Kind k : {pab::Kind::kSpatial, pab::Kind::kCross, pab::Kind::kMlp}) {
-    s[k].configured = true;
-    s[k].range = 2;
-    s[k].lo = 0;
-    s[k].hi = 1000;
-    s[k].blocks = {0, 1};
-  }
-  pab::BroadcastCache cache(s, 2);
+  pab::BroadcastCache cache(testing::reuse_every_branch({pab::Kind::kSpatial, pab::Kind::kCross, pab::Kind::kMlp}), 2);
   c.args.timesteps = {500, 500};
   c.args.pab = &cache;
   cache.begin_step(500, 500);

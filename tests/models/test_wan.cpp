@@ -5,7 +5,7 @@
 // zero) and a one-frame video, in float32 and bfloat16; each sample alone
 // equals its row of the batch; WanSpec's answers from config.json (latent
 // shapes through the VAE's factors, the Workload, the layout rules: no
-// dsp); config and weight errors, image-to-video refused (exit 2).
+// dsp); config and weight errors; an image-to-video config's workload.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -175,11 +175,15 @@ TEST_CASE("wan spec: the published Wan 2.1 / 2.2 T2V configs parse - sizes as pu
   CHECK(big->num_layers() == 40);
 }
 
-TEST_CASE("wan config: image-to-video and other unbuilt options are 'not supported yet' (exit 2), bad values ModelErrors") {
+TEST_CASE("wan config: an image-to-video config parses (its cross-attention attends 257 image tokens too) - unbuilt options are 'not supported yet' (exit 2), bad values ModelErrors") {
   const nlohmann::json i2v =
       io::read_json_file(testing::fixture_dir("wan_i2v_config") + "/transformer/config.json");
-  CHECK_THROWS_WITH_AS(spec_of(i2v), doctest::Contains("not supported yet: Wan image-to-video models"), ConfigError);
-  CHECK_THROWS_WITH_AS(spec_of(i2v), doctest::Contains("m/transformer/config.json: image_dim = 24"), ConfigError);
+  const auto i2v_spec = spec_of(i2v);
+  CHECK(i2v_spec->in_channels() == 16);
+  const parallel::Workload w = i2v_spec->workload(i2v_spec->latent_shape(48, 80, 9, kWanVae, ""));
+  REQUIRE(w.attention.size() == 2);
+  CHECK(w.attention[1].added_tokens == 257);
+  CHECK(w.attention[0].added_tokens == 0);
   nlohmann::json cfg = config_json();
   cfg["patch_size"] = {2, 2, 2};
   CHECK_THROWS_WITH_AS(spec_of(cfg), doctest::Contains("not supported yet: a Wan patch_size"), ConfigError);

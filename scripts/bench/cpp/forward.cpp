@@ -8,7 +8,7 @@
 //                 [--repeat 5] [--warmup 1] [--threads 2] [--profile]
 //                 [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]
 //                 [--transformer-file FILE] [--quantize none|int8] [--save-output FILE.safetensors]
-//                 [--cpu-attention auto|tiles|matmul]
+//                 [--cpu-attention auto|tiles|matmul] [--first-frame-clean]
 //   bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype ...] ...
 //   bench_forward --sgemm [N] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1] [--threads 2]
 //
@@ -32,6 +32,10 @@
 //
 //   forward_seconds <median>   forward_all <t1,t2,...>   peak_rss_bytes <n>
 //   device_peak_bytes <n>      (CUDA: the caching allocator's peak in use)
+//
+// --first-frame-clean gives a video model a timestep per token, 0 on the
+// first latent frame's tokens and 500 elsewhere (Wan 2.2 TI2V's
+// expand_timesteps, ForwardArgs::token_timesteps).
 //
 // --transformer-file runs the transformer from one weights file (GGUF in
 // any block type, safetensors, fp8), opened with the family's single-file
@@ -88,7 +92,7 @@ struct Args {
   int64_t sgemm_n = 0;  // > 0: sgemm mode
   int64_t batch = 0, frames = 0, latent_size = 0, text_tokens = 120;  // 0: the mode's / model's default
   int repeat = 5, warmup = 1, threads = 2;
-  bool profile = false, pack_weights = false;
+  bool profile = false, pack_weights = false, first_frame_clean = false;
   std::string device = "cpu", dtype = "float32", attention = "auto", cpu_attention = "auto";
 };
 
@@ -107,7 +111,7 @@ DTypeChoice dtype_choice(const std::string& name) {
                "         [--repeat 5] [--warmup 1] [--threads 2] [--profile]\n"
                "         [--device cpu|cuda] [--dtype float32|bfloat16|float16] [--attention auto|flash|math]\n"
                "         [--transformer-file FILE] [--quantize none|int8] [--save-output FILE.safetensors]\n"
-               "         [--cpu-attention auto|tiles|matmul]\n"
+               "         [--cpu-attention auto|tiles|matmul] [--first-frame-clean]\n"
                "       bench_forward --text-encoder DIR [--batch 1] [--text-tokens 120] [--pack-weights] [--dtype D] ...\n"
                "       bench_forward --sgemm [N=4096] [--dtype float32|bfloat16] [--repeat 5] [--warmup 1]\n"
                "         [--threads 2]\n");
@@ -130,6 +134,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--warmup") a.warmup = std::stoi(value());
     else if (k == "--threads") a.threads = std::stoi(value());
     else if (k == "--profile") a.profile = true;
+    else if (k == "--first-frame-clean") a.first_frame_clean = true;
     else if (k == "--pack-weights") a.pack_weights = true;
     else if (k == "--device") a.device = value();
     else if (k == "--dtype") a.dtype = value();
@@ -298,6 +303,12 @@ int run_forward(const Args& a) {
   models::ForwardArgs args;
   args.latents = &x;
   args.timesteps.assign(b, 500.0f);
+  if (a.first_frame_clean) {  // per token: the first latent frame's clean (0), the rest at 500
+    const parallel::Workload work = spec->workload(one);
+    const int64_t per_frame = work.tokens, tokens = per_frame * std::max<int64_t>(work.frames, 1);
+    for (int64_t i = 0; i < b; ++i)
+      for (int64_t t = 0; t < tokens; ++t) args.token_timesteps.push_back(t < per_frame ? 0.0f : 500.0f);
+  }
   Tensor text;
   if (spec->conditioning() == models::Conditioning::kClassLabels) {
     const int64_t classes = spec->num_classes();

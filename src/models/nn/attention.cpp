@@ -47,6 +47,11 @@ TensorDecls Attention::tensors(const std::string& prefix, const AttentionDims& d
     t.push_back({prefix + norm + "weight", {norm_width(d)}, split});
     if (d.qk_norm == QkNorm::kLayerNorm) t.push_back({prefix + norm + "bias", {norm_width(d)}});
   }
+  if (d.added_kv_dim > 0) {
+    append(t, ColumnParallelLinear::tensors(prefix + "add_k_proj.", inner, d.added_kv_dim));
+    append(t, ColumnParallelLinear::tensors(prefix + "add_v_proj.", inner, d.added_kv_dim));
+    t.push_back({prefix + "norm_added_k.weight", {norm_width(d)}, split});
+  }
   return t;
 }
 
@@ -56,6 +61,8 @@ Attention Attention::load(const io::WeightStore& w, const std::string& prefix, c
   // A LayerNorm across heads would need the mean and variance over every rank's heads.
   if (d.qk_norm == QkNorm::kLayerNorm && d.qk_norm_span == QkNormSpan::kAcrossHeads && size > 1)
     not_supported("q/k LayerNorms across heads under tp > 1 (" + prefix + "norm_q: tp = " + std::to_string(size) + ")");
+  if (d.added_kv_dim > 0 && d.qk_norm != QkNorm::kRmsNorm)
+    not_supported("added keys and values without an RMSNorm on k (" + prefix + "norm_added_k)");
   Attention a;
   a.dims_ = d;
   a.place_ = place;
@@ -66,13 +73,20 @@ Attention Attention::load(const io::WeightStore& w, const std::string& prefix, c
   a.to_k_ = ColumnParallelLinear::load(w, prefix + "to_k.", inner, tp, place);
   a.to_v_ = ColumnParallelLinear::load(w, prefix + "to_v.", inner, tp, place);
   a.to_out_ = RowParallelLinear::load(w, prefix + "to_out.0.", inner, tp, place);
+  if (d.added_kv_dim > 0) {
+    a.add_k_ = ColumnParallelLinear::load(w, prefix + "add_k_proj.", inner, tp, place);
+    a.add_v_ = ColumnParallelLinear::load(w, prefix + "add_v_proj.", inner, tp, place);
+  }
   if (across_heads(d) && size > 1) {  // this rank's heads' columns
     const parallel::Range mine = parallel::column_split(inner, tp);
     a.norm_q_w_ = place.put(w.load_rows(prefix + "norm_q.weight", mine.begin, mine.end));
     a.norm_k_w_ = place.put(w.load_rows(prefix + "norm_k.weight", mine.begin, mine.end));
+    if (d.added_kv_dim > 0)
+      a.norm_added_k_w_ = place.put(w.load_rows(prefix + "norm_added_k.weight", mine.begin, mine.end));
   } else if (d.qk_norm != QkNorm::kNone) {
     a.norm_q_w_ = place.put(w.load(prefix + "norm_q.weight"));
     a.norm_k_w_ = place.put(w.load(prefix + "norm_k.weight"));
+    if (d.added_kv_dim > 0) a.norm_added_k_w_ = place.put(w.load(prefix + "norm_added_k.weight"));
     if (d.qk_norm == QkNorm::kLayerNorm) {
       a.norm_q_b_ = place.put(w.load(prefix + "norm_q.bias"));
       a.norm_k_b_ = place.put(w.load(prefix + "norm_k.bias"));
@@ -146,8 +160,23 @@ Tensor Attention::self_attention(const Tensor& x, const AttentionCore& core, con
   return to_out_(out);
 }
 
-Tensor Attention::cross_attention(const Tensor& x, const CrossContext& context) const {
+void Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const CrossContext& context,
+                       Tensor& out) const {
+  const int64_t bsz = q.dim(0), p = q.dim(1), dl = q.dim(2), texts = k.dim(0);
+  if (texts * context.repeat != bsz)
+    throw std::logic_error("cross-attention: " + std::to_string(texts) + " texts x " +
+                           std::to_string(context.repeat) + " samples each for a batch of " + std::to_string(bsz));
+  profile::ScopedTimer t("cross_attention");
+  Tensor per_text = out.reshape({texts, context.repeat * p, dl});  // a view: each text's queries in a row
+  parallel::SequenceParallelAttention::cross_attention(q.reshape({texts, context.repeat * p, dl}), k, v,
+                                                       dims_.head_dim, per_text, context.kv_lens, place_.dtype);
+}
+
+Tensor Attention::cross_attention(const Tensor& x, const CrossContext& context, const CrossContext* added) const {
   if (!context.tokens) throw std::invalid_argument("cross-attention without a context");
+  if ((dims_.added_kv_dim > 0) != (added && added->tokens))
+    throw std::invalid_argument(dims_.added_kv_dim > 0 ? "cross-attention with added keys and values needs their context"
+                                                       : "cross-attention: an added context without add_k_proj");
   const int64_t bsz = x.dim(0), p = x.dim(1), dl = local_heads_ * dims_.head_dim;
   Tensor q, k, v;
   {
@@ -157,16 +186,18 @@ Tensor Attention::cross_attention(const Tensor& x, const CrossContext& context) 
     v = to_v_(*context.tokens);  // (T, M, Dl)
   }
   normalize(q, k);
-  const int64_t texts = k.dim(0);
-  if (texts * context.repeat != bsz)
-    throw std::logic_error("cross-attention: " + std::to_string(texts) + " texts x " +
-                           std::to_string(context.repeat) + " samples each for a batch of " + std::to_string(bsz));
   Tensor out = place_.empty({bsz, p, dl});
-  {
-    profile::ScopedTimer t("cross_attention");
-    Tensor per_text = out.reshape({texts, context.repeat * p, dl});  // a view: each text's queries in a row
-    parallel::SequenceParallelAttention::cross_attention(q.reshape({texts, context.repeat * p, dl}), k, v,
-                                                         dims_.head_dim, per_text, context.kv_lens, place_.dtype);
+  attend(q, k, v, context, out);
+  if (added) {  // the added context's own keys and values, the same queries; the outputs summed
+    Tensor added_k, added_v;
+    {
+      profile::ScopedTimer t("cross_qkv_proj");
+      added_k = normalized(add_k_(*added->tokens), norm_added_k_w_, {});  // (T, M', Dl)
+      added_v = add_v_(*added->tokens);                                   // (T, M', Dl)
+    }
+    Tensor added_out = place_.empty({bsz, p, dl});
+    attend(q, added_k, added_v, *added, added_out);
+    ops::add_(out, added_out);
   }
   profile::ScopedTimer t("out_proj");
   return to_out_(out);

@@ -15,6 +15,13 @@
 //   cross-attention  keys and values from another sequence that every
 //                    rank holds whole (the text), so no sp communication;
 //                    one text may serve several consecutive samples.
+//                    Optionally a second context (Wan I2V's image tokens,
+//                    also whole on every rank): its own keys and values
+//                    (add_k_proj, add_v_proj, split over tp like to_k and
+//                    to_v; add_k normed by norm_added_k as to_k by norm_k),
+//                    attended by the same queries, and that output added
+//                    to the first's before to_out (diffusers'
+//                    WanAttnProcessor).
 // q/k norms (optional): LayerNorm or RMSNorm with a weight, over each head
 // or across all heads, applied after the projections and before the
 // rotary hook, as diffusers does. An RMSNorm across heads under tp (Wan):
@@ -50,6 +57,7 @@ struct AttentionDims {
   QkNorm qk_norm = QkNorm::kNone;
   QkNormSpan qk_norm_span = QkNormSpan::kPerHead;
   float qk_norm_eps = 1e-6f;
+  int64_t added_kv_dim = 0;  // width of the added context's tokens (add_k_proj / add_v_proj's input); 0 = none
   int64_t inner() const { return heads * head_dim; }
 };
 
@@ -96,8 +104,10 @@ class Attention {
   // x (B, P, D) -> (B, P, D): the self-attention's output, all-reduced.
   Tensor self_attention(const Tensor& x, const AttentionCore& core, const LayoutSwitch* around = nullptr,
                         const Rotary* rotary = nullptr) const;
-  // x (B, P, D) attending to `context` -> (B, P, D), all-reduced.
-  Tensor cross_attention(const Tensor& x, const CrossContext& context) const;
+  // x (B, P, D) attending to `context` -> (B, P, D), all-reduced; with
+  // added_kv_dim, `added` (required then, refused otherwise) is attended
+  // too and its output added before to_out.
+  Tensor cross_attention(const Tensor& x, const CrossContext& context, const CrossContext* added = nullptr) const;
 
   const AttentionDims& dims() const { return dims_; }
   const ColumnParallelLinear& to_q() const { return to_q_; }
@@ -108,6 +118,9 @@ class Attention {
  private:
   // q and k after the q/k norms (themselves without norms).
   void normalize(Tensor& q, Tensor& k) const;
+  // The core of a cross-attention: q (B, P, Dl) over context's keys k and
+  // values v (T, M, Dl) into out (B, P, Dl).
+  void attend(const Tensor& q, const Tensor& k, const Tensor& v, const CrossContext& context, Tensor& out) const;
   Tensor normalized(const Tensor& x, const Tensor& weight, const Tensor& bias) const;
   // The RMSNorm across heads of x (B, P, Dl), this rank's columns, under tp > 1.
   Tensor rms_norm_across_tp(const Tensor& x, const Tensor& weight) const;
@@ -122,6 +135,9 @@ class Attention {
   RowParallelLinear to_out_;       // (query_dim, Dl)
   Tensor norm_q_w_, norm_q_b_;     // (head_dim) per head or (Dl) across heads; the bias LayerNorm only
   Tensor norm_k_w_, norm_k_b_;     // the same for k
+  ColumnParallelLinear add_k_;     // (Dl, added_kv_dim): added_kv_dim only
+  ColumnParallelLinear add_v_;     // (Dl, added_kv_dim)
+  Tensor norm_added_k_w_;          // norm_k_w_'s shape: norm_added_k's weight (added_kv_dim only)
 };
 
 }  // namespace ditgen::models::nn

@@ -1,7 +1,6 @@
 #include "models/nn/feed_forward.h"
 
 #include "ops/ops.h"
-#include "util/error.h"
 #include "util/profile.h"
 
 namespace ditgen::models::nn {
@@ -21,8 +20,6 @@ TensorDecls FeedForward::tensors(const std::string& prefix, const FeedForwardDim
 
 FeedForward FeedForward::load(const io::WeightStore& w, const std::string& prefix, const FeedForwardDims& d,
                               parallel::Communicator* tp, const Placement& place) {
-  if (d.activation == FeedForwardActivation::kGelu)
-    not_supported("the exact (erf) GELU feed-forward (" + prefix + "net.0: ditgen's ops fuse the tanh GELU only)");
   FeedForward ff;
   ff.activation_ = d.activation;
   ff.proj_in_ = ColumnParallelLinear::load(w, prefix + "net.0.proj.", d.inner, tp, place);
@@ -39,6 +36,9 @@ Tensor FeedForward::operator()(const Tensor& x) const {
     if (gated(activation_)) {
       hidden = proj_in_(x);
       ops::mul_(hidden, gate_(x, ops::Activation::kGeluTanh));
+    } else if (activation_ == FeedForwardActivation::kGelu) {  // not fused: a pass of its own
+      hidden = proj_in_(x);
+      ops::gelu_(hidden);
     } else {
       hidden = proj_in_(x, ops::Activation::kGeluTanh);
     }

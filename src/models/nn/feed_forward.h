@@ -9,8 +9,8 @@
 //                   first projection's rows [0, F) are the value, [F, 2F)
 //                   the gate, y = value * gelu_tanh(gate); each half is
 //                   split over tp like one projection;
-//   kGelu           exact (erf) GELU: declared for the families that use
-//                   it, refused at load until the ops have an erf GELU.
+//   kGelu           exact (erf) GELU (ops::gelu_), a pass after the first
+//                   GEMM.
 // Profiling scopes (util/profile.h): mlp_in (the first projection and its
 // activation), mlp_out.
 #pragma once

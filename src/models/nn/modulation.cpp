@@ -1,5 +1,8 @@
 #include "models/nn/modulation.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "ops/ops.h"
 #include "parallel/tensor_parallel.h"
 #include "util/profile.h"
@@ -13,15 +16,24 @@ int64_t shift_chunk(Triple t) { return 3 * static_cast<int64_t>(t); }
 
 }  // namespace
 
+Tensor Modulation::rows_of(const Tensor& x) const {
+  if (mod_.dim(0) == x.dim(0)) return x;
+  if (x.ndim() != 3 || mod_.dim(0) != x.dim(0) * x.dim(1))
+    throw std::logic_error("Modulation: " + std::to_string(mod_.dim(0)) + " rows for x " + shape_str(x.shape()));
+  return x.reshape({x.dim(0) * x.dim(1), 1, x.dim(2)});  // a view: one token a row
+}
+
 void Modulation::normalize(const Tensor& x, Triple triple, float eps, Tensor& out) const {
   profile::ScopedTimer t("layer_norm");
   const int64_t shift = shift_chunk(triple);
-  ops::layer_norm_modulate(x, mod_, shift * dim_, (shift + 1) * dim_, eps, out);
+  Tensor out_rows = rows_of(out);
+  ops::layer_norm_modulate(rows_of(x), mod_, shift * dim_, (shift + 1) * dim_, eps, out_rows);
 }
 
 void Modulation::add_gated(Tensor& x, const Tensor& y, Triple triple) const {
   profile::ScopedTimer t("residual");
-  ops::gated_residual_(x, y, mod_, (shift_chunk(triple) + 2) * dim_);
+  Tensor x_rows = rows_of(x);
+  ops::gated_residual_(x_rows, rows_of(y), mod_, (shift_chunk(triple) + 2) * dim_);
 }
 
 TensorDecls AdaLnZero::tensors(const std::string& prefix, int64_t dim, int64_t chunks, int64_t cond_dim) {

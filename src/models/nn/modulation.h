@@ -5,7 +5,9 @@
 //   Modulation       a block's (B, 6D) vector as diffusers chunks it:
 //                    shift, scale, gate of the attention branch, then of the
 //                    feed-forward branch (D columns each), and the two uses
-//                    of those chunks.
+//                    of those chunks; or a (B*P, 6D) one, a vector per token
+//                    (Wan 2.2 TI2V's per-token timesteps), applied to x
+//                    viewed as B*P one-token rows.
 //   AdaLnZero        DiT's per-block modulation: a linear of SiLU(the
 //                    block's conditioning) in K chunks (K = 6), each
 //                    column-split over tp and all-gathered
@@ -46,7 +48,7 @@ constexpr Triple triple_of(Branch b) { return b == Branch::kAttention ? Triple::
 
 class Modulation {
  public:
-  // mod (B, 6D), D = dim.
+  // mod (B, 6D) or (B*P, 6D) per token, D = dim.
   Modulation(Tensor mod, int64_t dim) : mod_(std::move(mod)), dim_(dim) {}
   // out (B, P, D) = LN(x) * (1 + scale) + shift of `triple`, LN at eps without affine.
   void normalize(const Tensor& x, Triple triple, float eps, Tensor& out) const;
@@ -59,7 +61,10 @@ class Modulation {
   void add_gated(Tensor& x, const Tensor& y, Branch branch) const { add_gated(x, y, triple_of(branch)); }
 
  private:
-  Tensor mod_;  // (B, 6D)
+  // x (B, P, D) as the rows mod_ has: itself, or (B*P, 1, D) for a per-token mod_.
+  Tensor rows_of(const Tensor& x) const;
+
+  Tensor mod_;  // (B, 6D) or (B*P, 6D)
   int64_t dim_ = 0;
 };
 

@@ -59,9 +59,9 @@ void TransformerBlock::forward(Tensor& hidden, const Modulation& mod, const Bloc
 
   if (dims_.has_cross()) {
     const Tensor cross_out = in.pab.branch(pab::Kind::kCross, shard_, [&] {  // (B, P, D), added as is
-      if (!dims_.cross_norm) return attn2_.cross_attention(hidden, *in.text);
+      if (!dims_.cross_norm) return attn2_.cross_attention(hidden, *in.text, in.image);
       return attn2_.cross_attention(ops::layer_norm(hidden, &cross_norm_w_, &cross_norm_b_, dims_.cross_norm_eps),
-                                    *in.text);
+                                    *in.text, in.image);
     });
     profile::ScopedTimer t("residual");
     ops::add_(hidden, cross_out);

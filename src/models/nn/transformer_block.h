@@ -4,7 +4,9 @@
 // composition of the modules beside it:
 //   x += gate_msa * attn1(LN(x) * (1 + scale_msa) + shift_msa)
 //   x += attn2(norm2(x), text)              (optional: no gate, no
-//                                            modulation; norm2 optional)
+//                                            modulation; norm2 optional;
+//                                            Wan I2V: the image tokens
+//                                            attended too, nn/attention.h)
 //   x += gate_mlp * ff(LN(x) * (1 + scale_mlp) + shift_mlp)
 // The (B, 6D) modulation is the caller's (nn/modulation.h: AdaLnZero per
 // block for DiT, adaLN-single's shared vector plus the block's table for
@@ -54,6 +56,7 @@ struct BlockInputs {
   const CrossContext* text = nullptr;         // required iff the block has a cross-attention
   PabSite pab = {};                           // where its branches are cached
   pab::Kind self_kind = pab::Kind::kSpatial;  // the self-attention's PAB kind (Latte's temporal blocks: kTemporal)
+  const CrossContext* image = nullptr;        // required iff its cross-attention has added_kv_dim (Wan I2V)
 };
 
 class TransformerBlock {

@@ -20,6 +20,7 @@
 #include "../fixture.h"
 #include "../../ops/test_helpers.h"
 #include "../../parallel/mpi/mpi_test_main.h"
+#include "sp_tp_layouts.h"
 #include "io/model_dir.h"
 #include "models/pixart.h"
 #include "models/pixart_spec.h"
@@ -70,26 +71,10 @@ PixArtTransformer load(const std::string& fixture, const ShardGroups& groups) {
   return PixArtTransformer::load(io::WeightStore::open_dir(dir), cfg, groups);
 }
 
-// Every sp x tp factorisation of the world for 4 heads: tp divides the
-// heads; ulysses also needs sp to divide the heads per tp rank.
-std::vector<parallel::Layout> layouts(int world_size, int64_t heads) {
-  std::vector<parallel::Layout> out;
-  for (int tp = 1; tp <= world_size; ++tp) {
-    if (world_size % tp || heads % tp) continue;
-    const int sp = world_size / tp;
-    for (parallel::SpMode mode : {parallel::SpMode::kUlysses, parallel::SpMode::kRing}) {
-      if (sp == 1 && mode == parallel::SpMode::kRing) continue;
-      if (mode == parallel::SpMode::kUlysses && (heads / tp) % sp) continue;
-      out.push_back({sp, 1, tp, mode});
-    }
-  }
-  return out;
-}
-
 void check_layouts(const std::string& fixture) {
   const int rank = world().rank();
   const PixArtTransformer single = load(fixture, {});
-  for (const parallel::Layout& layout : layouts(world().size(), single.config().num_heads)) {
+  for (const parallel::Layout& layout : testing::sp_tp_layouts(world().size(), single.config().num_heads)) {
     const auto tp_group = parallel::tp_split(layout, rank), sp_group = parallel::sp_split(layout, rank);
     const auto tp = parallel::MpiRuntime::split(world(), tp_group.color, tp_group.key);
     const auto sp = parallel::MpiRuntime::split(world(), sp_group.color, sp_group.key);
