@@ -212,9 +212,12 @@ AutoencoderKLWanConfig AutoencoderKLWanConfig::from_json(const nlohmann::json& c
   c.is_residual = get_bool_or(cfg, "is_residual", false, path);
   // patch_size null / absent: no patches (diffusers).
   c.patch_size = get_int_or(cfg, "patch_size", 1, path);
-  require(c.patch_size >= 1, path, "patch_size: expected a positive integer or null, got " + cfg["patch_size"].dump());
+  // The message only when it fails: cfg is const, and operator[] of a key
+  // it lacks (patch_size absent) is undefined (the fuzz target found it).
+  if (c.patch_size < 1)
+    require(false, path, "patch_size: expected a positive integer or null, got " + cfg.at("patch_size").dump());
   if (c.patch_size > 2)
-    not_supported(path + ": patch_size " + cfg["patch_size"].dump() + " (only null, 1 and 2: Wan 2.2 TI2V's)");
+    not_supported(path + ": patch_size " + cfg.at("patch_size").dump() + " (only null, 1 and 2: Wan 2.2 TI2V's)");
   const int64_t per_patch = c.patch_size * c.patch_size;
   for (const auto& [key, channels] : {std::pair{"in_channels", c.in_channels}, {"out_channels", c.out_channels}})
     require(channels % per_patch == 0, path,
